@@ -1,0 +1,23 @@
+//! Plinth's shared logic.
+//!
+//! Everything in this crate is deterministic and testable without a network or a disk: the controller, the
+//! agent and `plinthctl`'s offline commands all call these functions, so what a task author sees offline is
+//! what the controller does.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`model`] | releases, plugins, clusters, nodes, tasks and graphs as data |
+//! | [`tags`] | node tags, primary election, task-to-node matching |
+//! | [`graph`] | merging graphs, resolving tasks per node, ordering them |
+//! | [`expr`] | the expression language (YAQL) and the deployment helpers |
+//! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
+//! | [`wire`] | the messages agents and the controller exchange |
+//! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
+
+pub mod expr;
+pub mod graph;
+pub mod model;
+pub mod signing;
+pub mod strategy;
+pub mod tags;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! The data model: releases, plugins, clusters, nodes, tasks and graphs.

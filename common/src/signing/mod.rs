@@ -1,0 +1,1 @@
+//! Canonical bytes and ed25519 signatures for task lists.

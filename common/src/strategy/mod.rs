@@ -1,0 +1,1 @@
+//! Deployment strategies: node groups, selectors, success criteria and the sequencing state machine.

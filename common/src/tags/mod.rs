@@ -1,0 +1,1 @@
+//! Node tags: role expansion, primary election and matching tasks to nodes.

@@ -1,0 +1,1 @@
+//! The messages agents and the controller exchange.
