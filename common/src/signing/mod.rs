@@ -1,1 +1,254 @@
-//! Canonical bytes and ed25519 signatures for task lists.
+//! Canonical bytes and ed25519 signatures for task lists, and node key fingerprints.
+//!
+//! A signed task list travels as an envelope `{"payload": base64, "signature": base64}`. The payload is the
+//! task list's JSON exactly as the controller serialised it; the signature covers a fixed domain string
+//! followed by those bytes. The agent verifies the signature over exactly the bytes it received and only
+//! then parses them, so no part of one list can be swapped for part of another, and a signature made for
+//! anything else can never pass as a task list signature.
+
+use crate::wire::{TaskList, MAX_TASK_LIST_BYTES, TASK_LIST_FORMAT};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Prefixed to the payload before signing: separates task list signatures from any other use of the key.
+pub const DOMAIN: &[u8] = b"plinth-task-list-v1\n";
+
+/// How far in the future a list's issue time may lie before the agent doubts its own clock, in seconds.
+pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
+
+/// A signed task list as it travels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignedTaskList {
+    /// The task list's JSON bytes, base64.
+    pub payload: String,
+    /// The ed25519 signature over [`DOMAIN`] followed by the payload bytes, base64.
+    pub signature: String,
+}
+
+/// Why a task list was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The envelope is larger than [`MAX_TASK_LIST_BYTES`].
+    #[error("task list is {0} bytes, over the {MAX_TASK_LIST_BYTES}-byte limit")]
+    TooLarge(usize),
+    /// The envelope is not the expected JSON.
+    #[error("task list envelope is malformed: {0}")]
+    Malformed(String),
+    /// The signature does not verify with the pinned controller key.
+    #[error("task list signature does not verify with the pinned controller key")]
+    BadSignature,
+    /// The signed payload is not a task list this agent understands.
+    #[error("signed task list cannot be read: {0}")]
+    BadPayload(String),
+    /// The list is for another node.
+    #[error("task list is for node key {found}, not this node ({expected})")]
+    WrongNode {
+        /// This node's key fingerprint.
+        expected: String,
+        /// The fingerprint in the list.
+        found: String,
+    },
+    /// The list does not echo the nonce of the poll it answers: a recorded answer replayed.
+    #[error("task list does not echo this poll's nonce (replayed answer?)")]
+    WrongNonce,
+    /// The list's revision is not above the last one accepted: a replay or a rollback.
+    #[error("task list revision {found} is not above the last accepted revision {last}")]
+    StaleRevision {
+        /// The last revision accepted.
+        last: u64,
+        /// The revision in the list.
+        found: u64,
+    },
+    /// The list has expired.
+    #[error("task list expired at {expires_at} (now {now})")]
+    Expired {
+        /// The list's expiry time.
+        expires_at: i64,
+        /// The agent's clock.
+        now: i64,
+    },
+    /// The list claims to be issued in the future beyond the allowed clock skew.
+    #[error("task list is issued at {issued_at}, in the future (now {now})")]
+    FromTheFuture {
+        /// The list's issue time.
+        issued_at: i64,
+        /// The agent's clock.
+        now: i64,
+    },
+    /// The list's format version is not this agent's.
+    #[error("task list format {0} is not supported (this agent reads format {TASK_LIST_FORMAT})")]
+    UnsupportedFormat(u32),
+}
+
+/// Errors reading or writing keys.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The PEM text is not an ed25519 PKCS#8 private key.
+    #[error("not an ed25519 PKCS#8 private key: {0}")]
+    BadPrivateKey(String),
+    /// The text is not a 32-byte ed25519 public key in base64 or hex.
+    #[error("not an ed25519 public key (32 bytes, base64 or hex): {0}")]
+    BadPublicKey(String),
+}
+
+/// What the verifying agent expects of a list.
+#[derive(Debug, Clone)]
+pub struct Expectations<'a> {
+    /// This node's key fingerprint.
+    pub node_key: &'a str,
+    /// The last revision this agent accepted; the list's must be higher.
+    pub last_revision: u64,
+    /// The nonce of the poll being answered. `None` when re-reading a list accepted earlier.
+    pub nonce: Option<&'a str>,
+    /// The agent's clock, seconds since the Unix epoch. `None` skips the time checks (re-reading).
+    pub now: Option<i64>,
+}
+
+/// The fingerprint that names a node key (or any ed25519 public key): the first 16 bytes of the SHA-256 of
+/// the raw key, in hex.
+pub fn fingerprint(key: &VerifyingKey) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    hex::encode(&digest[..16])
+}
+
+/// Signs a task list: serialises it once and signs exactly those bytes.
+pub fn sign_task_list(key: &SigningKey, list: &TaskList) -> SignedTaskList {
+    // Serialising a struct of strings, numbers and JSON values cannot fail.
+    let payload = serde_json::to_vec(list).unwrap_or_default();
+    sign_payload(key, &payload)
+}
+
+/// Signs already serialised task list bytes.
+pub fn sign_payload(key: &SigningKey, payload: &[u8]) -> SignedTaskList {
+    let mut message = Vec::with_capacity(DOMAIN.len() + payload.len());
+    message.extend_from_slice(DOMAIN);
+    message.extend_from_slice(payload);
+    let signature = key.sign(&message);
+    SignedTaskList {
+        payload: B64.encode(payload),
+        signature: B64.encode(signature.to_bytes()),
+    }
+}
+
+/// Verifies a signed task list envelope as received (its raw bytes) and returns the list. Checks, in order:
+/// size, envelope shape, signature over the payload bytes, format, node, nonce, revision, times.
+pub fn verify_task_list(
+    pinned: &VerifyingKey,
+    envelope: &[u8],
+    expect: &Expectations<'_>,
+) -> Result<TaskList, VerifyError> {
+    if envelope.len() > MAX_TASK_LIST_BYTES {
+        return Err(VerifyError::TooLarge(envelope.len()));
+    }
+    let envelope: SignedTaskList =
+        serde_json::from_slice(envelope).map_err(|e| VerifyError::Malformed(e.to_string()))?;
+    let payload = B64
+        .decode(envelope.payload.as_bytes())
+        .map_err(|e| VerifyError::Malformed(format!("payload is not base64: {e}")))?;
+    let signature = B64
+        .decode(envelope.signature.as_bytes())
+        .map_err(|e| VerifyError::Malformed(format!("signature is not base64: {e}")))?;
+    let signature = Signature::from_slice(&signature).map_err(|_| VerifyError::BadSignature)?;
+    let mut message = Vec::with_capacity(DOMAIN.len() + payload.len());
+    message.extend_from_slice(DOMAIN);
+    message.extend_from_slice(&payload);
+    pinned
+        .verify_strict(&message, &signature)
+        .map_err(|_| VerifyError::BadSignature)?;
+
+    let list: TaskList =
+        serde_json::from_slice(&payload).map_err(|e| VerifyError::BadPayload(e.to_string()))?;
+    check_list(&list, expect)?;
+    Ok(list)
+}
+
+/// The checks on a list whose signature already verified.
+fn check_list(list: &TaskList, expect: &Expectations<'_>) -> Result<(), VerifyError> {
+    if list.format != TASK_LIST_FORMAT {
+        return Err(VerifyError::UnsupportedFormat(list.format));
+    }
+    if list.node_key != expect.node_key {
+        return Err(VerifyError::WrongNode {
+            expected: expect.node_key.to_string(),
+            found: list.node_key.clone(),
+        });
+    }
+    if let Some(nonce) = expect.nonce {
+        if list.nonce != nonce {
+            return Err(VerifyError::WrongNonce);
+        }
+    }
+    if list.revision <= expect.last_revision {
+        return Err(VerifyError::StaleRevision {
+            last: expect.last_revision,
+            found: list.revision,
+        });
+    }
+    if let Some(now) = expect.now {
+        if list.expires_at <= now {
+            return Err(VerifyError::Expired {
+                expires_at: list.expires_at,
+                now,
+            });
+        }
+        if list.issued_at > now + MAX_CLOCK_SKEW_SECS {
+            return Err(VerifyError::FromTheFuture {
+                issued_at: list.issued_at,
+                now,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Makes a signing key from 32 secret bytes (the caller draws them from the operating system's RNG).
+pub fn signing_key_from_seed(seed: [u8; 32]) -> SigningKey {
+    SigningKey::from_bytes(&seed)
+}
+
+/// Reads an ed25519 private key from PKCS#8 PEM.
+pub fn signing_key_from_pem(pem: &str) -> Result<SigningKey, KeyError> {
+    SigningKey::from_pkcs8_pem(pem).map_err(|e| KeyError::BadPrivateKey(e.to_string()))
+}
+
+/// Writes an ed25519 private key as PKCS#8 PEM.
+pub fn signing_key_to_pem(key: &SigningKey) -> Result<String, KeyError> {
+    key.to_pkcs8_pem(Default::default())
+        .map(|pem| pem.to_string())
+        .map_err(|e| KeyError::BadPrivateKey(e.to_string()))
+}
+
+/// The PKCS#8 DER encoding of a private key (what TLS libraries take).
+pub fn signing_key_to_der(key: &SigningKey) -> Result<Vec<u8>, KeyError> {
+    key.to_pkcs8_der()
+        .map(|doc| doc.as_bytes().to_vec())
+        .map_err(|e| KeyError::BadPrivateKey(e.to_string()))
+}
+
+/// Formats a public key the way `plinth-controller key show` prints it and configs carry it: base64.
+pub fn public_key_to_text(key: &VerifyingKey) -> String {
+    B64.encode(key.as_bytes())
+}
+
+/// Reads a public key printed by [`public_key_to_text`] (base64), or as 64 hex characters.
+pub fn public_key_from_text(text: &str) -> Result<VerifyingKey, KeyError> {
+    let text = text.trim();
+    let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        hex::decode(text).map_err(|e| KeyError::BadPublicKey(e.to_string()))?
+    } else {
+        B64.decode(text)
+            .map_err(|e| KeyError::BadPublicKey(e.to_string()))?
+    };
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| KeyError::BadPublicKey(format!("{} bytes, want 32", b.len())))?;
+    VerifyingKey::from_bytes(&bytes).map_err(|e| KeyError::BadPublicKey(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

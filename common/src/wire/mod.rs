@@ -1,1 +1,137 @@
-//! The messages agents and the controller exchange.
+//! The messages agents and the controller exchange, and the limits both sides enforce.
+//!
+//! Agents talk to the controller under `/agent/v1` over mutually authenticated TLS: the agent's client
+//! certificate carries its ed25519 node key, so every request is authenticated by the connection it travels
+//! on. The controller's answers to polls are [`crate::signing::SignedTaskList`] envelopes; everything else is
+//! plain JSON described here.
+
+mod facts;
+mod results;
+mod task_list;
+
+pub use facts::{Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
+pub use results::{
+    Refusal, ResultAck, ResultKey, ResultStatus, ResultsBatch, TaskResult, OUTPUT_TAIL_BYTES,
+};
+pub use task_list::{CrossDependency, TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Path prefix of every agent endpoint.
+pub const AGENT_API_PREFIX: &str = "/agent/v1";
+
+/// The largest signed task list an agent accepts, in bytes, before it parses anything.
+pub const MAX_TASK_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest request body the controller accepts from an agent.
+pub const MAX_AGENT_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// The longest a poll may be held open by the controller, in seconds.
+pub const MAX_POLL_WAIT_SECS: u64 = 30;
+
+/// What an agent sends when it registers (on every start, and again when the controller asks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    /// The agent's version, for operators.
+    pub agent_version: String,
+    /// Hardware and system facts.
+    pub facts: Facts,
+    /// Tags from the agent's configuration and kernel command line.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Labels (`key=value`) from configuration and kernel command line.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The rack the node sits in, when known.
+    #[serde(default)]
+    pub rack: Option<String>,
+    /// An enrollment token that admits the node without an operator.
+    #[serde(default)]
+    pub enrollment_token: Option<String>,
+}
+
+/// Whether a node may receive work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Admission {
+    /// Known but not yet accepted by an operator, token or policy: it gets no work.
+    Discovered,
+    /// Accepted: it gets work.
+    Accepted,
+}
+
+/// The controller's answer to a registration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegistrationAck {
+    /// The node's numeric id in the controller.
+    pub node_id: u64,
+    /// The node key fingerprint the controller saw on the connection.
+    pub node_key: String,
+    /// Whether the node is admitted.
+    pub admission: Admission,
+    /// The highest task list revision the controller has issued to this node (0 when none).
+    pub revision: u64,
+}
+
+/// The query string of a poll: `GET /agent/v1/tasks?nonce=..&after=..&wait=..`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PollQuery {
+    /// A fresh random value the signed answer must echo (hex, at most 64 characters).
+    pub nonce: String,
+    /// The last revision the agent accepted; only a higher one is returned.
+    #[serde(default)]
+    pub after: u64,
+    /// How long the controller may hold the poll open waiting for work, in seconds.
+    #[serde(default)]
+    pub wait: u64,
+}
+
+/// The query string of a dependency check: may the agent start `task` of `deployment` yet?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateQuery {
+    /// The deployment the task belongs to.
+    pub deployment: u64,
+    /// The task id.
+    pub task: String,
+    /// How long the controller may hold the request waiting for the answer to become yes, in seconds.
+    #[serde(default)]
+    pub wait: u64,
+}
+
+/// The controller's answer to a dependency check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateAnswer {
+    /// True when every dependency has finished and any concurrency limit leaves room.
+    pub ready: bool,
+    /// Why not, for the agent's log.
+    #[serde(default)]
+    pub waiting_for: Vec<String>,
+    /// True when a dependency failed, so the task can never run.
+    #[serde(default)]
+    pub blocked: bool,
+}
+
+/// Checks that a nonce is well-formed: 16 to 64 lowercase hex characters.
+pub fn valid_nonce(nonce: &str) -> bool {
+    (16..=64).contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_rules() {
+        assert!(valid_nonce("0123456789abcdef"));
+        assert!(!valid_nonce("0123456789ABCDEF"));
+        assert!(!valid_nonce("short"));
+        assert!(!valid_nonce(&"a".repeat(65)));
+    }
+}

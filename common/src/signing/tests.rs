@@ -1,0 +1,185 @@
+use super::*;
+use crate::wire::{TaskKind, TaskSpec};
+
+fn key(n: u8) -> SigningKey {
+    signing_key_from_seed([n; 32])
+}
+
+fn list(node_key: &str, revision: u64, nonce: &str) -> TaskList {
+    TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: node_key.to_string(),
+        node_id: 1,
+        deployment_id: 7,
+        phase: "deploy".into(),
+        revision,
+        issued_at: 1_000,
+        expires_at: 2_000,
+        nonce: nonce.into(),
+        noop: false,
+        tasks: vec![TaskSpec {
+            id: "hello".into(),
+            kind: TaskKind::Shell,
+            parameters: serde_json::json!({"cmd": "echo hi"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            skip_reason: None,
+            waits_for: vec![],
+            gated: false,
+        }],
+    }
+}
+
+fn expect<'a>(node: &'a str, nonce: &'a str) -> Expectations<'a> {
+    Expectations {
+        node_key: node,
+        last_revision: 3,
+        nonce: Some(nonce),
+        now: Some(1_500),
+    }
+}
+
+fn envelope(key: &SigningKey, l: &TaskList) -> Vec<u8> {
+    serde_json::to_vec(&sign_task_list(key, l)).unwrap()
+}
+
+const NONCE: &str = "00112233445566778899aabbccddeeff";
+
+#[test]
+fn a_good_list_verifies() {
+    let controller = key(1);
+    let node = fingerprint(&key(2).verifying_key());
+    let l = list(&node, 4, NONCE);
+    let got = verify_task_list(
+        &controller.verifying_key(),
+        &envelope(&controller, &l),
+        &expect(&node, NONCE),
+    );
+    assert_eq!(got, Ok(l));
+}
+
+#[test]
+fn another_key_is_refused() {
+    let node = fingerprint(&key(2).verifying_key());
+    let l = list(&node, 4, NONCE);
+    let got = verify_task_list(
+        &key(1).verifying_key(),
+        &envelope(&key(9), &l),
+        &expect(&node, NONCE),
+    );
+    assert_eq!(got, Err(VerifyError::BadSignature));
+}
+
+#[test]
+fn every_check_refuses() {
+    let c = key(1);
+    let pk = c.verifying_key();
+    let node = fingerprint(&key(2).verifying_key());
+    let other = fingerprint(&key(3).verifying_key());
+    let e = expect(&node, NONCE);
+    assert!(matches!(
+        verify_task_list(&pk, &envelope(&c, &list(&other, 4, NONCE)), &e),
+        Err(VerifyError::WrongNode { .. })
+    ));
+    assert_eq!(
+        verify_task_list(&pk, &envelope(&c, &list(&node, 3, NONCE)), &e),
+        Err(VerifyError::StaleRevision { last: 3, found: 3 })
+    );
+    assert_eq!(
+        verify_task_list(&pk, &envelope(&c, &list(&node, 4, "ffffffffffffffff")), &e),
+        Err(VerifyError::WrongNonce)
+    );
+    let mut expired = list(&node, 4, NONCE);
+    expired.expires_at = 1_500;
+    assert!(matches!(
+        verify_task_list(&pk, &envelope(&c, &expired), &e),
+        Err(VerifyError::Expired { .. })
+    ));
+    let mut future = list(&node, 4, NONCE);
+    future.issued_at = 1_500 + MAX_CLOCK_SKEW_SECS + 1;
+    future.expires_at = future.issued_at + 10;
+    assert!(matches!(
+        verify_task_list(&pk, &envelope(&c, &future), &e),
+        Err(VerifyError::FromTheFuture { .. })
+    ));
+}
+
+#[test]
+fn a_tampered_byte_is_refused_wherever_it_is() {
+    let c = key(1);
+    let node = fingerprint(&key(2).verifying_key());
+    let signed = sign_task_list(&c, &list(&node, 4, NONCE));
+    let payload = B64.decode(&signed.payload).unwrap();
+    for i in 0..payload.len() {
+        let mut p = payload.clone();
+        p[i] ^= 0x01;
+        let env = SignedTaskList {
+            payload: B64.encode(&p),
+            signature: signed.signature.clone(),
+        };
+        let got = verify_task_list(
+            &c.verifying_key(),
+            &serde_json::to_vec(&env).unwrap(),
+            &expect(&node, NONCE),
+        );
+        assert_eq!(got, Err(VerifyError::BadSignature), "byte {i}");
+    }
+}
+
+#[test]
+fn parts_of_two_lists_cannot_be_combined() {
+    let c = key(1);
+    let node = fingerprint(&key(2).verifying_key());
+    let a = sign_task_list(&c, &list(&node, 4, NONCE));
+    let mut other = list(&node, 5, NONCE);
+    other.tasks[0]
+        .parameters
+        .insert("cmd".into(), "rm -rf /".into());
+    let b = sign_task_list(&c, &other);
+    let mixed = SignedTaskList {
+        payload: b.payload,
+        signature: a.signature,
+    };
+    let got = verify_task_list(
+        &c.verifying_key(),
+        &serde_json::to_vec(&mixed).unwrap(),
+        &expect(&node, NONCE),
+    );
+    assert_eq!(got, Err(VerifyError::BadSignature));
+}
+
+#[test]
+fn oversize_and_garbage_are_refused_without_panic() {
+    let pk = key(1).verifying_key();
+    let e = expect("x", NONCE);
+    let big = vec![b' '; MAX_TASK_LIST_BYTES + 1];
+    assert!(matches!(
+        verify_task_list(&pk, &big, &e),
+        Err(VerifyError::TooLarge(_))
+    ));
+    for junk in [
+        &b""[..],
+        b"{}",
+        b"[]",
+        b"{\"payload\":\"@@\",\"signature\":\"\"}",
+        b"\xff\xfe",
+    ] {
+        assert!(verify_task_list(&pk, junk, &e).is_err());
+    }
+}
+
+#[test]
+fn keys_round_trip_through_text() {
+    let k = key(5);
+    let pem = signing_key_to_pem(&k).unwrap();
+    assert_eq!(signing_key_from_pem(&pem).unwrap().to_bytes(), k.to_bytes());
+    let text = public_key_to_text(&k.verifying_key());
+    assert_eq!(public_key_from_text(&text).unwrap(), k.verifying_key());
+    assert_eq!(
+        public_key_from_text(&hex::encode(k.verifying_key().as_bytes())).unwrap(),
+        k.verifying_key()
+    );
+    assert!(public_key_from_text("not a key").is_err());
+    assert!(signing_key_from_pem("-----BEGIN NOTHING-----").is_err());
+}

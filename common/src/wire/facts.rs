@@ -1,0 +1,138 @@
+//! Hardware and system facts an agent reports. Every source may be missing on a given machine, so every
+//! field is optional or a possibly empty list: absence is reported, never guessed.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the agent knows about its machine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Facts {
+    /// The node's hostname.
+    pub hostname: Option<String>,
+    /// The running kernel's release (`uname -r`).
+    pub kernel: Option<String>,
+    /// The operating system, from `/etc/os-release`.
+    pub os: Option<OsRelease>,
+    /// DMI (SMBIOS) identity of the system, board and BIOS.
+    pub dmi: Dmi,
+    /// Processors.
+    pub cpu: Option<Cpu>,
+    /// Memory.
+    pub memory: Option<Memory>,
+    /// Block devices that are disks.
+    pub disks: Vec<Disk>,
+    /// Network interfaces.
+    pub nics: Vec<Nic>,
+    /// How long collecting these facts took, in microseconds.
+    pub collected_in_us: Option<u64>,
+}
+
+/// The operating system's identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OsRelease {
+    /// `ID`, for example `debian`.
+    pub id: Option<String>,
+    /// `VERSION_ID`, for example `12`.
+    pub version_id: Option<String>,
+    /// `PRETTY_NAME`.
+    pub pretty_name: Option<String>,
+}
+
+/// DMI identity, read from `/sys/class/dmi/id`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Dmi {
+    /// `sys_vendor`.
+    pub system_vendor: Option<String>,
+    /// `product_name`.
+    pub product_name: Option<String>,
+    /// `product_serial` (root only).
+    pub product_serial: Option<String>,
+    /// `product_uuid` (root only).
+    pub product_uuid: Option<String>,
+    /// `board_vendor`.
+    pub board_vendor: Option<String>,
+    /// `board_name`.
+    pub board_name: Option<String>,
+    /// `board_serial` (root only).
+    pub board_serial: Option<String>,
+    /// `bios_vendor`.
+    pub bios_vendor: Option<String>,
+    /// `bios_version`.
+    pub bios_version: Option<String>,
+    /// `bios_date`.
+    pub bios_date: Option<String>,
+}
+
+/// Processors.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cpu {
+    /// Model name of the first processor.
+    pub model: Option<String>,
+    /// Physical packages.
+    pub sockets: Option<u32>,
+    /// Physical cores over all sockets.
+    pub cores: Option<u32>,
+    /// Hardware threads (logical CPUs).
+    pub threads: u32,
+    /// Flags that matter for placement: `vmx`, `svm`, `hypervisor`, `aes`, `avx2`, ...
+    pub flags: Vec<String>,
+}
+
+/// Memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Memory {
+    /// Total RAM in bytes.
+    pub total_bytes: u64,
+    /// Total swap in bytes.
+    pub swap_bytes: u64,
+}
+
+/// One disk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Disk {
+    /// Kernel name, for example `sda` or `nvme0n1`.
+    pub name: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Model, when the device reports one.
+    pub model: Option<String>,
+    /// Serial number, when the device reports one.
+    pub serial: Option<String>,
+    /// Whether the disk spins; absent when unknown.
+    pub rotational: Option<bool>,
+    /// World Wide Name, when the device has one.
+    pub wwn: Option<String>,
+    /// Stable `/dev/disk/by-path` names pointing at this disk.
+    pub by_path: Vec<String>,
+    /// Whether it is removable media.
+    pub removable: Option<bool>,
+}
+
+/// One network interface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Nic {
+    /// Interface name.
+    pub name: String,
+    /// Hardware address.
+    pub mac: Option<String>,
+    /// Kernel driver.
+    pub driver: Option<String>,
+    /// Link speed in Mbit/s, when the link is up and the driver reports it.
+    pub speed_mbps: Option<u32>,
+    /// Whether the link is up (carrier).
+    pub link_up: Option<bool>,
+    /// MTU.
+    pub mtu: Option<u32>,
+    /// Addresses in CIDR form.
+    pub addresses: Vec<String>,
+    /// Whether this interface booted the node (PXE), when the kernel command line says so.
+    pub pxe: Option<bool>,
+    /// True for virtual interfaces (loopback, bridges, veth, ...).
+    pub virtual_device: bool,
+}

@@ -1,0 +1,101 @@
+//! The task list a node runs: what the controller signs and the agent verifies.
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the task list format. An agent refuses any other.
+pub const TASK_LIST_FORMAT: u32 = 1;
+
+/// One node's work for one phase of one deployment. Signed as a whole by the controller
+/// (see [`crate::signing`]); the agent runs nothing from a list that fails any check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskList {
+    /// Always [`TASK_LIST_FORMAT`].
+    pub format: u32,
+    /// The fingerprint of the node key this list is for.
+    pub node_key: String,
+    /// The node's numeric id in the controller.
+    pub node_id: u64,
+    /// The deployment this list belongs to.
+    pub deployment_id: u64,
+    /// The phase (for example `deploy`).
+    pub phase: String,
+    /// Grows with every list issued to this node; the agent runs only a revision above the last it accepted.
+    pub revision: u64,
+    /// When the list was signed, in seconds since the Unix epoch.
+    pub issued_at: i64,
+    /// After this time (seconds since the Unix epoch) the agent refuses the list.
+    pub expires_at: i64,
+    /// The nonce the agent sent with the poll this list answers.
+    pub nonce: String,
+    /// Run puppet in no-op mode.
+    #[serde(default)]
+    pub noop: bool,
+    /// The tasks, in the order to run them.
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// The kinds of task an agent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// A shell command.
+    Shell,
+    /// `puppet apply` of a manifest.
+    Puppet,
+    /// Write a file with given content.
+    UploadFile,
+    /// Copy files served by the controller.
+    CopyFiles,
+    /// Synchronise a directory served by the controller.
+    Sync,
+    /// Reboot the node and wait for it to come back.
+    Reboot,
+    /// A task that was skipped on purpose: a no-op kept for ordering.
+    Skipped,
+    /// A stage anchor: a no-op kept for ordering.
+    Stage,
+    /// A group anchor: a no-op kept for ordering.
+    Group,
+}
+
+impl TaskKind {
+    /// True for the kinds that do nothing on the node.
+    pub fn is_noop(self) -> bool {
+        matches!(self, TaskKind::Skipped | TaskKind::Stage | TaskKind::Group)
+    }
+}
+
+/// One task of a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// The task id, unique within the list.
+    pub id: String,
+    /// What kind of task it is.
+    #[serde(rename = "type")]
+    pub kind: TaskKind,
+    /// The task's parameters, with computed fields already evaluated.
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+    /// Set when the task stays in the list only to keep ordering: it is reported skipped with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
+    /// Tasks on other nodes that must finish before this one starts, or a concurrency limit the
+    /// controller enforces: the agent asks the controller before it starts the task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits_for: Vec<CrossDependency>,
+    /// True when the controller gates this task (cross-node dependencies or a concurrency limit).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gated: bool,
+}
+
+/// A task on another node that must finish first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossDependency {
+    /// The other node's id.
+    pub node_id: u64,
+    /// The task on that node.
+    pub task: String,
+}
