@@ -1,0 +1,471 @@
+//! The agent's configuration: the TOML file (by default `/etc/plinth/agent.toml`) merged with the kernel
+//! command line and the command-line flags into validated [`Settings`].
+//!
+//! Precedence: a `plinth.controller=`, `plinth.rack=` or `plinth.token=` on the kernel command line replaces
+//! the file's `controller`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
+//! are merged, the kernel command line winning for a key both set. `--state-dir` replaces `state_dir`.
+
+use crate::cmdline::KernelCmdline;
+use ed25519_dalek::VerifyingKey;
+use plinth_common::signing;
+use plinth_common::wire::MAX_POLL_WAIT_SECS;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the configuration file is read from by default.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/plinth/agent.toml";
+/// Where the agent keeps its key, revision, accepted list and journal by default.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/plinth-agent";
+/// Default for `poll_wait_secs`.
+pub const DEFAULT_POLL_WAIT_SECS: u64 = 25;
+/// Default for `heartbeat_secs`.
+pub const DEFAULT_HEARTBEAT_SECS: u64 = 15;
+/// Default for `backoff_min_ms`.
+pub const DEFAULT_BACKOFF_MIN_MS: u64 = 500;
+/// Default for `backoff_max_ms`.
+pub const DEFAULT_BACKOFF_MAX_MS: u64 = 60_000;
+/// Default for `kill_grace_secs`.
+pub const DEFAULT_KILL_GRACE_SECS: u64 = 10;
+
+/// Why the configuration cannot be used. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a key of the wrong type or an unknown key.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (with line, column and key).
+        message: String,
+    },
+    /// A required key is missing from the file and the kernel command line.
+    #[error("config file {path}: `{key}` is required")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+    },
+    /// A key has a value the agent cannot use.
+    #[error("config file {path}: `{key}`: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The configuration file exactly as written. Every key is optional here; [`Settings::resolve`] decides
+/// what is required.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The controller's base URL (`https://host:port`).
+    pub controller: Option<String>,
+    /// The controller's task list signing key, base64 as `plinth-controller key show` prints it.
+    pub controller_public_key: Option<String>,
+    /// PEM file with the controller's TLS certificate, pinned exactly.
+    pub controller_cert: Option<PathBuf>,
+    /// PEM file with CA certificates that verify the controller's certificate (instead of pinning).
+    pub ca_cert: Option<PathBuf>,
+    /// State directory.
+    pub state_dir: Option<PathBuf>,
+    /// Working directory of tasks.
+    pub work_dir: Option<PathBuf>,
+    /// Tags of this node.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Labels of this node.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The rack the node sits in.
+    pub rack: Option<String>,
+    /// An enrollment token that admits the node.
+    pub enrollment_token: Option<String>,
+    /// How long the controller may hold a poll open, in seconds.
+    pub poll_wait_secs: Option<u64>,
+    /// Seconds between heartbeats.
+    pub heartbeat_secs: Option<u64>,
+    /// Smallest backoff cap after an error, in milliseconds.
+    pub backoff_min_ms: Option<u64>,
+    /// Largest backoff cap after repeated errors, in milliseconds.
+    pub backoff_max_ms: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL when a task's process group is stopped.
+    pub kill_grace_secs: Option<u64>,
+}
+
+impl FileConfig {
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        FileConfig::parse(&text, path)
+    }
+
+    /// Parses configuration text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+}
+
+/// How the agent decides to trust the controller's TLS certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTrust {
+    /// Accept exactly the end-entity certificate in this PEM file.
+    Pinned(PathBuf),
+    /// Verify the certificate chain and host name against the CA certificates in this PEM file.
+    Ca(PathBuf),
+}
+
+/// Values given on the agent's own command line, which win over everything.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The validated configuration the agent runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The file it came from (for messages).
+    pub source: PathBuf,
+    /// The controller's base URL, without a trailing slash.
+    pub controller: reqwest::Url,
+    /// The pinned task list signing key.
+    pub controller_key: VerifyingKey,
+    /// How the controller's TLS certificate is trusted.
+    pub trust: ServerTrust,
+    /// State directory.
+    pub state_dir: PathBuf,
+    /// Working directory of tasks.
+    pub work_dir: PathBuf,
+    /// Tags (file's, then kernel command line's, without duplicates).
+    pub tags: Vec<String>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Rack.
+    pub rack: Option<String>,
+    /// Enrollment token.
+    pub enrollment_token: Option<String>,
+    /// How long the controller may hold a poll open.
+    pub poll_wait: Duration,
+    /// Interval between heartbeats.
+    pub heartbeat: Duration,
+    /// Smallest backoff cap.
+    pub backoff_min: Duration,
+    /// Largest backoff cap.
+    pub backoff_max: Duration,
+    /// Grace between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+impl Settings {
+    /// Reads the file and resolves it with the kernel command line and overrides.
+    pub fn load(
+        path: &Path,
+        cmdline: &KernelCmdline,
+        overrides: &Overrides,
+    ) -> Result<Settings, ConfigError> {
+        let file = FileConfig::load(path)?;
+        Settings::resolve(file, path, cmdline, overrides)
+    }
+
+    /// Merges and validates; see the module documentation for precedence.
+    pub fn resolve(
+        file: FileConfig,
+        path: &Path,
+        cmdline: &KernelCmdline,
+        overrides: &Overrides,
+    ) -> Result<Settings, ConfigError> {
+        let invalid = |key: &'static str, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            message,
+        };
+        let missing = |key: &'static str| ConfigError::Missing {
+            path: path.to_path_buf(),
+            key,
+        };
+
+        let controller_text = cmdline
+            .controller
+            .clone()
+            .or(file.controller)
+            .ok_or_else(|| missing("controller"))?;
+        let controller = parse_controller_url(&controller_text)
+            .map_err(|m| invalid("controller", format!("{controller_text:?}: {m}")))?;
+
+        let key_text = file
+            .controller_public_key
+            .ok_or_else(|| missing("controller_public_key"))?;
+        let controller_key = signing::public_key_from_text(&key_text)
+            .map_err(|e| invalid("controller_public_key", e.to_string()))?;
+
+        let trust = match (file.controller_cert, file.ca_cert) {
+            (Some(pinned), None) => ServerTrust::Pinned(pinned),
+            (None, Some(ca)) => ServerTrust::Ca(ca),
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "controller_cert",
+                    "set either controller_cert (pinned) or ca_cert, not both".into(),
+                ))
+            }
+            (None, None) => return Err(missing("controller_cert")),
+        };
+
+        let state_dir = overrides
+            .state_dir
+            .clone()
+            .or(file.state_dir)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
+        let work_dir = file.work_dir.unwrap_or_else(|| state_dir.join("work"));
+
+        let mut tags: Vec<String> = Vec::new();
+        for tag in file.tags.iter().chain(cmdline.tags.iter()) {
+            let tag = tag.trim();
+            if tag.is_empty() || tag.contains(|c: char| c.is_whitespace() || c == ',') {
+                return Err(invalid(
+                    "tags",
+                    format!("{tag:?} is not a tag (no spaces or commas)"),
+                ));
+            }
+            if !tags.iter().any(|t| t == tag) {
+                tags.push(tag.to_string());
+            }
+        }
+        let mut labels = file.labels;
+        for (k, v) in &cmdline.labels {
+            labels.insert(k.clone(), v.clone());
+        }
+        if let Some(k) = labels.keys().find(|k| k.trim().is_empty()) {
+            return Err(invalid("labels", format!("label key {k:?} is empty")));
+        }
+
+        let poll_wait_secs = file.poll_wait_secs.unwrap_or(DEFAULT_POLL_WAIT_SECS);
+        if poll_wait_secs > MAX_POLL_WAIT_SECS {
+            return Err(invalid(
+                "poll_wait_secs",
+                format!("{poll_wait_secs} is above the controller's limit of {MAX_POLL_WAIT_SECS}"),
+            ));
+        }
+        let heartbeat_secs = file.heartbeat_secs.unwrap_or(DEFAULT_HEARTBEAT_SECS);
+        if heartbeat_secs == 0 {
+            return Err(invalid("heartbeat_secs", "must be at least 1".into()));
+        }
+        let backoff_min_ms = file.backoff_min_ms.unwrap_or(DEFAULT_BACKOFF_MIN_MS);
+        let backoff_max_ms = file.backoff_max_ms.unwrap_or(DEFAULT_BACKOFF_MAX_MS);
+        if backoff_min_ms == 0 {
+            return Err(invalid("backoff_min_ms", "must be at least 1".into()));
+        }
+        if backoff_max_ms < backoff_min_ms {
+            return Err(invalid(
+                "backoff_max_ms",
+                format!("{backoff_max_ms} is below backoff_min_ms ({backoff_min_ms})"),
+            ));
+        }
+
+        Ok(Settings {
+            source: path.to_path_buf(),
+            controller,
+            controller_key,
+            trust,
+            state_dir,
+            work_dir,
+            tags,
+            labels,
+            rack: cmdline.rack.clone().or(file.rack),
+            enrollment_token: cmdline.token.clone().or(file.enrollment_token),
+            poll_wait: Duration::from_secs(poll_wait_secs),
+            heartbeat: Duration::from_secs(heartbeat_secs),
+            backoff_min: Duration::from_millis(backoff_min_ms),
+            backoff_max: Duration::from_millis(backoff_max_ms),
+            kill_grace: Duration::from_secs(
+                file.kill_grace_secs.unwrap_or(DEFAULT_KILL_GRACE_SECS),
+            ),
+        })
+    }
+}
+
+/// Accepts only `https://host[:port][/base]` without query or credentials.
+fn parse_controller_url(text: &str) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(text).map_err(|e| e.to_string())?;
+    if url.scheme() != "https" {
+        return Err("must be an https:// URL".into());
+    }
+    if url.host_str().is_none() {
+        return Err("has no host".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err("must not carry a query, fragment or credentials".into());
+    }
+    let path = url.path().trim_end_matches('/').to_string();
+    url.set_path(&path);
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmdline;
+
+    fn key() -> String {
+        signing::public_key_to_text(&signing::signing_key_from_seed([7; 32]).verifying_key())
+    }
+
+    fn file(text: &str) -> FileConfig {
+        FileConfig::parse(text, Path::new("agent.toml")).unwrap()
+    }
+
+    fn base() -> String {
+        format!(
+            "controller = \"https://ctl.example:8443/\"\ncontroller_public_key = \"{}\"\n\
+             controller_cert = \"/etc/plinth/controller.pem\"\n",
+            key()
+        )
+    }
+
+    fn resolve(text: &str, cmdline: &str) -> Result<Settings, ConfigError> {
+        Settings::resolve(
+            file(text),
+            Path::new("agent.toml"),
+            &cmdline::parse(cmdline),
+            &Overrides::default(),
+        )
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let s = resolve(&base(), "").unwrap();
+        assert_eq!(s.controller.as_str(), "https://ctl.example:8443/");
+        assert_eq!(
+            s.trust,
+            ServerTrust::Pinned("/etc/plinth/controller.pem".into())
+        );
+        assert_eq!(s.state_dir, PathBuf::from(DEFAULT_STATE_DIR));
+        assert_eq!(s.work_dir, PathBuf::from(DEFAULT_STATE_DIR).join("work"));
+        assert_eq!(s.poll_wait, Duration::from_secs(25));
+        assert_eq!(s.heartbeat, Duration::from_secs(15));
+        assert!(s.tags.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_name_and_file() {
+        let err = FileConfig::parse("contoller = \"x\"\n", Path::new("/etc/a.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("/etc/a.toml"), "{msg}");
+        assert!(msg.contains("contoller"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_line() {
+        let err =
+            FileConfig::parse("poll_wait_secs = \"soon\"\n", Path::new("a.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("poll_wait_secs") && msg.contains("line 1"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn kernel_command_line_replaces_controller_rack_token_and_merges_tags_labels() {
+        let text = format!(
+            "{}tags = [\"compute\", \"ssd\"]\nrack = \"r1\"\nenrollment_token = \"file\"\n\
+             [labels]\nrow = \"a\"\npdu = \"1\"\n",
+            base()
+        );
+        let s = resolve(
+            &text,
+            "plinth.controller=https://10.0.0.9:9443 plinth.tags=ssd,gpu plinth.labels=pdu=2,zone=z \
+             plinth.rack=r9 plinth.token=kernel",
+        )
+        .unwrap();
+        assert_eq!(s.controller.as_str(), "https://10.0.0.9:9443/");
+        assert_eq!(s.tags, vec!["compute", "ssd", "gpu"]);
+        assert_eq!(s.labels.get("row").map(String::as_str), Some("a"));
+        assert_eq!(s.labels.get("pdu").map(String::as_str), Some("2"));
+        assert_eq!(s.labels.get("zone").map(String::as_str), Some("z"));
+        assert_eq!(s.rack.as_deref(), Some("r9"));
+        assert_eq!(s.enrollment_token.as_deref(), Some("kernel"));
+    }
+
+    #[test]
+    fn controller_may_come_from_the_kernel_command_line_alone() {
+        let text = format!(
+            "controller_public_key = \"{}\"\nca_cert = \"/etc/plinth/ca.pem\"\nstate_dir = \"/srv/s\"\n",
+            key()
+        );
+        let s = resolve(&text, "plinth.controller=https://c:1").unwrap();
+        assert_eq!(s.controller.host_str(), Some("c"));
+        assert_eq!(s.trust, ServerTrust::Ca("/etc/plinth/ca.pem".into()));
+        assert_eq!(s.work_dir, PathBuf::from("/srv/s/work"));
+    }
+
+    #[test]
+    fn state_dir_override_wins() {
+        let text = format!("{}state_dir = \"/a\"\n", base());
+        let s = Settings::resolve(
+            file(&text),
+            Path::new("agent.toml"),
+            &KernelCmdline::default(),
+            &Overrides {
+                state_dir: Some("/b".into()),
+            },
+        )
+        .unwrap();
+        assert_eq!(s.state_dir, PathBuf::from("/b"));
+    }
+
+    #[test]
+    fn every_invalid_value_is_named() {
+        let cases: Vec<(String, &str)> = vec![
+            (
+                "controller_public_key = \"x\"\ncontroller_cert = \"c\"\n".into(),
+                "controller",
+            ),
+            (base().replace("https://", "http://"), "controller"),
+            (
+                base().replace(&key(), "bm90IGEga2V5"),
+                "controller_public_key",
+            ),
+            (
+                format!(
+                    "controller = \"https://c\"\ncontroller_public_key = \"{}\"\n",
+                    key()
+                ),
+                "controller_cert",
+            ),
+            (format!("{}ca_cert = \"x\"\n", base()), "controller_cert"),
+            (format!("{}poll_wait_secs = 31\n", base()), "poll_wait_secs"),
+            (format!("{}heartbeat_secs = 0\n", base()), "heartbeat_secs"),
+            (
+                format!("{}backoff_min_ms = 10\nbackoff_max_ms = 5\n", base()),
+                "backoff_max_ms",
+            ),
+            (format!("{}tags = [\"a b\"]\n", base()), "tags"),
+        ];
+        for (text, key) in cases {
+            let err = resolve(&text, "").unwrap_err().to_string();
+            assert!(err.contains(&format!("`{key}`")), "{key}: {err}");
+            assert!(err.contains("agent.toml"), "{err}");
+        }
+    }
+}
