@@ -1,0 +1,156 @@
+//! `/api/v1/clusters`: create, list, show, assign nodes, deploy.
+
+use super::auth::Operator;
+use super::error::{ApiError, Json, Query};
+use super::graphs::check_graph_type;
+use crate::engine::DeployOptions;
+use crate::state::AppState;
+use crate::store::{ClusterRecord, DeploymentRecord, NewCluster, NodeAssignment};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// `POST /api/v1/clusters` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCluster {
+    name: String,
+    release_id: u64,
+    #[serde(default)]
+    settings: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `PUT /api/v1/clusters/{id}/nodes` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssignNodes {
+    nodes: Vec<NodeAssignment>,
+}
+
+/// `DELETE /api/v1/clusters/{id}/nodes` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnassignNodes {
+    node_ids: Vec<u64>,
+}
+
+/// `PUT /api/v1/clusters/{id}/deploy/` query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeployQuery {
+    #[serde(default)]
+    graph_type: Option<String>,
+    /// Comma-separated node ids; all the cluster's nodes when absent.
+    #[serde(default)]
+    nodes: Option<String>,
+    #[serde(default)]
+    noop: bool,
+    #[serde(default)]
+    force: bool,
+}
+
+/// `GET /api/v1/clusters`.
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+) -> Result<Json<Vec<ClusterRecord>>, ApiError> {
+    state.blocking(|s| Ok(Json(s.store.list_clusters()?))).await
+}
+
+/// `GET /api/v1/clusters/{id}`.
+pub async fn show(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<ClusterRecord>, ApiError> {
+    state
+        .blocking(move |s| Ok(Json(s.store.get_cluster(id)?)))
+        .await
+}
+
+/// `POST /api/v1/clusters`.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Json(body): Json<CreateCluster>,
+) -> Result<(StatusCode, Json<ClusterRecord>), ApiError> {
+    if body.name.trim().is_empty() {
+        return Err(ApiError::bad_request("cluster `name` must not be empty"));
+    }
+    let new = NewCluster {
+        name: body.name,
+        release_id: body.release_id,
+        settings: body.settings.into(),
+    };
+    state
+        .blocking(move |s| Ok((StatusCode::CREATED, Json(s.store.create_cluster(&new)?))))
+        .await
+}
+
+/// `PUT /api/v1/clusters/{id}/nodes`: adds nodes with their pending roles, all or nothing.
+pub async fn assign(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Json(body): Json<AssignNodes>,
+) -> Result<StatusCode, ApiError> {
+    if body.nodes.is_empty() {
+        return Err(ApiError::bad_request("`nodes` is empty"));
+    }
+    state
+        .blocking(move |s| {
+            s.store.assign_nodes(id, &body.nodes)?;
+            Ok(StatusCode::NO_CONTENT)
+        })
+        .await
+}
+
+/// `DELETE /api/v1/clusters/{id}/nodes`: takes nodes out, all or nothing.
+pub async fn unassign(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Json(body): Json<UnassignNodes>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .blocking(move |s| {
+            s.store.unassign_nodes(id, &body.node_ids)?;
+            Ok(StatusCode::NO_CONTENT)
+        })
+        .await
+}
+
+fn parse_node_list(text: &str) -> Result<Vec<u64>, ApiError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("`nodes`: {s:?} is not a node id")))
+        })
+        .collect()
+}
+
+/// `PUT /api/v1/clusters/{id}/deploy/?graph_type=&nodes=`: starts a deployment (202), 409 if one runs.
+pub async fn deploy(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Query(q): Query<DeployQuery>,
+) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+    let graph_type = q.graph_type.unwrap_or_else(|| "default".into());
+    check_graph_type(&graph_type)?;
+    let nodes = q.nodes.as_deref().map(parse_node_list).transpose()?;
+    let options = DeployOptions {
+        noop: q.noop,
+        force: q.force,
+    };
+    state
+        .blocking(move |s| {
+            let dep = s.engine.start(id, &graph_type, nodes.as_deref(), &options)?;
+            tracing::info!(deployment = dep.id, cluster = id, graph_type = %graph_type, nodes = dep.node_ids.len(), "deployment started");
+            Ok((StatusCode::ACCEPTED, Json(dep)))
+        })
+        .await
+}

@@ -1,0 +1,82 @@
+//! The HTTP API: the operator API under `/api/v1` (bearer tokens) and the agent API under `/agent/v1`
+//! (node keys on TLS client certificates). Handlers are thin: they authenticate, validate, and call the
+//! store or the engine.
+
+pub mod agent;
+pub mod auth;
+pub mod clusters;
+pub mod deployments;
+pub mod error;
+pub mod graphs;
+pub mod nodes;
+pub mod openapi;
+pub mod releases;
+
+use crate::state::AppState;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+use axum::Router;
+use error::ApiError;
+use plinth_common::wire::MAX_AGENT_REQUEST_BYTES;
+use std::sync::Arc;
+
+/// The largest operator request body (graphs can be large).
+pub const MAX_OPERATOR_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Registers a route both with and without its trailing slash (the seeds' paths end in `/`).
+fn both(
+    router: Router<Arc<AppState>>,
+    path: &str,
+    route: axum::routing::MethodRouter<Arc<AppState>>,
+) -> Router<Arc<AppState>> {
+    let trimmed = path.trim_end_matches('/');
+    router
+        .route(trimmed, route.clone())
+        .route(&format!("{trimmed}/"), route)
+}
+
+/// The whole router.
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut ops = Router::new();
+    ops = both(ops, "/openapi.json", get(openapi::document));
+    ops = both(ops, "/nodes", get(nodes::list));
+    ops = both(ops, "/nodes/{id}", get(nodes::show).delete(nodes::delete));
+    ops = both(ops, "/nodes/{id}/accept", post(nodes::accept));
+    ops = both(ops, "/releases", get(releases::list).post(releases::create));
+    ops = both(ops, "/releases/{id}", get(releases::show));
+    ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
+    ops = both(ops, "/clusters/{id}", get(clusters::show));
+    ops = both(
+        ops,
+        "/clusters/{id}/nodes",
+        put(clusters::assign).delete(clusters::unassign),
+    );
+    ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
+    ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
+    ops = both(
+        ops,
+        "/{kind}/{id}/deployment_graphs/{graph_type}",
+        get(graphs::show)
+            .post(graphs::create)
+            .put(graphs::replace)
+            .delete(graphs::delete),
+    );
+    ops = both(ops, "/deployments", get(deployments::list));
+    ops = both(ops, "/deployments/{id}", get(deployments::show));
+    let ops = ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES));
+
+    let agents = Router::new()
+        .route("/register", post(agent::register))
+        .route("/tasks", get(agent::poll))
+        .route("/results", post(agent::results))
+        .route("/refusals", post(agent::refusal))
+        .route("/heartbeat", post(agent::heartbeat))
+        .route("/gate", get(agent::gate))
+        .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES));
+
+    Router::new()
+        .nest("/api/v1", ops)
+        .nest("/agent/v1", agents)
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .with_state(state)
+}

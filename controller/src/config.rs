@@ -1,0 +1,216 @@
+//! The controller's configuration: command-line flags, then environment variables, then the config file,
+//! then defaults, in that order of precedence.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The config file's contents (TOML). Every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Data directory.
+    pub data_dir: Option<PathBuf>,
+    /// Listen address.
+    pub listen: Option<SocketAddr>,
+    /// TLS certificate chain (PEM). With `tls_key`, replaces the self-signed certificate.
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// Extra names and addresses for the self-signed certificate.
+    pub tls_names: Option<Vec<String>>,
+    /// Admit every new node without an operator (for labs and the quickstart).
+    pub auto_accept: Option<bool>,
+    /// A secret that admits the nodes presenting it at registration.
+    pub enrollment_token: Option<String>,
+    /// After how long without a poll or heartbeat a node counts as offline, in seconds.
+    pub offline_after_secs: Option<u64>,
+    /// How long a signed task list stays valid after it is fetched, in seconds.
+    pub list_ttl_secs: Option<u64>,
+    /// How long a phase may run before nodes that have not finished fail it, in seconds.
+    pub phase_timeout_secs: Option<u64>,
+    /// Log format: `text` or `json`.
+    pub log_format: Option<String>,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the database, keys, certificate and token live.
+    pub data_dir: PathBuf,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Configured certificate and key, if any.
+    pub tls_files: Option<(PathBuf, PathBuf)>,
+    /// Extra names for the self-signed certificate.
+    pub tls_names: Vec<String>,
+    /// Admit new nodes automatically.
+    pub auto_accept: bool,
+    /// Enrollment token, if any.
+    pub enrollment_token: Option<String>,
+    /// Offline threshold.
+    pub offline_after: Duration,
+    /// Task list validity.
+    pub list_ttl: Duration,
+    /// Phase timeout.
+    pub phase_timeout: Duration,
+}
+
+/// Defaults.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:7443";
+/// Default data directory.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/plinth-controller";
+/// Default config file.
+pub const DEFAULT_CONFIG_FILE: &str = "/etc/plinth/controller.toml";
+
+/// Configuration errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid.
+    #[error("config file {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (names the key and line).
+        message: String,
+    },
+    /// A setting is wrong.
+    #[error("{0}")]
+    Setting(String),
+}
+
+/// Reads the config file. A missing file is fine only when it was not named explicitly.
+pub fn read_file(path: &Path, explicit: bool) -> Result<FileConfig, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            Ok(FileConfig::default())
+        }
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// What flags and environment gave (clap merges those two).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--data-dir` / `PLINTH_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// `--listen` / `PLINTH_LISTEN`.
+    pub listen: Option<SocketAddr>,
+    /// `--auto-accept` / `PLINTH_AUTO_ACCEPT`.
+    pub auto_accept: Option<bool>,
+    /// `--enrollment-token` / `PLINTH_ENROLLMENT_TOKEN`.
+    pub enrollment_token: Option<String>,
+    /// `--phase-timeout` / `PLINTH_PHASE_TIMEOUT`.
+    pub phase_timeout_secs: Option<u64>,
+    /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
+    pub offline_after_secs: Option<u64>,
+}
+
+impl Config {
+    /// Merges flags/environment over the file over defaults.
+    pub fn merge(over: Overrides, file: FileConfig) -> Result<Config, ConfigError> {
+        let tls_files = match (file.tls_cert, file.tls_key) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Setting(
+                    "tls_cert and tls_key go together: give both or neither".into(),
+                ))
+            }
+        };
+        let listen = match over.listen.or(file.listen) {
+            Some(l) => l,
+            // The default is a valid socket address literal.
+            None => DEFAULT_LISTEN
+                .parse()
+                .map_err(|e| ConfigError::Setting(format!("{e}")))?,
+        };
+        let positive = |name: &str, v: u64| {
+            if v == 0 {
+                Err(ConfigError::Setting(format!(
+                    "{name} must be at least 1 second"
+                )))
+            } else {
+                Ok(Duration::from_secs(v))
+            }
+        };
+        Ok(Config {
+            data_dir: over
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            listen,
+            tls_files,
+            tls_names: file.tls_names.unwrap_or_default(),
+            auto_accept: over.auto_accept.or(file.auto_accept).unwrap_or(false),
+            enrollment_token: over
+                .enrollment_token
+                .or(file.enrollment_token)
+                .filter(|t| !t.is_empty()),
+            offline_after: positive(
+                "offline_after_secs",
+                over.offline_after_secs
+                    .or(file.offline_after_secs)
+                    .unwrap_or(60),
+            )?,
+            list_ttl: positive("list_ttl_secs", file.list_ttl_secs.unwrap_or(600))?,
+            phase_timeout: positive(
+                "phase_timeout_secs",
+                over.phase_timeout_secs
+                    .or(file.phase_timeout_secs)
+                    .unwrap_or(3600),
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_file_beat_defaults() {
+        let file: FileConfig = toml::from_str(
+            "listen = \"127.0.0.1:9000\"\nauto_accept = true\nphase_timeout_secs = 5",
+        )
+        .unwrap();
+        let over = Overrides {
+            listen: Some("127.0.0.1:9001".parse().unwrap()),
+            ..Default::default()
+        };
+        let c = Config::merge(over, file).unwrap();
+        assert_eq!(c.listen.port(), 9001);
+        assert!(c.auto_accept);
+        assert_eq!(c.phase_timeout, Duration::from_secs(5));
+        assert_eq!(c.offline_after, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn unknown_keys_and_half_tls_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "listne = \"x\"\n").unwrap();
+        let err = read_file(&p, true).unwrap_err().to_string();
+        assert!(err.contains("listne") && err.contains("c.toml"), "{err}");
+        let file: FileConfig = toml::from_str("tls_cert = \"/a\"").unwrap();
+        assert!(Config::merge(Overrides::default(), file).is_err());
+        assert!(read_file(&dir.path().join("missing.toml"), true).is_err());
+        assert!(read_file(&dir.path().join("missing.toml"), false).is_ok());
+    }
+}

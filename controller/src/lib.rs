@@ -1,0 +1,27 @@
+//! Plinth's controller: the server agents pull from and operators drive.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`config`] | flags, environment, config file, defaults |
+//! | [`datadir`] | what lives in the data directory and its modes |
+//! | [`tls`] | the server certificate and the agent client-certificate check |
+//! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
+//! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
+//! | [`store`] | the storage interface and its SQLite backend |
+//! | [`registry`] | the in-memory index of node keys |
+//! | [`board`] | published task lists and long-poll wake-ups |
+//! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
+//! | [`resolve`] | a cluster's graphs into each node's ordered task list |
+
+pub mod api;
+pub mod board;
+pub mod clock;
+pub mod config;
+pub mod datadir;
+pub mod engine;
+pub mod registry;
+pub mod resolve;
+pub mod server;
+pub mod state;
+pub mod store;
+pub mod tls;

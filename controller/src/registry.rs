@@ -1,0 +1,108 @@
+//! The in-memory index of known node keys, so that authenticating a poll never touches the database.
+//! The database stays the source of truth: the index is loaded from it at start and updated after every
+//! write that changes a node's key, id or admission. Last-seen times live here and are flushed in batches.
+
+use crate::store::{NodeAdmission, NodeRecord};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// One known node.
+#[derive(Debug)]
+pub struct NodeEntry {
+    /// Numeric id.
+    pub id: u64,
+    accepted: AtomicBool,
+    last_seen_ms: AtomicI64,
+    flushed_ms: AtomicI64,
+}
+
+impl NodeEntry {
+    /// Whether the node may get work.
+    pub fn accepted(&self) -> bool {
+        self.accepted.load(Ordering::Acquire)
+    }
+    /// Records that the node was heard from.
+    pub fn seen(&self, now_ms: i64) {
+        self.last_seen_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+    /// When the node was last heard from (ms).
+    pub fn last_seen_ms(&self) -> i64 {
+        self.last_seen_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// Node key fingerprint → node.
+#[derive(Debug, Default)]
+pub struct NodeRegistry {
+    by_key: RwLock<HashMap<String, Arc<NodeEntry>>>,
+}
+
+impl NodeRegistry {
+    /// Builds the index from stored nodes.
+    pub fn load(nodes: &[NodeRecord]) -> Self {
+        let reg = NodeRegistry::default();
+        for n in nodes {
+            reg.upsert(n);
+        }
+        reg
+    }
+
+    /// Adds or refreshes a node after a write.
+    pub fn upsert(&self, node: &NodeRecord) {
+        let mut map = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+        let accepted = node.admission == NodeAdmission::Accepted;
+        match map.get(&node.node_key) {
+            Some(e) if e.id == node.id => {
+                e.accepted.store(accepted, Ordering::Release);
+                e.seen(node.last_seen_ms);
+            }
+            _ => {
+                map.insert(
+                    node.node_key.clone(),
+                    Arc::new(NodeEntry {
+                        id: node.id,
+                        accepted: AtomicBool::new(accepted),
+                        last_seen_ms: AtomicI64::new(node.last_seen_ms),
+                        flushed_ms: AtomicI64::new(node.last_seen_ms),
+                    }),
+                );
+            }
+        }
+    }
+
+    /// Forgets a node.
+    pub fn remove(&self, node_key: &str) {
+        self.by_key
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(node_key);
+    }
+
+    /// Looks a key up.
+    pub fn get(&self, node_key: &str) -> Option<Arc<NodeEntry>> {
+        self.by_key
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(node_key)
+            .cloned()
+    }
+
+    /// Last-seen times changed since the previous call, to write to the database.
+    pub fn take_unflushed(&self) -> Vec<(u64, i64)> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        map.values()
+            .filter_map(|e| {
+                let seen = e.last_seen_ms();
+                let before = e.flushed_ms.swap(seen, Ordering::Relaxed);
+                (seen > before).then_some((e.id, seen))
+            })
+            .collect()
+    }
+
+    /// Last-seen time of a node id (slow: for reports only).
+    pub fn last_seen_of(&self, id: u64) -> Option<i64> {
+        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
+        map.values().find(|e| e.id == id).map(|e| e.last_seen_ms())
+    }
+}

@@ -1,0 +1,205 @@
+//! Starting the controller: the data directory, the database, the TLS listener, background work, and a
+//! clean stop on SIGTERM.
+
+use crate::api::auth::{token_hash, PeerKey, Tokens};
+use crate::board::Board;
+use crate::config::Config;
+use crate::datadir::{random_bytes, write_new_file, DataDir};
+use crate::engine::Engine;
+use crate::registry::NodeRegistry;
+use crate::state::AppState;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{Store, TokenRole};
+use crate::tls;
+use anyhow::{Context, Result};
+use axum::extract::Request;
+use base64::Engine as _;
+use hyper_util::rt::TokioIo;
+use plinth_common::signing::fingerprint;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+/// Opens everything the controller needs and returns its state (no network yet).
+pub fn open_state(config: Config) -> Result<Arc<AppState>> {
+    let data = DataDir::new(&config.data_dir);
+    data.ensure()?;
+    let signer = data.load_or_create_signing_key()?;
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&data.database())
+            .with_context(|| format!("cannot open {}", data.database().display()))?,
+    );
+    let tokens = Tokens::default();
+    let stored = store.list_tokens()?;
+    if stored.is_empty() {
+        let token = format!(
+            "plt_{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes()?)
+        );
+        write_new_file(&data.admin_token(), format!("{token}\n").as_bytes(), 0o600)
+            .context("cannot write the admin token (delete the database too to start afresh)")?;
+        store.create_token("admin", &hex::encode(token_hash(&token)), TokenRole::Admin)?;
+        tracing::info!(path = %data.admin_token().display(), "made the admin token");
+    }
+    for t in store.list_tokens()? {
+        let mut hash = [0u8; 32];
+        hex::decode_to_slice(&t.hash, &mut hash).context("a stored token hash is corrupt")?;
+        tokens.insert(hash, t.role);
+    }
+    let nodes = NodeRegistry::load(&store.list_nodes()?);
+    let board = Arc::new(Board::default());
+    let engine = Arc::new(Engine::new(
+        store.clone(),
+        board.clone(),
+        config.list_ttl,
+        config.phase_timeout,
+    ));
+    let resumed = engine.resume()?;
+    if resumed > 0 {
+        tracing::info!(deployments = resumed, "resumed running deployments");
+    }
+    Ok(Arc::new(AppState {
+        config,
+        store,
+        signer,
+        nodes,
+        tokens,
+        board,
+        engine,
+    }))
+}
+
+/// Serves until SIGTERM or SIGINT.
+pub async fn serve(config: Config) -> Result<()> {
+    let data = DataDir::new(&config.data_dir);
+    let state = tokio::task::block_in_place(|| open_state(config.clone()))?;
+    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &config.tls_names)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(&cert, &key)?);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let router = crate::api::router(state.clone());
+    tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    spawn_background(state.clone());
+
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let (close_tx, close_rx) = tokio::sync::watch::channel(false);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (tcp, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let router = router.clone();
+                let mut close_rx = close_rx.clone();
+                tokio::spawn(async move {
+                    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let peer_key = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .and_then(tls::node_key_of)
+                        .map(|k| Arc::new((fingerprint(&k), k)));
+                    let peer_key = PeerKey(peer_key);
+                    let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+                        req.extensions_mut().insert(peer_key.clone());
+                        router.clone().oneshot(req.map(axum::body::Body::new))
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .keep_alive(true)
+                        .header_read_timeout(Duration::from_secs(30))
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .serve_connection(TokioIo::new(tls), service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        res = conn.as_mut() => {
+                            if let Err(e) = res {
+                                tracing::debug!(%peer, error = %e, "connection ended with an error");
+                            }
+                        }
+                        _ = close_rx.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                        }
+                    }
+                });
+            }
+        }
+    }
+    tracing::info!("stopping");
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    let _ = close_tx.send(true);
+    flush_last_seen(&state).await;
+    Ok(())
+}
+
+async fn flush_last_seen(state: &Arc<AppState>) {
+    let s = state.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        let seen = s.nodes.take_unflushed();
+        if !seen.is_empty() {
+            if let Err(e) = s.store.touch_nodes(&seen) {
+                tracing::warn!(error = %e, "cannot record when nodes were last seen");
+            }
+        }
+    })
+    .await;
+}
+
+/// Phase timeouts every second, last-seen times every five, the systemd watchdog.
+fn spawn_background(state: Arc<AppState>) {
+    let mut usec = 0u64;
+    let watchdog =
+        sd_notify::watchdog_enabled(false, &mut usec).then(|| Duration::from_micros(usec / 2));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut n: u64 = 0;
+        loop {
+            tick.tick().await;
+            n += 1;
+            let s = state.clone();
+            let _ = tokio::task::spawn_blocking(move || s.engine.tick()).await;
+            if n % 5 == 0 {
+                flush_last_seen(&state).await;
+            }
+            if let Some(period) = watchdog {
+                if n % period.as_secs().max(1) == 0 {
+                    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+                }
+            }
+        }
+    });
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

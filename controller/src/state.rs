@@ -1,0 +1,43 @@
+//! The controller's shared state, handed to every request handler.
+
+use crate::api::auth::Tokens;
+use crate::api::error::ApiError;
+use crate::board::Board;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::registry::NodeRegistry;
+use crate::store::Store;
+use ed25519_dalek::SigningKey;
+use std::sync::Arc;
+
+/// Everything a handler may need.
+pub struct AppState {
+    /// Effective configuration.
+    pub config: Config,
+    /// The database.
+    pub store: Arc<dyn Store>,
+    /// The task list signing key.
+    pub signer: SigningKey,
+    /// Known node keys.
+    pub nodes: NodeRegistry,
+    /// Operator tokens.
+    pub tokens: Tokens,
+    /// Published lists.
+    pub board: Arc<Board>,
+    /// The orchestrator.
+    pub engine: Arc<Engine>,
+}
+
+impl AppState {
+    /// Runs blocking work (database, orchestration) on the blocking pool.
+    pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
+    {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || f(&state))
+            .await
+            .map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
+    }
+}

@@ -1,0 +1,138 @@
+//! Durable state behind one narrow interface.
+//!
+//! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
+//! backend (one file, WAL); a PostgreSQL backend for several controllers implements the same trait. Every
+//! method is one transaction: a method that fails changes nothing.
+//!
+//! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
+
+mod records;
+mod schema;
+pub mod sqlite;
+
+pub use records::*;
+
+use plinth_common::wire::{ResultKey, TaskList, TaskResult};
+
+/// Storage failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database engine failed.
+    #[error("database error: {0}")]
+    Database(String),
+    /// A record that must exist does not.
+    #[error("{kind} {id} not found")]
+    NotFound {
+        /// What kind of record.
+        kind: &'static str,
+        /// Its id or name.
+        id: String,
+    },
+    /// A write conflicts with existing state (a duplicate name, a running deployment, ...).
+    #[error("{0}")]
+    Conflict(String),
+    /// Stored data cannot be read back (a bug or a hand-edited database).
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Everything the controller keeps durably.
+pub trait Store: Send + Sync + 'static {
+    // --- Nodes -------------------------------------------------------------------------------------
+
+    /// Creates the node for a key, or refreshes its facts, tags, labels and rack. New nodes get `admission`.
+    fn register_node(
+        &self,
+        reg: &NodeRegistration,
+        admission: NodeAdmission,
+    ) -> StoreResult<NodeRecord>;
+    /// All nodes, by id.
+    fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>>;
+    /// One node.
+    fn get_node(&self, id: u64) -> StoreResult<NodeRecord>;
+    /// Sets a node's admission.
+    fn set_admission(&self, id: u64, admission: NodeAdmission) -> StoreResult<NodeRecord>;
+    /// Deletes a node and what belongs to it. Refused while it takes part in a running deployment.
+    fn delete_node(&self, id: u64) -> StoreResult<()>;
+    /// Records when nodes were last heard from (milliseconds since the epoch).
+    fn touch_nodes(&self, seen: &[(u64, i64)]) -> StoreResult<()>;
+    /// Assigns nodes to a cluster with pending roles (replacing their pending roles).
+    fn assign_nodes(&self, cluster_id: u64, nodes: &[NodeAssignment]) -> StoreResult<()>;
+    /// Takes nodes out of their cluster.
+    fn unassign_nodes(&self, cluster_id: u64, node_ids: &[u64]) -> StoreResult<()>;
+    /// Reserves the next task list revision of a node (strictly growing, never reused).
+    fn next_revision(&self, node_id: u64) -> StoreResult<u64>;
+
+    // --- Releases, clusters, graphs -------------------------------------------------------------
+
+    /// Creates a release with its graphs by type.
+    fn create_release(
+        &self,
+        release: &NewRelease,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<ReleaseRecord>;
+    /// All releases.
+    fn list_releases(&self) -> StoreResult<Vec<ReleaseRecord>>;
+    /// One release.
+    fn get_release(&self, id: u64) -> StoreResult<ReleaseRecord>;
+    /// Creates a cluster.
+    fn create_cluster(&self, cluster: &NewCluster) -> StoreResult<ClusterRecord>;
+    /// All clusters.
+    fn list_clusters(&self) -> StoreResult<Vec<ClusterRecord>>;
+    /// One cluster.
+    fn get_cluster(&self, id: u64) -> StoreResult<ClusterRecord>;
+    /// The graphs an owner has, by type.
+    fn list_graphs(&self, owner: GraphOwner) -> StoreResult<Vec<GraphRecord>>;
+    /// One graph of an owner.
+    fn get_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRecord>;
+    /// Creates (`replace` false: conflict if it exists) or replaces a graph.
+    fn put_graph(
+        &self,
+        owner: GraphOwner,
+        graph_type: &str,
+        graph: &GraphBody,
+        replace: bool,
+    ) -> StoreResult<GraphRecord>;
+    /// Deletes a graph.
+    fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()>;
+
+    // --- Deployments --------------------------------------------------------------------------------
+
+    /// Starts a deployment: refuses if the cluster has a running one.
+    fn create_deployment(&self, new: &NewDeployment) -> StoreResult<DeploymentRecord>;
+    /// One deployment.
+    fn get_deployment(&self, id: u64) -> StoreResult<DeploymentRecord>;
+    /// Deployments, newest first, optionally of one cluster.
+    fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>>;
+    /// Deployments still running (resumed after a restart).
+    fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>>;
+    /// Saves a deployment's orchestration state (and, when finishing, its final status).
+    fn save_deployment_state(
+        &self,
+        id: u64,
+        state: &serde_json::Value,
+        status: DeploymentStatus,
+    ) -> StoreResult<()>;
+    /// Records task lists published for a deployment's nodes, atomically.
+    fn publish_lists(&self, deployment_id: u64, lists: &[TaskList]) -> StoreResult<()>;
+    /// The list issued to a node with a revision, if any.
+    fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>>;
+    /// The latest published list of each node of a running deployment.
+    fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>>;
+    /// Stores results of one node idempotently; returns the keys now stored (new or already there).
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<ResultKey>>;
+    /// Every result of a deployment, by node, in arrival order.
+    fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>>;
+    /// Moves pending roles to deployed roles on the given nodes, and records their status.
+    fn finish_nodes(&self, succeeded: &[u64], failed: &[u64]) -> StoreResult<()>;
+
+    // --- Operator tokens -----------------------------------------------------------------------------
+
+    /// Stores a token (its SHA-256, never the token).
+    fn create_token(&self, name: &str, hash: &str, role: TokenRole) -> StoreResult<TokenRecord>;
+    /// All tokens (hashes included, for the in-memory check).
+    fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>>;
+}

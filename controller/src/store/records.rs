@@ -1,0 +1,307 @@
+//! The records the store keeps, as the rest of the controller sees them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use plinth_common::wire::Admission as NodeAdmission;
+
+/// What a registration writes.
+#[derive(Debug, Clone)]
+pub struct NodeRegistration {
+    /// The node key fingerprint (the node's identity).
+    pub node_key: String,
+    /// The node's public key, base64.
+    pub public_key: String,
+    /// The hostname, used as the node's name.
+    pub name: String,
+    /// Facts as reported.
+    pub facts: serde_json::Value,
+    /// Tags the agent reported (configuration and kernel command line).
+    pub tags: Vec<String>,
+    /// Labels the agent reported.
+    pub labels: BTreeMap<String, String>,
+    /// The rack, when reported.
+    pub rack: Option<String>,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: i64,
+}
+
+/// A node's life-cycle status, as Fuel names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    /// Registered, in no cluster yet or never deployed.
+    Discover,
+    /// Taking part in a running deployment.
+    Deploying,
+    /// Its last deployment succeeded.
+    Ready,
+    /// Its last deployment failed.
+    Error,
+}
+
+impl NodeStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Discover => "discover",
+            NodeStatus::Deploying => "deploying",
+            NodeStatus::Ready => "ready",
+            NodeStatus::Error => "error",
+        }
+    }
+}
+
+/// A node as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// Numeric id.
+    pub id: u64,
+    /// Key fingerprint.
+    pub node_key: String,
+    /// Public key, base64.
+    pub public_key: String,
+    /// Name (hostname at registration).
+    pub name: String,
+    /// Whether it may get work.
+    pub admission: NodeAdmission,
+    /// Life-cycle status.
+    pub status: NodeStatus,
+    /// The cluster it belongs to.
+    pub cluster_id: Option<u64>,
+    /// Roles waiting to be deployed.
+    pub pending_roles: Vec<String>,
+    /// Roles deployed successfully.
+    pub roles: Vec<String>,
+    /// Tags (from the agent and operators).
+    pub tags: Vec<String>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Rack.
+    pub rack: Option<String>,
+    /// Facts as last reported.
+    pub facts: serde_json::Value,
+    /// When it registered first (ms).
+    pub registered_at_ms: i64,
+    /// When it was last heard from (ms).
+    pub last_seen_ms: i64,
+    /// The highest task list revision issued to it.
+    pub revision: u64,
+}
+
+/// A node's assignment to a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAssignment {
+    /// The node.
+    pub id: u64,
+    /// Roles to deploy on it.
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+/// A release to create.
+#[derive(Debug, Clone)]
+pub struct NewRelease {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Everything else (roles_metadata, tags_metadata, volumes_metadata, ...), as given.
+    pub data: serde_json::Value,
+}
+
+/// A release as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleaseRecord {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// roles_metadata, tags_metadata, volumes_metadata, ...
+    pub data: serde_json::Value,
+}
+
+/// A cluster to create.
+#[derive(Debug, Clone)]
+pub struct NewCluster {
+    /// Name (unique).
+    pub name: String,
+    /// Its release.
+    pub release_id: u64,
+    /// Settings.
+    pub settings: serde_json::Value,
+}
+
+/// A cluster as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterRecord {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Release.
+    pub release_id: u64,
+    /// Settings.
+    pub settings: serde_json::Value,
+}
+
+/// What a graph belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "model", content = "model_id", rename_all = "snake_case")]
+pub enum GraphOwner {
+    /// A release's graph.
+    Release(u64),
+    /// A plugin's graph.
+    Plugin(u64),
+    /// A cluster's graph.
+    Cluster(u64),
+}
+
+impl GraphOwner {
+    /// The stored kind text.
+    pub fn kind(self) -> &'static str {
+        match self {
+            GraphOwner::Release(_) => "release",
+            GraphOwner::Plugin(_) => "plugin",
+            GraphOwner::Cluster(_) => "cluster",
+        }
+    }
+    /// The owner's id.
+    pub fn id(self) -> u64 {
+        match self {
+            GraphOwner::Release(id) | GraphOwner::Plugin(id) | GraphOwner::Cluster(id) => id,
+        }
+    }
+}
+
+/// A graph's content as uploaded.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphBody {
+    /// A verbose name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The tasks, as given (unknown task fields are kept).
+    #[serde(default)]
+    pub tasks: Vec<serde_json::Value>,
+    /// Which nodes the graph runs on, as an expression; absent means the default filter.
+    #[serde(default)]
+    pub node_filter: Option<String>,
+}
+
+/// A graph as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GraphRecord {
+    /// Id.
+    pub id: u64,
+    /// Owner.
+    pub owner: GraphOwner,
+    /// Type (`default` or any custom type).
+    pub graph_type: String,
+    /// Content.
+    #[serde(flatten)]
+    pub body: GraphBody,
+}
+
+/// A deployment's outcome so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentStatus {
+    /// Still going.
+    Running,
+    /// Every group and node succeeded.
+    Success,
+    /// Finished; some non-critical groups or some nodes failed.
+    SuccessWithFailures,
+    /// A critical group failed.
+    Failed,
+}
+
+impl DeploymentStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeploymentStatus::Running => "running",
+            DeploymentStatus::Success => "success",
+            DeploymentStatus::SuccessWithFailures => "success_with_failures",
+            DeploymentStatus::Failed => "failed",
+        }
+    }
+    /// Reads the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "running" => DeploymentStatus::Running,
+            "success" => DeploymentStatus::Success,
+            "success_with_failures" => DeploymentStatus::SuccessWithFailures,
+            "failed" => DeploymentStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// A deployment to start.
+#[derive(Debug, Clone)]
+pub struct NewDeployment {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The graph type it runs.
+    pub graph_type: String,
+    /// The nodes taking part.
+    pub node_ids: Vec<u64>,
+    /// Options as requested (noop, force, ...).
+    pub options: serde_json::Value,
+    /// The orchestration state to start from.
+    pub state: serde_json::Value,
+    /// Now (ms).
+    pub now_ms: i64,
+}
+
+/// A deployment as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeploymentRecord {
+    /// Id.
+    pub id: u64,
+    /// Cluster.
+    pub cluster_id: u64,
+    /// Graph type.
+    pub graph_type: String,
+    /// Status.
+    pub status: DeploymentStatus,
+    /// Nodes taking part.
+    pub node_ids: Vec<u64>,
+    /// Options.
+    pub options: serde_json::Value,
+    /// Orchestration state.
+    pub state: serde_json::Value,
+    /// Started (ms).
+    pub created_at_ms: i64,
+    /// Finished (ms).
+    pub finished_at_ms: Option<i64>,
+}
+
+/// What an operator token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenRole {
+    /// Everything.
+    Admin,
+    /// Only reads.
+    ReadOnly,
+}
+
+/// An operator token as stored (its hash only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Id.
+    pub id: u64,
+    /// A name for people.
+    pub name: String,
+    /// SHA-256 of the token, hex.
+    #[serde(skip_serializing)]
+    pub hash: String,
+    /// What it may do.
+    pub role: TokenRole,
+}

@@ -1,0 +1,85 @@
+//! Schema migrations, applied in order at start. `PRAGMA user_version` records how many have run.
+//! Append new migrations; never edit one that has shipped.
+
+/// The migrations, oldest first.
+pub const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE nodes (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    node_key        TEXT NOT NULL UNIQUE,
+    public_key      TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    admission       TEXT NOT NULL,
+    status          TEXT NOT NULL DEFAULT 'discover',
+    cluster_id      INTEGER REFERENCES clusters(id),
+    pending_roles   TEXT NOT NULL DEFAULT '[]',
+    roles           TEXT NOT NULL DEFAULT '[]',
+    tags            TEXT NOT NULL DEFAULT '[]',
+    labels          TEXT NOT NULL DEFAULT '{}',
+    rack            TEXT,
+    facts           TEXT NOT NULL DEFAULT '{}',
+    registered_at   INTEGER NOT NULL,
+    last_seen       INTEGER NOT NULL,
+    revision        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE releases (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    name    TEXT NOT NULL,
+    version TEXT NOT NULL,
+    data    TEXT NOT NULL,
+    UNIQUE (name, version)
+);
+CREATE TABLE clusters (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT NOT NULL UNIQUE,
+    release_id INTEGER NOT NULL REFERENCES releases(id),
+    settings   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE graphs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner_kind  TEXT NOT NULL,
+    owner_id    INTEGER NOT NULL,
+    graph_type  TEXT NOT NULL,
+    name        TEXT,
+    tasks       TEXT NOT NULL,
+    node_filter TEXT,
+    UNIQUE (owner_kind, owner_id, graph_type)
+);
+CREATE TABLE deployments (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    cluster_id  INTEGER NOT NULL REFERENCES clusters(id),
+    graph_type  TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    node_ids    TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    finished_at INTEGER
+);
+CREATE INDEX deployments_running ON deployments (status) WHERE status = 'running';
+CREATE TABLE task_lists (
+    deployment_id INTEGER NOT NULL REFERENCES deployments(id),
+    node_id       INTEGER NOT NULL,
+    revision      INTEGER NOT NULL,
+    list          TEXT NOT NULL,
+    PRIMARY KEY (node_id, revision)
+);
+CREATE INDEX task_lists_deployment ON task_lists (deployment_id);
+CREATE TABLE results (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    node_id       INTEGER NOT NULL,
+    deployment_id INTEGER NOT NULL,
+    revision      INTEGER NOT NULL,
+    task_id       TEXT NOT NULL,
+    attempt       INTEGER NOT NULL,
+    status        TEXT NOT NULL,
+    result        TEXT NOT NULL,
+    UNIQUE (node_id, deployment_id, revision, task_id, attempt, status)
+);
+CREATE INDEX results_deployment ON results (deployment_id);
+CREATE TABLE tokens (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    name  TEXT NOT NULL,
+    hash  TEXT NOT NULL UNIQUE,
+    role  TEXT NOT NULL
+);
+"#];

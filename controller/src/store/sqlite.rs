@@ -1,0 +1,864 @@
+//! The embedded backend: one SQLite file in WAL mode, migrated at open.
+
+use super::schema::MIGRATIONS;
+use super::*;
+use crate::clock::now_ms;
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// SQLite-backed [`Store`]. One connection behind a mutex: SQLite serialises writers anyway, and every
+/// method is a short transaction.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e {
+            rusqlite::Error::SqliteFailure(f, ref msg)
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                StoreError::Conflict(msg.clone().unwrap_or_else(|| "constraint violated".into()))
+            }
+            other => StoreError::Database(other.to_string()),
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    // The controller's own types always serialise.
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+fn id(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or_default()
+}
+
+fn sql_id(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+const NODE_COLUMNS: &str =
+    "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
+    roles, tags, labels, rack, facts, registered_at, last_seen, revision";
+
+fn admission_text(a: NodeAdmission) -> &'static str {
+    match a {
+        NodeAdmission::Discovered => "discovered",
+        NodeAdmission::Accepted => "accepted",
+    }
+}
+
+fn node_from_row(row: &Row<'_>) -> rusqlite::Result<Result<NodeRecord, StoreError>> {
+    let admission: String = row.get(4)?;
+    let status: String = row.get(5)?;
+    let pending: String = row.get(7)?;
+    let roles: String = row.get(8)?;
+    let tags: String = row.get(9)?;
+    let labels: String = row.get(10)?;
+    let facts: String = row.get(12)?;
+    let base = (
+        row.get::<_, i64>(0)?,
+        row.get::<_, String>(1)?,
+        row.get::<_, String>(2)?,
+        row.get::<_, String>(3)?,
+        row.get::<_, Option<i64>>(6)?,
+        row.get::<_, Option<String>>(11)?,
+        row.get::<_, i64>(13)?,
+        row.get::<_, i64>(14)?,
+        row.get::<_, i64>(15)?,
+    );
+    Ok((|| {
+        Ok(NodeRecord {
+            id: id(base.0),
+            node_key: base.1,
+            public_key: base.2,
+            name: base.3,
+            admission: match admission.as_str() {
+                "accepted" => NodeAdmission::Accepted,
+                "discovered" => NodeAdmission::Discovered,
+                other => return Err(StoreError::Corrupt(format!("node admission {other:?}"))),
+            },
+            status: match status.as_str() {
+                "discover" => NodeStatus::Discover,
+                "deploying" => NodeStatus::Deploying,
+                "ready" => NodeStatus::Ready,
+                "error" => NodeStatus::Error,
+                other => return Err(StoreError::Corrupt(format!("node status {other:?}"))),
+            },
+            cluster_id: base.4.map(id),
+            pending_roles: from_json(&pending, "node pending_roles")?,
+            roles: from_json(&roles, "node roles")?,
+            tags: from_json(&tags, "node tags")?,
+            labels: from_json(&labels, "node labels")?,
+            rack: base.5,
+            facts: from_json(&facts, "node facts")?,
+            registered_at_ms: base.6,
+            last_seen_ms: base.7,
+            revision: id(base.8),
+        })
+    })())
+}
+
+fn query_nodes(
+    tx: &Connection,
+    where_clause: &str,
+    args: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<NodeRecord>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {NODE_COLUMNS} FROM nodes {where_clause} ORDER BY id"
+    ))?;
+    let rows = stmt.query_map(args, node_from_row)?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row??);
+    }
+    Ok(out)
+}
+
+fn one_node(tx: &Connection, node_id: u64) -> StoreResult<NodeRecord> {
+    query_nodes(tx, "WHERE id = ?1", &[&sql_id(node_id)])?
+        .pop()
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "node",
+            id: node_id.to_string(),
+        })
+}
+
+fn deployment_from_row(row: &Row<'_>) -> rusqlite::Result<Result<DeploymentRecord, StoreError>> {
+    let status: String = row.get(3)?;
+    let node_ids: String = row.get(4)?;
+    let options: String = row.get(5)?;
+    let state: String = row.get(6)?;
+    let base = (
+        row.get::<_, i64>(0)?,
+        row.get::<_, i64>(1)?,
+        row.get::<_, String>(2)?,
+        row.get::<_, i64>(7)?,
+        row.get::<_, Option<i64>>(8)?,
+    );
+    Ok((|| {
+        Ok(DeploymentRecord {
+            id: id(base.0),
+            cluster_id: id(base.1),
+            graph_type: base.2,
+            status: DeploymentStatus::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("deployment status {status:?}")))?,
+            node_ids: from_json(&node_ids, "deployment node_ids")?,
+            options: from_json(&options, "deployment options")?,
+            state: from_json(&state, "deployment state")?,
+            created_at_ms: base.3,
+            finished_at_ms: base.4,
+        })
+    })())
+}
+
+const DEPLOYMENT_COLUMNS: &str =
+    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+
+fn query_deployments(
+    tx: &Connection,
+    where_clause: &str,
+    args: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<DeploymentRecord>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM deployments {where_clause} ORDER BY id DESC"
+    ))?;
+    let rows = stmt.query_map(args, deployment_from_row)?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row??);
+    }
+    Ok(out)
+}
+
+fn graph_from_row(row: &Row<'_>) -> rusqlite::Result<Result<GraphRecord, StoreError>> {
+    let kind: String = row.get(1)?;
+    let owner_id = id(row.get(2)?);
+    let tasks: String = row.get(5)?;
+    let base = (
+        row.get::<_, i64>(0)?,
+        row.get::<_, String>(3)?,
+        row.get::<_, Option<String>>(4)?,
+        row.get::<_, Option<String>>(6)?,
+    );
+    Ok((|| {
+        let owner = match kind.as_str() {
+            "release" => GraphOwner::Release(owner_id),
+            "plugin" => GraphOwner::Plugin(owner_id),
+            "cluster" => GraphOwner::Cluster(owner_id),
+            other => return Err(StoreError::Corrupt(format!("graph owner kind {other:?}"))),
+        };
+        Ok(GraphRecord {
+            id: id(base.0),
+            owner,
+            graph_type: base.1,
+            body: GraphBody {
+                name: base.2,
+                tasks: from_json(&tasks, "graph tasks")?,
+                node_filter: base.3,
+            },
+        })
+    })())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and runs pending migrations.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        let conn = Connection::open(path)?;
+        Self::setup(conn)
+    }
+
+    /// An in-memory database, for tests and dry runs.
+    pub fn in_memory() -> StoreResult<Self> {
+        Self::setup(Connection::open_in_memory()?)
+    }
+
+    fn setup(mut conn: Connection) -> StoreResult<Self> {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let applied: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let applied = usize::try_from(applied).unwrap_or(0);
+        if applied > MIGRATIONS.len() {
+            return Err(StoreError::Database(format!(
+                "the database has schema version {applied}, newer than this controller's {}",
+                MIGRATIONS.len()
+            )));
+        }
+        for (n, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (n + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise.
+    fn tx<T>(&self, f: impl FnOnce(&Transaction<'_>) -> StoreResult<T>) -> StoreResult<T> {
+        let mut conn = self
+            .conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tx = conn.transaction()?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+impl Store for SqliteStore {
+    fn register_node(
+        &self,
+        reg: &NodeRegistration,
+        admission: NodeAdmission,
+    ) -> StoreResult<NodeRecord> {
+        self.tx(|tx| {
+            let existing: Option<i64> = tx
+                .query_row("SELECT id FROM nodes WHERE node_key = ?1", [&reg.node_key], |r| r.get(0))
+                .optional()?;
+            let node_id = match existing {
+                Some(node_id) => {
+                    tx.execute(
+                        "UPDATE nodes SET name = ?2, facts = ?3, tags = ?4, labels = ?5, rack = ?6, last_seen = ?7 \
+                         WHERE id = ?1",
+                        params![node_id, reg.name, to_json(&reg.facts), to_json(&reg.tags), to_json(&reg.labels), reg.rack, reg.now_ms],
+                    )?;
+                    node_id
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
+                         registered_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+                        params![
+                            reg.node_key,
+                            reg.public_key,
+                            reg.name,
+                            admission_text(admission),
+                            to_json(&reg.facts),
+                            to_json(&reg.tags),
+                            to_json(&reg.labels),
+                            reg.rack,
+                            reg.now_ms
+                        ],
+                    )?;
+                    tx.last_insert_rowid()
+                }
+            };
+            one_node(tx, id(node_id))
+        })
+    }
+
+    fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
+        self.tx(|tx| query_nodes(tx, "", &[]))
+    }
+
+    fn get_node(&self, node_id: u64) -> StoreResult<NodeRecord> {
+        self.tx(|tx| one_node(tx, node_id))
+    }
+
+    fn set_admission(&self, node_id: u64, admission: NodeAdmission) -> StoreResult<NodeRecord> {
+        self.tx(|tx| {
+            one_node(tx, node_id)?;
+            tx.execute(
+                "UPDATE nodes SET admission = ?2 WHERE id = ?1",
+                params![sql_id(node_id), admission_text(admission)],
+            )?;
+            one_node(tx, node_id)
+        })
+    }
+
+    fn delete_node(&self, node_id: u64) -> StoreResult<()> {
+        self.tx(|tx| {
+            let node = one_node(tx, node_id)?;
+            if node.status == NodeStatus::Deploying {
+                return Err(StoreError::Conflict(format!(
+                    "node {node_id} takes part in a running deployment"
+                )));
+            }
+            tx.execute("DELETE FROM nodes WHERE id = ?1", [sql_id(node_id)])?;
+            Ok(())
+        })
+    }
+
+    fn touch_nodes(&self, seen: &[(u64, i64)]) -> StoreResult<()> {
+        self.tx(|tx| {
+            let mut stmt =
+                tx.prepare_cached("UPDATE nodes SET last_seen = MAX(last_seen, ?2) WHERE id = ?1")?;
+            for (node_id, at) in seen {
+                stmt.execute(params![sql_id(*node_id), at])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn assign_nodes(&self, cluster_id: u64, nodes: &[NodeAssignment]) -> StoreResult<()> {
+        self.tx(|tx| {
+            cluster_row(tx, cluster_id)?;
+            for a in nodes {
+                let node = one_node(tx, a.id)?;
+                if let Some(other) = node.cluster_id.filter(|c| *c != cluster_id) {
+                    return Err(StoreError::Conflict(format!(
+                        "node {} belongs to cluster {other}",
+                        a.id
+                    )));
+                }
+                tx.execute(
+                    "UPDATE nodes SET cluster_id = ?2, pending_roles = ?3 WHERE id = ?1",
+                    params![sql_id(a.id), sql_id(cluster_id), to_json(&a.roles)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn unassign_nodes(&self, cluster_id: u64, node_ids: &[u64]) -> StoreResult<()> {
+        self.tx(|tx| {
+            for node_id in node_ids {
+                let node = one_node(tx, *node_id)?;
+                if node.cluster_id != Some(cluster_id) {
+                    return Err(StoreError::Conflict(format!("node {node_id} is not in cluster {cluster_id}")));
+                }
+                if node.status == NodeStatus::Deploying {
+                    return Err(StoreError::Conflict(format!("node {node_id} takes part in a running deployment")));
+                }
+                tx.execute(
+                    "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover' WHERE id = ?1",
+                    [sql_id(*node_id)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn next_revision(&self, node_id: u64) -> StoreResult<u64> {
+        self.tx(|tx| {
+            let changed = tx.execute(
+                "UPDATE nodes SET revision = revision + 1 WHERE id = ?1",
+                [sql_id(node_id)],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::NotFound {
+                    kind: "node",
+                    id: node_id.to_string(),
+                });
+            }
+            let rev: i64 = tx.query_row(
+                "SELECT revision FROM nodes WHERE id = ?1",
+                [sql_id(node_id)],
+                |r| r.get(0),
+            )?;
+            Ok(id(rev))
+        })
+    }
+
+    fn create_release(
+        &self,
+        release: &NewRelease,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<ReleaseRecord> {
+        self.tx(|tx| {
+            tx.execute(
+                "INSERT INTO releases (name, version, data) VALUES (?1, ?2, ?3)",
+                params![release.name, release.version, to_json(&release.data)],
+            )
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => StoreError::Conflict(format!(
+                    "release {} {} exists already",
+                    release.name, release.version
+                )),
+                other => other,
+            })?;
+            let release_id = id(tx.last_insert_rowid());
+            for (graph_type, graph) in graphs {
+                insert_graph(tx, GraphOwner::Release(release_id), graph_type, graph)?;
+            }
+            release_row(tx, release_id)
+        })
+    }
+
+    fn list_releases(&self) -> StoreResult<Vec<ReleaseRecord>> {
+        self.tx(|tx| {
+            let ids: Vec<i64> = tx
+                .prepare("SELECT id FROM releases ORDER BY id")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            ids.into_iter().map(|i| release_row(tx, id(i))).collect()
+        })
+    }
+
+    fn get_release(&self, release_id: u64) -> StoreResult<ReleaseRecord> {
+        self.tx(|tx| release_row(tx, release_id))
+    }
+
+    fn create_cluster(&self, cluster: &NewCluster) -> StoreResult<ClusterRecord> {
+        self.tx(|tx| {
+            release_row(tx, cluster.release_id)?;
+            tx.execute(
+                "INSERT INTO clusters (name, release_id, settings) VALUES (?1, ?2, ?3)",
+                params![
+                    cluster.name,
+                    sql_id(cluster.release_id),
+                    to_json(&cluster.settings)
+                ],
+            )
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Conflict(_) => {
+                    StoreError::Conflict(format!("cluster {:?} exists already", cluster.name))
+                }
+                other => other,
+            })?;
+            cluster_row(tx, id(tx.last_insert_rowid()))
+        })
+    }
+
+    fn list_clusters(&self) -> StoreResult<Vec<ClusterRecord>> {
+        self.tx(|tx| {
+            let ids: Vec<i64> = tx
+                .prepare("SELECT id FROM clusters ORDER BY id")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            ids.into_iter().map(|i| cluster_row(tx, id(i))).collect()
+        })
+    }
+
+    fn get_cluster(&self, cluster_id: u64) -> StoreResult<ClusterRecord> {
+        self.tx(|tx| cluster_row(tx, cluster_id))
+    }
+
+    fn list_graphs(&self, owner: GraphOwner) -> StoreResult<Vec<GraphRecord>> {
+        self.tx(|tx| {
+            owner_exists(tx, owner)?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, owner_kind, owner_id, graph_type, name, tasks, node_filter FROM graphs \
+                 WHERE owner_kind = ?1 AND owner_id = ?2 ORDER BY graph_type",
+            )?;
+            let rows = stmt.query_map(params![owner.kind(), sql_id(owner.id())], graph_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
+    fn get_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRecord> {
+        self.tx(|tx| graph_row(tx, owner, graph_type))
+    }
+
+    fn put_graph(
+        &self,
+        owner: GraphOwner,
+        graph_type: &str,
+        graph: &GraphBody,
+        replace: bool,
+    ) -> StoreResult<GraphRecord> {
+        self.tx(|tx| {
+            owner_exists(tx, owner)?;
+            let exists = graph_row(tx, owner, graph_type).is_ok();
+            if exists && !replace {
+                return Err(StoreError::Conflict(format!(
+                    "{} {} has a graph of type {graph_type:?} already",
+                    owner.kind(),
+                    owner.id()
+                )));
+            }
+            insert_graph(tx, owner, graph_type, graph)?;
+            graph_row(tx, owner, graph_type)
+        })
+    }
+
+    fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()> {
+        self.tx(|tx| {
+            graph_row(tx, owner, graph_type)?;
+            tx.execute(
+                "DELETE FROM graphs WHERE owner_kind = ?1 AND owner_id = ?2 AND graph_type = ?3",
+                params![owner.kind(), sql_id(owner.id()), graph_type],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn create_deployment(&self, new: &NewDeployment) -> StoreResult<DeploymentRecord> {
+        self.tx(|tx| {
+            cluster_row(tx, new.cluster_id)?;
+            let running: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM deployments WHERE cluster_id = ?1 AND status = 'running'",
+                    [sql_id(new.cluster_id)],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(running) = running {
+                return Err(StoreError::Conflict(format!(
+                    "cluster {} has a running deployment ({running})",
+                    new.cluster_id
+                )));
+            }
+            tx.execute(
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at) \
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6)",
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms],
+            )?;
+            let dep_id = id(tx.last_insert_rowid());
+            let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
+            for node in &new.node_ids {
+                stmt.execute([sql_id(*node)])?;
+            }
+            query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound { kind: "deployment", id: dep_id.to_string() })
+        })
+    }
+
+    fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
+        self.tx(|tx| {
+            query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })
+        })
+    }
+
+    fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
+        self.tx(|tx| match cluster_id {
+            Some(c) => query_deployments(tx, "WHERE cluster_id = ?1", &[&sql_id(c)]),
+            None => query_deployments(tx, "", &[]),
+        })
+    }
+
+    fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>> {
+        self.tx(|tx| query_deployments(tx, "WHERE status = 'running'", &[]))
+    }
+
+    fn save_deployment_state(
+        &self,
+        dep_id: u64,
+        state: &serde_json::Value,
+        status: DeploymentStatus,
+    ) -> StoreResult<()> {
+        self.tx(|tx| {
+            let finished = (status != DeploymentStatus::Running).then(now_ms);
+            let changed = tx.execute(
+                "UPDATE deployments SET state = ?2, status = ?3, finished_at = COALESCE(finished_at, ?4) WHERE id = ?1",
+                params![sql_id(dep_id), to_json(state), status.as_str(), finished],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::NotFound { kind: "deployment", id: dep_id.to_string() });
+            }
+            Ok(())
+        })
+    }
+
+    fn publish_lists(&self, deployment_id: u64, lists: &[TaskList]) -> StoreResult<()> {
+        self.tx(|tx| {
+            let mut stmt =
+                tx.prepare_cached("INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)")?;
+            for list in lists {
+                stmt.execute(params![sql_id(deployment_id), sql_id(list.node_id), sql_id(list.revision), to_json(list)])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>> {
+        self.tx(|tx| {
+            let text: Option<String> = tx
+                .query_row(
+                    "SELECT list FROM task_lists WHERE node_id = ?1 AND revision = ?2",
+                    params![sql_id(node_id), sql_id(revision)],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            text.map(|t| from_json(&t, "task list")).transpose()
+        })
+    }
+
+    fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT list FROM task_lists t WHERE deployment_id = ?1 AND revision = \
+                 (SELECT MAX(revision) FROM task_lists u WHERE u.node_id = t.node_id AND u.deployment_id = t.deployment_id) \
+                 ORDER BY node_id",
+            )?;
+            let rows = stmt.query_map([sql_id(deployment_id)], |r| r.get::<_, String>(0))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(from_json(&row?, "task list")?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<ResultKey>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+            )?;
+            let mut keys = Vec::with_capacity(results.len());
+            for r in results {
+                let status = to_json(&r.status);
+                stmt.execute(params![
+                    sql_id(node_id),
+                    sql_id(r.deployment_id),
+                    sql_id(r.revision),
+                    r.task_id,
+                    r.attempt,
+                    status.trim_matches('"'),
+                    to_json(r)
+                ])?;
+                keys.push(r.key());
+            }
+            Ok(keys)
+        })
+    }
+
+    fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT node_id, result FROM results WHERE deployment_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([sql_id(deployment_id)], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (node, text) = row?;
+                out.push((id(node), from_json(&text, "task result")?));
+            }
+            Ok(out)
+        })
+    }
+
+    fn finish_nodes(&self, succeeded: &[u64], failed: &[u64]) -> StoreResult<()> {
+        self.tx(|tx| {
+            for node_id in succeeded {
+                let node = one_node(tx, *node_id)?;
+                let mut roles = node.roles.clone();
+                for role in &node.pending_roles {
+                    if !roles.contains(role) {
+                        roles.push(role.clone());
+                    }
+                }
+                tx.execute(
+                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]' WHERE id = ?1",
+                    params![sql_id(*node_id), to_json(&roles)],
+                )?;
+            }
+            for node_id in failed {
+                tx.execute("UPDATE nodes SET status = 'error' WHERE id = ?1", [sql_id(*node_id)])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn create_token(&self, name: &str, hash: &str, role: TokenRole) -> StoreResult<TokenRecord> {
+        self.tx(|tx| {
+            tx.execute(
+                "INSERT INTO tokens (name, hash, role) VALUES (?1, ?2, ?3)",
+                params![name, hash, to_json(&role).trim_matches('"')],
+            )?;
+            Ok(TokenRecord {
+                id: id(tx.last_insert_rowid()),
+                name: name.into(),
+                hash: hash.into(),
+                role,
+            })
+        })
+    }
+
+    fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
+        self.tx(|tx| {
+            let mut stmt =
+                tx.prepare_cached("SELECT id, name, hash, role FROM tokens ORDER BY id")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (tid, name, hash, role) = row?;
+                let role = match role.as_str() {
+                    "admin" => TokenRole::Admin,
+                    "read_only" => TokenRole::ReadOnly,
+                    other => return Err(StoreError::Corrupt(format!("token role {other:?}"))),
+                };
+                out.push(TokenRecord {
+                    id: id(tid),
+                    name,
+                    hash,
+                    role,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+fn release_row(tx: &Connection, release_id: u64) -> StoreResult<ReleaseRecord> {
+    let row = tx
+        .query_row(
+            "SELECT id, name, version, data FROM releases WHERE id = ?1",
+            [sql_id(release_id)],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            },
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "release",
+            id: release_id.to_string(),
+        })?;
+    Ok(ReleaseRecord {
+        id: id(row.0),
+        name: row.1,
+        version: row.2,
+        data: from_json(&row.3, "release data")?,
+    })
+}
+
+fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
+    let row = tx
+        .query_row(
+            "SELECT id, name, release_id, settings FROM clusters WHERE id = ?1",
+            [sql_id(cluster_id)],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            },
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "cluster",
+            id: cluster_id.to_string(),
+        })?;
+    Ok(ClusterRecord {
+        id: id(row.0),
+        name: row.1,
+        release_id: id(row.2),
+        settings: from_json(&row.3, "cluster settings")?,
+    })
+}
+
+fn insert_graph(
+    tx: &Connection,
+    owner: GraphOwner,
+    graph_type: &str,
+    graph: &GraphBody,
+) -> StoreResult<()> {
+    tx.execute(
+        "INSERT INTO graphs (owner_kind, owner_id, graph_type, name, tasks, node_filter) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (owner_kind, owner_id, graph_type) DO UPDATE SET \
+         name = excluded.name, tasks = excluded.tasks, node_filter = excluded.node_filter",
+        params![
+            owner.kind(),
+            sql_id(owner.id()),
+            graph_type,
+            graph.name,
+            to_json(&graph.tasks),
+            graph.node_filter
+        ],
+    )?;
+    Ok(())
+}
+
+fn owner_exists(tx: &Connection, owner: GraphOwner) -> StoreResult<()> {
+    match owner {
+        GraphOwner::Release(r) => release_row(tx, r).map(|_| ()),
+        GraphOwner::Cluster(c) => cluster_row(tx, c).map(|_| ()),
+        GraphOwner::Plugin(p) => Err(StoreError::NotFound {
+            kind: "plugin",
+            id: p.to_string(),
+        }),
+    }
+}
+
+fn graph_row(tx: &Connection, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRecord> {
+    owner_exists(tx, owner)?;
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, owner_kind, owner_id, graph_type, name, tasks, node_filter FROM graphs \
+         WHERE owner_kind = ?1 AND owner_id = ?2 AND graph_type = ?3",
+    )?;
+    let row = stmt
+        .query_row(
+            params![owner.kind(), sql_id(owner.id()), graph_type],
+            graph_from_row,
+        )
+        .optional()?;
+    match row {
+        Some(r) => r,
+        None => Err(StoreError::NotFound {
+            kind: "graph",
+            id: format!("{graph_type:?} of {} {}", owner.kind(), owner.id()),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;
