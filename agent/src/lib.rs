@@ -27,13 +27,16 @@ pub mod config;
 pub mod facts;
 pub mod fsutil;
 pub mod identity;
-// pub mod journal;
+pub mod journal;
 // pub mod runner;
 // pub mod sender;
 // pub mod service;
 // pub mod shutdown;
-// pub mod transport;
-// pub mod verify;
+pub mod transport;
+pub mod verify;
+
+#[cfg(test)]
+mod testutil;
 
 /// The agent's version, reported at registration.
 pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");

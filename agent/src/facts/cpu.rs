@@ -69,7 +69,7 @@ pub fn parse(text: &str) -> Cpu {
     }
     finish(&mut current_package, &mut current_cores);
 
-    let sockets = (!packages.is_empty()).then(|| packages.len() as u32);
+    let sockets = (!packages.is_empty()).then_some(packages.len() as u32);
     let cores = if packages.values().all(|c| *c > 0) && !packages.is_empty() {
         Some(packages.values().sum())
     } else {

@@ -29,11 +29,12 @@ pub fn read(src: &Sources) -> Vec<Nic> {
                 .filter(|m| m != "00:00:00:00:00:00");
             let carrier = sysfs::read_u64(&dir.join("carrier")).map(|c| c == 1);
             let operstate = sysfs::read_trimmed(&dir.join("operstate"));
-            let link_up = carrier.or_else(|| match operstate.as_deref() {
+            let from_operstate = match operstate.as_deref() {
                 Some("up") => Some(true),
                 Some("down") | Some("lowerlayerdown") | Some("notpresent") => Some(false),
                 _ => None,
-            });
+            };
+            let link_up = carrier.or(from_operstate);
             // Speed reads as -1 or fails with EINVAL while the link is down.
             let speed_mbps = sysfs::read_i64(&dir.join("speed"))
                 .filter(|s| *s > 0)

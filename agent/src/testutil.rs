@@ -1,0 +1,65 @@
+//! Helpers shared by the crate's tests: keys, task lists and signed envelopes.
+
+use ed25519_dalek::SigningKey;
+use plinth_common::signing;
+use plinth_common::wire::{TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
+
+/// The controller's test signing key.
+pub fn controller_key() -> SigningKey {
+    signing::signing_key_from_seed([11; 32])
+}
+
+/// The node's test key.
+pub fn node_key() -> SigningKey {
+    signing::signing_key_from_seed([22; 32])
+}
+
+/// The node's test fingerprint.
+pub fn node_fingerprint() -> String {
+    signing::fingerprint(&node_key().verifying_key())
+}
+
+/// A nonce.
+pub const NONCE: &str = "0123456789abcdef0123456789abcdef";
+
+/// A clock reading inside every test list's validity.
+pub const NOW: i64 = 1_700_000_100;
+
+/// A shell task.
+pub fn shell(id: &str, params: serde_json::Value) -> TaskSpec {
+    task(id, TaskKind::Shell, params)
+}
+
+/// A task of any kind.
+pub fn task(id: &str, kind: TaskKind, params: serde_json::Value) -> TaskSpec {
+    TaskSpec {
+        id: id.to_string(),
+        kind,
+        parameters: params.as_object().cloned().unwrap_or_default(),
+        skip_reason: None,
+        waits_for: vec![],
+        gated: false,
+    }
+}
+
+/// A list for the test node.
+pub fn list(revision: u64, tasks: Vec<TaskSpec>) -> TaskList {
+    TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: node_fingerprint(),
+        node_id: 3,
+        deployment_id: 42,
+        phase: "deploy".into(),
+        revision,
+        issued_at: NOW - 100,
+        expires_at: NOW + 3600,
+        nonce: NONCE.into(),
+        noop: false,
+        tasks,
+    }
+}
+
+/// A list signed by `key`, as bytes on the wire.
+pub fn envelope(key: &SigningKey, list: &TaskList) -> Vec<u8> {
+    serde_json::to_vec(&signing::sign_task_list(key, list)).unwrap()
+}

@@ -1,0 +1,289 @@
+//! The agent endpoints of the controller, over one keep-alive HTTP/1.1 client whose TLS connection carries
+//! the node's client certificate.
+//!
+//! | call | request | success |
+//! |---|---|---|
+//! | [`Controller::register`] | `POST /agent/v1/register` [`Registration`] | 200 [`RegistrationAck`] |
+//! | [`Controller::poll`] | `GET /agent/v1/tasks?nonce&after&wait` | 200 signed list, 204 nothing new |
+//! | [`Controller::send_results`] | `POST /agent/v1/results` [`ResultsBatch`] | 200 [`ResultAck`] |
+//! | [`Controller::send_refusal`] | `POST /agent/v1/refusals` [`Refusal`] | 204 |
+//! | [`Controller::heartbeat`] | `POST /agent/v1/heartbeat` | 204 |
+//! | [`Controller::gate`] | `GET /agent/v1/gate?deployment&task&wait` | 200 [`GateAnswer`] |
+//!
+//! Any endpoint answering 401 means the controller does not know this node (any more):
+//! [`TransportError::Unauthorized`], after which the agent registers again.
+
+use super::body::{describe, error_from, read_limited};
+use super::tls::{self, TlsError};
+use crate::config::Settings;
+use crate::identity::NodeIdentity;
+use plinth_common::wire::{
+    GateAnswer, Refusal, Registration, RegistrationAck, ResultAck, ResultsBatch, AGENT_API_PREFIX,
+    MAX_TASK_LIST_BYTES,
+};
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The largest non-task-list answer the agent reads.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+/// How long a short request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much longer than its `wait` a long-poll may take before the agent gives up on it.
+pub const LONG_POLL_MARGIN: Duration = Duration::from_secs(15);
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// 401: the controller does not know this node; register again.
+    #[error("the controller does not know this node (401)")]
+    Unauthorized,
+    /// Another non-success status.
+    #[error("controller answered {status}{}: {message}", if code.is_empty() { String::new() } else { format!(" {code}") })]
+    Api {
+        /// HTTP status.
+        status: u16,
+        /// The error code from the controller's error document, if any.
+        code: String,
+        /// The error message, or an excerpt of the body.
+        message: String,
+    },
+    /// The controller could not be reached or the connection broke.
+    #[error("cannot reach the controller: {0}")]
+    Network(String),
+    /// The answer was larger than the agent reads.
+    #[error("controller answer is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The answer is not what the endpoint returns.
+    #[error("controller answer cannot be read: {0}")]
+    Decode(String),
+    /// The operating system gave no randomness for a nonce.
+    #[error("no randomness for a poll nonce: {0}")]
+    Random(String),
+    /// The client could not be built.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// The answer to a poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollAnswer {
+    /// A signed task list envelope, exactly as received (not yet verified).
+    List(Vec<u8>),
+    /// Nothing new within the wait (or the node is not admitted yet).
+    NoWork,
+}
+
+/// A client for one controller.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    http: reqwest::Client,
+    base: reqwest::Url,
+}
+
+impl Controller {
+    /// Builds the client for the configured controller with this node's identity.
+    pub fn new(settings: &Settings, identity: &NodeIdentity) -> Result<Controller, TransportError> {
+        let tls = tls::client_config(identity, &settings.trust)?;
+        Controller::with_tls(settings.controller.clone(), tls)
+    }
+
+    /// Builds a client from a ready TLS configuration.
+    pub fn with_tls(
+        base: reqwest::Url,
+        tls: rustls::ClientConfig,
+    ) -> Result<Controller, TransportError> {
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .http1_only()
+            .user_agent(concat!("plinth-agent/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(2)
+            .tcp_keepalive(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| TransportError::Network(describe(&e)))?;
+        Ok(Controller { http, base })
+    }
+
+    /// The URL of an agent endpoint.
+    fn url(&self, endpoint: &str) -> reqwest::Url {
+        let mut url = self.base.clone();
+        let path = format!(
+            "{}{}/{}",
+            self.base.path().trim_end_matches('/'),
+            AGENT_API_PREFIX,
+            endpoint
+        );
+        url.set_path(&path);
+        url
+    }
+
+    /// `POST /agent/v1/register`.
+    pub async fn register(
+        &self,
+        registration: &Registration,
+    ) -> Result<RegistrationAck, TransportError> {
+        let response = self.post_json("register", registration).await?;
+        expect_json(response, StatusCode::OK).await
+    }
+
+    /// `GET /agent/v1/tasks`: long-polls for a task list above `after`. The body is read with the
+    /// [`MAX_TASK_LIST_BYTES`] limit and returned unparsed for verification.
+    pub async fn poll(
+        &self,
+        nonce: &str,
+        after: u64,
+        wait: Duration,
+    ) -> Result<PollAnswer, TransportError> {
+        let response = self
+            .http
+            .get(self.url("tasks"))
+            .query(&[
+                ("nonce", nonce.to_string()),
+                ("after", after.to_string()),
+                ("wait", wait.as_secs().to_string()),
+            ])
+            .timeout(wait + LONG_POLL_MARGIN)
+            .send()
+            .await
+            .map_err(network)?;
+        match response.status() {
+            StatusCode::OK => Ok(PollAnswer::List(
+                read_limited(response, MAX_TASK_LIST_BYTES).await?,
+            )),
+            StatusCode::NO_CONTENT => Ok(PollAnswer::NoWork),
+            _ => Err(failure(response).await),
+        }
+    }
+
+    /// `POST /agent/v1/results`.
+    pub async fn send_results(&self, batch: &ResultsBatch) -> Result<ResultAck, TransportError> {
+        let response = self.post_json("results", batch).await?;
+        expect_json(response, StatusCode::OK).await
+    }
+
+    /// `POST /agent/v1/refusals`.
+    pub async fn send_refusal(&self, refusal: &Refusal) -> Result<(), TransportError> {
+        let response = self.post_json("refusals", refusal).await?;
+        expect_empty(response).await
+    }
+
+    /// `POST /agent/v1/heartbeat`.
+    pub async fn heartbeat(&self) -> Result<(), TransportError> {
+        let response = self
+            .http
+            .post(self.url("heartbeat"))
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .map_err(network)?;
+        expect_empty(response).await
+    }
+
+    /// `GET /agent/v1/gate`: may `task` of `deployment` start? Held open up to `wait`.
+    pub async fn gate(
+        &self,
+        deployment: u64,
+        task: &str,
+        wait: Duration,
+    ) -> Result<GateAnswer, TransportError> {
+        let response = self
+            .http
+            .get(self.url("gate"))
+            .query(&[
+                ("deployment", deployment.to_string()),
+                ("task", task.to_string()),
+                ("wait", wait.as_secs().to_string()),
+            ])
+            .timeout(wait + LONG_POLL_MARGIN)
+            .send()
+            .await
+            .map_err(network)?;
+        expect_json(response, StatusCode::OK).await
+    }
+
+    async fn post_json<T: Serialize>(
+        &self,
+        endpoint: &str,
+        body: &T,
+    ) -> Result<reqwest::Response, TransportError> {
+        self.http
+            .post(self.url(endpoint))
+            .json(body)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .map_err(network)
+    }
+}
+
+fn network(e: reqwest::Error) -> TransportError {
+    TransportError::Network(describe(&e))
+}
+
+async fn failure(response: reqwest::Response) -> TransportError {
+    if response.status() == StatusCode::UNAUTHORIZED {
+        TransportError::Unauthorized
+    } else {
+        error_from(response).await
+    }
+}
+
+async fn expect_json<T: DeserializeOwned>(
+    response: reqwest::Response,
+    want: StatusCode,
+) -> Result<T, TransportError> {
+    if response.status() != want {
+        return Err(failure(response).await);
+    }
+    let body = read_limited(response, MAX_ANSWER_BYTES).await?;
+    serde_json::from_slice(&body).map_err(|e| TransportError::Decode(e.to_string()))
+}
+
+async fn expect_empty(response: reqwest::Response) -> Result<(), TransportError> {
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(failure(response).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn controller(base: &str) -> Controller {
+        let dir = tempfile::tempdir().unwrap();
+        let server = rcgen::generate_simple_self_signed(vec!["c".to_string()]).unwrap();
+        let pem = dir.path().join("c.pem");
+        std::fs::write(&pem, server.cert.pem()).unwrap();
+        let id = NodeIdentity::from_key(plinth_common::signing::signing_key_from_seed([1; 32]));
+        let tls = tls::client_config(&id, &crate::config::ServerTrust::Pinned(pem)).unwrap();
+        Controller::with_tls(reqwest::Url::parse(base).unwrap(), tls).unwrap()
+    }
+
+    #[test]
+    fn endpoint_urls_keep_a_base_path() {
+        let c = controller("https://ctl:8443");
+        assert_eq!(c.url("tasks").as_str(), "https://ctl:8443/agent/v1/tasks");
+        let c = controller("https://ctl:8443/plinth");
+        assert_eq!(
+            c.url("register").as_str(),
+            "https://ctl:8443/plinth/agent/v1/register"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_controller_is_a_network_error() {
+        // Port 9 on loopback: nothing listens there, so the connection is refused at once.
+        let c = controller("https://127.0.0.1:9");
+        let err = c.heartbeat().await.unwrap_err();
+        assert!(matches!(err, TransportError::Network(_)), "{err}");
+    }
+}

@@ -1,0 +1,242 @@
+//! Task list verification with the agent's durable state: the pinned controller key, this node's key
+//! fingerprint, the last accepted revision (persisted across reboots) and the accepted list itself, kept so
+//! that a restarted agent resumes it.
+//!
+//! State files in the state directory: `revision` (the last accepted revision, decimal), `list.json` (the
+//! accepted envelope exactly as received) and `finished` (the revision whose run has ended). Accepting a
+//! list writes `list.json`, then `revision`, each durably, before anything of it runs.
+
+use crate::fsutil;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use ed25519_dalek::VerifyingKey;
+use plinth_common::signing::{self, Expectations, VerifyError};
+use plinth_common::wire::{TaskList, MAX_TASK_LIST_BYTES};
+use std::path::{Path, PathBuf};
+
+/// File holding the last accepted revision.
+pub const REVISION_FILE: &str = "revision";
+/// File holding the accepted list's envelope.
+pub const LIST_FILE: &str = "list.json";
+/// File holding the revision whose run has ended.
+pub const FINISHED_FILE: &str = "finished";
+
+/// Why the verifier's state cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// A state file cannot be read or written.
+    #[error("state file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A state file holds something other than a revision number.
+    #[error("state file {path} does not hold a revision number: {content:?}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What it holds (first bytes).
+        content: String,
+    },
+}
+
+/// Why a list was refused. Nothing in a refused list runs.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// The list failed a check.
+    #[error("{error}")]
+    Invalid {
+        /// The failed check.
+        error: VerifyError,
+        /// The revision the list claims, when its payload could be read at all.
+        claimed_revision: Option<u64>,
+    },
+    /// The list verified but could not be stored durably, so it must not run.
+    #[error("task list revision {revision} verified but cannot be stored: {source}")]
+    Storage {
+        /// The list's revision.
+        revision: u64,
+        /// The cause.
+        source: StateError,
+    },
+}
+
+impl Refused {
+    /// The revision the refused list claimed, if known.
+    pub fn claimed_revision(&self) -> Option<u64> {
+        match self {
+            Refused::Invalid {
+                claimed_revision, ..
+            } => *claimed_revision,
+            Refused::Storage { revision, .. } => Some(*revision),
+        }
+    }
+}
+
+/// Verifies lists against the pinned key and the persisted revision.
+#[derive(Debug)]
+pub struct Verifier {
+    pinned: VerifyingKey,
+    node_key: String,
+    dir: PathBuf,
+    last_revision: u64,
+}
+
+impl Verifier {
+    /// Opens the verifier's state in `state_dir` (a missing revision file means 0).
+    pub fn open(
+        state_dir: &Path,
+        pinned: VerifyingKey,
+        node_key: &str,
+    ) -> Result<Verifier, StateError> {
+        fsutil::ensure_dir(state_dir, 0o700).map_err(|source| StateError::Io {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+        let last_revision = read_number(&state_dir.join(REVISION_FILE))?.unwrap_or(0);
+        Ok(Verifier {
+            pinned,
+            node_key: node_key.to_string(),
+            dir: state_dir.to_path_buf(),
+            last_revision,
+        })
+    }
+
+    /// The last accepted revision (what polls send as `after`).
+    pub fn last_revision(&self) -> u64 {
+        self.last_revision
+    }
+
+    /// Verifies a freshly polled envelope (signature, format, node, nonce, revision, times) and, when it
+    /// passes, stores it and persists its revision before returning it.
+    pub fn accept(&mut self, envelope: &[u8], nonce: &str, now: i64) -> Result<TaskList, Refused> {
+        let expect = Expectations {
+            node_key: &self.node_key,
+            last_revision: self.last_revision,
+            nonce: Some(nonce),
+            now: Some(now),
+        };
+        let list = signing::verify_task_list(&self.pinned, envelope, &expect).map_err(|error| {
+            Refused::Invalid {
+                claimed_revision: claimed_revision(envelope),
+                error,
+            }
+        })?;
+        let storage = |source| Refused::Storage {
+            revision: list.revision,
+            source,
+        };
+        self.write(LIST_FILE, envelope).map_err(storage)?;
+        self.write(REVISION_FILE, list.revision.to_string().as_bytes())
+            .map_err(storage)?;
+        self.last_revision = list.revision;
+        Ok(list)
+    }
+
+    /// The accepted list whose run has not finished, re-verified (signature and node key; nonce and expiry
+    /// are not checked again: it was accepted when fresh). `Ok(None)` when there is none.
+    pub fn pending(&mut self) -> Result<Option<TaskList>, Refused> {
+        let path = self.dir.join(LIST_FILE);
+        let Some(envelope) = fsutil::read_optional(&path).map_err(|source| Refused::Storage {
+            revision: self.last_revision,
+            source: StateError::Io {
+                path: path.clone(),
+                source,
+            },
+        })?
+        else {
+            return Ok(None);
+        };
+        let claimed = claimed_revision(&envelope).unwrap_or(0);
+        let expect = Expectations {
+            node_key: &self.node_key,
+            last_revision: claimed.saturating_sub(1),
+            nonce: None,
+            now: None,
+        };
+        let list =
+            signing::verify_task_list(&self.pinned, &envelope, &expect).map_err(|error| {
+                Refused::Invalid {
+                    error,
+                    claimed_revision: Some(claimed),
+                }
+            })?;
+        let finished = self.finished().map_err(|source| Refused::Storage {
+            revision: list.revision,
+            source,
+        })?;
+        if finished >= list.revision {
+            return Ok(None);
+        }
+        if list.revision > self.last_revision {
+            // Stored but the revision was not yet persisted when the agent stopped: it was accepted.
+            self.write(REVISION_FILE, list.revision.to_string().as_bytes())
+                .map_err(|source| Refused::Storage {
+                    revision: list.revision,
+                    source,
+                })?;
+            self.last_revision = list.revision;
+        }
+        Ok(Some(list))
+    }
+
+    /// Records that the run of `revision` has ended (every task has its last result in the journal).
+    pub fn mark_finished(&mut self, revision: u64) -> Result<(), StateError> {
+        self.write(FINISHED_FILE, revision.to_string().as_bytes())
+    }
+
+    /// Gives up a stored list that can no longer be verified, so it is not tried on every start.
+    pub fn abandon_pending(&mut self) -> Result<(), StateError> {
+        let path = self.dir.join(LIST_FILE);
+        match std::fs::remove_file(&path) {
+            Ok(()) => fsutil::sync_dir(&self.dir).map_err(|source| StateError::Io { path, source }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StateError::Io { path, source }),
+        }
+    }
+
+    /// The revision whose run has ended (0 when none).
+    fn finished(&self) -> Result<u64, StateError> {
+        Ok(read_number(&self.dir.join(FINISHED_FILE))?.unwrap_or(0))
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        let path = self.dir.join(name);
+        fsutil::write_atomic(&path, bytes, 0o600).map_err(|source| StateError::Io { path, source })
+    }
+}
+
+/// Reads a decimal number from a state file; `None` when missing.
+fn read_number(path: &Path) -> Result<Option<u64>, StateError> {
+    let Some(bytes) = fsutil::read_optional(path).map_err(|source| StateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?
+    else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    text.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| StateError::Corrupt {
+            path: path.to_path_buf(),
+            content: text.chars().take(40).collect(),
+        })
+}
+
+/// The revision an envelope's payload claims, read without trusting it (for refusal reports).
+pub fn claimed_revision(envelope: &[u8]) -> Option<u64> {
+    if envelope.len() > MAX_TASK_LIST_BYTES {
+        return None;
+    }
+    let env: signing::SignedTaskList = serde_json::from_slice(envelope).ok()?;
+    let payload = B64.decode(env.payload.as_bytes()).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+    value.get("revision")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests;
