@@ -36,6 +36,9 @@ pub const MAX_POLL_WAIT_SECS: u64 = 30;
 pub struct Registration {
     /// The agent's version, for operators.
     pub agent_version: String,
+    /// The node's name as its configuration sets it (agent config `name`); the hostname when absent.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Hardware and system facts.
     pub facts: Facts,
     /// Tags from the agent's configuration and kernel command line.
