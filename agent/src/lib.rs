@@ -23,15 +23,15 @@
 
 pub mod cmdline;
 pub mod config;
-// pub mod executor;
+pub mod executor;
 pub mod facts;
 pub mod fsutil;
 pub mod identity;
 pub mod journal;
-// pub mod runner;
-// pub mod sender;
+pub mod runner;
+pub mod sender;
 // pub mod service;
-// pub mod shutdown;
+pub mod shutdown;
 pub mod transport;
 pub mod verify;
 

@@ -7,8 +7,10 @@
 //! ([`ResultKey`] per line). A line torn by a crash mid-write is dropped on open.
 
 mod progress;
+mod shared;
 
 pub use progress::{task_state, TaskState};
+pub use shared::SharedJournal;
 
 use crate::fsutil;
 use plinth_common::wire::{ResultKey, TaskResult};

@@ -1,0 +1,137 @@
+//! Running one attempt of one task. Each task type is one module that turns the task's parameters into a
+//! [`TaskExecutor`]; [`prepare`] picks the module by the task's kind. Adding a type means adding its module
+//! and its line in [`prepare`].
+//!
+//! | module | kinds |
+//! |---|---|
+//! | [`shell`] | `shell` |
+//! | [`noop`] | `skipped`, `stage`, `group` |
+//! | [`unsupported`] | every kind this agent cannot run yet |
+
+pub mod noop;
+pub mod output;
+pub mod policy;
+pub mod shell;
+pub mod unsupported;
+
+pub use policy::RetryPolicy;
+
+use crate::shutdown::Shutdown;
+use plinth_common::wire::{ResultStatus, TaskKind, TaskSpec};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A boxed future, as task executors return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A task's parameters cannot be used; the task fails without running.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("task {task}: parameter `{field}`: {message}")]
+pub struct ParamError {
+    /// The task id.
+    pub task: String,
+    /// The parameter.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Everything an attempt needs besides its parameters.
+#[derive(Debug, Clone)]
+pub struct AttemptContext {
+    /// The working directory of tasks (relative `cwd` parameters are under it).
+    pub work_dir: PathBuf,
+    /// Grace between SIGTERM and SIGKILL when a process group is stopped.
+    pub kill_grace: Duration,
+    /// The deployment.
+    pub deployment_id: u64,
+    /// The list's revision.
+    pub revision: u64,
+    /// The task id.
+    pub task_id: String,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// The agent's stop signal: an attempt that sees it stops its work and ends `interrupted`.
+    pub shutdown: Shutdown,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// `succeeded`, `failed`, `timed_out`, `interrupted` or `skipped`.
+    pub status: ResultStatus,
+    /// The process exit code, when a process exited.
+    pub exit_code: Option<i32>,
+    /// The tail of standard output.
+    pub stdout_tail: String,
+    /// The tail of standard error.
+    pub stderr_tail: String,
+    /// A human explanation.
+    pub message: String,
+    /// Structured details.
+    pub details: serde_json::Value,
+}
+
+impl Outcome {
+    /// An outcome with only a status and a message.
+    pub fn simple(status: ResultStatus, message: impl Into<String>) -> Outcome {
+        Outcome {
+            status,
+            exit_code: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            message: message.into(),
+            details: serde_json::Value::Null,
+        }
+    }
+}
+
+/// One task type's way of running an attempt.
+pub trait TaskExecutor: Send + Sync {
+    /// Runs one attempt. Must end promptly with `interrupted` when `ctx.shutdown` fires.
+    fn run<'a>(&'a self, ctx: &'a AttemptContext) -> BoxFuture<'a, Outcome>;
+
+    /// False for types that do nothing on the node: no `running` record precedes their result.
+    fn does_work(&self) -> bool {
+        true
+    }
+}
+
+/// A task ready to run: its executor and its retry policy.
+pub struct Prepared {
+    /// Attempts, interval and timeout.
+    pub policy: RetryPolicy,
+    /// The type's executor.
+    pub executor: Box<dyn TaskExecutor>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+/// Reads a task's parameters with its type's module.
+pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
+    match task.kind {
+        TaskKind::Shell => shell::prepare(task),
+        TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => noop::prepare(task),
+        TaskKind::Puppet
+        | TaskKind::UploadFile
+        | TaskKind::CopyFiles
+        | TaskKind::Sync
+        | TaskKind::Reboot => unsupported::prepare(task),
+    }
+}
+
+/// The wire name of a task kind (`upload_file`, ...).
+pub fn kind_name(kind: TaskKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}

@@ -1,0 +1,47 @@
+//! The journal shared between the runner (which appends) and the sender (which sends and records acks):
+//! appending wakes the sender.
+
+use super::{Journal, JournalError};
+use plinth_common::wire::TaskResult;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// A journal behind a lock, with a wake-up for the sender.
+#[derive(Debug, Clone)]
+pub struct SharedJournal {
+    inner: Arc<Mutex<Journal>>,
+    wake: Arc<Notify>,
+}
+
+impl SharedJournal {
+    /// Shares a journal.
+    pub fn new(journal: Journal) -> SharedJournal {
+        SharedJournal {
+            inner: Arc::new(Mutex::new(journal)),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Appends a result durably and wakes the sender.
+    pub fn record(&self, result: TaskResult) -> Result<(), JournalError> {
+        self.with(|j| j.append(result))?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Runs `f` with the journal locked.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Journal) -> R) -> R {
+        let mut guard = match self.inner.lock() {
+            Ok(g) => g,
+            // A panic while holding the lock cannot leave the journal half-written on disk (each append
+            // is one write); carry on with it.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    /// Resolves when a result was recorded since the last call (or is recorded from now on).
+    pub async fn recorded(&self) {
+        self.wake.notified().await;
+    }
+}
