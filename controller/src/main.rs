@@ -164,7 +164,7 @@ fn main() -> Result<()> {
             };
             store.create_token(name, &hex::encode(token_hash(&token)), role)?;
             println!("{token}");
-            eprintln!("token {name:?} created ({role:?}); a running controller picks it up at its next start");
+            eprintln!("token {name:?} created ({role:?})");
             Ok(())
         }
     }

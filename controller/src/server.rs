@@ -42,11 +42,6 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         store.create_token("admin", &hex::encode(token_hash(&token)), TokenRole::Admin)?;
         tracing::info!(path = %data.admin_token().display(), "made the admin token");
     }
-    for t in store.list_tokens()? {
-        let mut hash = [0u8; 32];
-        hex::decode_to_slice(&t.hash, &mut hash).context("a stored token hash is corrupt")?;
-        tokens.insert(hash, t.role);
-    }
     let nodes = NodeRegistry::load(&store.list_nodes()?);
     let board = Arc::new(Board::default());
     let engine = Arc::new(Engine::new(

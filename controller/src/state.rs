@@ -29,6 +29,21 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Reloads operator tokens from the database (blocking).
+    pub fn reload_tokens(&self) {
+        match self.store.list_tokens() {
+            Ok(tokens) => {
+                for t in tokens {
+                    let mut hash = [0u8; 32];
+                    if hex::decode_to_slice(&t.hash, &mut hash).is_ok() {
+                        self.tokens.insert(hash, t.role);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot reload operator tokens"),
+        }
+    }
+
     /// Runs blocking work (database, orchestration) on the blocking pool.
     pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
     where

@@ -1,1 +1,514 @@
-//! End-to-end test harness.
+//! The end-to-end harness: real `plinth-controller` and `plinth-agent` processes on loopback TLS, each in
+//! its own temporary directory, and clients that speak to them as operators and agents do.
+//!
+//! Binaries come from the workspace's target directory (`cargo build --workspace --bins` first; the test
+//! script does it).
+
+pub mod attacker;
+
+use anyhow::{bail, Context, Result};
+use plinth_common::signing;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory holding the workspace's built binaries.
+pub fn bin_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("PLINTH_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    // The test executable lives in target/<profile>/deps.
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test executables live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// A built binary.
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        p.display()
+    );
+    p
+}
+
+/// Waits until `f` returns true, or fails after `timeout` saying what it waited for.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn terminate(child: &mut Child) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A running controller process.
+pub struct Controller {
+    /// Its temporary home (data dir and logs).
+    pub dir: tempfile::TempDir,
+    /// `https://127.0.0.1:PORT`.
+    pub url: String,
+    port: u16,
+    extra: Vec<String>,
+    child: Option<Child>,
+    /// The operator client (admin token).
+    pub api: Api,
+}
+
+impl Controller {
+    /// Starts a controller that admits nodes automatically.
+    pub fn start() -> Controller {
+        Self::start_with(&["--auto-accept"])
+    }
+
+    /// Starts a controller with extra `serve` flags.
+    pub fn start_with(extra: &[&str]) -> Controller {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let port = free_port();
+        let url = format!("https://127.0.0.1:{port}");
+        let mut c = Controller {
+            dir,
+            url: url.clone(),
+            port,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            child: None,
+            api: Api {
+                url,
+                token: String::new(),
+                cert: PathBuf::new(),
+            },
+        };
+        c.spawn();
+        c
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The self-signed certificate agents pin.
+    pub fn cert_path(&self) -> PathBuf {
+        self.data_dir().join("tls").join("cert.pem")
+    }
+
+    /// The signing public key, as `key show` prints it.
+    pub fn public_key(&self) -> String {
+        let out = Command::new(bin("plinth-controller"))
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(["key", "show"])
+            .output()
+            .expect("key show runs");
+        assert!(
+            out.status.success(),
+            "key show failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The signing key itself (tests that play an attacker holding a stolen or old key use it).
+    pub fn signing_key(&self) -> ed25519_dalek::SigningKey {
+        let pem =
+            std::fs::read_to_string(self.data_dir().join("signing.key")).expect("signing key");
+        signing::signing_key_from_pem(&pem).expect("a valid key")
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("controller.log"))
+            .expect("log file");
+        let child = Command::new(bin("plinth-controller"))
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(["serve", "--listen", &format!("127.0.0.1:{}", self.port)])
+            .args(&self.extra)
+            .env("PLINTH_LOG", "info,plinth_controller=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the controller starts");
+        self.child = Some(child);
+        let token_path = self.data_dir().join("admin.token");
+        wait_until(
+            "the controller's admin token",
+            Duration::from_secs(30),
+            || token_path.exists(),
+        );
+        self.api = Api {
+            url: self.url.clone(),
+            token: std::fs::read_to_string(&token_path)
+                .expect("token")
+                .trim()
+                .to_string(),
+            cert: self.cert_path(),
+        };
+        let api = self.api.clone();
+        wait_until("the controller's API", Duration::from_secs(30), || {
+            api.get("/nodes").is_ok()
+        });
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&mut c);
+        }
+    }
+}
+
+/// An operator client.
+#[derive(Clone)]
+pub struct Api {
+    /// Base URL.
+    pub url: String,
+    /// Bearer token.
+    pub token: String,
+    /// Pinned certificate.
+    pub cert: PathBuf,
+}
+
+/// An HTTP answer: status and JSON body (Null when empty).
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// Body.
+    pub body: Value,
+}
+
+impl Api {
+    /// A blocking client trusting the controller's certificate.
+    pub fn http(&self) -> reqwest::blocking::Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let pem = std::fs::read(&self.cert).expect("controller certificate");
+        reqwest::blocking::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client")
+    }
+
+    /// Sends a request with a raw body and a token (or none); returns status and body.
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<(&str, Vec<u8>)>,
+    ) -> Answer {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = self
+            .http()
+            .request(method, format!("{}/api/v1{}", self.url, path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some((ctype, bytes)) = body {
+            req = req.header("content-type", ctype).body(bytes);
+        }
+        let resp = req.send().expect("the controller answers");
+        let status = resp.status().as_u16();
+        let text = resp.text().unwrap_or_default();
+        Answer {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+
+    /// Sends JSON with the admin token.
+    pub fn send(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
+        self.raw(
+            method,
+            path,
+            Some(&self.token),
+            body.map(|b| ("application/json", serde_json::to_vec(b).expect("json"))),
+        )
+    }
+
+    /// GET that must succeed.
+    pub fn get(&self, path: &str) -> Result<Value> {
+        let a = self.send("GET", path, None);
+        if a.status != 200 {
+            bail!("GET {path}: {} {}", a.status, a.body);
+        }
+        Ok(a.body)
+    }
+
+    /// A request that must succeed (2xx).
+    pub fn ok(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let a = self.send(method, path, body);
+        assert!(
+            (200..300).contains(&a.status),
+            "{method} {path}: {} {}",
+            a.status,
+            a.body
+        );
+        a.body
+    }
+
+    /// Creates a release with a default graph of `tasks`, a cluster, assigns `nodes`; returns the cluster id.
+    pub fn cluster_with_graph(&self, name: &str, graphs: Value, nodes: &[u64]) -> u64 {
+        let release = self.ok(
+            "POST",
+            "/releases",
+            Some(&json!({"name": name, "version": "1", "graphs": graphs})),
+        );
+        let cluster = self.ok(
+            "POST",
+            "/clusters",
+            Some(&json!({"name": name, "release_id": release["id"]})),
+        );
+        let cid = cluster["id"].as_u64().expect("cluster id");
+        let assign: Vec<Value> = nodes.iter().map(|n| json!({"id": n})).collect();
+        self.ok(
+            "PUT",
+            &format!("/clusters/{cid}/nodes"),
+            Some(&json!({"nodes": assign})),
+        );
+        cid
+    }
+
+    /// Starts a deployment; returns its id.
+    pub fn deploy(&self, cluster: u64, query: &str) -> u64 {
+        let d = self.ok("PUT", &format!("/clusters/{cluster}/deploy/?{query}"), None);
+        d["id"].as_u64().expect("deployment id")
+    }
+
+    /// Waits for a deployment to end and returns its report.
+    pub fn wait_deployment(&self, id: u64, timeout: Duration) -> Value {
+        let mut last = Value::Null;
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Ok(r) = self.get(&format!("/deployments/{id}")) {
+                if r["status"] != "running" {
+                    return r;
+                }
+                last = r;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("deployment {id} still running after {timeout:?}: {last:#}");
+    }
+
+    /// The ids of registered nodes, by name.
+    pub fn node_ids(&self) -> Vec<(String, u64)> {
+        let nodes = self.get("/nodes").expect("nodes");
+        nodes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                (
+                    n["name"].as_str().unwrap_or("").to_string(),
+                    n["id"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until `count` nodes are registered; returns their ids by name.
+    pub fn wait_nodes(&self, count: usize) -> Vec<(String, u64)> {
+        wait_until(
+            &format!("{count} registered nodes"),
+            Duration::from_secs(60),
+            || self.node_ids().len() >= count,
+        );
+        self.node_ids()
+    }
+}
+
+/// A running agent process.
+pub struct Agent {
+    /// Its temporary home: config, state, work directory, log.
+    pub dir: tempfile::TempDir,
+    /// Its name.
+    pub name: String,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Agent {
+    /// Starts an agent for a controller, with tags.
+    pub fn start(c: &Controller, name: &str, tags: &[&str]) -> Agent {
+        Self::start_with(c, name, tags, &c.public_key(), "")
+    }
+
+    /// Starts an agent with a chosen pinned key and extra config lines.
+    pub fn start_with(
+        c: &Controller,
+        name: &str,
+        tags: &[&str],
+        public_key: &str,
+        extra: &str,
+    ) -> Agent {
+        Self::start_at(&c.url, &c.cert_path(), name, tags, public_key, extra)
+    }
+
+    /// Starts an agent for any controller-like server.
+    pub fn start_at(
+        url: &str,
+        cert: &Path,
+        name: &str,
+        tags: &[&str],
+        public_key: &str,
+        extra: &str,
+    ) -> Agent {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
+        std::fs::write(dir.path().join("cmdline"), "").expect("cmdline");
+        let config = dir.path().join("agent.toml");
+        let text = format!(
+            "controller = \"{url}\"\ncontroller_public_key = \"{public_key}\"\ncontroller_cert = \"{cert}\"\n\
+             state_dir = \"{state}\"\nwork_dir = \"{work}\"\nname = \"{name}\"\ntags = {tags:?}\n\
+             poll_wait_secs = 5\nheartbeat_secs = 2\nbackoff_min_ms = 100\nbackoff_max_ms = 1000\n{extra}\n",
+            cert = cert.display(),
+            state = dir.path().join("state").display(),
+            work = dir.path().join("work").display(),
+        );
+        std::fs::write(&config, text).expect("agent config");
+        let mut a = Agent {
+            dir,
+            name: name.to_string(),
+            config,
+            child: None,
+        };
+        a.spawn();
+        a
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("agent.log"))
+            .expect("log file");
+        let child = Command::new(bin("plinth-agent"))
+            .args(["run", "--config"])
+            .arg(&self.config)
+            .arg("--cmdline")
+            .arg(self.dir.path().join("cmdline"))
+            .env("PLINTH_LOG", "info,plinth_agent=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the agent starts");
+        self.child = Some(child);
+    }
+
+    /// The work directory tasks run in.
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// Kills the agent at once (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again with the same state.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&mut c);
+        }
+    }
+}
+
+/// A shell task in graph form.
+pub fn shell(id: &str, tags: &[&str], cmd: &str) -> Value {
+    json!({"id": id, "type": "shell", "tags": tags, "parameters": {"cmd": cmd, "timeout": 60, "retries": 0}})
+}
+
+/// The report's task line for a node and task.
+pub fn task_line<'a>(report: &'a Value, node: &str, task: &str) -> Option<&'a Value> {
+    report["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"] == node)?["tasks"]
+        .as_array()?
+        .iter()
+        .find(|t| t["id"] == task)
+}
+
+/// The report's node line.
+pub fn node_line<'a>(report: &'a Value, node: &str) -> Option<&'a Value> {
+    report["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"] == node)
+}
+
+/// Reads a file, with context.
+pub fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}

@@ -2,7 +2,7 @@
 
 use super::auth::Operator;
 use super::error::{ApiError, Json};
-use super::graphs::check_graph_type;
+use super::graphs::check_graph;
 use crate::state::AppState;
 use crate::store::{GraphBody, GraphOwner, NewRelease, ReleaseRecord};
 use axum::extract::{Path, State};
@@ -58,8 +58,8 @@ pub async fn create(
             "release `name` and `version` must not be empty",
         ));
     }
-    for graph_type in body.graphs.keys() {
-        check_graph_type(graph_type)?;
+    for (graph_type, graph) in &body.graphs {
+        check_graph(graph_type, graph)?;
     }
     let release = NewRelease {
         name: body.name,

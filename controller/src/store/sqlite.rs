@@ -291,7 +291,17 @@ impl Store for SqliteStore {
                             reg.now_ms
                         ],
                     )?;
-                    tx.last_insert_rowid()
+                    let new_id = tx.last_insert_rowid();
+                    // Names are unique: a second machine with the same hostname gets its id appended.
+                    let taken: i64 = tx.query_row(
+                        "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2",
+                        params![reg.name, new_id],
+                        |r| r.get(0),
+                    )?;
+                    if taken > 0 {
+                        tx.execute("UPDATE nodes SET name = ?2 WHERE id = ?1", params![new_id, format!("{}-{new_id}", reg.name)])?;
+                    }
+                    new_id
                 }
             };
             one_node(tx, id(node_id))

@@ -1,0 +1,95 @@
+//! The HTTP client for the operator API: TLS with the controller's certificate pinned as the only root,
+//! a bearer token, and errors that carry the controller's message.
+
+use anyhow::{anyhow, bail, Context, Result};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Where and how to reach the controller.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Base URL, e.g. `https://127.0.0.1:7443`.
+    pub url: String,
+    /// Bearer token.
+    pub token: Option<String>,
+    /// The controller's certificate (PEM), trusted as the only root.
+    pub ca_cert: Option<PathBuf>,
+}
+
+/// A connected client.
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Client {
+    /// Builds a client for a target.
+    pub fn new(target: &Target) -> Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder().timeout(std::time::Duration::from_secs(60));
+        if let Some(ca) = &target.ca_cert {
+            let pem = std::fs::read(ca).with_context(|| {
+                format!("cannot read the controller certificate {}", ca.display())
+            })?;
+            let cert = reqwest::Certificate::from_pem(&pem)
+                .with_context(|| format!("{} is not a PEM certificate", ca.display()))?;
+            builder = builder.tls_certs_only([cert]);
+        }
+        let http = builder.build().context("cannot build the HTTP client")?;
+        Ok(Client {
+            http,
+            base: target.url.trim_end_matches('/').to_string(),
+            token: target.token.clone(),
+        })
+    }
+
+    /// Sends a request to `/api/v1{path}` and returns the JSON answer (Null for 204).
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self.http.request(method.clone(), &url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .context("cannot read the controller's answer")?;
+        if status == StatusCode::NO_CONTENT || text.is_empty() {
+            if status.is_success() {
+                return Ok(Value::Null);
+            }
+            bail!("{method} {path}: HTTP {status}");
+        }
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow!("{method} {path}: HTTP {status}, not JSON ({e}): {text}"))?;
+        if !status.is_success() {
+            let msg = value
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or(&text);
+            let code = value
+                .pointer("/error/code")
+                .and_then(Value::as_str)
+                .unwrap_or("error");
+            bail!("{method} {path}: {status} {code}: {msg}");
+        }
+        Ok(value)
+    }
+
+    /// GET and decode.
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let v = self.call(Method::GET, path, None).await?;
+        serde_json::from_value(v).with_context(|| format!("unexpected answer to GET {path}"))
+    }
+}

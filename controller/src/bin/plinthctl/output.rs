@@ -1,0 +1,135 @@
+//! Printing for people (aligned tables) and for scripts (`-o json`).
+
+use serde_json::Value;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns.
+    Table,
+    /// JSON, for scripts.
+    Json,
+}
+
+/// Prints rows as aligned columns under a header.
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.iter().map(|h| h.to_uppercase()).collect());
+    for row in rows {
+        line(row.clone());
+    }
+}
+
+/// Prints a JSON value, pretty.
+pub fn json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// A JSON field as text for a table cell.
+pub fn cell(v: &Value, pointer: &str) -> String {
+    match v.pointer(pointer) {
+        None | Some(Value::Null) => "-".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| x.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Prints a deployment report for people.
+pub fn report(r: &Value) {
+    println!(
+        "Deployment {} of cluster {} (graph {}): {}",
+        cell(r, "/id"),
+        cell(r, "/cluster_id"),
+        cell(r, "/graph_type"),
+        cell(r, "/status").to_uppercase()
+    );
+    println!();
+    let groups: Vec<Vec<String>> = r["groups"]
+        .as_array()
+        .map(|gs| {
+            gs.iter()
+                .map(|g| {
+                    vec![
+                        cell(g, "/name"),
+                        cell(g, "/state"),
+                        cell(g, "/critical"),
+                        cell(g, "/succeeded"),
+                        cell(g, "/failed"),
+                        cell(g, "/not_finished"),
+                        cell(g, "/reason"),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    table(
+        &[
+            "group",
+            "state",
+            "critical",
+            "succeeded",
+            "failed",
+            "not finished",
+            "why",
+        ],
+        &groups,
+    );
+    println!();
+    let mut rows = Vec::new();
+    for n in r["nodes"].as_array().into_iter().flatten() {
+        for t in n["tasks"].as_array().into_iter().flatten() {
+            rows.push(vec![
+                cell(n, "/name"),
+                cell(t, "/id"),
+                cell(t, "/status"),
+                cell(t, "/attempts"),
+                cell(t, "/exit_code"),
+                format!("{} ms", cell(t, "/duration_ms")),
+                cell(t, "/message").lines().next().unwrap_or("").to_string(),
+            ]);
+        }
+        rows.push(vec![
+            cell(n, "/name"),
+            "(node)".into(),
+            cell(n, "/status"),
+            String::new(),
+            String::new(),
+            String::new(),
+            cell(n, "/reason"),
+        ]);
+    }
+    table(
+        &[
+            "node", "task", "status", "attempts", "exit", "took", "message",
+        ],
+        &rows,
+    );
+}

@@ -1,0 +1,218 @@
+//! Authentication of operators and agents, and bad input at the API: clear 4xx, nothing changed.
+
+use plinth_e2e::*;
+use serde_json::json;
+
+fn agent_client(c: &Controller, seed: u8) -> reqwest::blocking::Client {
+    let key = plinth_common::signing::signing_key_from_seed([seed; 32]);
+    let der = plinth_common::signing::signing_key_to_der(&key).unwrap();
+    let pair = rcgen::KeyPair::try_from(der.as_slice()).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["agent".into()])
+        .unwrap()
+        .self_signed(&pair)
+        .unwrap();
+    let identity =
+        reqwest::Identity::from_pem(format!("{}{}", cert.pem(), pair.serialize_pem()).as_bytes())
+            .unwrap();
+    let pem = std::fs::read(c.cert_path()).unwrap();
+    reqwest::blocking::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&pem).unwrap()])
+        .identity(identity)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn operators_need_a_valid_token_and_read_only_tokens_only_read() {
+    let c = Controller::start();
+    assert_eq!(c.api.raw("GET", "/nodes", None, None).status, 401);
+    let bad = c.api.raw("GET", "/nodes", Some("plt_wrong"), None);
+    assert_eq!(bad.status, 401);
+    assert_eq!(bad.body["error"]["code"], "unauthorized");
+    let out = std::process::Command::new(bin("plinth-controller"))
+        .arg("--data-dir")
+        .arg(c.data_dir())
+        .args(["token", "create", "--name", "viewer", "--read-only"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let ro = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(c.api.raw("GET", "/nodes", Some(&ro), None).status, 200);
+    let denied = c.api.raw(
+        "POST",
+        "/clusters",
+        Some(&ro),
+        Some(("application/json", b"{}".to_vec())),
+    );
+    assert_eq!(denied.status, 403);
+    // The OpenAPI document is public and describes the graph endpoints.
+    let spec = c.api.raw("GET", "/openapi.json", None, None);
+    assert_eq!(spec.status, 200);
+    assert!(spec.body["paths"]["/clusters/{id}/deploy/"].is_object());
+}
+
+#[test]
+fn agents_need_a_registered_node_key() {
+    let c = Controller::start_with(&[]);
+    let anonymous = c.api.http();
+    let poll = |client: &reqwest::blocking::Client| {
+        client
+            .get(format!(
+                "{}/agent/v1/tasks?nonce=00112233445566778899aabbccddeeff&wait=0",
+                c.url
+            ))
+            .send()
+            .unwrap()
+    };
+    assert_eq!(poll(&anonymous).status(), 401, "no client certificate");
+    let stranger = agent_client(&c, 7);
+    assert_eq!(poll(&stranger).status(), 401, "a key that never registered");
+
+    // Register, still discovered: polls get no work and results are refused.
+    let reg = json!({"agent_version": "test", "facts": {"hostname": "manual"}, "tags": ["x"]});
+    let ack: serde_json::Value = stranger
+        .post(format!("{}/agent/v1/register", c.url))
+        .json(&reg)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(ack["admission"], "discovered");
+    assert_eq!(poll(&stranger).status(), 204);
+    let result = json!({"results": [{"deployment_id": 1, "revision": 1, "task_id": "t", "attempt": 1, "status": "succeeded",
+        "last": true, "started_at_ms": 0}]});
+    let r = stranger
+        .post(format!("{}/agent/v1/results", c.url))
+        .json(&result)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // Accepted, it still cannot report results for lists it was never given.
+    c.api
+        .ok("POST", &format!("/nodes/{}/accept", ack["node_id"]), None);
+    let r = stranger
+        .post(format!("{}/agent/v1/results", c.url))
+        .json(&result)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let body: serde_json::Value = r.json().unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not issued to this node"),
+        "{body}"
+    );
+    // A bad nonce is a clear 400.
+    let r = stranger
+        .get(format!("{}/agent/v1/tasks?nonce=XYZ", c.url))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 400);
+}
+
+#[test]
+fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
+    let c = Controller::start();
+    let before = c.api.get("/releases").unwrap();
+    let cases: Vec<(&str, &str, Vec<u8>, u16)> = vec![
+        ("POST", "/releases", b"{not json".to_vec(), 400),
+        ("POST", "/releases", br#"{"name": "r", "version": "1", "colour": "red"}"#.to_vec(), 422),
+        ("POST", "/releases", br#"{"name": "r"}"#.to_vec(), 422),
+        ("POST", "/releases", br#"{"name": "r", "version": "1", "graphs": {"default": {"tasks": [{"type": "shell"}]}}}"#.to_vec(), 400),
+        ("POST", "/releases", br#"{"name": "r", "version": "1", "graphs": {"bad type!": {"tasks": []}}}"#.to_vec(), 400),
+        ("POST", "/clusters", br#"{"name": "c", "release_id": 999}"#.to_vec(), 404),
+        ("PUT", "/clusters/999/nodes", br#"{"nodes": [{"id": 1}]}"#.to_vec(), 404),
+        ("PUT", "/clusters/1/deploy/?nodes=abc", Vec::new(), 400),
+        ("PUT", "/clusters/1/deploy/?colour=red", Vec::new(), 400),
+        ("POST", "/nodes/42/accept", Vec::new(), 404),
+        ("GET", "/deployments/42", Vec::new(), 404),
+        ("GET", "/nowhere", Vec::new(), 404),
+    ];
+    for (method, path, body, want) in cases {
+        let a = c.api.raw(
+            method,
+            path,
+            Some(&c.api.token),
+            Some(("application/json", body)),
+        );
+        assert_eq!(a.status, want, "{method} {path}: {}", a.body);
+        assert!(
+            a.body["error"]["message"].is_string(),
+            "{method} {path}: error body {}",
+            a.body
+        );
+    }
+    // Oversize bodies are refused before they are read whole.
+    let huge = vec![b' '; 17 * 1024 * 1024];
+    assert_eq!(
+        c.api
+            .raw(
+                "POST",
+                "/releases",
+                Some(&c.api.token),
+                Some(("application/json", huge))
+            )
+            .status,
+        413
+    );
+    assert_eq!(
+        c.api.get("/releases").unwrap(),
+        before,
+        "nothing was created"
+    );
+
+    // A graph upload whose second task is bad creates nothing, and a duplicate create is 409.
+    let rel = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "r", "version": "1"})),
+    );
+    let path = format!("/releases/{}/deployment_graphs/custom/", rel["id"]);
+    let bad = c.api.send(
+        "POST",
+        &path,
+        Some(&json!({"tasks": [{"id": "ok"}, {"type": "shell"}]})),
+    );
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("task 1"),
+        "{}",
+        bad.body
+    );
+    assert_eq!(c.api.send("GET", &path, None).status, 404);
+    c.api
+        .ok("POST", &path, Some(&json!({"tasks": [{"id": "ok"}]})));
+    assert_eq!(
+        c.api
+            .send("POST", &path, Some(&json!({"tasks": []})))
+            .status,
+        409
+    );
+    assert_eq!(c.api.send("DELETE", &path, None).status, 204);
+    // A deployment whose graph has a cycle is refused and starts nothing.
+    let _a = Agent::start(&c, "n1", &["x"]);
+    let nodes = c.api.wait_nodes(1);
+    let cycle = json!({"default": {"tasks": [
+        {"id": "a", "tags": ["x"], "requires": ["b"]}, {"id": "b", "tags": ["x"], "requires": ["a"]}]}});
+    let cid = c.api.cluster_with_graph("cyc", cycle, &[nodes[0].1]);
+    let d = c.api.send("PUT", &format!("/clusters/{cid}/deploy/"), None);
+    assert_eq!(d.status, 422, "{}", d.body);
+    assert!(
+        d.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cycle"),
+        "{}",
+        d.body
+    );
+    assert_eq!(
+        c.api.get("/deployments").unwrap().as_array().unwrap().len(),
+        0
+    );
+}
