@@ -57,16 +57,9 @@ pub async fn show(
         .await
 }
 
-async fn put(
-    state: Arc<AppState>,
-    kind: String,
-    id: u64,
-    graph_type: String,
-    body: GraphBody,
-    replace: bool,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    check_graph_type(&graph_type)?;
-    let owner = owner(&kind, id)?;
+/// Checks an uploaded graph: a valid type name, and every task a mapping with a non-empty string `id`.
+pub fn check_graph(graph_type: &str, body: &GraphBody) -> Result<(), ApiError> {
+    check_graph_type(graph_type)?;
     for (i, task) in body.tasks.iter().enumerate() {
         if task
             .get("id")
@@ -78,6 +71,19 @@ async fn put(
             )));
         }
     }
+    Ok(())
+}
+
+async fn put(
+    state: Arc<AppState>,
+    kind: String,
+    id: u64,
+    graph_type: String,
+    body: GraphBody,
+    replace: bool,
+) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    check_graph(&graph_type, &body)?;
+    let owner = owner(&kind, id)?;
     state
         .blocking(move |s| {
             let g = s.store.put_graph(owner, &graph_type, &body, replace)?;
