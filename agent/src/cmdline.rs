@@ -1,8 +1,8 @@
 //! The kernel command line: the `plinth.*` keys an image or a PXE menu passes to the agent, and the
 //! `BOOTIF=` / `ip=` keys that say which interface booted the node.
 //!
-//! Keys: `plinth.controller=URL`, `plinth.tags=a,b`, `plinth.labels=k=v,k2=v2`, `plinth.rack=NAME`,
-//! `plinth.token=TOKEN`. Values may be double-quoted. Unknown `plinth.*` keys and malformed values are kept
+//! Keys: `plinth.controller=URL`, `plinth.name=NAME`, `plinth.tags=a,b`, `plinth.labels=k=v,k2=v2`,
+//! `plinth.rack=NAME`, `plinth.token=TOKEN`. Values may be double-quoted. Unknown `plinth.*` keys and malformed values are kept
 //! as warnings: the kernel command line is not the agent's to reject.
 
 use std::collections::BTreeMap;
@@ -21,6 +21,8 @@ pub struct KernelCmdline {
     pub tags: Vec<String>,
     /// `plinth.labels=`.
     pub labels: BTreeMap<String, String>,
+    /// `plinth.name=`.
+    pub name: Option<String>,
     /// `plinth.rack=`.
     pub rack: Option<String>,
     /// `plinth.token=`.
@@ -72,6 +74,7 @@ pub fn parse(text: &str) -> KernelCmdline {
         match key {
             "plinth.controller" => out.controller = non_empty(value, key, &mut out.warnings),
             "plinth.rack" => out.rack = non_empty(value, key, &mut out.warnings),
+            "plinth.name" => out.name = non_empty(value, key, &mut out.warnings),
             "plinth.token" => out.token = non_empty(value, key, &mut out.warnings),
             "plinth.tags" => {
                 for tag in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {

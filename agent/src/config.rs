@@ -1,8 +1,8 @@
 //! The agent's configuration: the TOML file (by default `/etc/plinth/agent.toml`) merged with the kernel
 //! command line and the command-line flags into validated [`Settings`].
 //!
-//! Precedence: a `plinth.controller=`, `plinth.rack=` or `plinth.token=` on the kernel command line replaces
-//! the file's `controller`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
+//! Precedence: a `plinth.controller=`, `plinth.name=`, `plinth.rack=` or `plinth.token=` on the kernel
+//! command line replaces the file's `controller`, `name`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
 //! are merged, the kernel command line winning for a key both set. `--state-dir` replaces `state_dir`.
 
 use crate::cmdline::KernelCmdline;
@@ -73,6 +73,8 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    /// The node's name for operators (the controller uses the hostname when absent).
+    pub name: Option<String>,
     /// The controller's base URL (`https://host:port`).
     pub controller: Option<String>,
     /// The controller's task list signing key, base64 as `plinth-controller key show` prints it.
@@ -147,6 +149,8 @@ pub struct Overrides {
 pub struct Settings {
     /// The file it came from (for messages).
     pub source: PathBuf,
+    /// The node's name, when configured.
+    pub name: Option<String>,
     /// The controller's base URL, without a trailing slash.
     pub controller: reqwest::Url,
     /// The pinned task list signing key.
@@ -282,8 +286,16 @@ impl Settings {
             ));
         }
 
+        let name = cmdline.name.clone().or(file.name);
+        if let Some(n) = &name {
+            if n.trim().is_empty() || n.chars().any(char::is_control) {
+                return Err(invalid("name", format!("{n:?} is not a usable node name")));
+            }
+        }
+
         Ok(Settings {
             source: path.to_path_buf(),
+            name,
             controller,
             controller_key,
             trust,
@@ -388,16 +400,17 @@ mod tests {
     #[test]
     fn kernel_command_line_replaces_controller_rack_token_and_merges_tags_labels() {
         let text = format!(
-            "{}tags = [\"compute\", \"ssd\"]\nrack = \"r1\"\nenrollment_token = \"file\"\n\
+            "{}name = \"file-name\"\ntags = [\"compute\", \"ssd\"]\nrack = \"r1\"\nenrollment_token = \"file\"\n\
              [labels]\nrow = \"a\"\npdu = \"1\"\n",
             base()
         );
         let s = resolve(
             &text,
             "plinth.controller=https://10.0.0.9:9443 plinth.tags=ssd,gpu plinth.labels=pdu=2,zone=z \
-             plinth.rack=r9 plinth.token=kernel",
+             plinth.rack=r9 plinth.token=kernel plinth.name=node-9",
         )
         .unwrap();
+        assert_eq!(s.name.as_deref(), Some("node-9"));
         assert_eq!(s.controller.as_str(), "https://10.0.0.9:9443/");
         assert_eq!(s.tags, vec!["compute", "ssd", "gpu"]);
         assert_eq!(s.labels.get("row").map(String::as_str), Some("a"));
@@ -461,6 +474,7 @@ mod tests {
                 "backoff_max_ms",
             ),
             (format!("{}tags = [\"a b\"]\n", base()), "tags"),
+            (format!("{}name = \" \"\n", base()), "name"),
         ];
         for (text, key) in cases {
             let err = resolve(&text, "").unwrap_err().to_string();

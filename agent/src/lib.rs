@@ -30,7 +30,7 @@ pub mod identity;
 pub mod journal;
 pub mod runner;
 pub mod sender;
-// pub mod service;
+pub mod service;
 pub mod shutdown;
 pub mod transport;
 pub mod verify;

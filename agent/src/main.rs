@@ -1,1 +1,235 @@
-fn main() {}
+//! `plinth-agent`: the node agent's command line.
+//!
+//! Exit codes: 0 clean stop or success; 1 unexpected runtime failure; 2 bad usage or configuration;
+//! 3 state directory problem (node key, revision, journal); 4 TLS setup problem (certificates).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use plinth_agent::cmdline::{self, KernelCmdline, DEFAULT_CMDLINE_PATH};
+use plinth_agent::config::{
+    FileConfig, Overrides, Settings, DEFAULT_CONFIG_PATH, DEFAULT_STATE_DIR,
+};
+use plinth_agent::facts;
+use plinth_agent::identity::NodeIdentity;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Plinth's node agent: reports facts, pulls signed task lists, runs them, reports results.
+#[derive(Debug, Parser)]
+#[command(name = "plinth-agent", version, about)]
+struct Cli {
+    /// Log format on standard error.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human, global = true)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line (journald- and collector-friendly).
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the agent until SIGTERM or SIGINT.
+    Run(RunArgs),
+    /// Print this machine's facts as JSON.
+    Facts(FactsArgs),
+    /// Node key commands.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Configuration file.
+    #[arg(long, default_value = DEFAULT_CONFIG_PATH)]
+    config: PathBuf,
+    /// Kernel command line file to read `plinth.*` keys from.
+    #[arg(long, default_value = DEFAULT_CMDLINE_PATH)]
+    cmdline: PathBuf,
+    /// State directory (overrides the configuration's `state_dir`).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct FactsArgs {
+    /// Kernel command line file (for PXE interface detection).
+    #[arg(long, default_value = DEFAULT_CMDLINE_PATH)]
+    cmdline: PathBuf,
+    /// Read facts from this root instead of `/` (a copy of /sys, /proc, /etc, /dev).
+    #[arg(long, hide = true)]
+    root: Option<PathBuf>,
+    /// Print on one line.
+    #[arg(long)]
+    compact: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Print the node key's fingerprint (the node's identity) and public key; makes the key on first use.
+    Show {
+        /// Configuration file (for `state_dir`); ignored when missing.
+        #[arg(long, default_value = DEFAULT_CONFIG_PATH)]
+        config: PathBuf,
+        /// State directory (overrides the configuration).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let code = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Facts(args) => print_facts(args),
+        Command::Key {
+            command: KeyCommand::Show { config, state_dir },
+        } => key_show(&config, state_dir),
+    };
+    ExitCode::from(code)
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+/// Reads the kernel command line; the default path may be missing (not Linux, containers), a given one
+/// may not.
+fn read_cmdline(path: &Path) -> Result<KernelCmdline, String> {
+    match cmdline::read(path) {
+        Ok(c) => Ok(c),
+        Err(e) if path == Path::new(DEFAULT_CMDLINE_PATH) => {
+            tracing::debug!(error = %e, "no kernel command line");
+            Ok(KernelCmdline::default())
+        }
+        Err(e) => Err(format!(
+            "cannot read kernel command line {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+fn run(args: RunArgs) -> u8 {
+    let cmdline = match read_cmdline(&args.cmdline) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plinth-agent: {e}");
+            return 2;
+        }
+    };
+    let overrides = Overrides {
+        state_dir: args.state_dir,
+    };
+    let settings = match Settings::load(&args.config, &cmdline, &overrides) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("plinth-agent: {e}");
+            return 2;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("plinth-agent: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(plinth_agent::service::run(settings, cmdline)) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!(error = %e, "plinth-agent failed");
+            eprintln!("plinth-agent: {e}");
+            u8::try_from(e.exit_code()).unwrap_or(1)
+        }
+    }
+}
+
+fn print_facts(args: FactsArgs) -> u8 {
+    let cmdline = match read_cmdline(&args.cmdline) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plinth-agent: {e}");
+            return 2;
+        }
+    };
+    let mut sources = facts::Sources::live(cmdline);
+    if let Some(root) = args.root {
+        sources.root = root;
+        sources.live = false;
+    }
+    let started = Instant::now();
+    let facts = facts::collect(&sources);
+    let elapsed = started.elapsed();
+    let json = if args.compact {
+        serde_json::to_string(&facts)
+    } else {
+        serde_json::to_string_pretty(&facts)
+    };
+    match json {
+        Ok(text) => {
+            println!("{text}");
+            eprintln!(
+                "facts collected in {:.2} ms",
+                elapsed.as_secs_f64() * 1000.0
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("plinth-agent: cannot print facts: {e}");
+            1
+        }
+    }
+}
+
+fn key_show(config: &Path, state_dir: Option<PathBuf>) -> u8 {
+    let state_dir = match state_dir {
+        Some(d) => d,
+        None => match FileConfig::load(config) {
+            Ok(file) => file
+                .state_dir
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+            Err(plinth_agent::config::ConfigError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                PathBuf::from(DEFAULT_STATE_DIR)
+            }
+            Err(e) => {
+                eprintln!("plinth-agent: {e}");
+                return 2;
+            }
+        },
+    };
+    match NodeIdentity::load_or_create(&state_dir) {
+        Ok(id) => {
+            println!("fingerprint: {}", id.fingerprint());
+            println!("public_key: {}", id.public_key_text());
+            0
+        }
+        Err(e) => {
+            eprintln!("plinth-agent: {e}");
+            3
+        }
+    }
+}

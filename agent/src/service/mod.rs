@@ -1,0 +1,370 @@
+//! The long-running agent (`plinth-agent run`): collect facts, register, resume an interrupted list, then
+//! long-poll for signed task lists, verify them, persist their revision and run them, while the sender
+//! uploads results and heartbeats flow; stop cleanly on SIGTERM/SIGINT.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`registration`] | registering, and registering again after a 401 |
+//! | [`adapters`] | the controller as the runner's gate and the sender's sink |
+//! | [`heartbeat`] | periodic heartbeats |
+//! | [`systemd`] | readiness, status lines, watchdog |
+//! | [`signals`] | SIGTERM/SIGINT to the stop trigger |
+
+pub mod adapters;
+pub mod heartbeat;
+pub mod registration;
+pub mod signals;
+pub mod systemd;
+
+use crate::cmdline::KernelCmdline;
+use crate::config::Settings;
+use crate::facts;
+use crate::identity::{IdentityError, NodeIdentity};
+use crate::journal::{Journal, JournalError, SharedJournal};
+use crate::runner::{RunEnd, Runner, RunnerSettings};
+use crate::sender::Sender;
+use crate::shutdown::{self, Shutdown};
+use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
+use crate::verify::{Refused, StateError, Verifier};
+use adapters::{ControllerGate, ControllerSink};
+use plinth_common::wire::{Refusal, Registration, TaskList};
+use registration::Registrar;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use systemd::Systemd;
+
+/// The journal's directory inside the state directory.
+pub const JOURNAL_DIR: &str = "journal";
+/// How long the agent tries to send waiting results when it stops.
+pub const FINAL_FLUSH: Duration = Duration::from_secs(3);
+/// The shortest time between two polls, so a controller that answers 204 at once is not hammered.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Why the agent stopped with an error. See [`ServiceError::exit_code`].
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The node key cannot be loaded or made.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The verifier's state cannot be read or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The journal cannot be opened or written.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The TLS client cannot be set up.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The signal handlers cannot be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+impl ServiceError {
+    /// The process exit code: 3 for state directory problems (key, revision, journal), 4 for TLS setup,
+    /// 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ServiceError::Identity(_) | ServiceError::State(_) | ServiceError::Journal(_) => 3,
+            ServiceError::Transport(_) => 4,
+            ServiceError::Signals(_) => 1,
+        }
+    }
+}
+
+/// Everything the running agent shares between its parts.
+struct Agent {
+    settings: Settings,
+    controller: Controller,
+    registrar: Arc<Registrar>,
+    journal: SharedJournal,
+    verifier: Verifier,
+    systemd: Systemd,
+    shutdown: Shutdown,
+}
+
+/// Runs the agent until SIGTERM/SIGINT. Returns `Ok` on a clean stop.
+pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), ServiceError> {
+    let identity = NodeIdentity::load_or_create(&settings.state_dir)?;
+    tracing::info!(
+        node_key = identity.fingerprint(),
+        controller = %settings.controller,
+        state_dir = %settings.state_dir.display(),
+        version = crate::AGENT_VERSION,
+        "plinth-agent starting"
+    );
+    for warning in &cmdline.warnings {
+        tracing::warn!("{warning}");
+    }
+    let controller = Controller::new(&settings, &identity)?;
+    let (trigger, shutdown) = shutdown::channel();
+    signals::install(trigger).map_err(ServiceError::Signals)?;
+    let systemd = Systemd::from_env();
+    tokio::spawn(systemd.watchdog(shutdown.clone()));
+    systemd.status("collecting facts");
+
+    let sources = facts::Sources::live(cmdline);
+    let facts = tokio::task::spawn_blocking(move || facts::collect(&sources))
+        .await
+        .unwrap_or_default();
+    tracing::info!(
+        collected_in_us = facts.collected_in_us.unwrap_or(0),
+        disks = facts.disks.len(),
+        nics = facts.nics.len(),
+        "facts collected"
+    );
+    let registration = Registration {
+        agent_version: crate::AGENT_VERSION.to_string(),
+        name: settings.name.clone(),
+        facts,
+        tags: settings.tags.clone(),
+        labels: settings.labels.clone(),
+        rack: settings.rack.clone(),
+        enrollment_token: settings.enrollment_token.clone(),
+    };
+    let registrar = Arc::new(Registrar::new(controller.clone(), registration));
+
+    let verifier = Verifier::open(
+        &settings.state_dir,
+        settings.controller_key,
+        identity.fingerprint(),
+    )?;
+    let journal = Journal::open(&settings.state_dir.join(JOURNAL_DIR))?;
+    if journal.skipped_lines() > 0 {
+        tracing::warn!(
+            lines = journal.skipped_lines(),
+            "journal had unreadable lines (torn by a crash); they were dropped"
+        );
+    }
+    let journal = SharedJournal::new(journal);
+    let mut agent = Agent {
+        settings,
+        controller,
+        registrar,
+        journal,
+        verifier,
+        systemd,
+        shutdown,
+    };
+    let pending = agent.pending_list();
+    agent
+        .journal
+        .with(|j| j.set_active_revision(pending.as_ref().map(|l| l.revision)));
+
+    let sink = Arc::new(ControllerSink {
+        controller: agent.controller.clone(),
+        registrar: agent.registrar.clone(),
+    });
+    let sender = Sender::new(
+        agent.journal.clone(),
+        sink.clone(),
+        agent.settings.backoff_min,
+        agent.settings.backoff_max,
+    );
+    tokio::spawn(sender.run(agent.shutdown.clone()));
+    tokio::spawn(heartbeat::run(
+        agent.controller.clone(),
+        agent.registrar.clone(),
+        agent.settings.heartbeat,
+        agent.shutdown.clone(),
+    ));
+
+    agent.systemd.status("registering");
+    let status = match agent.registrar.register().await {
+        Ok(ack) => {
+            format!("registered as node {} ({:?})", ack.node_id, ack.admission).to_lowercase()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "registration failed; will retry");
+            "controller unreachable; retrying".to_string()
+        }
+    };
+    agent.systemd.ready(&status);
+
+    let result = agent.main_loop(pending).await;
+
+    agent.systemd.stopping();
+    let flush = Sender::new(
+        agent.journal.clone(),
+        sink,
+        agent.settings.backoff_min,
+        agent.settings.backoff_max,
+    );
+    let unsent = flush.flush(FINAL_FLUSH).await;
+    tracing::info!(unsent_results = unsent, "plinth-agent stopped");
+    result
+}
+
+impl Agent {
+    /// The stored list to resume, if any. One that no longer verifies is reported and given up.
+    fn pending_list(&mut self) -> Option<TaskList> {
+        match self.verifier.pending() {
+            Ok(list) => list,
+            Err(refused) => {
+                tracing::error!(error = %refused, "the stored task list cannot be resumed; giving it up");
+                self.report_refusal(&refused);
+                if let Err(e) = self.verifier.abandon_pending() {
+                    tracing::error!(error = %e, "cannot remove the stored task list");
+                }
+                None
+            }
+        }
+    }
+
+    async fn main_loop(&mut self, pending: Option<TaskList>) -> Result<(), ServiceError> {
+        if let Some(list) = pending {
+            tracing::info!(
+                revision = list.revision,
+                deployment = list.deployment_id,
+                "resuming the interrupted task list"
+            );
+            if !self.run_list(&list).await? {
+                return Ok(());
+            }
+        }
+        let mut backoff = Backoff::new(self.settings.backoff_min, self.settings.backoff_max);
+        let mut idle_status_sent = false;
+        while !self.shutdown.is_triggered() {
+            if !idle_status_sent {
+                self.systemd.status(&format!(
+                    "waiting for work (last revision {})",
+                    self.verifier.last_revision()
+                ));
+                idle_status_sent = true;
+            }
+            let nonce = transport::fresh_nonce()?;
+            let after = self.verifier.last_revision();
+            let asked = Instant::now();
+            let seen = self.registrar.epoch();
+            let answer = tokio::select! {
+                a = self.controller.poll(&nonce, after, self.settings.poll_wait) => a,
+                _ = self.shutdown.wait() => break,
+            };
+            let pause = match answer {
+                Ok(PollAnswer::NoWork) => {
+                    backoff.reset();
+                    MIN_POLL_INTERVAL.saturating_sub(asked.elapsed())
+                }
+                Ok(PollAnswer::List(envelope)) => {
+                    backoff.reset();
+                    match self.verifier.accept(&envelope, &nonce, now_secs()) {
+                        Ok(list) => {
+                            idle_status_sent = false;
+                            if !self.run_list(&list).await? {
+                                break;
+                            }
+                            Duration::ZERO
+                        }
+                        Err(refused) => {
+                            tracing::error!(error = %refused, claimed_revision = ?refused.claimed_revision(), "task list refused; nothing in it runs");
+                            self.report_refusal(&refused);
+                            backoff.next_delay()
+                        }
+                    }
+                }
+                Err(TransportError::Unauthorized) => {
+                    match self.registrar.reregister_after(seen).await {
+                        Ok(()) => Duration::ZERO,
+                        Err(e) => {
+                            let delay = backoff.next_delay();
+                            tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "registration failed");
+                            delay
+                        }
+                    }
+                }
+                Err(e) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "poll failed");
+                    delay
+                }
+            };
+            if !pause.is_zero() && !self.shutdown.sleep(pause).await {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs an accepted list; returns false when the agent is stopping.
+    async fn run_list(&mut self, list: &TaskList) -> Result<bool, ServiceError> {
+        self.systemd.status(&format!(
+            "running revision {} of deployment {} ({} tasks)",
+            list.revision,
+            list.deployment_id,
+            list.tasks.len()
+        ));
+        tracing::info!(revision = list.revision, deployment = list.deployment_id, phase = %list.phase, tasks = list.tasks.len(), "running task list");
+        let gate = ControllerGate {
+            controller: self.controller.clone(),
+            registrar: self.registrar.clone(),
+            wait: self.settings.poll_wait,
+        };
+        let runner = Runner::new(
+            self.journal.clone(),
+            &gate,
+            RunnerSettings {
+                work_dir: self.settings.work_dir.clone(),
+                kill_grace: self.settings.kill_grace,
+                backoff_min: self.settings.backoff_min,
+                backoff_max: self.settings.backoff_max,
+            },
+            self.shutdown.clone(),
+        );
+        match runner.run(list).await? {
+            RunEnd::Completed { failed_task } => {
+                self.verifier.mark_finished(list.revision)?;
+                self.journal.with(|j| j.set_active_revision(None));
+                match failed_task {
+                    Some(task) => {
+                        tracing::warn!(revision = list.revision, task = %task, "task list ended: a task failed")
+                    }
+                    None => tracing::info!(
+                        revision = list.revision,
+                        "task list ended: every task succeeded"
+                    ),
+                }
+                Ok(true)
+            }
+            RunEnd::Stopped => {
+                tracing::info!(
+                    revision = list.revision,
+                    "stopping in the middle of the task list; it resumes on the next start"
+                );
+                Ok(false)
+            }
+        }
+    }
+
+    /// Reports a refused list to the controller in the background (a few tries).
+    fn report_refusal(&self, refused: &Refused) {
+        let refusal = Refusal {
+            reason: refused.to_string(),
+            claimed_revision: refused.claimed_revision(),
+        };
+        let controller = self.controller.clone();
+        let registrar = self.registrar.clone();
+        let mut backoff = Backoff::new(self.settings.backoff_min, self.settings.backoff_max);
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            for _ in 0..5 {
+                match registrar.call(|| controller.send_refusal(&refusal)).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot report the refusal");
+                        if !shutdown.sleep(backoff.next_delay()).await {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
