@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace. Installs what the tests need when it is missing (Debian packages, as
+# root, non-interactively), builds every binary (the end-to-end tests run them), then runs the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v puppet >/dev/null 2>&1 || need+=(puppet)
+command -v facter >/dev/null 2>&1 || need+=(facter)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing test dependencies: ${need[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "need root to install ${need[*]} (or install them yourself)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+cargo build --workspace --bins --locked
+cargo test --workspace --locked "$@"
