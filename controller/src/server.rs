@@ -54,7 +54,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     if resumed > 0 {
         tracing::info!(deployments = resumed, "resumed running deployments");
     }
-    Ok(Arc::new(AppState {
+    let state = Arc::new(AppState {
         config,
         store,
         signer,
@@ -62,7 +62,9 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         tokens,
         board,
         engine,
-    }))
+    });
+    state.reload_tokens();
+    Ok(state)
 }
 
 /// Serves until SIGTERM or SIGINT.

@@ -32,9 +32,10 @@ pub async fn register(
         NodeAdmission::Discovered
     };
     let name = reg
-        .facts
-        .hostname
+        .name
         .clone()
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| reg.facts.hostname.clone())
         .unwrap_or_else(|| format!("node-{}", &key.fingerprint[..8]));
     let facts =
         serde_json::to_value(&reg.facts).map_err(|e| ApiError::bad_request(e.to_string()))?;

@@ -86,10 +86,22 @@ impl FromRequestParts<Arc<AppState>> for Operator {
             .ok_or_else(|| {
                 ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
             })?;
-        let role = state
-            .tokens
-            .role_of(token)
-            .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
+        let role = match state.tokens.role_of(token) {
+            Some(role) => role,
+            // Tokens made by `plinth-controller token create` while this process runs are in the database only.
+            None => {
+                let s = state.clone();
+                let token = token.to_string();
+                tokio::task::spawn_blocking(move || {
+                    s.reload_tokens();
+                    s.tokens.role_of(&token)
+                })
+                .await
+                .ok()
+                .flatten()
+                .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?
+            }
+        };
         let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         if role == TokenRole::ReadOnly && !safe {
             return Err(ApiError::forbidden("this token is read-only"));
@@ -160,5 +172,21 @@ impl FromRequestParts<Arc<AppState>> for Agent {
             node,
             node_key: p.0.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_found_by_digest() {
+        let t = Tokens::default();
+        t.insert(token_hash("plt_a"), TokenRole::Admin);
+        t.insert(token_hash("plt_b"), TokenRole::ReadOnly);
+        assert_eq!(t.role_of("plt_a"), Some(TokenRole::Admin));
+        assert_eq!(t.role_of("plt_b"), Some(TokenRole::ReadOnly));
+        assert_eq!(t.role_of("plt_c"), None);
+        assert!(secrets_equal("x", "x") && !secrets_equal("x", "y"));
     }
 }
