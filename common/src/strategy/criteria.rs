@@ -55,21 +55,33 @@ impl fmt::Display for CriterionFailure {
         match self.criterion {
             Criterion::PercentSuccessfulNodes => write!(
                 f,
-                "{field}: needed {}%, got {}% ({} of {} nodes succeeded)",
-                self.needed, self.actual, self.succeeded, self.total
+                "{field}: needed {}%, got {}% ({} of {} succeeded)",
+                self.needed,
+                self.actual,
+                self.succeeded,
+                nodes(self.total)
             ),
             Criterion::MinimumSuccessfulNodes => write!(
                 f,
-                "{field}: needed {}, got {} (of {} nodes)",
-                self.needed, self.actual, self.total
+                "{field}: needed {}, got {} (of {})",
+                self.needed,
+                self.actual,
+                nodes(self.total)
             ),
             Criterion::MaximumFailedNodes => write!(
                 f,
-                "{field}: at most {} may fail, {} did (of {} nodes)",
-                self.needed, self.actual, self.total
+                "{field}: at most {} may fail, {} did (of {})",
+                self.needed,
+                self.actual,
+                nodes(self.total)
             ),
         }
     }
+}
+
+/// "1 node", "3 nodes".
+fn nodes(count: u64) -> String {
+    format!("{count} node{}", if count == 1 { "" } else { "s" })
 }
 
 impl SuccessCriteria {
