@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Deployment strategies: node groups, selectors, success criteria and the sequencing state machine.
 //!
 //! This module owns everything about a strategy that is logic, so that the controller and `plinthctl`'s
