@@ -16,14 +16,17 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+mod state;
+mod view;
+
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use self::state::{GroupRun, NodeState, Slot, State};
 use super::criteria::evaluate;
 use super::finding::StrategyError;
 use super::inventory::{check_inventory, InventoryError, InventoryNode};
 use super::model::Strategy;
-use super::report::{GroupReport, NodeReport, PhaseReport, Report};
 use super::select::resolve_members;
 use super::status::{
     Action, DeploymentStatus, Event, FailureReason, GroupState, NodeOutcome, NodeResult,
@@ -97,64 +100,6 @@ pub struct InFlightPhase {
     pub nodes: Vec<String>,
     /// The nodes sent that have not reported yet.
     pub awaiting: Vec<String>,
-}
-
-/// Where a node sits in a running phase: the group that sent it and its position in that phase's list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct Slot {
-    group: usize,
-    position: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct NodeState {
-    name: String,
-    status: NodeStatus,
-    /// How many phases the node has passed.
-    phases_done: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    failed_phase: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    failure: Option<NodeOutcome>,
-    /// The group that last sent the node to a phase.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    last_group: Option<usize>,
-    /// The running group that holds the node while it is in progress.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    busy_with: Option<usize>,
-    /// Where the node sits in its group's running phase.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    slot: Option<Slot>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct GroupRun {
-    members: Vec<usize>,
-    depends_on: Vec<usize>,
-    dependants: Vec<usize>,
-    state: GroupState,
-    /// The current phase while running.
-    phase: usize,
-    /// Whether the current phase's nodes were handed to the controller.
-    announced: bool,
-    sent: Vec<usize>,
-    results: Vec<Option<NodeOutcome>>,
-    awaiting: usize,
-    phases: Vec<PhaseOutcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    reason: Option<FailureReason>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct State {
-    strategy: Strategy,
-    nodes: Vec<NodeState>,
-    unselected: Vec<String>,
-    groups: Vec<GroupRun>,
-    /// Groups in the order they started or were failed by a dependency.
-    order: Vec<usize>,
-    events: Vec<Event>,
-    finished: bool,
 }
 
 /// The sequencing state machine of one deployment. Serializes to (and resumes from) its whole state.
@@ -273,11 +218,6 @@ impl Sequencer {
         }
     }
 
-    /// The strategy being run.
-    pub fn strategy(&self) -> &Strategy {
-        &self.state.strategy
-    }
-
     /// Starts whatever can start now and returns what the controller must do: a `StartPhase` for each phase
     /// to run (phases with no node to send are settled on the spot), or `Finished` once every group is done.
     /// Returns nothing while the running phases await results. A `StartPhase` is returned once; see
@@ -392,38 +332,6 @@ impl Sequencer {
         Ok(())
     }
 
-    /// The phases handed to the controller that still await results, in group order.
-    pub fn in_flight(&self) -> Vec<InFlightPhase> {
-        let strategy = &self.state.strategy;
-        self.state
-            .groups
-            .iter()
-            .enumerate()
-            .filter(|(_, run)| run.state == GroupState::Running && run.announced)
-            .map(|(g, run)| {
-                let phase = &strategy.phases[run.phase];
-                InFlightPhase {
-                    group: strategy.groups[g].name.clone(),
-                    phase: phase.name.clone(),
-                    graph_type: phase.graph_type.clone(),
-                    timeout_secs: strategy.timeout_of(phase),
-                    nodes: run
-                        .sent
-                        .iter()
-                        .map(|&n| self.state.nodes[n].name.clone())
-                        .collect(),
-                    awaiting: run
-                        .sent
-                        .iter()
-                        .zip(&run.results)
-                        .filter(|(_, result)| result.is_none())
-                        .map(|(&n, _)| self.state.nodes[n].name.clone())
-                        .collect(),
-                }
-            })
-            .collect()
-    }
-
     /// The events since the last call, oldest first (they are kept in the state until taken).
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.state.events)
@@ -459,116 +367,6 @@ impl Sequencer {
             DeploymentStatus::Success
         }
     }
-
-    /// A node's status, if the node is part of the deployment.
-    pub fn node_status(&self, node: &str) -> Option<NodeStatus> {
-        self.node_index
-            .get(node)
-            .map(|&n| self.state.nodes[n].status)
-    }
-
-    /// A group's state, if the strategy has the group.
-    pub fn group_state(&self, group: &str) -> Option<GroupState> {
-        self.group_index
-            .get(group)
-            .map(|&g| self.state.groups[g].state)
-    }
-
-    /// The report: overall status, each group's state, reason and nodes, each node's status.
-    pub fn report(&self) -> Report {
-        let strategy = &self.state.strategy;
-        let nodes = &self.state.nodes;
-        let phase_name = |index: usize| strategy.phases[index].name.clone();
-        let mut node_groups: Vec<Vec<String>> = vec![Vec::new(); nodes.len()];
-        for (g, run) in self.state.groups.iter().enumerate() {
-            for &n in &run.members {
-                node_groups[n].push(strategy.groups[g].name.clone());
-            }
-        }
-        let groups = self
-            .state
-            .groups
-            .iter()
-            .zip(&strategy.groups)
-            .map(|(run, group)| {
-                let names_with = |status: NodeStatus| -> Vec<String> {
-                    run.members
-                        .iter()
-                        .filter(|&&n| nodes[n].status == status)
-                        .map(|&n| nodes[n].name.clone())
-                        .collect()
-                };
-                GroupReport {
-                    name: group.name.clone(),
-                    critical: group.critical,
-                    state: run.state,
-                    current_phase: (run.state == GroupState::Running)
-                        .then(|| phase_name(run.phase)),
-                    reason: run.reason.clone(),
-                    phases: run
-                        .phases
-                        .iter()
-                        .enumerate()
-                        .map(|(index, outcome)| PhaseReport {
-                            phase: phase_name(index),
-                            outcome: outcome.clone(),
-                        })
-                        .collect(),
-                    nodes: run.members.iter().map(|&n| nodes[n].name.clone()).collect(),
-                    succeeded: names_with(NodeStatus::Success),
-                    prepared: names_with(NodeStatus::Prepared),
-                    failed: names_with(NodeStatus::Failure),
-                    not_started: names_with(NodeStatus::NotStarted),
-                }
-            })
-            .collect();
-        let node_reports = nodes
-            .iter()
-            .zip(node_groups)
-            .map(|(node, groups)| NodeReport {
-                name: node.name.clone(),
-                status: node.status,
-                groups,
-                sent_by: node.last_group.map(|g| strategy.groups[g].name.clone()),
-                phases_passed: (0..node.phases_done).map(phase_name).collect(),
-                failed_phase: node.failed_phase.map(phase_name),
-                failure: node.failure,
-            })
-            .collect();
-        Report {
-            strategy: strategy.name.clone(),
-            status: self.status(),
-            failed_critical_groups: self
-                .state
-                .groups
-                .iter()
-                .zip(&strategy.groups)
-                .filter(|(run, group)| group.critical && run.state == GroupState::Failed)
-                .map(|(_, group)| group.name.clone())
-                .collect(),
-            phases: strategy
-                .phases
-                .iter()
-                .map(|phase| phase.name.clone())
-                .collect(),
-            order: self
-                .state
-                .order
-                .iter()
-                .map(|&g| strategy.groups[g].name.clone())
-                .collect(),
-            groups,
-            succeeded_nodes: nodes
-                .iter()
-                .filter(|node| node.status == NodeStatus::Success)
-                .map(|node| node.name.clone())
-                .collect(),
-            nodes: node_reports,
-            unselected_nodes: self.state.unselected.clone(),
-        }
-    }
-
-    // ----- the machine -----
 
     fn running_count(&self) -> usize {
         self.state
@@ -887,98 +685,5 @@ fn conflict(
         phase: phase.to_string(),
         recorded,
         given,
-    }
-}
-
-impl Serialize for Sequencer {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.state.serialize(serializer)
-    }
-}
-
-/// Resuming checks that the stored state is consistent (every position in range, every cross-reference
-/// matching), so that a damaged record is refused instead of misleading the deployment.
-impl<'de> Deserialize<'de> for Sequencer {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let state = State::deserialize(deserializer)?;
-        state.check().map_err(serde::de::Error::custom)?;
-        Ok(Sequencer::from_state(state))
-    }
-}
-
-impl State {
-    fn check(&self) -> Result<(), String> {
-        let phases = self.strategy.phases.len();
-        let node_count = self.nodes.len();
-        let group_count = self.groups.len();
-        if group_count != self.strategy.groups.len() {
-            return Err(format!(
-                "sequencer state has {group_count} groups but its strategy has {}",
-                self.strategy.groups.len()
-            ));
-        }
-        let mut names = HashMap::with_capacity(node_count);
-        for (n, node) in self.nodes.iter().enumerate() {
-            if names.insert(node.name.as_str(), n).is_some() {
-                return Err(format!("sequencer state lists node {:?} twice", node.name));
-            }
-            if node.phases_done > phases || node.failed_phase.is_some_and(|k| k >= phases) {
-                return Err(format!(
-                    "sequencer state: node {:?} is past the last phase",
-                    node.name
-                ));
-            }
-            if node.last_group.is_some_and(|g| g >= group_count)
-                || node.busy_with.is_some_and(|g| g >= group_count)
-            {
-                return Err(format!(
-                    "sequencer state: node {:?} refers to an unknown group",
-                    node.name
-                ));
-            }
-            if let Some(slot) = node.slot {
-                let run = self.groups.get(slot.group);
-                if run.and_then(|run| run.sent.get(slot.position)) != Some(&n) {
-                    return Err(format!(
-                        "sequencer state: node {:?} is not where its phase says",
-                        node.name
-                    ));
-                }
-            }
-        }
-        for (g, run) in self.groups.iter().enumerate() {
-            let name = &self.strategy.groups[g].name;
-            let bad = |what: &str| Err(format!("sequencer state: group {name:?} has {what}"));
-            if run.members.iter().any(|&n| n >= node_count)
-                || run.sent.iter().any(|&n| n >= node_count)
-            {
-                return bad("an unknown node");
-            }
-            if run
-                .depends_on
-                .iter()
-                .chain(&run.dependants)
-                .any(|&d| d >= group_count)
-            {
-                return bad("an unknown dependency");
-            }
-            if run.phases.len() != phases || run.phase >= phases.max(1) {
-                return bad("a wrong number of phases");
-            }
-            if run.sent.len() != run.results.len()
-                || run.awaiting != run.results.iter().filter(|result| result.is_none()).count()
-            {
-                return bad("inconsistent results");
-            }
-            for (position, &n) in run.sent.iter().enumerate() {
-                if self.nodes[n].slot != Some(Slot { group: g, position }) {
-                    return bad("a sent node that does not know it");
-                }
-            }
-        }
-        if self.order.iter().any(|&g| g >= group_count) {
-            return Err("sequencer state: its order refers to an unknown group".to_string());
-        }
-        Ok(())
     }
 }
