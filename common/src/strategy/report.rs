@@ -1,0 +1,324 @@
+//! The deployment report: overall status, each group's state, reason and nodes, each node's status; as
+//! serde data and as text (the seed's processing diagram followed by tables) for `plinthctl`.
+
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Serialize};
+
+use super::status::{
+    DeploymentStatus, FailureReason, GroupState, NodeOutcome, NodeStatus, PhaseOutcome, SkipCause,
+};
+
+/// Where a deployment stands, or how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The strategy's name, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// The overall status.
+    pub status: DeploymentStatus,
+    /// Critical groups that failed (the deployment then fails).
+    pub failed_critical_groups: Vec<String>,
+    /// The phases, in order.
+    pub phases: Vec<String>,
+    /// Groups in the order they were processed (started, or failed because of a dependency).
+    pub order: Vec<String>,
+    /// Every group, in document order.
+    pub groups: Vec<GroupReport>,
+    /// Every node of the deployment (selected by some group), in inventory order.
+    pub nodes: Vec<NodeReport>,
+    /// Nodes that finished every phase: the ones whose pending roles become deployed.
+    pub succeeded_nodes: Vec<String>,
+    /// Inventory nodes no group selects; they are not part of the deployment.
+    pub unselected_nodes: Vec<String>,
+}
+
+/// One group in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupReport {
+    /// The group's name.
+    pub name: String,
+    /// Whether it is critical.
+    pub critical: bool,
+    /// Its state.
+    pub state: GroupState,
+    /// The phase it is running, while running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_phase: Option<String>,
+    /// Why it failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<FailureReason>,
+    /// How each phase went, in phase order.
+    pub phases: Vec<PhaseReport>,
+    /// Every node it selects.
+    pub nodes: Vec<String>,
+    /// Its nodes that finished every phase.
+    pub succeeded: Vec<String>,
+    /// Its nodes that passed some phases but not all (left prepared when the group failed its criteria).
+    pub prepared: Vec<String>,
+    /// Its nodes that failed a phase (here or in another group).
+    pub failed: Vec<String>,
+    /// Its nodes never attempted.
+    pub not_started: Vec<String>,
+}
+
+/// One phase of one group in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// The phase's name.
+    pub phase: String,
+    /// How it went.
+    pub outcome: PhaseOutcome,
+}
+
+/// One node in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// The node's name.
+    pub name: String,
+    /// Its status.
+    pub status: NodeStatus,
+    /// The groups that select it, in document order.
+    pub groups: Vec<String>,
+    /// The group that last sent it to a phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_by: Option<String>,
+    /// The phases it passed.
+    pub phases_passed: Vec<String>,
+    /// The phase it failed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_phase: Option<String>,
+    /// How it failed that phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<NodeOutcome>,
+}
+
+impl Report {
+    /// The group with this name.
+    pub fn group(&self, name: &str) -> Option<&GroupReport> {
+        self.groups.iter().find(|group| group.name == name)
+    }
+
+    /// The node with this name.
+    pub fn node(&self, name: &str) -> Option<&NodeReport> {
+        self.nodes.iter().find(|node| node.name == name)
+    }
+
+    /// The report as text: the processing diagram, then a table of groups and a table of nodes.
+    pub fn to_text(&self) -> String {
+        self.to_string()
+    }
+
+    fn write_diagram(&self, out: &mut String) -> fmt::Result {
+        let mut lines: Vec<Vec<(String, String)>> = Vec::new();
+        let listed = |name: &str| self.order.iter().any(|processed| processed == name);
+        let unprocessed = self.groups.iter().filter(|group| !listed(&group.name));
+        for group in self
+            .order
+            .iter()
+            .filter_map(|name| self.group(name))
+            .chain(unprocessed)
+        {
+            lines.push(
+                group
+                    .phases
+                    .iter()
+                    .map(|phase| {
+                        (
+                            format!("{} {}", phase.phase, group.name),
+                            phase_text(&phase.outcome),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        let width = lines
+            .iter()
+            .flatten()
+            .map(|(label, _)| label.len())
+            .max()
+            .unwrap_or(0)
+            + 3;
+        writeln!(out, "Start")?;
+        writeln!(out, "|")?;
+        for (index, group_lines) in lines.iter().enumerate() {
+            if index > 0 {
+                writeln!(out, "V")?;
+            }
+            for (label, result) in group_lines {
+                writeln!(out, "| {label:<width$}<{result}>")?;
+            }
+        }
+        writeln!(out, "|")?;
+        match self.status {
+            DeploymentStatus::Running => writeln!(out, "(running)"),
+            DeploymentStatus::Success => writeln!(out, "Finish (success)"),
+            DeploymentStatus::SuccessWithFailures => {
+                writeln!(out, "Finish (success with some nodes/groups failed)")
+            }
+            DeploymentStatus::Failed => writeln!(
+                out,
+                "Finish (failed due to critical group failed: {})",
+                self.failed_critical_groups.join(", ")
+            ),
+        }
+    }
+}
+
+/// The seed's words for how a phase went.
+fn phase_text(outcome: &PhaseOutcome) -> String {
+    match outcome {
+        PhaseOutcome::Pending => "PENDING".to_string(),
+        PhaseOutcome::Running => "RUNNING".to_string(),
+        PhaseOutcome::Succeeded { .. } => "SUCCESS".to_string(),
+        PhaseOutcome::Failed {
+            failures,
+            timed_out,
+            ..
+        } => {
+            let criteria: Vec<String> = failures.iter().map(ToString::to_string).collect();
+            if timed_out.is_empty() {
+                format!("FAILED: {}", criteria.join("; "))
+            } else {
+                format!(
+                    "FAILED, timed out on {}: {}",
+                    timed_out.join(", "),
+                    criteria.join("; ")
+                )
+            }
+        }
+        PhaseOutcome::Skipped {
+            cause: SkipCause::EarlierPhaseFailed { phase },
+        } => format!("FAILED, due to {phase} failure"),
+        PhaseOutcome::Skipped {
+            cause: SkipCause::DependencyFailed { dependency },
+        } => format!("FAILED, due to dependency ({dependency})"),
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        match &self.strategy {
+            Some(name) => writeln!(out, "Strategy {name}: {}", self.status)?,
+            None => writeln!(out, "Deployment: {}", self.status)?,
+        }
+        writeln!(out)?;
+        self.write_diagram(&mut out)?;
+        writeln!(out)?;
+        let yes_no = |flag: bool| if flag { "yes" } else { "no" }.to_string();
+        let group_rows: Vec<Vec<String>> = self
+            .groups
+            .iter()
+            .map(|group| {
+                let state = match &group.current_phase {
+                    Some(phase) => format!("{} ({phase})", group.state),
+                    None => group.state.to_string(),
+                };
+                vec![
+                    group.name.clone(),
+                    yes_no(group.critical),
+                    state,
+                    group.nodes.len().to_string(),
+                    group.succeeded.len().to_string(),
+                    group.prepared.len().to_string(),
+                    group.failed.len().to_string(),
+                    group.not_started.len().to_string(),
+                    group
+                        .reason
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        out.push_str(&render_table(
+            &[
+                "GROUP",
+                "CRITICAL",
+                "STATE",
+                "NODES",
+                "SUCCEEDED",
+                "PREPARED",
+                "FAILED",
+                "NOT STARTED",
+                "REASON",
+            ],
+            &group_rows,
+        ));
+        writeln!(out)?;
+        let node_rows: Vec<Vec<String>> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let detail = match (&node.failed_phase, node.failure) {
+                    (Some(phase), Some(failure)) => format!("{phase}: {failure}"),
+                    _ => String::new(),
+                };
+                vec![
+                    node.name.clone(),
+                    node.status.to_string(),
+                    node.sent_by.clone().unwrap_or_else(|| "-".to_string()),
+                    node.groups.join(", "),
+                    detail,
+                ]
+            })
+            .collect();
+        out.push_str(&render_table(
+            &["NODE", "STATUS", "SENT BY", "GROUPS", "FAILURE"],
+            &node_rows,
+        ));
+        if !self.unselected_nodes.is_empty() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "Not selected by any group: {}",
+                self.unselected_nodes.join(", ")
+            )?;
+        }
+        f.write_str(&out)
+    }
+}
+
+/// A plain text table: a header row and left-aligned columns two spaces apart; trailing spaces trimmed.
+pub(crate) fn render_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|header| header.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header_row: Vec<String> = headers.iter().map(|header| header.to_string()).collect();
+    for row in std::iter::once(&header_row).chain(rows) {
+        let mut line = String::new();
+        for (index, cell) in row.iter().enumerate() {
+            let width = widths.get(index).copied().unwrap_or(0);
+            line.push_str(cell);
+            if index + 1 < row.len() {
+                let pad = width.saturating_sub(cell.chars().count()) + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align() {
+        let table = render_table(
+            &["A", "LONGER"],
+            &[
+                vec!["wide cell".into(), "x".into()],
+                vec!["y".into(), "".into()],
+            ],
+        );
+        assert_eq!(table, "A          LONGER\nwide cell  x\ny\n");
+    }
+}

@@ -1,0 +1,385 @@
+//! The states a deployment, its groups, their phases and its nodes go through, and why a group failed.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::criteria::CriterionFailure;
+
+/// A node's overall status in a deployment (the seed's four values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    /// Not sent to any phase yet.
+    NotStarted,
+    /// Finished at least one phase, not yet the last (with the default phases: prepared, not deployed).
+    Prepared,
+    /// Finished every phase.
+    Success,
+    /// Failed a phase (failed, timed out or never reported); it is not sent again in this deployment.
+    Failure,
+}
+
+impl NodeStatus {
+    /// The status as a word, as the report prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::NotStarted => "not started",
+            NodeStatus::Prepared => "prepared",
+            NodeStatus::Success => "success",
+            NodeStatus::Failure => "failure",
+        }
+    }
+
+    /// Whether the node is done with this deployment (succeeded or failed).
+    pub fn is_final(self) -> bool {
+        matches!(self, NodeStatus::Success | NodeStatus::Failure)
+    }
+}
+
+impl fmt::Display for NodeStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one node ended one phase, as the controller reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeOutcome {
+    /// The node ran the phase's tasks successfully.
+    Succeeded,
+    /// A task failed on the node.
+    Failed,
+    /// The node started but had not finished when the phase's timeout passed.
+    TimedOut,
+    /// The node never reported anything for the phase.
+    NeverReported,
+}
+
+impl NodeOutcome {
+    /// Whether the node passed the phase.
+    pub fn is_success(self) -> bool {
+        self == NodeOutcome::Succeeded
+    }
+
+    /// The outcome as words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeOutcome::Succeeded => "succeeded",
+            NodeOutcome::Failed => "failed",
+            NodeOutcome::TimedOut => "timed out",
+            NodeOutcome::NeverReported => "never reported",
+        }
+    }
+}
+
+impl fmt::Display for NodeOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a group is in the deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupState {
+    /// Waiting for its dependencies (or for a free slot).
+    Pending,
+    /// Going through its phases.
+    Running,
+    /// Met its success criteria after every phase.
+    Succeeded,
+    /// Missed its criteria after a phase, or a group it depends on failed.
+    Failed,
+}
+
+impl GroupState {
+    /// The state as a word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupState::Pending => "pending",
+            GroupState::Running => "running",
+            GroupState::Succeeded => "succeeded",
+            GroupState::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for GroupState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The deployment's overall status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentStatus {
+    /// Groups are still pending or running.
+    Running,
+    /// Every group succeeded and every node of the deployment finished every phase.
+    Success,
+    /// No critical group failed, but some group failed or some node did not succeed.
+    SuccessWithFailures,
+    /// A critical group failed (by its criteria or because a group it depends on failed).
+    Failed,
+}
+
+impl DeploymentStatus {
+    /// The status as words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeploymentStatus::Running => "running",
+            DeploymentStatus::Success => "success",
+            DeploymentStatus::SuccessWithFailures => "success with failed groups or nodes",
+            DeploymentStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for DeploymentStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a group failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FailureReason {
+    /// After the phase, the group missed these success criteria.
+    Criteria {
+        /// The phase after which the criteria were checked.
+        phase: String,
+        /// Every criterion missed, with its numbers.
+        failures: Vec<CriterionFailure>,
+    },
+    /// The phase's timeout passed with these nodes unfinished, and the group then missed its criteria.
+    Timeout {
+        /// The phase that timed out.
+        phase: String,
+        /// Nodes that had not finished (timed out or never reported).
+        nodes: Vec<String>,
+        /// Every criterion missed, with its numbers.
+        failures: Vec<CriterionFailure>,
+    },
+    /// A group this one depends on failed, so this one was not attempted.
+    Dependency {
+        /// The group in this one's `depends_on` that failed.
+        dependency: String,
+        /// The group whose own failure started the chain (the same as `dependency` when direct).
+        root: String,
+    },
+}
+
+impl fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |failures: &[CriterionFailure]| {
+            failures
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        match self {
+            FailureReason::Criteria { phase, failures } => {
+                write!(
+                    f,
+                    "success criteria not met after {phase}: {}",
+                    list(failures)
+                )
+            }
+            FailureReason::Timeout {
+                phase,
+                nodes,
+                failures,
+            } => write!(
+                f,
+                "{phase} timed out with {} node{} unfinished ({}): {}",
+                nodes.len(),
+                if nodes.len() == 1 { "" } else { "s" },
+                nodes.join(", "),
+                list(failures)
+            ),
+            FailureReason::Dependency { dependency, root } if dependency == root => {
+                write!(f, "group {dependency} it depends on failed")
+            }
+            FailureReason::Dependency { dependency, root } => {
+                write!(
+                    f,
+                    "group {dependency} it depends on failed (because {root} failed)"
+                )
+            }
+        }
+    }
+}
+
+/// Why a phase of a group was not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SkipCause {
+    /// An earlier phase of the group failed its criteria.
+    EarlierPhaseFailed {
+        /// That phase.
+        phase: String,
+    },
+    /// A group this one depends on failed.
+    DependencyFailed {
+        /// The group in `depends_on` that failed.
+        dependency: String,
+    },
+}
+
+/// How one phase of one group went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum PhaseOutcome {
+    /// Not reached yet.
+    Pending,
+    /// Its nodes are running it.
+    Running,
+    /// The group met its criteria after this phase.
+    Succeeded {
+        /// Nodes of the group that had passed this phase.
+        succeeded: u64,
+        /// Nodes of the group that had not.
+        failed: u64,
+        /// Nodes in the group.
+        total: u64,
+    },
+    /// The group missed its criteria after this phase.
+    Failed {
+        /// Nodes of the group that had passed this phase.
+        succeeded: u64,
+        /// Nodes of the group that had not.
+        failed: u64,
+        /// Nodes in the group.
+        total: u64,
+        /// Every criterion missed.
+        failures: Vec<CriterionFailure>,
+        /// Nodes that timed out or never reported in this phase.
+        timed_out: Vec<String>,
+    },
+    /// The phase was not run.
+    Skipped {
+        /// Why.
+        cause: SkipCause,
+    },
+}
+
+/// What the controller must do next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Run the phase's graph type on these nodes, then report each node's outcome
+    /// ([`crate::strategy::Sequencer::phase_result`]) or the timeout
+    /// ([`crate::strategy::Sequencer::phase_timed_out`]).
+    StartPhase {
+        /// The group.
+        group: String,
+        /// The phase's name.
+        phase: String,
+        /// The graph type the phase runs.
+        graph_type: String,
+        /// Seconds after which unfinished nodes count as failed.
+        timeout_secs: u64,
+        /// The nodes to send (never empty; nodes already done or failed are left out).
+        nodes: Vec<String>,
+    },
+    /// Every group has succeeded or failed; the deployment is over.
+    Finished {
+        /// How it ended.
+        status: DeploymentStatus,
+    },
+}
+
+/// One node's outcome in a phase, as passed to [`crate::strategy::Sequencer::phase_result`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeResult {
+    /// The node's name.
+    pub node: String,
+    /// How it ended the phase.
+    pub outcome: NodeOutcome,
+}
+
+impl NodeResult {
+    /// A result for this node.
+    pub fn new(node: impl Into<String>, outcome: NodeOutcome) -> NodeResult {
+        NodeResult {
+            node: node.into(),
+            outcome,
+        }
+    }
+}
+
+/// What happened during sequencing, for the controller to store and stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A group began its first phase.
+    GroupStarted {
+        /// The group.
+        group: String,
+    },
+    /// A group began a phase.
+    PhaseStarted {
+        /// The group.
+        group: String,
+        /// The phase.
+        phase: String,
+        /// The graph type it runs.
+        graph_type: String,
+        /// Nodes sent (may be empty when every node of the group is already done or failed).
+        nodes: Vec<String>,
+    },
+    /// A node's result for a phase was recorded.
+    NodeStatusChanged {
+        /// The node.
+        node: String,
+        /// The group that sent it.
+        group: String,
+        /// The phase.
+        phase: String,
+        /// How the node ended the phase.
+        outcome: NodeOutcome,
+        /// Its status before.
+        from: NodeStatus,
+        /// Its status now.
+        to: NodeStatus,
+    },
+    /// A group finished a phase and its criteria were checked.
+    PhaseFinished {
+        /// The group.
+        group: String,
+        /// The phase.
+        phase: String,
+        /// Whether the criteria were met.
+        passed: bool,
+        /// Nodes of the group that had passed the phase.
+        succeeded: u64,
+        /// Nodes that had not.
+        failed: u64,
+        /// Nodes in the group.
+        total: u64,
+    },
+    /// A group met its criteria after every phase.
+    GroupSucceeded {
+        /// The group.
+        group: String,
+    },
+    /// A group failed.
+    GroupFailed {
+        /// The group.
+        group: String,
+        /// Whether it is critical (the deployment will end failed).
+        critical: bool,
+        /// Why.
+        reason: FailureReason,
+    },
+    /// Every group is done.
+    DeploymentFinished {
+        /// How the deployment ended.
+        status: DeploymentStatus,
+    },
+}
