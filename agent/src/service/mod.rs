@@ -27,6 +27,7 @@ use crate::shutdown::{self, Shutdown};
 use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
 use crate::verify::{Refused, StateError, Verifier};
 use adapters::{ControllerGate, ControllerSink};
+use plinth_common::signing::VerifyError;
 use plinth_common::wire::{Refusal, Registration, TaskList};
 use registration::Registrar;
 use std::sync::Arc;
@@ -261,6 +262,16 @@ impl Agent {
                             backoff.next_delay()
                         }
                     }
+                }
+                Err(TransportError::TooLarge { size, .. }) => {
+                    // An oversized answer is a list the agent refuses without reading it.
+                    let refused = Refused::Invalid {
+                        error: VerifyError::TooLarge(size),
+                        claimed_revision: None,
+                    };
+                    tracing::error!(error = %refused, "task list refused; nothing in it runs");
+                    self.report_refusal(&refused);
+                    backoff.next_delay()
                 }
                 Err(TransportError::Unauthorized) => {
                     match self.registrar.reregister_after(seen).await {

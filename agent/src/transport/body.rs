@@ -14,7 +14,10 @@ pub async fn read_limited(
 ) -> Result<Vec<u8>, TransportError> {
     if let Some(len) = response.content_length() {
         if len > limit as u64 {
-            return Err(TransportError::TooLarge { limit });
+            return Err(TransportError::TooLarge {
+                limit,
+                size: usize::try_from(len).unwrap_or(usize::MAX),
+            });
         }
     }
     let mut body = Vec::new();
@@ -24,7 +27,10 @@ pub async fn read_limited(
         .map_err(|e| TransportError::Network(describe(&e)))?
     {
         if body.len() + chunk.len() > limit {
-            return Err(TransportError::TooLarge { limit });
+            return Err(TransportError::TooLarge {
+                limit,
+                size: body.len() + chunk.len(),
+            });
         }
         body.extend_from_slice(&chunk);
     }

@@ -53,10 +53,12 @@ pub enum TransportError {
     #[error("cannot reach the controller: {0}")]
     Network(String),
     /// The answer was larger than the agent reads.
-    #[error("controller answer is larger than {limit} bytes")]
+    #[error("controller answer is larger than {limit} bytes (at least {size})")]
     TooLarge {
         /// The limit.
         limit: usize,
+        /// The announced length, or how much had arrived when reading stopped.
+        size: usize,
     },
     /// The answer is not what the endpoint returns.
     #[error("controller answer cannot be read: {0}")]
