@@ -147,7 +147,7 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
         systemd,
         shutdown,
     };
-    let pending = agent.pending_list();
+    let pending = agent.pending_list()?;
     agent
         .journal
         .with(|j| j.set_active_revision(pending.as_ref().map(|l| l.revision)));
@@ -197,17 +197,17 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
 }
 
 impl Agent {
-    /// The stored list to resume, if any. One that no longer verifies is reported and given up.
-    fn pending_list(&mut self) -> Option<TaskList> {
+    /// The stored list to resume, if any. One that no longer verifies (say, the pinned key changed) is
+    /// reported and given up; a state file that cannot be read stops the agent.
+    fn pending_list(&mut self) -> Result<Option<TaskList>, ServiceError> {
         match self.verifier.pending() {
-            Ok(list) => list,
+            Ok(list) => Ok(list),
+            Err(Refused::Storage { source, .. }) => Err(ServiceError::State(source)),
             Err(refused) => {
                 tracing::error!(error = %refused, "the stored task list cannot be resumed; giving it up");
                 self.report_refusal(&refused);
-                if let Err(e) = self.verifier.abandon_pending() {
-                    tracing::error!(error = %e, "cannot remove the stored task list");
-                }
-                None
+                self.verifier.abandon_pending()?;
+                Ok(None)
             }
         }
     }
