@@ -1,0 +1,86 @@
+//! Measures the idle agent's memory and how fast it picks up new work against a scripted controller: registered, long-polling, heartbeating,
+//! nothing to do. Ignored by default; run it with a release binary for figures:
+//!
+//! ```text
+//! cargo build -p plinth-agent --release
+//! PLINTH_AGENT_BIN=$PWD/target/release/plinth-agent \
+//!   cargo test -p plinth-agent --test idle_footprint -- --ignored --nocapture
+//! ```
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::*;
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+#[ignore = "a measurement; run on demand with a release binary"]
+fn idle_agent_memory() {
+    let ctl = FakeController::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "controller = \"{}\"\ncontroller_public_key = \"{}\"\ncontroller_cert = \"{}\"\n\
+             state_dir = \"{}\"\npoll_wait_secs = 2\nheartbeat_secs = 1\n",
+            ctl.url,
+            ctl.public_key(),
+            ctl.cert.display(),
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let bin = std::env::var("PLINTH_AGENT_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_plinth-agent").to_string());
+    let mut child = Command::new(&bin)
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--cmdline", "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("registration", Duration::from_secs(30), || {
+        ctl.log(|l| !l.registrations.is_empty())
+    });
+    // Several long-poll cycles and heartbeats.
+    std::thread::sleep(Duration::from_secs(10));
+    let rss = rss_kib(child.id());
+    let (polls, heartbeats) = ctl.log(|l| (l.polls, l.heartbeats));
+
+    // Pickup latency: from publishing a list to receiving its first `running` result.
+    let pem = std::fs::read_to_string(dir.path().join("state/node.key")).unwrap();
+    let node = plinth_common::signing::fingerprint(
+        &plinth_common::signing::signing_key_from_pem(&pem)
+            .unwrap()
+            .verifying_key(),
+    );
+    let published = std::time::Instant::now();
+    ctl.push_list(list(
+        &node,
+        1,
+        serde_json::json!([{"id": "t", "type": "shell", "parameters": {"cmd": "true"}}]),
+    ));
+    wait_until("the first result", Duration::from_secs(30), || {
+        ctl.log(|l| !l.results.is_empty())
+    });
+    let pickup = published.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    println!("binary: {bin}");
+    println!("idle RSS after 10 s: {} KiB", rss.unwrap_or(0));
+    println!("polls: {polls}, heartbeats: {heartbeats}");
+    println!(
+        "publish -> first result received: {:.1} ms",
+        pickup.as_secs_f64() * 1000.0
+    );
+    assert!(rss.is_some() && polls >= 3 && heartbeats >= 5);
+}
