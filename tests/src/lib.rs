@@ -261,7 +261,16 @@ impl Api {
         if let Some((ctype, bytes)) = body {
             req = req.header("content-type", ctype).body(bytes);
         }
-        let resp = req.send().expect("the controller answers");
+        let resp = match req.send() {
+            Ok(resp) => resp,
+            // Not listening (yet, or any more): callers that wait treat it like any failed answer.
+            Err(e) => {
+                return Answer {
+                    status: 0,
+                    body: json!({"error": {"message": e.to_string()}}),
+                }
+            }
+        };
         let status = resp.status().as_u16();
         let text = resp.text().unwrap_or_default();
         Answer {

@@ -83,10 +83,12 @@ impl Running {
             self.outcomes.insert(node_id, o.clone());
             return;
         }
-        let (Some(list), Some(finals)) = (self.lists.get(&node_id), self.finals.get(&node_id))
-        else {
+        let Some(list) = self.lists.get(&node_id) else {
             return;
         };
+        let no_results = HashMap::new();
+        // A node with nothing to do has finished as soon as its list exists.
+        let finals = self.finals.get(&node_id).unwrap_or(&no_results);
         if list.tasks.iter().any(|t| !finals.contains_key(&t.id)) {
             return;
         }
