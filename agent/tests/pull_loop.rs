@@ -183,3 +183,50 @@ fn refuses_forged_lists_and_registers_again_when_forgotten() {
     });
     assert!(marker.exists());
 }
+
+#[test]
+fn results_made_while_the_controller_answers_503_arrive_when_it_is_back() {
+    let ctl = FakeController::start();
+    let agent = AgentProcess::start(&ctl, "", "");
+    wait_until("registration", LIMIT, || {
+        ctl.log(|l| !l.registrations.is_empty())
+    });
+    let node = agent.fingerprint();
+    let gate = agent.work().join("go");
+    // The task waits for the test to let it finish, so the controller is down when it ends.
+    ctl.push_list(list(
+        &node,
+        1,
+        json!([{"id": "slow", "type": "shell", "parameters": {
+            "cmd": format!("while [ ! -f {} ]; do sleep 0.05; done; echo finished", p(&gate))}}]),
+    ));
+    wait_until("the task to start", LIMIT, || {
+        has(&ctl, "slow", 1, S::Running, false)
+    });
+    ctl.log(|l| l.down = true);
+    std::fs::write(&gate, "").unwrap();
+    let journal = agent.state().join("journal/results.jsonl");
+    wait_until("the result to be journaled", LIMIT, || {
+        std::fs::read_to_string(&journal)
+            .map(|j| j.contains("\"succeeded\""))
+            .unwrap_or(false)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !has(&ctl, "slow", 1, S::Succeeded, true),
+        "sent while down?"
+    );
+    ctl.log(|l| l.down = false);
+    wait_until("the result to arrive", LIMIT, || {
+        has(&ctl, "slow", 1, S::Succeeded, true)
+    });
+    ctl.log(|l| {
+        let r = l.results.iter().find(|r| r.status == S::Succeeded).unwrap();
+        assert_eq!(r.stdout_tail, "finished\n");
+    });
+    // The agent kept polling through the outage and is still serving: a new list runs.
+    ctl.push_list(list(&node, 2, json!([{"id": "after", "type": "stage"}])));
+    wait_until("the next list", LIMIT, || {
+        has(&ctl, "after", 1, S::Succeeded, true)
+    });
+}

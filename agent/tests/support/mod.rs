@@ -37,6 +37,8 @@ pub struct Log {
     pub peers: Vec<String>,
     /// When set, every endpoint but register answers 401 until the node registers again.
     pub forget: bool,
+    /// When set, every endpoint answers 503 with an HTML body, like a proxy in front of a dead controller.
+    pub down: bool,
 }
 
 struct Shared {
@@ -186,11 +188,24 @@ fn forgotten(shared: &Shared) -> bool {
     shared.log.lock().unwrap().forget
 }
 
+fn down(shared: &Shared) -> Option<Response> {
+    shared.log.lock().unwrap().down.then(|| {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "<html>503 Service Unavailable</html>",
+        )
+            .into_response()
+    })
+}
+
 async fn register(
     State(s): State<Arc<Shared>>,
     Extension(peer): Extension<Peer>,
     Json(reg): Json<Registration>,
-) -> Json<RegistrationAck> {
+) -> Response {
+    if let Some(r) = down(&s) {
+        return r;
+    }
     let mut log = s.log.lock().unwrap();
     log.registrations.push(reg);
     log.peers.push(peer.0.clone());
@@ -201,9 +216,13 @@ async fn register(
         admission: Admission::Accepted,
         revision: 0,
     })
+    .into_response()
 }
 
 async fn poll(State(s): State<Arc<Shared>>, Query(q): Query<PollQuery>) -> Response {
+    if let Some(r) = down(&s) {
+        return r;
+    }
     if forgotten(&s) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
@@ -221,6 +240,9 @@ async fn poll(State(s): State<Arc<Shared>>, Query(q): Query<PollQuery>) -> Respo
 }
 
 async fn results(State(s): State<Arc<Shared>>, Json(batch): Json<ResultsBatch>) -> Response {
+    if let Some(r) = down(&s) {
+        return r;
+    }
     if forgotten(&s) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
