@@ -42,11 +42,12 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         store.create_token("admin", &hex::encode(token_hash(&token)), TokenRole::Admin)?;
         tracing::info!(path = %data.admin_token().display(), "made the admin token");
     }
-    let nodes = NodeRegistry::load(&store.list_nodes()?);
+    let nodes = Arc::new(NodeRegistry::load(&store.list_nodes()?));
     let board = Arc::new(Board::default());
     let engine = Arc::new(Engine::new(
         store.clone(),
         board.clone(),
+        nodes.clone(),
         config.list_ttl,
         config.phase_timeout,
     ));

@@ -19,7 +19,7 @@ pub struct AppState {
     /// The task list signing key.
     pub signer: SigningKey,
     /// Known node keys.
-    pub nodes: NodeRegistry,
+    pub nodes: Arc<NodeRegistry>,
     /// Operator tokens.
     pub tokens: Tokens,
     /// Published lists.

@@ -80,6 +80,7 @@ pub async fn poll(
             "nonce must be 16 to 64 lowercase hex characters",
         ));
     }
+    agent.node.note_after(q.after);
     let wait = Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
     let deadline = tokio::time::Instant::now() + wait;
     loop {

@@ -3,7 +3,7 @@
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
 use super::graphs::check_graph_type;
-use crate::engine::DeployOptions;
+use crate::engine::{DeployOptions, DeployRequest};
 use crate::state::AppState;
 use crate::store::{ClusterRecord, DeploymentRecord, NewCluster, NodeAssignment};
 use axum::extract::{Path, State};
@@ -44,6 +44,9 @@ pub struct DeployQuery {
     /// Comma-separated node ids; all the cluster's nodes when absent.
     #[serde(default)]
     nodes: Option<String>,
+    /// A strategy stored for the cluster; its phases choose the graph types.
+    #[serde(default)]
+    strategy: Option<String>,
     #[serde(default)]
     noop: bool,
     #[serde(default)]
@@ -139,17 +142,23 @@ pub async fn deploy(
     Path(id): Path<u64>,
     Query(q): Query<DeployQuery>,
 ) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
-    let graph_type = q.graph_type.unwrap_or_else(|| "default".into());
-    check_graph_type(&graph_type)?;
-    let nodes = q.nodes.as_deref().map(parse_node_list).transpose()?;
-    let options = DeployOptions {
-        noop: q.noop,
-        force: q.force,
+    if let Some(t) = &q.graph_type {
+        check_graph_type(t)?;
+    }
+    let request = DeployRequest {
+        cluster_id: id,
+        graph_type: q.graph_type,
+        node_ids: q.nodes.as_deref().map(parse_node_list).transpose()?,
+        strategy: q.strategy,
+        options: DeployOptions {
+            noop: q.noop,
+            force: q.force,
+        },
     };
     state
         .blocking(move |s| {
-            let dep = s.engine.start(id, &graph_type, nodes.as_deref(), &options)?;
-            tracing::info!(deployment = dep.id, cluster = id, graph_type = %graph_type, nodes = dep.node_ids.len(), "deployment started");
+            let dep = s.engine.start(&request)?;
+            tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
             Ok((StatusCode::ACCEPTED, Json(dep)))
         })
         .await

@@ -6,7 +6,9 @@ use crate::engine::report::{self, Report};
 use crate::state::AppState;
 use crate::store::DeploymentRecord;
 use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use serde::Deserialize;
+use std::convert::Infallible;
 use std::sync::Arc;
 
 /// `GET /api/v1/deployments` query.
@@ -40,4 +42,105 @@ pub async fn show(
             Ok(Json(report::build(s.store.as_ref(), &dep)?))
         })
         .await
+}
+
+/// The SSE stream's state: the stored-events cursor and the live channel.
+struct Feed {
+    state: Arc<AppState>,
+    id: u64,
+    cursor: u64,
+    live: tokio::sync::broadcast::Receiver<serde_json::Value>,
+    queue: std::collections::VecDeque<Event>,
+    done: bool,
+}
+
+fn sse_event(kind: &str, value: &serde_json::Value, id: Option<u64>) -> Event {
+    let e = Event::default().event(kind).data(value.to_string());
+    match id {
+        Some(id) => e.id(id.to_string()),
+        None => e,
+    }
+}
+
+impl Feed {
+    /// Reads stored events after the cursor into the queue; notes the end of the deployment.
+    async fn pull(&mut self) {
+        let (id, after) = (self.id, self.cursor);
+        let stored = self
+            .state
+            .blocking(move |s| Ok(s.store.events(id, after)?))
+            .await
+            .unwrap_or_default();
+        for (seq, e) in stored {
+            self.cursor = seq;
+            let kind = e
+                .get("event")
+                .and_then(|k| k.as_str())
+                .unwrap_or("event")
+                .to_string();
+            if kind == "deployment_finished" {
+                self.done = true;
+            }
+            self.queue.push_back(sse_event(&kind, &e, Some(seq)));
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Feed)> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some((Ok(e), self));
+            }
+            if self.done {
+                return None;
+            }
+            tokio::select! {
+                live = self.live.recv() => match live {
+                    // Task results are live only; everything else is read back from the store, in order.
+                    Ok(e) if e.get("event").and_then(|k| k.as_str()) == Some("task_result") => {
+                        self.queue.push_back(sse_event("task_result", &e, None));
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.pull().await,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        self.pull().await;
+                        self.done = true;
+                    }
+                },
+                _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => self.pull().await,
+            }
+        }
+    }
+}
+
+/// `GET /api/v1/deployments/{id}/events`: the deployment's events as Server-Sent Events: the stored ones
+/// first (each with its sequence number as the SSE id; `Last-Event-ID` resumes after it), then live ones,
+/// until the deployment finishes.
+pub async fn events(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    headers: axum::http::HeaderMap,
+) -> Result<Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let live = state.engine.events.subscribe(id);
+    let dep = state
+        .blocking(move |s| Ok(s.store.get_deployment(id)?))
+        .await?;
+    let cursor = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut feed = Feed {
+        state,
+        id,
+        cursor,
+        live,
+        queue: Default::default(),
+        done: false,
+    };
+    feed.pull().await;
+    if dep.status != crate::store::DeploymentStatus::Running {
+        feed.done = true;
+    }
+    let stream = futures_util::stream::unfold(feed, Feed::next);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

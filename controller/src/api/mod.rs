@@ -11,6 +11,7 @@ pub mod graphs;
 pub mod nodes;
 pub mod openapi;
 pub mod releases;
+pub mod strategies;
 
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
@@ -63,6 +64,24 @@ pub fn router(state: Arc<AppState>) -> Router {
     );
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
+    ops = both(ops, "/deployments/{id}/events", get(deployments::events));
+    ops = both(
+        ops,
+        "/clusters/{id}/strategies",
+        get(strategies::list).post(strategies::create),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/strategies/validate",
+        post(strategies::validate),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/strategies/{name}",
+        get(strategies::show)
+            .put(strategies::replace)
+            .delete(strategies::delete),
+    );
     let ops = ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES));
 
     let agents = Router::new()

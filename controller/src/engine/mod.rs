@@ -1,20 +1,28 @@
-//! The orchestrator: starts deployments, publishes each node's task list, folds results into node and
-//! deployment outcomes, enforces the phase timeout, and resumes running deployments after a restart.
+//! The orchestrator: drives each deployment through its strategy (`common::strategy::Sequencer`),
+//! publishes each node's task list for the phase it is in, folds results into node outcomes, enforces phase
+//! timeouts, and resumes running deployments after a restart.
 //!
-//! Invariants: the database is written before memory changes (a restart loses nothing that was acknowledged);
-//! a node's list revision only grows; a deployment finishes exactly once.
+//! Invariants: what is published is stored first, in one transaction with the sequencer state that
+//! published it, so a restart resumes exactly where the database says; a node's revision only grows; a
+//! deployment finishes exactly once; the in-memory state is a cache of the database that can be rebuilt
+//! from it at any time (see [`Engine::resume`]).
 
+pub mod events;
+pub mod plan;
 pub mod report;
 
 use crate::board::Board;
 use crate::clock::now_ms;
+use crate::registry::NodeRegistry;
 use crate::resolve;
-use crate::store::{
-    DeploymentRecord, DeploymentStatus, GraphOwner, NewDeployment, NodeRecord, Store, StoreError,
-};
+use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
+use events::EventHub;
+use plinth_common::strategy::{self, Action, NodeOutcome, Sequencer};
 use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Why a deployment cannot start.
@@ -23,7 +31,7 @@ pub enum StartError {
     /// Storage failed or refused (not found, conflict).
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The request is wrong (names the node or graph).
+    /// The request is wrong (names the node, graph or strategy).
     #[error("{0}")]
     Invalid(String),
     /// The graph does not resolve.
@@ -43,128 +51,136 @@ pub struct DeployOptions {
     pub force: bool,
 }
 
-/// How a node's phase ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "outcome", content = "reason")]
-pub enum NodeOutcome {
-    /// Every task succeeded (or was skipped on purpose).
-    Succeeded,
-    /// A task failed, or the phase timed out.
-    Failed(String),
+/// What to deploy.
+#[derive(Debug, Clone, Default)]
+pub struct DeployRequest {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The graph type, when no strategy is named (default `default`).
+    pub graph_type: Option<String>,
+    /// Some of the cluster's nodes; all of them when absent.
+    pub node_ids: Option<Vec<u64>>,
+    /// A strategy stored for the cluster.
+    pub strategy: Option<String>,
+    /// Options.
+    pub options: DeployOptions,
 }
 
-/// What is persisted as the deployment's state.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct PhaseState {
-    /// The phase running.
-    pub phase: String,
-    /// When it times out (ms).
-    pub deadline_ms: i64,
-    /// Outcomes decided by the controller itself (timeouts), which results cannot show.
+/// The orchestration state stored with a deployment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineState {
+    /// The strategy's state machine.
+    pub sequencer: Sequencer,
+    /// The strategy's name, if one was named.
     #[serde(default)]
-    pub forced: BTreeMap<u64, NodeOutcome>,
+    pub strategy: Option<String>,
+    /// The merged graph of each graph type the phases run, as of the deployment's start.
+    pub graphs: BTreeMap<String, Vec<Value>>,
+    /// When each running phase times out (ms), by `group/phase`.
+    #[serde(default)]
+    pub deadlines: BTreeMap<String, i64>,
+}
+
+fn phase_key(group: &str, phase: &str) -> String {
+    format!("{group}/{phase}")
+}
+
+/// A node's list for the phase it is in.
+struct Current {
+    group: String,
+    phase: String,
+    list: Arc<TaskList>,
+    finals: HashMap<String, ResultStatus>,
+    settled: bool,
+}
+
+impl Current {
+    /// The node's outcome once every task has its last word.
+    fn outcome(&self) -> Option<NodeOutcome> {
+        if self
+            .list
+            .tasks
+            .iter()
+            .any(|t| !self.finals.contains_key(&t.id))
+        {
+            return None;
+        }
+        let failed = self.finals.values().any(|s| {
+            matches!(
+                s,
+                ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
+            )
+        });
+        Some(if failed {
+            NodeOutcome::Failed
+        } else {
+            NodeOutcome::Succeeded
+        })
+    }
 }
 
 struct Running {
     record: DeploymentRecord,
-    state: PhaseState,
-    lists: HashMap<u64, Arc<TaskList>>,
-    finals: HashMap<u64, HashMap<String, ResultStatus>>,
-    outcomes: BTreeMap<u64, NodeOutcome>,
-}
-
-impl Running {
-    /// Folds a node's final results into its outcome, once every task has its last word.
-    fn settle(&mut self, node_id: u64) {
-        if self.outcomes.contains_key(&node_id) {
-            return;
-        }
-        if let Some(o) = self.state.forced.get(&node_id) {
-            self.outcomes.insert(node_id, o.clone());
-            return;
-        }
-        let Some(list) = self.lists.get(&node_id) else {
-            return;
-        };
-        let no_results = HashMap::new();
-        // A node with nothing to do has finished as soon as its list exists.
-        let finals = self.finals.get(&node_id).unwrap_or(&no_results);
-        if list.tasks.iter().any(|t| !finals.contains_key(&t.id)) {
-            return;
-        }
-        let failed = list.tasks.iter().find(|t| {
-            matches!(
-                finals.get(&t.id),
-                Some(ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted)
-            )
-        });
-        let outcome = match failed {
-            Some(t) => NodeOutcome::Failed(format!("task {} failed", t.id)),
-            None => NodeOutcome::Succeeded,
-        };
-        self.outcomes.insert(node_id, outcome);
-    }
-
-    fn complete(&self) -> bool {
-        self.record
-            .node_ids
-            .iter()
-            .all(|n| self.outcomes.contains_key(n))
-    }
+    state: EngineState,
+    nodes: HashMap<u64, NodeRecord>,
+    ids: HashMap<String, u64>,
+    current: HashMap<u64, Current>,
+    noop: bool,
 }
 
 /// Drives deployments.
 pub struct Engine {
     store: Arc<dyn Store>,
     board: Arc<Board>,
-    signer_ttl_secs: i64,
-    phase_timeout_ms: i64,
+    registry: Arc<NodeRegistry>,
+    /// Live events.
+    pub events: EventHub,
+    list_ttl_secs: i64,
+    phase_timeout_secs: u64,
     running: Mutex<HashMap<u64, Running>>,
+    needs_resume: AtomicBool,
 }
 
 impl Engine {
-    /// An engine over a store and a board.
+    /// An engine over a store, a board and the node registry.
     pub fn new(
         store: Arc<dyn Store>,
         board: Arc<Board>,
+        registry: Arc<NodeRegistry>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
     ) -> Self {
         Engine {
             store,
             board,
-            signer_ttl_secs: i64::try_from(list_ttl.as_secs()).unwrap_or(600),
-            phase_timeout_ms: i64::try_from(phase_timeout.as_millis()).unwrap_or(i64::MAX / 2),
+            registry,
+            events: EventHub::default(),
+            list_ttl_secs: i64::try_from(list_ttl.as_secs()).unwrap_or(600),
+            phase_timeout_secs: phase_timeout.as_secs(),
             running: Mutex::new(HashMap::new()),
+            needs_resume: AtomicBool::new(false),
         }
     }
 
     /// How long a list is valid after it is fetched, in seconds.
     pub fn list_ttl_secs(&self) -> i64 {
-        self.signer_ttl_secs
+        self.list_ttl_secs
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Resolves the cluster's graph for the chosen nodes and publishes their lists (blocking: run it on the
-    /// blocking pool).
-    pub fn start(
-        &self,
-        cluster_id: u64,
-        graph_type: &str,
-        node_ids: Option<&[u64]>,
-        options: &DeployOptions,
-    ) -> Result<DeploymentRecord, StartError> {
-        let cluster = self.store.get_cluster(cluster_id)?;
+    /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
+    pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
+        let cluster = self.store.get_cluster(req.cluster_id)?;
         let all: Vec<NodeRecord> = self
             .store
             .list_nodes()?
             .into_iter()
-            .filter(|n| n.cluster_id == Some(cluster_id))
+            .filter(|n| n.cluster_id == Some(req.cluster_id))
             .collect();
-        let nodes: Vec<NodeRecord> = match node_ids {
+        let nodes: Vec<NodeRecord> = match &req.node_ids {
             None => all,
             Some(ids) => {
                 let mut picked = Vec::new();
@@ -173,7 +189,8 @@ impl Engine {
                         Some(n) => picked.push(n.clone()),
                         None => {
                             return Err(StartError::Invalid(format!(
-                                "node {id} is not in cluster {cluster_id}"
+                                "node {id} is not in cluster {}",
+                                req.cluster_id
                             )))
                         }
                     }
@@ -183,256 +200,467 @@ impl Engine {
         };
         if nodes.is_empty() {
             return Err(StartError::Invalid(format!(
-                "cluster {cluster_id} has no nodes to deploy"
+                "cluster {} has no nodes to deploy",
+                req.cluster_id
             )));
         }
-        if let Some(n) = nodes.iter().find(|n| !n.admission_accepted()) {
+        if let Some(n) = nodes
+            .iter()
+            .find(|n| n.admission != crate::store::NodeAdmission::Accepted)
+        {
             return Err(StartError::Invalid(format!(
                 "node {} ({}) is not accepted yet",
                 n.id, n.name
             )));
         }
-        let release_graph = match self
-            .store
-            .get_graph(GraphOwner::Release(cluster.release_id), graph_type)
-        {
-            Ok(g) => g.body.tasks,
-            Err(StoreError::NotFound { .. }) => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
-        let cluster_graph = match self
-            .store
-            .get_graph(GraphOwner::Cluster(cluster_id), graph_type)
-        {
-            Ok(g) => g.body.tasks,
-            Err(StoreError::NotFound { .. }) => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
-        if release_graph.is_empty() && cluster_graph.is_empty() {
-            return Err(StartError::Invalid(format!(
-                "no graph of type {graph_type:?} for cluster {cluster_id} or its release"
-            )));
+        let strategy = plan::strategy_for(
+            self.store.as_ref(),
+            req.cluster_id,
+            req.strategy.as_deref(),
+            req.graph_type.as_deref(),
+            self.phase_timeout_secs,
+        )?;
+        let graphs = plan::merged_graphs(
+            self.store.as_ref(),
+            cluster.release_id,
+            req.cluster_id,
+            &strategy,
+        )?;
+        // Every node resolves for every phase, or nothing starts.
+        for node in &nodes {
+            for phase in &strategy.phases {
+                plan::tasks_for(&graphs, &phase.graph_type, node)?;
+            }
         }
-        let merged = resolve::merge(&[&release_graph, &cluster_graph])?;
-        let mut planned = Vec::with_capacity(nodes.len());
-        for n in &nodes {
-            let tags: BTreeSet<String> = n
-                .tags
-                .iter()
-                .chain(&n.roles)
-                .chain(&n.pending_roles)
-                .cloned()
-                .collect();
-            planned.push((n, resolve::tasks_for_node(&merged, &n.name, &tags)?));
-        }
-
-        let now = now_ms();
-        let state = PhaseState {
-            phase: "deploy".into(),
-            deadline_ms: now + self.phase_timeout_ms,
-            forced: BTreeMap::new(),
+        let inventory: Vec<_> = nodes.iter().map(plan::inventory_node).collect();
+        let sequencer = Sequencer::new(&strategy, &inventory)
+            .map_err(|e| StartError::Invalid(e.to_string()))?;
+        let state = EngineState {
+            sequencer,
+            strategy: req.strategy.clone(),
+            graphs,
+            deadlines: BTreeMap::new(),
+        };
+        let graph_type = match &req.strategy {
+            Some(name) => format!("strategy:{name}"),
+            None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
         };
         let record = self.store.create_deployment(&NewDeployment {
-            cluster_id,
-            graph_type: graph_type.to_string(),
+            cluster_id: req.cluster_id,
+            graph_type,
             node_ids: nodes.iter().map(|n| n.id).collect(),
-            options: serde_json::to_value(options).unwrap_or_default(),
+            options: serde_json::to_value(&req.options).unwrap_or_default(),
             state: serde_json::to_value(&state).unwrap_or_default(),
-            now_ms: now,
+            now_ms: now_ms(),
         })?;
-        let mut lists = Vec::with_capacity(planned.len());
-        for (n, tasks) in planned {
-            lists.push(TaskList {
-                format: TASK_LIST_FORMAT,
-                node_key: n.node_key.clone(),
-                node_id: n.id,
-                deployment_id: record.id,
-                phase: state.phase.clone(),
-                revision: self.store.next_revision(n.id)?,
-                issued_at: 0,
-                expires_at: 0,
-                nonce: String::new(),
-                noop: options.noop,
-                tasks,
-            });
-        }
-        self.store.publish_lists(record.id, &lists)?;
-        self.adopt(record.clone(), state, lists, Vec::new());
+        let mut run = Running {
+            ids: nodes.iter().map(|n| (n.name.clone(), n.id)).collect(),
+            nodes: nodes.into_iter().map(|n| (n.id, n)).collect(),
+            record: record.clone(),
+            state,
+            current: HashMap::new(),
+            noop: req.options.noop,
+        };
+        let id = record.id;
+        let done = self.advance(&mut run, Vec::new());
+        self.keep(id, run, done);
         Ok(record)
     }
 
-    /// Puts a deployment in memory and on the board, folding in results already stored.
-    fn adopt(
-        &self,
-        record: DeploymentRecord,
-        state: PhaseState,
-        lists: Vec<TaskList>,
-        results: Vec<(u64, TaskResult)>,
-    ) {
-        let mut run = Running {
-            record,
-            state,
-            lists: lists
-                .into_iter()
-                .map(|l| (l.node_id, Arc::new(l)))
-                .collect(),
-            finals: HashMap::new(),
-            outcomes: BTreeMap::new(),
-        };
-        for (node, r) in &results {
-            fold(&mut run, *node, r);
-        }
-        let nodes: Vec<u64> = run.record.node_ids.clone();
-        for n in &nodes {
-            run.settle(*n);
-        }
-        for list in run.lists.values() {
-            if !run.outcomes.contains_key(&list.node_id) {
-                self.board.publish(list.clone());
+    /// Puts a deployment back in memory unless it finished; schedules a rebuild after a storage failure.
+    fn keep(&self, id: u64, run: Running, done: Result<bool, StoreError>) {
+        match done {
+            Ok(true) => {}
+            Ok(false) => {
+                self.lock().insert(id, run);
             }
-        }
-        let id = run.record.id;
-        let finished = run.complete();
-        self.lock().insert(id, run);
-        if finished {
-            self.finish(id);
+            Err(e) => {
+                tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
+                self.needs_resume.store(true, Ordering::Release);
+            }
         }
     }
 
-    /// Loads running deployments from the store after a start (blocking).
-    pub fn resume(&self) -> Result<usize, StoreError> {
-        let running = self.store.running_deployments()?;
-        let count = running.len();
-        for record in running {
-            let state: PhaseState =
-                serde_json::from_value(record.state.clone()).unwrap_or_default();
-            let lists = self.store.published_lists(record.id)?;
-            let results = self.store.deployment_results(record.id)?;
-            tracing::info!(
-                deployment = record.id,
-                nodes = lists.len(),
-                results = results.len(),
-                "resuming deployment"
+    /// Runs the sequencer until it waits for results: publishes the lists of phases that start, records
+    /// nodes with nothing to do, finishes the deployment when it ends. Returns whether it finished.
+    fn advance(&self, run: &mut Running, mut events: Vec<Value>) -> Result<bool, StoreError> {
+        let mut finished = None;
+        loop {
+            let mut progressed = false;
+            let mut lists = Vec::new();
+            let mut placed: Vec<(String, String)> = Vec::new();
+            for action in run.state.sequencer.next_actions() {
+                match action {
+                    Action::StartPhase {
+                        group,
+                        phase,
+                        graph_type,
+                        timeout_secs,
+                        nodes,
+                    } => {
+                        let timeout_ms = i64::try_from(timeout_secs.saturating_mul(1000))
+                            .unwrap_or(i64::MAX / 4);
+                        run.state.deadlines.insert(
+                            phase_key(&group, &phase),
+                            now_ms().saturating_add(timeout_ms),
+                        );
+                        for name in nodes {
+                            let Some(node) = run.ids.get(&name).and_then(|id| run.nodes.get(id))
+                            else {
+                                continue;
+                            };
+                            match plan::tasks_for(&run.state.graphs, &graph_type, node) {
+                                Ok(tasks) if tasks.is_empty() => {
+                                    record(
+                                        &mut run.state.sequencer,
+                                        &group,
+                                        &phase,
+                                        &name,
+                                        NodeOutcome::Succeeded,
+                                    );
+                                    progressed = true;
+                                }
+                                Ok(tasks) => {
+                                    let floor = self
+                                        .registry
+                                        .get(&node.node_key)
+                                        .map(|e| e.after())
+                                        .unwrap_or(0);
+                                    lists.push(TaskList {
+                                        format: TASK_LIST_FORMAT,
+                                        node_key: node.node_key.clone(),
+                                        node_id: node.id,
+                                        deployment_id: run.record.id,
+                                        phase: phase.clone(),
+                                        revision: floor,
+                                        issued_at: 0,
+                                        expires_at: 0,
+                                        nonce: String::new(),
+                                        noop: run.noop,
+                                        tasks,
+                                    });
+                                    placed.push((group.clone(), phase.clone()));
+                                }
+                                Err(e) => {
+                                    events.push(json!({"event": "node_error", "node": name, "phase": phase, "message": e.to_string()}));
+                                    record(
+                                        &mut run.state.sequencer,
+                                        &group,
+                                        &phase,
+                                        &name,
+                                        NodeOutcome::Failed,
+                                    );
+                                    progressed = true;
+                                }
+                            }
+                        }
+                    }
+                    Action::Finished { status } => finished = Some(status),
+                }
+            }
+            events.extend(
+                run.state
+                    .sequencer
+                    .take_events()
+                    .iter()
+                    .map(|e| serde_json::to_value(e).unwrap_or_default()),
             );
-            self.adopt(record, state, lists, results);
+            if !lists.is_empty() {
+                let state = serde_json::to_value(&run.state).unwrap_or_default();
+                self.store
+                    .publish_lists(run.record.id, &mut lists, &state, &events)?;
+                self.events.send(run.record.id, &events);
+                events.clear();
+                for (list, (group, phase)) in lists.into_iter().zip(placed) {
+                    let list = Arc::new(list);
+                    self.board.publish(list.clone());
+                    run.current.insert(
+                        list.node_id,
+                        Current {
+                            group,
+                            phase,
+                            list,
+                            finals: HashMap::new(),
+                            settled: false,
+                        },
+                    );
+                }
+            }
+            if let Some(status) = finished {
+                self.finish(run, status, events)?;
+                return Ok(true);
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if !events.is_empty() {
+            let state = serde_json::to_value(&run.state).unwrap_or_default();
+            self.store.save_progress(run.record.id, &state, &events)?;
+            self.events.send(run.record.id, &events);
+        }
+        Ok(false)
+    }
+
+    /// Records the end of a deployment.
+    fn finish(
+        &self,
+        run: &mut Running,
+        status: strategy::DeploymentStatus,
+        events: Vec<Value>,
+    ) -> Result<(), StoreError> {
+        let report = run.state.sequencer.report();
+        let mut succeeded = Vec::new();
+        let mut failed = Vec::new();
+        let mut untouched = Vec::new();
+        for n in &report.nodes {
+            let Some(id) = run.ids.get(&n.name).copied() else {
+                continue;
+            };
+            match n.status {
+                strategy::NodeStatus::Success => succeeded.push(id),
+                strategy::NodeStatus::Failure => failed.push(id),
+                _ => untouched.push(id),
+            }
+        }
+        let unselected: Vec<u64> = report
+            .unselected_nodes
+            .iter()
+            .filter_map(|n| run.ids.get(n).copied())
+            .collect();
+        untouched.extend(unselected);
+        let status = report::store_status(status);
+        let state = serde_json::to_value(&run.state).unwrap_or_default();
+        self.store.finish_deployment(
+            run.record.id,
+            &DeploymentEnd {
+                state: &state,
+                status,
+                events: &events,
+                succeeded: &succeeded,
+                failed: &failed,
+                untouched: &untouched,
+            },
+        )?;
+        for id in run.nodes.keys() {
+            self.board.withdraw(*id, run.record.id);
+        }
+        self.events.send(run.record.id, &events);
+        self.events.close(run.record.id);
+        tracing::info!(
+            deployment = run.record.id,
+            status = status.as_str(),
+            succeeded = succeeded.len(),
+            failed = failed.len(),
+            "deployment finished"
+        );
+        Ok(())
+    }
+
+    /// Loads running deployments that are not in memory from the store (after a start, or to rebuild one
+    /// after a storage failure). Blocking.
+    pub fn resume(&self) -> Result<usize, StoreError> {
+        self.needs_resume.store(false, Ordering::Release);
+        let running = self.store.running_deployments()?;
+        let mut count = 0;
+        for record in running {
+            if self.lock().contains_key(&record.id) {
+                continue;
+            }
+            count += 1;
+            let id = record.id;
+            let state: EngineState = match serde_json::from_value(record.state.clone()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(deployment = id, error = %e, "cannot read a running deployment's state; leaving it");
+                    continue;
+                }
+            };
+            let mut nodes = HashMap::new();
+            for node_id in &record.node_ids {
+                if let Ok(n) = self.store.get_node(*node_id) {
+                    nodes.insert(*node_id, n);
+                }
+            }
+            let noop = record
+                .options
+                .get("noop")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let mut run = Running {
+                ids: nodes.values().map(|n| (n.name.clone(), n.id)).collect(),
+                nodes,
+                record,
+                state,
+                current: HashMap::new(),
+                noop,
+            };
+            // The lists of the phases still awaiting results, and the results they already have.
+            let latest: HashMap<u64, TaskList> = self
+                .store
+                .published_lists(id)?
+                .into_iter()
+                .map(|l| (l.node_id, l))
+                .collect();
+            for phase in run.state.sequencer.in_flight() {
+                for name in &phase.awaiting {
+                    let Some(node_id) = run.ids.get(name).copied() else {
+                        continue;
+                    };
+                    if let Some(list) = latest.get(&node_id).filter(|l| l.phase == phase.phase) {
+                        let list = Arc::new(list.clone());
+                        self.board.publish(list.clone());
+                        run.current.insert(
+                            node_id,
+                            Current {
+                                group: phase.group.clone(),
+                                phase: phase.phase.clone(),
+                                list,
+                                finals: HashMap::new(),
+                                settled: false,
+                            },
+                        );
+                    }
+                }
+            }
+            let results = self.store.deployment_results(id)?;
+            let touched: HashSet<u64> = results.iter().map(|(n, _)| *n).collect();
+            for (node, r) in &results {
+                fold(&mut run, *node, r);
+            }
+            for node in touched {
+                self.settle(&mut run, node);
+            }
+            tracing::info!(
+                deployment = id,
+                awaiting = run.current.len(),
+                "resumed deployment"
+            );
+            let done = self.advance(&mut run, Vec::new());
+            self.keep(id, run, done);
         }
         Ok(count)
     }
 
-    /// Whether `node_id` has a published list with this deployment and revision, and the task is in it.
+    /// Whether `node_id` was given this result's list in a running deployment (`None` when the deployment
+    /// is not running here).
     pub fn owns(&self, node_id: u64, r: &TaskResult) -> Option<bool> {
         let map = self.lock();
         let run = map.get(&r.deployment_id)?;
-        let list = run.lists.get(&node_id)?;
-        Some(list.revision == r.revision && list.tasks.iter().any(|t| t.id == r.task_id))
+        let cur = run.current.get(&node_id)?;
+        (cur.list.revision == r.revision).then(|| cur.list.tasks.iter().any(|t| t.id == r.task_id))
     }
 
-    /// Folds stored results in; finishes nodes and deployments they complete (blocking).
-    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) {
-        let mut done = Vec::new();
-        {
-            let mut map = self.lock();
-            for r in results {
-                if let Some(run) = map.get_mut(&r.deployment_id) {
-                    fold(run, node_id, r);
-                    run.settle(node_id);
-                    if run.outcomes.contains_key(&node_id) {
-                        self.board.withdraw(node_id, r.deployment_id);
-                    }
-                    if run.complete() {
-                        done.push(r.deployment_id);
-                    }
-                }
-            }
-        }
-        done.dedup();
-        for id in done {
-            self.finish(id);
-        }
-    }
-
-    /// Fails nodes whose phase ran past its deadline (blocking; called every second).
-    pub fn tick(&self) {
-        let now = now_ms();
-        let mut expired = Vec::new();
-        {
-            let mut map = self.lock();
-            for run in map.values_mut() {
-                if now < run.state.deadline_ms {
-                    continue;
-                }
-                for n in run.record.node_ids.clone() {
-                    if !run.outcomes.contains_key(&n) {
-                        let o = NodeOutcome::Failed(format!(
-                            "phase {} timed out before the node finished",
-                            run.state.phase
-                        ));
-                        run.state.forced.insert(n, o.clone());
-                        run.outcomes.insert(n, o);
-                        self.board.withdraw(n, run.record.id);
-                    }
-                }
-                expired.push(run.record.id);
-            }
-        }
-        for id in expired {
-            self.finish(id);
-        }
-    }
-
-    /// Records the end of a deployment.
-    fn finish(&self, id: u64) {
-        let Some(run) = self.lock().remove(&id) else {
+    /// Records a node's outcome once its list is complete.
+    fn settle(&self, run: &mut Running, node_id: u64) {
+        let Some(cur) = run.current.get_mut(&node_id) else {
             return;
         };
-        let succeeded: Vec<u64> = run
-            .outcomes
-            .iter()
-            .filter(|(_, o)| **o == NodeOutcome::Succeeded)
-            .map(|(n, _)| *n)
-            .collect();
-        let failed: Vec<u64> = run
-            .outcomes
-            .keys()
-            .copied()
-            .filter(|n| !succeeded.contains(n))
-            .collect();
-        // The default strategy: one critical group that needs every node.
-        let status = if failed.is_empty() {
-            DeploymentStatus::Success
-        } else {
-            DeploymentStatus::Failed
-        };
-        let mut state = serde_json::to_value(&run.state).unwrap_or_default();
-        if let Some(obj) = state.as_object_mut() {
-            obj.insert(
-                "outcomes".into(),
-                serde_json::to_value(&run.outcomes).unwrap_or_default(),
+        if cur.settled {
+            return;
+        }
+        let Some(outcome) = cur.outcome() else { return };
+        cur.settled = true;
+        let (group, phase) = (cur.group.clone(), cur.phase.clone());
+        self.board.withdraw(node_id, run.record.id);
+        if let Some(name) = run.nodes.get(&node_id).map(|n| n.name.clone()) {
+            record(&mut run.state.sequencer, &group, &phase, &name, outcome);
+        }
+    }
+
+    /// Folds stored results in, records finished nodes and moves the deployments on (blocking).
+    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) {
+        let mut map = self.lock();
+        let mut touched: Vec<u64> = Vec::new();
+        for r in results {
+            let Some(run) = map.get_mut(&r.deployment_id) else {
+                continue;
+            };
+            fold(run, node_id, r);
+            let name = run
+                .nodes
+                .get(&node_id)
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            self.events.send(
+                r.deployment_id,
+                &[json!({"event": "task_result", "node": name, "task": r.task_id, "attempt": r.attempt, "status": r.status, "last": r.last})],
             );
+            if !touched.contains(&r.deployment_id) {
+                touched.push(r.deployment_id);
+            }
         }
-        let result = self
-            .store
-            .finish_nodes(&succeeded, &failed)
-            .and_then(|_| self.store.save_deployment_state(id, &state, status));
-        for n in &run.record.node_ids {
-            self.board.withdraw(*n, id);
-        }
-        match result {
-            Ok(()) => tracing::info!(
-                deployment = id,
-                status = status.as_str(),
-                succeeded = succeeded.len(),
-                failed = failed.len(),
-                "deployment finished"
-            ),
-            Err(e) => {
-                tracing::error!(deployment = id, error = %e, "cannot record the end of a deployment; keeping it running");
-                self.lock().insert(id, run);
+        for id in touched {
+            let Some(mut run) = map.remove(&id) else {
+                continue;
+            };
+            self.settle(&mut run, node_id);
+            let done = self.advance(&mut run, Vec::new());
+            match done {
+                Ok(false) => {
+                    map.insert(id, run);
+                }
+                other => {
+                    drop(map);
+                    self.keep(id, run, other);
+                    map = self.lock();
+                }
             }
         }
     }
 
-    /// The status of a task's dependencies for a gated task: (ready, blocked, waiting_for).
+    /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;
+    /// called every second).
+    pub fn tick(&self) {
+        if self.needs_resume.load(Ordering::Acquire) {
+            if let Err(e) = self.resume() {
+                tracing::error!(error = %e, "cannot resume deployments");
+                self.needs_resume.store(true, Ordering::Release);
+            }
+        }
+        let now = now_ms();
+        let ids: Vec<u64> = self.lock().keys().copied().collect();
+        for id in ids {
+            let Some(mut run) = self.lock().remove(&id) else {
+                continue;
+            };
+            let expired: Vec<(String, String)> = run
+                .state
+                .sequencer
+                .in_flight()
+                .into_iter()
+                .filter(|p| {
+                    run.state
+                        .deadlines
+                        .get(&phase_key(&p.group, &p.phase))
+                        .is_some_and(|d| now >= *d)
+                })
+                .map(|p| (p.group, p.phase))
+                .collect();
+            if expired.is_empty() {
+                self.lock().insert(id, run);
+                continue;
+            }
+            for (group, phase) in &expired {
+                tracing::warn!(deployment = id, group = %group, phase = %phase, "phase timed out");
+                if let Err(e) = run.state.sequencer.phase_timed_out(group, phase) {
+                    tracing::error!(deployment = id, error = %e, "cannot time a phase out");
+                }
+                run.state.deadlines.remove(&phase_key(group, phase));
+                for (node_id, cur) in run.current.iter_mut() {
+                    if &cur.group == group && &cur.phase == phase && !cur.settled {
+                        cur.settled = true;
+                        self.board.withdraw(*node_id, id);
+                    }
+                }
+            }
+            let done = self.advance(&mut run, Vec::new());
+            self.keep(id, run, done);
+        }
+    }
+
+    /// The status of a gated task's dependencies: (ready, blocked, waiting_for); `None` when the task is
+    /// not in a running deployment on this node.
     pub fn gate(
         &self,
         node_id: u64,
@@ -442,18 +670,20 @@ impl Engine {
         let map = self.lock();
         let run = map.get(&deployment_id)?;
         let spec = run
-            .lists
+            .current
             .get(&node_id)?
+            .list
             .tasks
             .iter()
             .find(|t| t.id == task)?;
         let mut waiting = Vec::new();
         let mut blocked = false;
         for dep in &spec.waits_for {
-            match run.finals.get(&dep.node_id).and_then(|f| f.get(&dep.task)) {
+            let other = run.current.get(&dep.node_id);
+            match other.and_then(|c| c.finals.get(&dep.task)) {
                 Some(ResultStatus::Succeeded | ResultStatus::Skipped) => {}
                 Some(_) => blocked = true,
-                None if run.outcomes.contains_key(&dep.node_id) => blocked = true,
+                None if other.is_some_and(|c| c.settled) => blocked = true,
                 None => waiting.push(format!("{} on node {}", dep.task, dep.node_id)),
             }
         }
@@ -461,22 +691,17 @@ impl Engine {
     }
 }
 
-fn fold(run: &mut Running, node_id: u64, r: &TaskResult) {
-    let current = run.lists.get(&node_id).map(|l| l.revision);
-    if r.last && current == Some(r.revision) {
-        run.finals
-            .entry(node_id)
-            .or_default()
-            .insert(r.task_id.clone(), r.status);
+/// Records a node's outcome in the sequencer; a refusal there is a bug worth a log line, not a crash.
+fn record(seq: &mut Sequencer, group: &str, phase: &str, node: &str, outcome: NodeOutcome) {
+    if let Err(e) = seq.record_result(group, phase, node, outcome) {
+        tracing::error!(group, phase, node, error = %e, "the sequencer refused a node's outcome");
     }
 }
 
-trait AdmissionExt {
-    fn admission_accepted(&self) -> bool;
-}
-
-impl AdmissionExt for NodeRecord {
-    fn admission_accepted(&self) -> bool {
-        self.admission == crate::store::NodeAdmission::Accepted
+fn fold(run: &mut Running, node_id: u64, r: &TaskResult) {
+    if let Some(cur) = run.current.get_mut(&node_id) {
+        if r.last && cur.list.revision == r.revision {
+            cur.finals.insert(r.task_id.clone(), r.status);
+        }
     }
 }

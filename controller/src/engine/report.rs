@@ -1,29 +1,19 @@
-//! The deployment report: per group its state and why, per node its status and each task's last result.
-//! Built from the database alone, so it reads the same during a deployment, after it, and after a restart.
+//! The deployment report: per group its state and why (criteria, dependency, timeout), its succeeded,
+//! prepared, failed and not-started nodes; per node its status and each task's latest result. Built from
+//! the database alone, so it reads the same during a deployment, after it, and after a restart.
 
-use super::{NodeOutcome, PhaseState};
+use super::EngineState;
 use crate::store::{DeploymentRecord, DeploymentStatus, NodeRecord, Store, StoreResult};
+use plinth_common::strategy::{self, FailureReason};
 use plinth_common::wire::{ResultStatus, TaskResult};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-
-/// A node's status in a deployment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeRunStatus {
-    /// No result yet.
-    NotStarted,
-    /// Tasks are running.
-    Running,
-    /// Every task succeeded.
-    Success,
-    /// A task failed, or the phase timed out.
-    Failure,
-}
+use std::collections::HashMap;
 
 /// One task's line in the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskLine {
+    /// The phase whose list held the task.
+    pub phase: String,
     /// Task id.
     pub id: String,
     /// Latest status.
@@ -40,6 +30,9 @@ pub struct TaskLine {
     pub stdout_tail: String,
     /// Error output tail of the latest attempt.
     pub stderr_tail: String,
+    /// Details the task type adds (puppet's summary, ...).
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
 }
 
 /// One node's part of the report.
@@ -49,16 +42,22 @@ pub struct NodeLine {
     pub id: u64,
     /// Node name.
     pub name: String,
-    /// Status.
-    pub status: NodeRunStatus,
+    /// `not_started`, `running`, `prepared`, `success` or `failure`.
+    pub status: String,
+    /// The phase it is running, while it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The phase it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_phase: Option<String>,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Tasks in the node's list.
+    /// Tasks in its current (or last) list.
     pub total_tasks: usize,
-    /// Tasks with a final result.
+    /// Of those, tasks with a final result.
     pub finished_tasks: usize,
-    /// Each task's latest result.
+    /// Every task of every list it was given, with its latest result.
     pub tasks: Vec<TaskLine>,
 }
 
@@ -69,17 +68,27 @@ pub struct GroupLine {
     pub name: String,
     /// Critical groups fail the deployment when they fail.
     pub critical: bool,
-    /// `running`, `succeeded` or `failed`.
+    /// `pending`, `running`, `succeeded` or `failed`.
     pub state: String,
-    /// Why it failed.
+    /// The phase it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_phase: Option<String>,
+    /// Why it failed, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Nodes that succeeded.
+    /// Why it failed, as data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureReason>,
+    /// Every node it selects.
+    pub nodes: Vec<String>,
+    /// Nodes that finished every phase.
     pub succeeded: Vec<String>,
+    /// Nodes that finished some phases.
+    pub prepared: Vec<String>,
     /// Nodes that failed.
     pub failed: Vec<String>,
-    /// Nodes not finished or never started.
-    pub not_finished: Vec<String>,
+    /// Nodes never sent.
+    pub not_started: Vec<String>,
 }
 
 /// The whole report.
@@ -89,22 +98,35 @@ pub struct Report {
     pub id: u64,
     /// Cluster.
     pub cluster_id: u64,
-    /// Graph type.
+    /// Graph type (or `strategy:<name>`).
     pub graph_type: String,
+    /// The strategy named, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
     /// Status.
     pub status: DeploymentStatus,
     /// Started (ms).
     pub created_at_ms: i64,
     /// Finished (ms).
     pub finished_at_ms: Option<i64>,
+    /// The phases each group goes through.
+    pub phases: Vec<String>,
+    /// Groups in the order they started.
+    pub order: Vec<String>,
     /// Groups.
     pub groups: Vec<GroupLine>,
     /// Nodes.
     pub nodes: Vec<NodeLine>,
+    /// Nodes of the deployment that no group selects.
+    pub unselected_nodes: Vec<String>,
 }
 
 /// Builds the report of a deployment (blocking).
 pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
+    let state: EngineState = serde_json::from_value(dep.state.clone()).map_err(|e| {
+        crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
+    })?;
+    let plan = state.sequencer.report();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;
     let names: HashMap<u64, String> = store
@@ -112,16 +134,13 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
         .into_iter()
         .map(|n: NodeRecord| (n.id, n.name))
         .collect();
-    let state: PhaseState = serde_json::from_value(dep.state.clone()).unwrap_or_default();
-    let outcomes: BTreeMap<u64, NodeOutcome> = dep
-        .state
-        .get("outcomes")
-        .and_then(|o| serde_json::from_value(o.clone()).ok())
-        .unwrap_or_default();
 
-    let mut latest: HashMap<(u64, String), (&TaskResult, u32)> = HashMap::new();
+    // The latest report of each (node, revision, task), and how many attempts it had.
+    let mut latest: HashMap<(u64, u64, &str), (&TaskResult, u32)> = HashMap::new();
     for (node, r) in &results {
-        let entry = latest.entry((*node, r.task_id.clone())).or_insert((r, 0));
+        let entry = latest
+            .entry((*node, r.revision, r.task_id.as_str()))
+            .or_insert((r, 0));
         entry.1 = entry.1.max(r.attempt);
         if (r.attempt, r.status.is_terminal()) >= (entry.0.attempt, entry.0.status.is_terminal()) {
             entry.0 = r;
@@ -134,51 +153,73 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             .get(node_id)
             .cloned()
             .unwrap_or_else(|| format!("node-{node_id}"));
-        let list = lists.iter().find(|l| l.node_id == *node_id);
+        let mine: Vec<_> = lists.iter().filter(|l| l.node_id == *node_id).collect();
         let mut tasks = Vec::new();
-        let mut finished = 0;
-        for spec in list.map(|l| l.tasks.as_slice()).unwrap_or_default() {
-            if let Some((r, attempts)) = latest.get(&(*node_id, spec.id.clone())) {
-                if r.last {
-                    finished += 1;
+        for list in &mine {
+            for spec in &list.tasks {
+                if let Some((r, attempts)) =
+                    latest.get(&(*node_id, list.revision, spec.id.as_str()))
+                {
+                    tasks.push(TaskLine {
+                        phase: list.phase.clone(),
+                        id: spec.id.clone(),
+                        status: r.status,
+                        attempts: *attempts,
+                        exit_code: r.exit_code,
+                        duration_ms: r.duration_ms,
+                        message: r.message.clone(),
+                        stdout_tail: r.stdout_tail.clone(),
+                        stderr_tail: r.stderr_tail.clone(),
+                        details: r.details.clone(),
+                    });
                 }
-                tasks.push(TaskLine {
-                    id: spec.id.clone(),
-                    status: r.status,
-                    attempts: *attempts,
-                    exit_code: r.exit_code,
-                    duration_ms: r.duration_ms,
-                    message: r.message.clone(),
-                    stdout_tail: r.stdout_tail.clone(),
-                    stderr_tail: r.stderr_tail.clone(),
-                });
             }
         }
-        let total = list.map(|l| l.tasks.len()).unwrap_or(0);
-        let outcome = outcomes.get(node_id).or_else(|| state.forced.get(node_id));
-        let failed_task = tasks.iter().find(|t| {
-            matches!(
-                t.status,
-                ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
-            ) && latest
-                .get(&(*node_id, t.id.clone()))
-                .is_some_and(|(r, _)| r.last)
+        let last = mine.last();
+        let total = last.map_or(0, |l| l.tasks.len());
+        let finished = last.map_or(0, |l| {
+            l.tasks
+                .iter()
+                .filter(|t| {
+                    latest
+                        .get(&(*node_id, l.revision, t.id.as_str()))
+                        .is_some_and(|(r, _)| r.last)
+                })
+                .count()
         });
-        let (status, reason) = match (outcome, failed_task) {
-            (Some(NodeOutcome::Succeeded), _) => (NodeRunStatus::Success, None),
-            (Some(NodeOutcome::Failed(why)), _) => (NodeRunStatus::Failure, Some(why.clone())),
-            (None, Some(t)) => (
-                NodeRunStatus::Failure,
-                Some(format!("task {} failed", t.id)),
-            ),
-            (None, None) if total > 0 && finished == total => (NodeRunStatus::Success, None),
-            (None, None) if tasks.is_empty() => (NodeRunStatus::NotStarted, None),
-            (None, None) => (NodeRunStatus::Running, None),
+        let planned = plan.node(&name);
+        let in_flight = state
+            .sequencer
+            .in_flight()
+            .into_iter()
+            .find(|p| p.awaiting.iter().any(|n| n == &name))
+            .map(|p| p.phase);
+        let status = match (planned.map(|p| p.status), &in_flight) {
+            (_, Some(_)) => "running".to_string(),
+            (Some(s), None) => s.as_str().to_string(),
+            (None, None) => "not_started".to_string(),
         };
+        let reason = planned.and_then(|p| {
+            let failed = p.failed_phase.as_ref()?;
+            let task = tasks.iter().rev().find(|t| {
+                &t.phase == failed
+                    && matches!(
+                        t.status,
+                        ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
+                    )
+            });
+            Some(match (task, p.failure) {
+                (Some(t), _) => format!("task {} {} in phase {failed}", t.id, t.status_word()),
+                (None, Some(outcome)) => format!("{outcome} in phase {failed}"),
+                (None, None) => format!("failed phase {failed}"),
+            })
+        });
         nodes.push(NodeLine {
             id: *node_id,
             name,
             status,
+            phase: in_flight,
+            failed_phase: planned.and_then(|p| p.failed_phase.clone()),
             reason,
             total_tasks: total,
             finished_tasks: finished,
@@ -186,46 +227,56 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
         });
     }
 
-    let pick = |s: NodeRunStatus| {
-        nodes
-            .iter()
-            .filter(|n| n.status == s)
-            .map(|n| n.name.clone())
-            .collect::<Vec<_>>()
-    };
-    let failed = pick(NodeRunStatus::Failure);
-    let group_state = match dep.status {
-        DeploymentStatus::Running => "running",
-        DeploymentStatus::Success | DeploymentStatus::SuccessWithFailures => "succeeded",
-        DeploymentStatus::Failed => "failed",
-    };
-    let group = GroupLine {
-        name: "default".into(),
-        critical: true,
-        state: group_state.into(),
-        reason: (dep.status == DeploymentStatus::Failed).then(|| {
-            format!(
-                "{} of {} nodes failed; the group needs 100% successful nodes",
-                failed.len(),
-                nodes.len()
-            )
-        }),
-        succeeded: pick(NodeRunStatus::Success),
-        failed,
-        not_finished: nodes
-            .iter()
-            .filter(|n| matches!(n.status, NodeRunStatus::NotStarted | NodeRunStatus::Running))
-            .map(|n| n.name.clone())
-            .collect(),
-    };
+    let groups = plan
+        .groups
+        .iter()
+        .map(|g| GroupLine {
+            name: g.name.clone(),
+            critical: g.critical,
+            state: g.state.as_str().to_string(),
+            current_phase: g.current_phase.clone(),
+            reason: g.reason.as_ref().map(ToString::to_string),
+            failure: g.reason.clone(),
+            nodes: g.nodes.clone(),
+            succeeded: g.succeeded.clone(),
+            prepared: g.prepared.clone(),
+            failed: g.failed.clone(),
+            not_started: g.not_started.clone(),
+        })
+        .collect();
     Ok(Report {
         id: dep.id,
         cluster_id: dep.cluster_id,
         graph_type: dep.graph_type.clone(),
+        strategy: state.strategy.clone(),
         status: dep.status,
         created_at_ms: dep.created_at_ms,
         finished_at_ms: dep.finished_at_ms,
-        groups: vec![group],
+        phases: plan.phases.clone(),
+        order: plan.order.clone(),
+        groups,
         nodes,
+        unselected_nodes: plan.unselected_nodes.clone(),
     })
+}
+
+impl TaskLine {
+    fn status_word(&self) -> &'static str {
+        match self.status {
+            ResultStatus::Failed => "failed",
+            ResultStatus::TimedOut => "timed out",
+            ResultStatus::Interrupted => "was interrupted",
+            _ => "ended",
+        }
+    }
+}
+
+/// The strategy status as the store names it (used by tests and the API).
+pub fn store_status(s: strategy::DeploymentStatus) -> DeploymentStatus {
+    match s {
+        strategy::DeploymentStatus::Success => DeploymentStatus::Success,
+        strategy::DeploymentStatus::SuccessWithFailures => DeploymentStatus::SuccessWithFailures,
+        strategy::DeploymentStatus::Failed => DeploymentStatus::Failed,
+        strategy::DeploymentStatus::Running => DeploymentStatus::Running,
+    }
 }

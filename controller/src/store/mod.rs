@@ -63,8 +63,6 @@ pub trait Store: Send + Sync + 'static {
     fn assign_nodes(&self, cluster_id: u64, nodes: &[NodeAssignment]) -> StoreResult<()>;
     /// Takes nodes out of their cluster.
     fn unassign_nodes(&self, cluster_id: u64, node_ids: &[u64]) -> StoreResult<()>;
-    /// Reserves the next task list revision of a node (strictly growing, never reused).
-    fn next_revision(&self, node_id: u64) -> StoreResult<u64>;
 
     // --- Releases, clusters, graphs -------------------------------------------------------------
 
@@ -109,25 +107,53 @@ pub trait Store: Send + Sync + 'static {
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>>;
     /// Deployments still running (resumed after a restart).
     fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>>;
-    /// Saves a deployment's orchestration state (and, when finishing, its final status).
-    fn save_deployment_state(
+    /// Saves a running deployment's orchestration state and appends its new events, atomically.
+    fn save_progress(
         &self,
         id: u64,
         state: &serde_json::Value,
-        status: DeploymentStatus,
+        events: &[serde_json::Value],
     ) -> StoreResult<()>;
-    /// Records task lists published for a deployment's nodes, atomically.
-    fn publish_lists(&self, deployment_id: u64, lists: &[TaskList]) -> StoreResult<()>;
+    /// Publishes task lists with the orchestration state and events that go with them, atomically.
+    /// Assigns each list its revision: above every revision the node was ever issued, and above the
+    /// list's `revision` on input (the highest revision the agent says it accepted, 0 when unknown).
+    fn publish_lists(
+        &self,
+        deployment_id: u64,
+        lists: &mut [TaskList],
+        state: &serde_json::Value,
+        events: &[serde_json::Value],
+    ) -> StoreResult<()>;
+    /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
+    /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
+    fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
+    /// A deployment's events after sequence number `after`, oldest first.
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>>;
     /// The list issued to a node with a revision, if any.
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>>;
-    /// The latest published list of each node of a running deployment.
+    /// Every list published for a deployment, by node and then revision (a node's latest comes last).
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>>;
     /// Stores results of one node idempotently; returns the keys now stored (new or already there).
     fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<ResultKey>>;
     /// Every result of a deployment, by node, in arrival order.
     fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>>;
-    /// Moves pending roles to deployed roles on the given nodes, and records their status.
-    fn finish_nodes(&self, succeeded: &[u64], failed: &[u64]) -> StoreResult<()>;
+
+    // --- Deployment strategies ---------------------------------------------------------------------
+
+    /// Creates (`replace` false: conflict if it exists) or replaces a cluster's strategy.
+    fn put_strategy(
+        &self,
+        cluster_id: u64,
+        name: &str,
+        document: &serde_json::Value,
+        replace: bool,
+    ) -> StoreResult<StrategyRecord>;
+    /// A cluster's strategies, by name.
+    fn list_strategies(&self, cluster_id: u64) -> StoreResult<Vec<StrategyRecord>>;
+    /// One strategy.
+    fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord>;
+    /// Deletes a strategy.
+    fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()>;
 
     // --- Operator tokens -----------------------------------------------------------------------------
 

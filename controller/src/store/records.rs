@@ -305,3 +305,31 @@ pub struct TokenRecord {
     /// What it may do.
     pub role: TokenRole,
 }
+
+/// The end of a deployment, as [`super::Store::finish_deployment`] records it.
+#[derive(Debug)]
+pub struct DeploymentEnd<'a> {
+    /// Final orchestration state.
+    pub state: &'a serde_json::Value,
+    /// Final status.
+    pub status: DeploymentStatus,
+    /// Events not yet stored.
+    pub events: &'a [serde_json::Value],
+    /// Nodes that finished every phase: pending roles become roles; status ready.
+    pub succeeded: &'a [u64],
+    /// Nodes that failed: status error.
+    pub failed: &'a [u64],
+    /// Nodes never attempted or left half-way: back to their status before the deployment.
+    pub untouched: &'a [u64],
+}
+
+/// A deployment strategy stored for a cluster, in its plain form.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StrategyRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The strategy's name.
+    pub name: String,
+    /// The document (plain form: `groups`, `phases`, ...).
+    pub document: serde_json::Value,
+}

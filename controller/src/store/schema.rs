@@ -2,7 +2,8 @@
 //! Append new migrations; never edit one that has shipped.
 
 /// The migrations, oldest first.
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE nodes (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     node_key        TEXT NOT NULL UNIQUE,
@@ -82,4 +83,19 @@ CREATE TABLE tokens (
     hash  TEXT NOT NULL UNIQUE,
     role  TEXT NOT NULL
 );
-"#];
+"#,
+    r#"
+CREATE TABLE strategies (
+    cluster_id INTEGER NOT NULL REFERENCES clusters(id),
+    name       TEXT NOT NULL,
+    document   TEXT NOT NULL,
+    PRIMARY KEY (cluster_id, name)
+);
+CREATE TABLE events (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    deployment_id INTEGER NOT NULL REFERENCES deployments(id),
+    event         TEXT NOT NULL
+);
+CREATE INDEX events_deployment ON events (deployment_id, seq);
+"#,
+];

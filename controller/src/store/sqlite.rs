@@ -390,27 +390,6 @@ impl Store for SqliteStore {
         })
     }
 
-    fn next_revision(&self, node_id: u64) -> StoreResult<u64> {
-        self.tx(|tx| {
-            let changed = tx.execute(
-                "UPDATE nodes SET revision = revision + 1 WHERE id = ?1",
-                [sql_id(node_id)],
-            )?;
-            if changed == 0 {
-                return Err(StoreError::NotFound {
-                    kind: "node",
-                    id: node_id.to_string(),
-                });
-            }
-            let rev: i64 = tx.query_row(
-                "SELECT revision FROM nodes WHERE id = ?1",
-                [sql_id(node_id)],
-                |r| r.get(0),
-            )?;
-            Ok(id(rev))
-        })
-    }
-
     fn create_release(
         &self,
         release: &NewRelease,
@@ -592,33 +571,92 @@ impl Store for SqliteStore {
         self.tx(|tx| query_deployments(tx, "WHERE status = 'running'", &[]))
     }
 
-    fn save_deployment_state(
+    fn save_progress(
         &self,
         dep_id: u64,
         state: &serde_json::Value,
-        status: DeploymentStatus,
+        events: &[serde_json::Value],
     ) -> StoreResult<()> {
         self.tx(|tx| {
-            let finished = (status != DeploymentStatus::Running).then(now_ms);
-            let changed = tx.execute(
-                "UPDATE deployments SET state = ?2, status = ?3, finished_at = COALESCE(finished_at, ?4) WHERE id = ?1",
-                params![sql_id(dep_id), to_json(state), status.as_str(), finished],
+            set_state(tx, dep_id, state, DeploymentStatus::Running)?;
+            append_events(tx, dep_id, events)
+        })
+    }
+
+    fn publish_lists(
+        &self,
+        deployment_id: u64,
+        lists: &mut [TaskList],
+        state: &serde_json::Value,
+        events: &[serde_json::Value],
+    ) -> StoreResult<()> {
+        self.tx(|tx| {
+            set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
+            append_events(tx, deployment_id, events)?;
+            let mut bump = tx.prepare_cached(
+                "UPDATE nodes SET revision = MAX(revision, ?2) + 1 WHERE id = ?1 RETURNING revision",
             )?;
-            if changed == 0 {
-                return Err(StoreError::NotFound { kind: "deployment", id: dep_id.to_string() });
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for list in lists.iter_mut() {
+                let revision: Option<i64> = bump
+                    .query_row(params![sql_id(list.node_id), sql_id(list.revision)], |r| r.get(0))
+                    .optional()?;
+                let revision =
+                    revision.ok_or_else(|| StoreError::NotFound { kind: "node", id: list.node_id.to_string() })?;
+                list.revision = id(revision);
+                insert.execute(params![sql_id(deployment_id), sql_id(list.node_id), revision, to_json(&*list)])?;
             }
             Ok(())
         })
     }
 
-    fn publish_lists(&self, deployment_id: u64, lists: &[TaskList]) -> StoreResult<()> {
+    fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
         self.tx(|tx| {
-            let mut stmt =
-                tx.prepare_cached("INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)")?;
-            for list in lists {
-                stmt.execute(params![sql_id(deployment_id), sql_id(list.node_id), sql_id(list.revision), to_json(list)])?;
+            set_state(tx, dep_id, end.state, end.status)?;
+            append_events(tx, dep_id, end.events)?;
+            for node_id in end.succeeded {
+                let node = one_node(tx, *node_id)?;
+                let mut roles = node.roles.clone();
+                for role in &node.pending_roles {
+                    if !roles.contains(role) {
+                        roles.push(role.clone());
+                    }
+                }
+                tx.execute(
+                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]' WHERE id = ?1",
+                    params![sql_id(*node_id), to_json(&roles)],
+                )?;
+            }
+            for node_id in end.failed {
+                tx.execute("UPDATE nodes SET status = 'error' WHERE id = ?1", [sql_id(*node_id)])?;
+            }
+            for node_id in end.untouched {
+                tx.execute(
+                    "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+                     WHERE id = ?1 AND status = 'deploying'",
+                    [sql_id(*node_id)],
+                )?;
             }
             Ok(())
+        })
+    }
+
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, event FROM events WHERE deployment_id = ?1 AND seq > ?2 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map(params![sql_id(deployment_id), sql_id(after)], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, text) = row?;
+                out.push((id(seq), from_json(&text, "event")?));
+            }
+            Ok(out)
         })
     }
 
@@ -638,9 +676,7 @@ impl Store for SqliteStore {
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>> {
         self.tx(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT list FROM task_lists t WHERE deployment_id = ?1 AND revision = \
-                 (SELECT MAX(revision) FROM task_lists u WHERE u.node_id = t.node_id AND u.deployment_id = t.deployment_id) \
-                 ORDER BY node_id",
+                "SELECT list FROM task_lists WHERE deployment_id = ?1 ORDER BY node_id, revision",
             )?;
             let rows = stmt.query_map([sql_id(deployment_id)], |r| r.get::<_, String>(0))?;
             let mut out = Vec::new();
@@ -692,24 +728,55 @@ impl Store for SqliteStore {
         })
     }
 
-    fn finish_nodes(&self, succeeded: &[u64], failed: &[u64]) -> StoreResult<()> {
+    fn put_strategy(
+        &self,
+        cluster_id: u64,
+        name: &str,
+        document: &serde_json::Value,
+        replace: bool,
+    ) -> StoreResult<StrategyRecord> {
         self.tx(|tx| {
-            for node_id in succeeded {
-                let node = one_node(tx, *node_id)?;
-                let mut roles = node.roles.clone();
-                for role in &node.pending_roles {
-                    if !roles.contains(role) {
-                        roles.push(role.clone());
-                    }
-                }
-                tx.execute(
-                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]' WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&roles)],
-                )?;
+            cluster_row(tx, cluster_id)?;
+            let exists = strategy_row(tx, cluster_id, name).is_ok();
+            if exists && !replace {
+                return Err(StoreError::Conflict(format!(
+                    "cluster {cluster_id} has a strategy named {name:?} already"
+                )));
             }
-            for node_id in failed {
-                tx.execute("UPDATE nodes SET status = 'error' WHERE id = ?1", [sql_id(*node_id)])?;
-            }
+            tx.execute(
+                "INSERT INTO strategies (cluster_id, name, document) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document",
+                params![sql_id(cluster_id), name, to_json(document)],
+            )?;
+            strategy_row(tx, cluster_id, name)
+        })
+    }
+
+    fn list_strategies(&self, cluster_id: u64) -> StoreResult<Vec<StrategyRecord>> {
+        self.tx(|tx| {
+            cluster_row(tx, cluster_id)?;
+            let names: Vec<String> = tx
+                .prepare_cached("SELECT name FROM strategies WHERE cluster_id = ?1 ORDER BY name")?
+                .query_map([sql_id(cluster_id)], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            names
+                .iter()
+                .map(|n| strategy_row(tx, cluster_id, n))
+                .collect()
+        })
+    }
+
+    fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
+        self.tx(|tx| strategy_row(tx, cluster_id, name))
+    }
+
+    fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()> {
+        self.tx(|tx| {
+            strategy_row(tx, cluster_id, name)?;
+            tx.execute(
+                "DELETE FROM strategies WHERE cluster_id = ?1 AND name = ?2",
+                params![sql_id(cluster_id), name],
+            )?;
             Ok(())
         })
     }
@@ -812,6 +879,54 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
         name: row.1,
         release_id: id(row.2),
         settings: from_json(&row.3, "cluster settings")?,
+    })
+}
+
+fn set_state(
+    tx: &Connection,
+    dep_id: u64,
+    state: &serde_json::Value,
+    status: DeploymentStatus,
+) -> StoreResult<()> {
+    let finished = (status != DeploymentStatus::Running).then(now_ms);
+    let changed = tx.execute(
+        "UPDATE deployments SET state = ?2, status = ?3, finished_at = COALESCE(finished_at, ?4) WHERE id = ?1",
+        params![sql_id(dep_id), to_json(state), status.as_str(), finished],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound {
+            kind: "deployment",
+            id: dep_id.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO events (deployment_id, event) VALUES (?1, ?2)")?;
+    for e in events {
+        stmt.execute(params![sql_id(dep_id), to_json(e)])?;
+    }
+    Ok(())
+}
+
+fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
+    let doc: Option<String> = tx
+        .query_row(
+            "SELECT document FROM strategies WHERE cluster_id = ?1 AND name = ?2",
+            params![sql_id(cluster_id), name],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let doc = doc.ok_or_else(|| StoreError::NotFound {
+        kind: "strategy",
+        id: format!("{name:?} of cluster {cluster_id}"),
+    })?;
+    Ok(StrategyRecord {
+        cluster_id,
+        name: name.to_string(),
+        document: from_json(&doc, "strategy")?,
     })
 }
 

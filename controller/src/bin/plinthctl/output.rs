@@ -62,10 +62,10 @@ pub fn cell(v: &Value, pointer: &str) -> String {
     }
 }
 
-/// Prints a deployment report for people.
+/// Prints a deployment report for people: the groups, then each node's tasks.
 pub fn report(r: &Value) {
     println!(
-        "Deployment {} of cluster {} (graph {}): {}",
+        "Deployment {} of cluster {} ({}): {}",
         cell(r, "/id"),
         cell(r, "/cluster_id"),
         cell(r, "/graph_type"),
@@ -74,30 +74,33 @@ pub fn report(r: &Value) {
     println!();
     let groups: Vec<Vec<String>> = r["groups"]
         .as_array()
-        .map(|gs| {
-            gs.iter()
-                .map(|g| {
-                    vec![
-                        cell(g, "/name"),
-                        cell(g, "/state"),
-                        cell(g, "/critical"),
-                        cell(g, "/succeeded"),
-                        cell(g, "/failed"),
-                        cell(g, "/not_finished"),
-                        cell(g, "/reason"),
-                    ]
-                })
-                .collect()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            [
+                "/name",
+                "/state",
+                "/critical",
+                "/succeeded",
+                "/prepared",
+                "/failed",
+                "/not_started",
+                "/reason",
+            ]
+            .iter()
+            .map(|p| cell(g, p))
+            .collect()
         })
-        .unwrap_or_default();
+        .collect();
     table(
         &[
             "group",
             "state",
             "critical",
             "succeeded",
+            "prepared",
             "failed",
-            "not finished",
+            "not started",
             "why",
         ],
         &groups,
@@ -106,29 +109,29 @@ pub fn report(r: &Value) {
     let mut rows = Vec::new();
     for n in r["nodes"].as_array().into_iter().flatten() {
         for t in n["tasks"].as_array().into_iter().flatten() {
-            rows.push(vec![
-                cell(n, "/name"),
-                cell(t, "/id"),
-                cell(t, "/status"),
-                cell(t, "/attempts"),
-                cell(t, "/exit_code"),
-                format!("{} ms", cell(t, "/duration_ms")),
-                cell(t, "/message").lines().next().unwrap_or("").to_string(),
-            ]);
+            let mut row: Vec<String> = [&"/name"].iter().map(|p| cell(n, p)).collect();
+            row.extend(
+                ["/phase", "/id", "/status", "/attempts", "/exit_code"]
+                    .iter()
+                    .map(|p| cell(t, p)),
+            );
+            row.push(format!("{} ms", cell(t, "/duration_ms")));
+            row.push(cell(t, "/message").lines().next().unwrap_or("").to_string());
+            rows.push(row);
         }
-        rows.push(vec![
+        let mut row = vec![
             cell(n, "/name"),
+            String::new(),
             "(node)".into(),
             cell(n, "/status"),
-            String::new(),
-            String::new(),
-            String::new(),
-            cell(n, "/reason"),
-        ]);
+        ];
+        row.extend([String::new(), String::new(), String::new()]);
+        row.push(cell(n, "/reason"));
+        rows.push(row);
     }
     table(
         &[
-            "node", "task", "status", "attempts", "exit", "took", "message",
+            "node", "phase", "task", "status", "attempts", "exit", "took", "message",
         ],
         &rows,
     );

@@ -27,10 +27,7 @@ pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
         let report: Value = client.get(&format!("/deployments/{id}")).await?;
         for g in report["groups"].as_array().into_iter().flatten() {
             let name = output::cell(g, "/name");
-            let total = ["succeeded", "failed", "not_finished"]
-                .iter()
-                .map(|k| g[*k].as_array().map_or(0, Vec::len))
-                .sum::<usize>();
+            let total = g["nodes"].as_array().map_or(0, Vec::len);
             let done = g["succeeded"].as_array().map_or(0, Vec::len)
                 + g["failed"].as_array().map_or(0, Vec::len);
             let bar = groups.entry(name.clone()).or_insert_with(|| {

@@ -60,18 +60,6 @@ fn registration_is_idempotent_per_key() {
 }
 
 #[test]
-fn revisions_only_grow() {
-    let s = store();
-    let n = s
-        .register_node(&reg("k1"), NodeAdmission::Accepted)
-        .unwrap();
-    let r1 = s.next_revision(n.id).unwrap();
-    let r2 = s.next_revision(n.id).unwrap();
-    assert!(r2 > r1);
-    assert!(s.next_revision(999).is_err());
-}
-
-#[test]
 fn results_are_stored_once() {
     let s = store();
     let rel = s
@@ -212,15 +200,45 @@ fn graphs_create_conflict_replace_delete() {
 }
 
 #[test]
-fn published_lists_round_trip() {
+fn published_lists_get_growing_revisions_above_the_agents_floor() {
     let s = store();
-    let list = TaskList {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+        })
+        .unwrap();
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let d = s
+        .create_deployment(&NewDeployment {
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+        })
+        .unwrap();
+    let list = |floor: u64| TaskList {
         format: TASK_LIST_FORMAT,
-        node_key: "k".into(),
-        node_id: 3,
-        deployment_id: 9,
+        node_key: "k1".into(),
+        node_id: n.id,
+        deployment_id: d.id,
         phase: "deploy".into(),
-        revision: 2,
+        revision: floor,
         issued_at: 0,
         expires_at: 0,
         nonce: String::new(),
@@ -234,9 +252,105 @@ fn published_lists_round_trip() {
             gated: false,
         }],
     };
-    // The deployment row is referenced by a foreign key.
-    assert!(s.publish_lists(9, std::slice::from_ref(&list)).is_err());
-    assert!(s.published_lists(9).unwrap().is_empty());
+    let state = serde_json::json!({"step": 1});
+    let mut first = [list(0)];
+    s.publish_lists(
+        d.id,
+        &mut first,
+        &state,
+        &[serde_json::json!({"event": "a"})],
+    )
+    .unwrap();
+    assert_eq!(first[0].revision, 1);
+    let mut second = [list(0)];
+    s.publish_lists(d.id, &mut second, &state, &[]).unwrap();
+    assert_eq!(second[0].revision, 2, "revisions only grow");
+    // An agent that accepted revision 40 elsewhere (an older database) gets 41.
+    let mut third = [list(40)];
+    s.publish_lists(
+        d.id,
+        &mut third,
+        &state,
+        &[serde_json::json!({"event": "b"})],
+    )
+    .unwrap();
+    assert_eq!(third[0].revision, 41);
+    let all = s.published_lists(d.id).unwrap();
+    assert_eq!(
+        all.iter().map(|l| l.revision).collect::<Vec<_>>(),
+        [1, 2, 41]
+    );
+    assert_eq!(s.issued_list(n.id, 41).unwrap().unwrap().revision, 41);
+    assert_eq!(s.events(d.id, 0).unwrap().len(), 2);
+    assert_eq!(
+        s.events(d.id, s.events(d.id, 0).unwrap()[0].0)
+            .unwrap()
+            .len(),
+        1,
+        "events after a cursor"
+    );
+    assert_eq!(s.get_deployment(d.id).unwrap().state, state);
+    // A list for a node that does not exist publishes nothing at all.
+    let mut bad = [
+        list(0),
+        TaskList {
+            node_id: 999,
+            ..list(0)
+        },
+    ];
+    assert!(s
+        .publish_lists(d.id, &mut bad, &serde_json::json!({"step": 2}), &[])
+        .is_err());
+    assert_eq!(s.published_lists(d.id).unwrap().len(), 3);
+    assert_eq!(
+        s.get_deployment(d.id).unwrap().state,
+        state,
+        "the state did not move either"
+    );
+}
+
+#[test]
+fn strategies_create_conflict_replace_delete() {
+    let s = store();
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+        })
+        .unwrap();
+    let doc = serde_json::json!({"groups": []});
+    s.put_strategy(c.id, "a", &doc, false).unwrap();
+    assert!(matches!(
+        s.put_strategy(c.id, "a", &doc, false),
+        Err(StoreError::Conflict(_))
+    ));
+    s.put_strategy(c.id, "a", &serde_json::json!({"groups": [1]}), true)
+        .unwrap();
+    assert_eq!(
+        s.get_strategy(c.id, "a").unwrap().document,
+        serde_json::json!({"groups": [1]})
+    );
+    assert_eq!(s.list_strategies(c.id).unwrap().len(), 1);
+    s.delete_strategy(c.id, "a").unwrap();
+    assert!(matches!(
+        s.get_strategy(c.id, "a"),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.put_strategy(99, "a", &doc, false),
+        Err(StoreError::NotFound { .. })
+    ));
 }
 
 #[test]
