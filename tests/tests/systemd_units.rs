@@ -8,7 +8,12 @@ fn units() -> Vec<(String, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../systemd");
     ["plinth-controller.service", "plinth-agent.service"]
         .iter()
-        .map(|n| (n.to_string(), std::fs::read_to_string(dir.join(n)).expect("unit file")))
+        .map(|n| {
+            (
+                n.to_string(),
+                std::fs::read_to_string(dir.join(n)).expect("unit file"),
+            )
+        })
         .collect()
 }
 
@@ -26,7 +31,11 @@ fn units_verify() {
         .arg(tmp.path().join("plinth-agent.service"))
         .output()
         .expect("systemd-analyze is installed (scripts/test.sh installs it)");
-    assert!(out.status.success(), "systemd-analyze verify failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -41,8 +50,14 @@ fn the_controller_runs_unprivileged_and_confined() {
         "PrivateTmp=yes",
         "CapabilityBoundingSet=",
     ] {
-        assert!(controller.lines().any(|l| l == line), "plinth-controller.service lacks {line}");
+        assert!(
+            controller.lines().any(|l| l == line),
+            "plinth-controller.service lacks {line}"
+        );
     }
     let (_, agent) = units().remove(1);
-    assert!(agent.lines().any(|l| l == "Type=notify") && agent.lines().any(|l| l.starts_with("Restart=")));
+    assert!(
+        agent.lines().any(|l| l == "Type=notify")
+            && agent.lines().any(|l| l.starts_with("Restart="))
+    );
 }

@@ -196,7 +196,10 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             .map(|p| p.phase);
         let status = match (planned.map(|p| p.status), &in_flight) {
             (_, Some(_)) => "running".to_string(),
-            (Some(s), None) => s.as_str().to_string(),
+            (Some(s), None) => serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             (None, None) => "not_started".to_string(),
         };
         let reason = planned.and_then(|p| {
