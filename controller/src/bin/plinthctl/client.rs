@@ -60,6 +60,55 @@ impl Client {
             .send()
             .await
             .with_context(|| format!("cannot reach the controller at {url}"))?;
+        Self::answer(method, path, resp).await
+    }
+
+    /// Sends a text body (YAML or JSON documents) and returns the JSON answer.
+    pub async fn call_text(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: String,
+    ) -> Result<Value> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self
+            .http
+            .request(method.clone(), &url)
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        Self::answer(method, path, resp).await
+    }
+
+    /// Opens a streaming GET (for Server-Sent Events).
+    pub async fn stream(&self, path: &str) -> Result<reqwest::Response> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self
+            .http
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .timeout(std::time::Duration::from_secs(24 * 3600));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        if !resp.status().is_success() {
+            bail!("GET {path}: HTTP {}", resp.status());
+        }
+        Ok(resp)
+    }
+
+    async fn answer(method: Method, path: &str, resp: reqwest::Response) -> Result<Value> {
         let status = resp.status();
         let text = resp
             .text()
@@ -82,7 +131,21 @@ impl Client {
                 .pointer("/error/code")
                 .and_then(Value::as_str)
                 .unwrap_or("error");
-            bail!("{method} {path}: {status} {code}: {msg}");
+            let mut out = format!("{method} {path}: {status} {code}: {msg}");
+            if let Some(findings) = value
+                .pointer("/error/details/findings")
+                .and_then(Value::as_array)
+            {
+                for f in findings {
+                    out.push_str(&format!(
+                        "\n  - group {}, {}: {}",
+                        f["group"].as_str().unwrap_or("-"),
+                        f["field"].as_str().unwrap_or("-"),
+                        f["message"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            bail!(out);
         }
         Ok(value)
     }

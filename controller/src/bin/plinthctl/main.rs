@@ -3,6 +3,7 @@
 mod client;
 mod output;
 mod quickstart;
+mod strategy;
 mod watch;
 
 use anyhow::{Context, Result};
@@ -67,11 +68,62 @@ enum Command {
         #[command(subcommand)]
         command: DeployCommand,
     },
+    /// Deployment strategies: on a controller (list, create, replace, show, delete, validate) and offline
+    /// on files (check, simulate).
+    Strategy {
+        #[command(subcommand)]
+        command: StrategyCommand,
+    },
     /// Start a local controller and agents, deploy a sample graph, and print the report.
     Quickstart {
         /// Keep the temporary directory (logs, databases, work directories).
         #[arg(long)]
         keep: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StrategyCommand {
+    /// List a cluster's strategies.
+    List { cluster: u64 },
+    /// Store a strategy (YAML or JSON; Shipyard's document or the plain form) for a cluster.
+    Create {
+        cluster: u64,
+        file: PathBuf,
+        /// The name (else the document's).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Replace a stored strategy.
+    Replace {
+        cluster: u64,
+        name: String,
+        file: PathBuf,
+    },
+    /// Show a stored strategy.
+    Show { cluster: u64, name: String },
+    /// Delete a stored strategy.
+    Delete { cluster: u64, name: String },
+    /// Validate a strategy against a cluster's nodes on the controller (stores nothing).
+    Validate { cluster: u64, file: PathBuf },
+    /// Offline: validate a strategy against a node inventory; print each group's nodes and a valid order.
+    Check {
+        /// The strategy file (`-` for standard input).
+        file: PathBuf,
+        /// The nodes: a YAML or JSON list of {name, tags, labels, rack}.
+        #[arg(long)]
+        inventory: PathBuf,
+    },
+    /// Offline: run the whole sequencing with chosen nodes failing chosen phases; print the report.
+    Simulate {
+        /// The strategy file (`-` for standard input).
+        file: PathBuf,
+        /// The nodes: a YAML or JSON list of {name, tags, labels, rack}.
+        #[arg(long)]
+        inventory: PathBuf,
+        /// `node:phase` (or `node:phase:timed_out|never_reported`), repeatable.
+        #[arg(long)]
+        fail: Vec<String>,
     },
 }
 
@@ -119,11 +171,14 @@ enum DeployCommand {
     /// Deploy a graph type on a cluster (all its nodes, or some).
     Start {
         cluster: u64,
-        #[arg(long, default_value = "default")]
-        graph_type: String,
+        #[arg(long)]
+        graph_type: Option<String>,
         /// Node ids, comma-separated.
         #[arg(long)]
         nodes: Option<String>,
+        /// A strategy stored for the cluster (its phases choose the graph types).
+        #[arg(long, conflicts_with = "graph_type")]
+        strategy: Option<String>,
         /// Run puppet in no-op mode.
         #[arg(long)]
         noop: bool,
@@ -181,8 +236,20 @@ fn print(format: Format, v: &Value, header: &[&str], pointers: &[&str]) {
 }
 
 async fn run(cli: Cli) -> Result<bool> {
-    if let Command::Quickstart { keep } = &cli.command {
-        return quickstart::run(*keep, cli.output).await;
+    match &cli.command {
+        Command::Quickstart { keep } => return quickstart::run(*keep, cli.output).await,
+        Command::Strategy {
+            command: StrategyCommand::Check { file, inventory },
+        } => return strategy::check(file, inventory, cli.output),
+        Command::Strategy {
+            command:
+                StrategyCommand::Simulate {
+                    file,
+                    inventory,
+                    fail,
+                },
+        } => return strategy::simulate(file, inventory, fail, cli.output),
+        _ => {}
     }
     let token = match (&cli.token, &cli.token_file) {
         (Some(t), _) => Some(t.clone()),
@@ -224,6 +291,90 @@ async fn run(cli: Cli) -> Result<bool> {
     ];
     match cli.command {
         Command::Quickstart { .. } => unreachable!("handled above"),
+        Command::Strategy { command } => {
+            let cols = ["cluster", "name", "groups"];
+            let ptrs = ["/cluster_id", "/name", "/document/groups"];
+            match command {
+                StrategyCommand::List { cluster } => {
+                    let v = client
+                        .call(
+                            Method::GET,
+                            &format!("/clusters/{cluster}/strategies/"),
+                            None,
+                        )
+                        .await?;
+                    match f {
+                        Format::Json => output::json(&v),
+                        Format::Table => {
+                            let rows: Vec<Vec<String>> = v
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|s| {
+                                    let groups =
+                                        s["document"]["groups"].as_array().map_or(0, Vec::len);
+                                    vec![
+                                        output::cell(s, "/cluster_id"),
+                                        output::cell(s, "/name"),
+                                        groups.to_string(),
+                                    ]
+                                })
+                                .collect();
+                            output::table(&cols, &rows);
+                        }
+                    }
+                }
+                StrategyCommand::Create {
+                    cluster,
+                    file,
+                    name,
+                } => {
+                    let v =
+                        strategy::upload(&client, cluster, &file, name.as_deref(), false).await?;
+                    print(f, &v, &cols[..2], &ptrs[..2]);
+                }
+                StrategyCommand::Replace {
+                    cluster,
+                    name,
+                    file,
+                } => {
+                    let v = strategy::upload(&client, cluster, &file, Some(&name), true).await?;
+                    print(f, &v, &cols[..2], &ptrs[..2]);
+                }
+                StrategyCommand::Show { cluster, name } => {
+                    let v = client
+                        .call(
+                            Method::GET,
+                            &format!("/clusters/{cluster}/strategies/{name}/"),
+                            None,
+                        )
+                        .await?;
+                    match f {
+                        Format::Json => output::json(&v),
+                        Format::Table => println!(
+                            "{}",
+                            serde_yaml_ng::to_string(&v["document"]).unwrap_or_default()
+                        ),
+                    }
+                }
+                StrategyCommand::Delete { cluster, name } => {
+                    client
+                        .call(
+                            Method::DELETE,
+                            &format!("/clusters/{cluster}/strategies/{name}/"),
+                            None,
+                        )
+                        .await?;
+                    eprintln!("strategy {name:?} of cluster {cluster} deleted");
+                }
+                StrategyCommand::Validate { cluster, file } => {
+                    return strategy::validate(&client, cluster, &file, f).await
+                }
+                StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
+                    unreachable!("handled above")
+                }
+            }
+        }
         Command::Nodes { command } => match command {
             NodesCommand::List => print(
                 f,
@@ -305,51 +456,56 @@ async fn run(cli: Cli) -> Result<bool> {
                 eprintln!("added {} node(s) to cluster {cluster}", nodes.len());
             }
         },
-        Command::Deploy { command } => {
-            match command {
-                DeployCommand::Start {
-                    cluster,
-                    graph_type,
-                    nodes,
-                    noop,
-                    force,
-                    watch: follow,
-                } => {
-                    let mut path = format!("/clusters/{cluster}/deploy/?graph_type={graph_type}&noop={noop}&force={force}");
-                    if let Some(n) = nodes {
-                        path.push_str(&format!("&nodes={n}"));
-                    }
-                    let dep = client.call(Method::PUT, &path, None).await?;
-                    if follow {
-                        let id = dep["id"].as_u64().unwrap_or_default();
-                        return finish_watch(&client, id, f).await;
-                    }
-                    print(
-                        f,
-                        &dep,
-                        &["id", "cluster", "graph", "status", "nodes"],
-                        &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
-                    );
+        Command::Deploy { command } => match command {
+            DeployCommand::Start {
+                cluster,
+                graph_type,
+                nodes,
+                strategy,
+                noop,
+                force,
+                watch: follow,
+            } => {
+                let mut path = format!("/clusters/{cluster}/deploy/?noop={noop}&force={force}");
+                if let Some(t) = graph_type {
+                    path.push_str(&format!("&graph_type={t}"));
                 }
-                DeployCommand::Watch { id } => return finish_watch(&client, id, f).await,
-                DeployCommand::Report { id } => {
-                    let r = client
-                        .call(Method::GET, &format!("/deployments/{id}"), None)
-                        .await?;
-                    match f {
-                        Format::Json => output::json(&r),
-                        Format::Table => output::report(&r),
-                    }
-                    return Ok(r["status"] != "failed");
+                if let Some(s) = strategy {
+                    path.push_str(&format!("&strategy={s}"));
                 }
-                DeployCommand::List => print(
+                if let Some(n) = nodes {
+                    path.push_str(&format!("&nodes={n}"));
+                }
+                let dep = client.call(Method::PUT, &path, None).await?;
+                if follow {
+                    let id = dep["id"].as_u64().unwrap_or_default();
+                    return finish_watch(&client, id, f).await;
+                }
+                print(
                     f,
-                    &client.call(Method::GET, "/deployments", None).await?,
+                    &dep,
                     &["id", "cluster", "graph", "status", "nodes"],
                     &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
-                ),
+                );
             }
-        }
+            DeployCommand::Watch { id } => return finish_watch(&client, id, f).await,
+            DeployCommand::Report { id } => {
+                let r = client
+                    .call(Method::GET, &format!("/deployments/{id}"), None)
+                    .await?;
+                match f {
+                    Format::Json => output::json(&r),
+                    Format::Table => output::report(&r),
+                }
+                return Ok(r["status"] != "failed");
+            }
+            DeployCommand::List => print(
+                f,
+                &client.call(Method::GET, "/deployments", None).await?,
+                &["id", "cluster", "graph", "status", "nodes"],
+                &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
+            ),
+        },
     }
     Ok(true)
 }

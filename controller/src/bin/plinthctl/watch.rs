@@ -1,4 +1,6 @@
-//! `plinthctl deploy watch`: live progress bars per group and per node, then the report.
+//! `plinthctl deploy watch`: follows a deployment's event stream (Server-Sent Events), printing the
+//! seed-style processing lines (`| prepare ntp-node <SUCCESS>`) above live progress bars per group and per
+//! node, then returns the final report. Falls back to polling the report if the stream breaks.
 
 use crate::client::Client;
 use crate::output;
@@ -6,63 +8,180 @@ use anyhow::Result;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Follows a deployment until it ends; returns its final report.
-pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
-    let multi = MultiProgress::with_draw_target(if show_bars {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    let group_style =
-        ProgressStyle::with_template("{prefix:>16} [{bar:30.green/red}] {pos}/{len} nodes {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-    let node_style =
-        ProgressStyle::with_template("{prefix:>16} [{bar:30.cyan/blue}] {pos}/{len} tasks {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-    let mut groups: BTreeMap<String, ProgressBar> = BTreeMap::new();
-    let mut nodes: BTreeMap<u64, ProgressBar> = BTreeMap::new();
-    loop {
-        let report: Value = client.get(&format!("/deployments/{id}")).await?;
+/// The bars, kept in step with the report.
+struct Bars {
+    multi: MultiProgress,
+    groups: BTreeMap<String, ProgressBar>,
+    nodes: BTreeMap<u64, ProgressBar>,
+    group_style: ProgressStyle,
+    node_style: ProgressStyle,
+    quiet: bool,
+}
+
+impl Bars {
+    fn new(show: bool) -> Bars {
+        let target = if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        Bars {
+            multi: MultiProgress::with_draw_target(target),
+            groups: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            group_style: ProgressStyle::with_template(
+                "{prefix:>22} [{bar:30.green/red}] {pos}/{len} nodes {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            node_style: ProgressStyle::with_template(
+                "{prefix:>22} [{bar:30.cyan/blue}] {pos}/{len} tasks {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            quiet: !show,
+        }
+    }
+
+    fn line(&self, text: String) {
+        if !self.quiet {
+            let _ = self.multi.println(text);
+        }
+    }
+
+    fn update(&mut self, report: &Value) {
         for g in report["groups"].as_array().into_iter().flatten() {
             let name = output::cell(g, "/name");
             let total = g["nodes"].as_array().map_or(0, Vec::len);
             let done = g["succeeded"].as_array().map_or(0, Vec::len)
                 + g["failed"].as_array().map_or(0, Vec::len);
-            let bar = groups.entry(name.clone()).or_insert_with(|| {
-                let b = multi.add(ProgressBar::new(total as u64));
-                b.set_style(group_style.clone());
+            let bar = self.groups.entry(name.clone()).or_insert_with(|| {
+                let b = self.multi.add(ProgressBar::new(total as u64));
+                b.set_style(self.group_style.clone());
                 b.set_prefix(format!("group {name}"));
                 b
             });
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-            bar.set_message(output::cell(g, "/state"));
+            let phase = g["current_phase"]
+                .as_str()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default();
+            bar.set_message(format!("{}{phase}", output::cell(g, "/state")));
         }
         for n in report["nodes"].as_array().into_iter().flatten() {
             let nid = n["id"].as_u64().unwrap_or_default();
-            let bar = nodes.entry(nid).or_insert_with(|| {
-                let b = multi.add(ProgressBar::new(0));
-                b.set_style(node_style.clone());
+            let bar = self.nodes.entry(nid).or_insert_with(|| {
+                let b = self.multi.add(ProgressBar::new(0));
+                b.set_style(self.node_style.clone());
                 b.set_prefix(output::cell(n, "/name"));
                 b
             });
             bar.set_length(n["total_tasks"].as_u64().unwrap_or(0));
             bar.set_position(n["finished_tasks"].as_u64().unwrap_or(0));
-            let current = n["tasks"]
+            let running = n["tasks"]
                 .as_array()
                 .and_then(|t| t.iter().rev().find(|t| t["status"] == "running"))
                 .map(|t| output::cell(t, "/id"));
-            bar.set_message(match current {
-                Some(t) => format!("running {t}"),
-                None => output::cell(n, "/status"),
+            bar.set_message(match (running, n["phase"].as_str()) {
+                (Some(t), Some(p)) => format!("{p}: running {t}"),
+                (Some(t), None) => format!("running {t}"),
+                _ => output::cell(n, "/status"),
             });
         }
-        if report["status"] != "running" {
-            for b in groups.values().chain(nodes.values()) {
-                b.finish();
+    }
+
+    fn finish(&self) {
+        for b in self.groups.values().chain(self.nodes.values()) {
+            b.finish();
+        }
+    }
+}
+
+/// The seed-style line for an event, if it makes one.
+fn diagram_line(e: &Value) -> Option<String> {
+    let s = |k: &str| e[k].as_str().unwrap_or("?").to_string();
+    match e["event"].as_str()? {
+        "phase_finished" => {
+            let verdict = if e["passed"] == true {
+                "SUCCESS".to_string()
+            } else {
+                "FAILED".to_string()
+            };
+            Some(format!(
+                "| {:<8} {:<24} <{verdict}> {}/{} nodes succeeded",
+                s("phase"),
+                s("group"),
+                e["succeeded"],
+                e["total"]
+            ))
+        }
+        "group_failed" => Some(format!(
+            "| {:<33} <FAILED: {}>",
+            s("group"),
+            reason(&e["reason"])
+        )),
+        "group_succeeded" => Some(format!("V {} succeeded", s("group"))),
+        "deployment_finished" => Some(format!("Finish ({})", s("status"))),
+        _ => None,
+    }
+}
+
+fn reason(r: &Value) -> String {
+    match r["kind"].as_str() {
+        Some("dependency") => format!(
+            "due to dependency {}",
+            r["dependency"].as_str().unwrap_or("?")
+        ),
+        Some("timeout") => "phase timed out".into(),
+        Some("criteria") => "success criteria not met".into(),
+        Some(other) => other.to_string(),
+        None => r.to_string(),
+    }
+}
+
+/// Follows a deployment until it ends; returns its final report.
+pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
+    let mut bars = Bars::new(show_bars);
+    let report: Value = client.get(&format!("/deployments/{id}")).await?;
+    bars.update(&report);
+    if report["status"] != "running" {
+        bars.finish();
+        return Ok(report);
+    }
+    if let Ok(mut resp) = client.stream(&format!("/deployments/{id}/events")).await {
+        let mut buf = String::new();
+        let mut data = String::new();
+        let mut last_refresh = Instant::now() - Duration::from_secs(1);
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(pos) = buf.find('\n') {
+                let line = buf[..pos].trim_end_matches('\r').to_string();
+                buf.drain(..=pos);
+                if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim_start());
+                } else if line.is_empty() && !data.is_empty() {
+                    let event: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                    data.clear();
+                    if let Some(text) = diagram_line(&event) {
+                        bars.line(text);
+                    }
+                    if last_refresh.elapsed() >= Duration::from_millis(200) {
+                        if let Ok(r) = client.get::<Value>(&format!("/deployments/{id}")).await {
+                            bars.update(&r);
+                        }
+                        last_refresh = Instant::now();
+                    }
+                }
             }
+        }
+    }
+    // The stream ended (the deployment finished) or broke: poll until the report says it is over.
+    loop {
+        let report: Value = client.get(&format!("/deployments/{id}")).await?;
+        bars.update(&report);
+        if report["status"] != "running" {
+            bars.finish();
             return Ok(report);
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
