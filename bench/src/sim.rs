@@ -1,0 +1,209 @@
+//! What every simulated agent needs: the controller's address and certificate, a node key in a client
+//! certificate, a keep-alive HTTP/1.1 connection, and requests on it.
+
+use anyhow::{bail, Context, Result};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Where the controller is and which certificate it shows.
+pub struct Target {
+    /// Host name for SNI and the Host header.
+    pub host: String,
+    /// `host:port`.
+    pub addr: String,
+    roots: Arc<rustls::RootCertStore>,
+}
+
+/// Parses `https://host:port` and the controller's certificate.
+pub fn target(controller: &str, cert: &Path) -> Result<Arc<Target>> {
+    let url = controller.trim_end_matches('/');
+    let hostport = url
+        .strip_prefix("https://")
+        .context("--controller must be an https:// URL")?;
+    let host = hostport
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(hostport)
+        .trim_matches(['[', ']'])
+        .to_string();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in
+        CertificateDer::pem_file_iter(cert).with_context(|| format!("read {}", cert.display()))?
+    {
+        roots.add(c?)?;
+    }
+    Ok(Arc::new(Target {
+        host,
+        addr: hostport.to_string(),
+        roots: Arc::new(roots),
+    }))
+}
+
+fn builder() -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?)
+}
+
+/// Simulated node `seed`'s TLS configuration: its own ed25519 key in its own client certificate.
+pub fn agent_config(target: &Target, seed: usize) -> Result<Arc<rustls::ClientConfig>> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&(seed as u64).to_le_bytes());
+    bytes[31] = 0x5a;
+    let key = plinth_common::signing::signing_key_from_seed(bytes);
+    let der = plinth_common::signing::signing_key_to_der(&key)?;
+    let pair = rcgen::KeyPair::try_from(der.as_slice()).context("node key")?;
+    let cert = rcgen::CertificateParams::new(vec![format!("sim-{seed}")])?.self_signed(&pair)?;
+    let config = builder()?
+        .with_root_certificates(target.roots.clone())
+        .with_client_auth_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
+        )?;
+    Ok(Arc::new(config))
+}
+
+/// An operator's TLS configuration (no client certificate).
+pub fn operator_config(target: &Target) -> Result<Arc<rustls::ClientConfig>> {
+    Ok(Arc::new(
+        builder()?
+            .with_root_certificates(target.roots.clone())
+            .with_no_client_auth(),
+    ))
+}
+
+/// A keep-alive connection.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+    token: Option<String>,
+}
+
+/// Connects with a TLS configuration.
+pub async fn connect(
+    target: &Target,
+    config: Arc<rustls::ClientConfig>,
+    token: Option<String>,
+) -> Result<Conn> {
+    let tcp = tokio::net::TcpStream::connect(&target.addr)
+        .await
+        .with_context(|| format!("connect {}", target.addr))?;
+    tcp.set_nodelay(true)?;
+    let name = ServerName::try_from(target.host.clone())?;
+    let tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .context("TLS handshake")?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Conn {
+        sender,
+        host: target.host.clone(),
+        token,
+    })
+}
+
+impl Conn {
+    /// Sends a request; returns the status and the body.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<(u16, Bytes)> {
+        self.sender.ready().await?;
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", &self.host);
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = req.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
+        let resp = self.sender.send_request(req).await?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    /// Sends and requires a 2xx answer; returns its JSON (Null when empty).
+    pub async fn json(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<serde_json::Value> {
+        let (status, bytes) = self.send(method, path, body.map(|b| b.to_string())).await?;
+        if !(200..300).contains(&status) {
+            bail!(
+                "{method} {path}: HTTP {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        if bytes.is_empty() {
+            return Ok(serde_json::Value::Null);
+        }
+        Ok(serde_json::from_slice(&bytes)?)
+    }
+}
+
+/// Registers simulated node `seed` with tags and a rack.
+pub async fn register(
+    target: Arc<Target>,
+    seed: usize,
+    tags: Vec<String>,
+    rack: Option<String>,
+) -> Result<()> {
+    let mut c = connect(&target, agent_config(&target, seed)?, None).await?;
+    let body = serde_json::json!({
+        "agent_version": "loadgen", "name": format!("sim-{seed}"),
+        "facts": {"hostname": format!("sim-{seed}")}, "tags": tags, "rack": rack
+    });
+    c.json("POST", "/agent/v1/register", Some(body)).await?;
+    Ok(())
+}
+
+/// Registers nodes `0..count` with at most `concurrency` handshakes at once; `place` gives each its tags
+/// and rack. Returns the seconds it took.
+pub async fn register_all(
+    target: &Arc<Target>,
+    count: usize,
+    concurrency: usize,
+    place: impl Fn(usize) -> (Vec<String>, Option<String>),
+) -> Result<f64> {
+    let start = std::time::Instant::now();
+    let mut next = 0usize;
+    let mut running = tokio::task::JoinSet::new();
+    while next < count || !running.is_empty() {
+        while next < count && running.len() < concurrency {
+            let (tags, rack) = place(next);
+            running.spawn(register(target.clone(), next, tags, rack));
+            next += 1;
+        }
+        if let Some(r) = running.join_next().await {
+            r??;
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The value at a percentile of sorted microseconds, in milliseconds.
+pub fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
