@@ -6,6 +6,7 @@
 //! are merged, the kernel command line winning for a key both set. `--state-dir` replaces `state_dir`.
 
 use crate::cmdline::KernelCmdline;
+use crate::executor::services::{RebootSettings, DEFAULT_PUPPET};
 use ed25519_dalek::VerifyingKey;
 use plinth_common::signing;
 use plinth_common::wire::MAX_POLL_WAIT_SECS;
@@ -107,6 +108,12 @@ pub struct FileConfig {
     pub backoff_max_ms: Option<u64>,
     /// Seconds between SIGTERM and SIGKILL when a task's process group is stopped.
     pub kill_grace_secs: Option<u64>,
+    /// The puppet program puppet tasks run.
+    pub puppet: Option<PathBuf>,
+    /// The program and arguments reboot tasks run.
+    pub reboot_command: Option<Vec<String>>,
+    /// The file holding the current boot's id (a reboot task is done when it changes).
+    pub boot_id_path: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -179,6 +186,10 @@ pub struct Settings {
     pub backoff_max: Duration,
     /// Grace between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
+    /// The puppet program.
+    pub puppet: PathBuf,
+    /// How reboot tasks reboot the node and tell that it did.
+    pub reboot: RebootSettings,
 }
 
 impl Settings {
@@ -286,6 +297,20 @@ impl Settings {
             ));
         }
 
+        let mut reboot = RebootSettings::default();
+        if let Some(command) = file.reboot_command {
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(invalid(
+                    "reboot_command",
+                    "must name a program, such as [\"systemctl\", \"reboot\"]".into(),
+                ));
+            }
+            reboot.command = command;
+        }
+        if let Some(path) = file.boot_id_path {
+            reboot.boot_id_path = path;
+        }
+
         let name = cmdline.name.clone().or(file.name);
         if let Some(n) = &name {
             if n.trim().is_empty() || n.chars().any(char::is_control) {
@@ -312,6 +337,8 @@ impl Settings {
             kill_grace: Duration::from_secs(
                 file.kill_grace_secs.unwrap_or(DEFAULT_KILL_GRACE_SECS),
             ),
+            puppet: file.puppet.unwrap_or_else(|| PathBuf::from(DEFAULT_PUPPET)),
+            reboot,
         })
     }
 }
@@ -475,6 +502,7 @@ mod tests {
             ),
             (format!("{}tags = [\"a b\"]\n", base()), "tags"),
             (format!("{}name = \" \"\n", base()), "name"),
+            (format!("{}reboot_command = []\n", base()), "reboot_command"),
         ];
         for (text, key) in cases {
             let err = resolve(&text, "").unwrap_err().to_string();

@@ -4,12 +4,13 @@
 //! skipped and the list ends. A list interrupted by a stop or a crash is resumed from the journal: the
 //! attempt that was running is reported interrupted, and the task goes on by its retry policy.
 
-use crate::executor::{self, AttemptContext, BoxFuture, Outcome};
+use crate::executor::{self, AttemptContext, BoxFuture, Outcome, Services};
 use crate::journal::{task_state, JournalError, SharedJournal, TaskState};
 use crate::shutdown::Shutdown;
 use crate::transport::Backoff;
 use plinth_common::wire::{GateAnswer, ResultStatus, TaskList, TaskResult, TaskSpec};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The controller's gate, as the runner sees it.
@@ -33,6 +34,8 @@ pub struct RunnerSettings {
     pub backoff_min: Duration,
     /// Largest backoff window.
     pub backoff_max: Duration,
+    /// What executors borrow from the agent.
+    pub services: Arc<Services>,
 }
 
 /// How a run ended.
@@ -146,7 +149,7 @@ impl<'a> Runner<'a> {
             self.record(list, task, 1, outcome, true, now_ms(), 0)?;
             return Ok(TaskEnd::Succeeded);
         }
-        let prepared = match executor::prepare(task) {
+        let prepared = match executor::prepare(task, list.noop) {
             Ok(p) => p,
             Err(e) => {
                 let outcome = Outcome::simple(ResultStatus::Failed, e.to_string());
@@ -155,8 +158,14 @@ impl<'a> Runner<'a> {
             }
         };
         let mut attempts = prepared.policy.attempts;
+        // An attempt that goes on across a restart (a reboot) is resumed, not reported interrupted.
+        let mut resumed: Option<u32> = None;
         let mut attempt = match state {
             TaskState::NotStarted => 1,
+            TaskState::Interrupted { attempt } if prepared.executor.resumes_across_restart() => {
+                resumed = Some(attempt);
+                attempt
+            }
             TaskState::Interrupted { attempt } => {
                 let last = attempt >= attempts;
                 let outcome = Outcome::simple(
@@ -177,7 +186,7 @@ impl<'a> Runner<'a> {
             TaskState::Done { .. } => return Ok(TaskEnd::Succeeded),
         };
 
-        if task.gated {
+        if task.gated && resumed.is_none() {
             match self.wait_at_gate(list, task).await {
                 GateEnd::Ready => {}
                 GateEnd::Blocked(why) => {
@@ -194,7 +203,7 @@ impl<'a> Runner<'a> {
 
         let first = attempt;
         loop {
-            let pause = attempt > first || state != TaskState::NotStarted;
+            let pause = attempt > first || (state != TaskState::NotStarted && resumed.is_none());
             if pause && !self.shutdown.sleep(prepared.policy.interval).await {
                 return Ok(TaskEnd::Stopped);
             }
@@ -206,15 +215,24 @@ impl<'a> Runner<'a> {
                 task_id: task.id.clone(),
                 attempt,
                 shutdown: self.shutdown.clone(),
+                noop: list.noop,
+                services: self.settings.services.clone(),
             };
             let started_ms = now_ms();
             let started = Instant::now();
-            if prepared.executor.does_work() {
+            if resumed.take().is_some() {
+                tracing::info!(task = %task.id, attempt, "resuming the attempt that was running when the agent stopped");
+            } else if prepared.executor.does_work() {
                 let running = Outcome::simple(ResultStatus::Running, "");
                 self.record(list, task, attempt, running, false, started_ms, 0)?;
             }
             tracing::info!(task = %task.id, attempt, of = attempts, "task attempt starts");
             let outcome = prepared.executor.run(&ctx).await;
+            if outcome.status == ResultStatus::Running {
+                // The attempt goes on across the agent's stop (a reboot); it resumes on the next start.
+                tracing::info!(task = %task.id, attempt, message = %outcome.message, "the attempt continues after the agent restarts");
+                return Ok(TaskEnd::Stopped);
+            }
             let duration = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let status = outcome.status;
             let succeeded = matches!(status, ResultStatus::Succeeded | ResultStatus::Skipped);

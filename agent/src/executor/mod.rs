@@ -5,22 +5,38 @@
 //! | module | kinds |
 //! |---|---|
 //! | [`shell`] | `shell` |
-//! | [`noop`] | `skipped`, `stage`, `group` |
-//! | [`unsupported`] | every kind this agent cannot run yet |
+//! | [`puppet`] | `puppet` |
+//! | [`upload_file`] | `upload_file` |
+//! | [`copy_files`] | `copy_files` |
+//! | [`sync`] | `sync` |
+//! | [`reboot`] | `reboot` |
+//! | [`noop`] | `skipped`, `stage`, `group`, and every kind but `puppet` in a no-op deployment |
+//!
+//! Helpers: [`process`] (a command in its own process group with timeout and capture), [`output`]
+//! (bounded output tails), [`policy`] (timeout, retries, interval), [`params`] (reading parameters),
+//! [`services`] (what the agent lends executors: state directory, file source, journal), [`placement`]
+//! (writing files atomically with mode and owner).
 
 pub mod noop;
 pub mod output;
+pub mod params;
+pub mod placement;
 pub mod policy;
+pub mod process;
+pub mod puppet;
+pub mod services;
 pub mod shell;
 pub mod unsupported;
 
 pub use policy::RetryPolicy;
+pub use services::{FileSource, RemoteFile, Services};
 
 use crate::shutdown::Shutdown;
 use plinth_common::wire::{ResultStatus, TaskKind, TaskSpec};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A boxed future, as task executors return.
@@ -55,12 +71,29 @@ pub struct AttemptContext {
     pub attempt: u32,
     /// The agent's stop signal: an attempt that sees it stops its work and ends `interrupted`.
     pub shutdown: Shutdown,
+    /// The list is a no-op deployment: puppet runs with `--noop`, other kinds do not run.
+    pub noop: bool,
+    /// What the agent lends executors.
+    pub services: Arc<Services>,
+}
+
+impl AttemptContext {
+    /// Sets `PLINTH_DEPLOYMENT_ID`, `PLINTH_REVISION`, `PLINTH_TASK_ID` and `PLINTH_ATTEMPT` on a command.
+    pub fn set_task_env(&self, command: &mut tokio::process::Command) {
+        command
+            .env("PLINTH_DEPLOYMENT_ID", self.deployment_id.to_string())
+            .env("PLINTH_REVISION", self.revision.to_string())
+            .env("PLINTH_TASK_ID", &self.task_id)
+            .env("PLINTH_ATTEMPT", self.attempt.to_string());
+    }
 }
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    /// `succeeded`, `failed`, `timed_out`, `interrupted` or `skipped`.
+    /// `succeeded`, `failed`, `timed_out`, `interrupted` or `skipped`; `running` means the attempt
+    /// goes on across a stop of the agent (a reboot): nothing is recorded and the attempt resumes on the
+    /// next start.
     pub status: ResultStatus,
     /// The process exit code, when a process exited.
     pub exit_code: Option<i32>,
@@ -97,6 +130,12 @@ pub trait TaskExecutor: Send + Sync {
     fn does_work(&self) -> bool {
         true
     }
+
+    /// True when an attempt that was running when the agent stopped goes on after a restart instead of
+    /// being reported interrupted (a reboot: the agent stopping is part of the attempt).
+    fn resumes_across_restart(&self) -> bool {
+        false
+    }
 }
 
 /// A task ready to run: its executor and its retry policy.
@@ -115,17 +154,21 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
-/// Reads a task's parameters with its type's module.
-pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
-    match task.kind {
-        TaskKind::Shell => shell::prepare(task),
-        TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => noop::prepare(task),
-        TaskKind::Puppet
-        | TaskKind::UploadFile
-        | TaskKind::CopyFiles
-        | TaskKind::Sync
-        | TaskKind::Reboot => unsupported::prepare(task),
+/// Reads a task's parameters with its type's module. In a no-op deployment (`noop`) puppet runs with
+/// `--noop` and every other kind is reported skipped without running (its parameters are still checked).
+pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
+    let prepared = match task.kind {
+        TaskKind::Shell => shell::prepare(task)?,
+        TaskKind::Puppet => return puppet::prepare(task),
+        TaskKind::UploadFile | TaskKind::CopyFiles | TaskKind::Sync | TaskKind::Reboot => {
+            unsupported::prepare(task)?
+        }
+        TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
+    };
+    if noop {
+        return Ok(noop::dry_run(task));
     }
+    Ok(prepared)
 }
 
 /// The wire name of a task kind (`upload_file`, ...).

@@ -1,5 +1,6 @@
-//! `skipped`, `stage` and `group` tasks: anchors kept for ordering. They do nothing and succeed (a task
-//! carrying a `skip_reason` is reported skipped before any executor is asked).
+//! Tasks that do nothing on the node: `skipped`, `stage` and `group` anchors kept for ordering (they
+//! succeed), and, in a no-op deployment, every kind but `puppet` (reported skipped: nothing ran). A task
+//! carrying a `skip_reason` is reported skipped before any executor is asked.
 
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
 use plinth_common::wire::{ResultStatus, TaskSpec};
@@ -9,25 +10,36 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
     Ok(Prepared {
         policy: RetryPolicy::once(),
         executor: Box::new(Noop {
-            kind: super::kind_name(task.kind),
+            status: ResultStatus::Succeeded,
+            message: format!("{} task: nothing to run", super::kind_name(task.kind)),
         }),
     })
+}
+
+/// A task of a no-op deployment that does not run: reported skipped, saying so.
+pub fn dry_run(task: &TaskSpec) -> Prepared {
+    Prepared {
+        policy: RetryPolicy::once(),
+        executor: Box::new(Noop {
+            status: ResultStatus::Skipped,
+            message: format!(
+                "no-op deployment: {} tasks do not run (only puppet runs, with --noop)",
+                super::kind_name(task.kind)
+            ),
+        }),
+    }
 }
 
 /// A task that does nothing.
 #[derive(Debug)]
 pub struct Noop {
-    kind: String,
+    status: ResultStatus,
+    message: String,
 }
 
 impl TaskExecutor for Noop {
     fn run<'a>(&'a self, _ctx: &'a AttemptContext) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            Outcome::simple(
-                ResultStatus::Succeeded,
-                format!("{} task: nothing to run", self.kind),
-            )
-        })
+        Box::pin(async move { Outcome::simple(self.status, self.message.clone()) })
     }
 
     fn does_work(&self) -> bool {

@@ -2,22 +2,16 @@
 //! directory; default the work directory) with `env` added to the agent's environment. At the timeout, or
 //! when the agent stops, the whole process group gets SIGTERM and, after the grace, SIGKILL, so nothing the
 //! command started outlives it. Standard output and error are captured, keeping the last
-//! [`OUTPUT_TAIL_BYTES`] of each.
+//! [`plinth_common::wire::OUTPUT_TAIL_BYTES`] of each (see [`super::process`]).
 //!
 //! Parameters: `cmd` (string, required), `cwd` (string), `env` (map of scalars), `timeout` (seconds,
 //! default 300), `retries` (default 2), `interval` (seconds between attempts, default 2).
 
-use super::output::{capture_into, Tail};
+use super::process::{self, describe_status, End};
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-use plinth_common::wire::{ResultStatus, TaskSpec, OUTPUT_TAIL_BYTES};
-use std::os::unix::process::ExitStatusExt;
+use plinth_common::wire::{ResultStatus, TaskSpec};
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// The policy of a shell task that sets none.
 pub const DEFAULTS: RetryPolicy = RetryPolicy {
@@ -25,9 +19,6 @@ pub const DEFAULTS: RetryPolicy = RetryPolicy {
     interval: Duration::from_secs(2),
     timeout: Duration::from_secs(300),
 };
-
-/// How long output is still read after the command ended (a daemon it started may hold the pipes).
-pub const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// The shell that runs commands.
 pub const SHELL: &str = "/bin/sh";
@@ -101,14 +92,6 @@ pub struct ShellTask {
     timeout: Duration,
 }
 
-/// How the wait for the command ended.
-enum End {
-    Exited(ExitStatus),
-    TimedOut,
-    Stopped,
-    Lost(std::io::Error),
-}
-
 impl TaskExecutor for ShellTask {
     fn run<'a>(&'a self, ctx: &'a AttemptContext) -> BoxFuture<'a, Outcome> {
         Box::pin(self.run_attempt(ctx))
@@ -135,72 +118,21 @@ impl ShellTask {
             .arg("-c")
             .arg(&self.cmd)
             .current_dir(&cwd)
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("PLINTH_DEPLOYMENT_ID", ctx.deployment_id.to_string())
-            .env("PLINTH_REVISION", ctx.revision.to_string())
-            .env("PLINTH_TASK_ID", &ctx.task_id)
-            .env("PLINTH_ATTEMPT", ctx.attempt.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = match command.spawn() {
-            Ok(child) => child,
-            Err(e) => {
-                return Outcome::simple(
-                    ResultStatus::Failed,
-                    format!("cannot start {SHELL} in {}: {e}", cwd.display()),
-                )
-            }
-        };
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        let stdout = Arc::new(Mutex::new(Tail::new(OUTPUT_TAIL_BYTES)));
-        let stderr = Arc::new(Mutex::new(Tail::new(OUTPUT_TAIL_BYTES)));
-        let readers = [
-            child
-                .stdout
-                .take()
-                .map(|r| tokio::spawn(capture_into(r, stdout.clone()))),
-            child
-                .stderr
-                .take()
-                .map(|r| tokio::spawn(capture_into(r, stderr.clone()))),
-        ];
-
-        let end = tokio::select! {
-            r = child.wait() => match r {
-                Ok(status) => End::Exited(status),
-                Err(e) => End::Lost(e),
-            },
-            _ = tokio::time::sleep(self.timeout) => End::TimedOut,
-            _ = ctx.shutdown.wait() => End::Stopped,
-        };
-        let status = match &end {
-            End::Exited(status) => Some(*status),
-            End::TimedOut | End::Stopped | End::Lost(_) => match group {
-                Some(group) => stop_group(group, &mut child, ctx.kill_grace).await,
-                None => child.wait().await.ok(),
-            },
-        };
-
-        // The command has ended; read what is left of its output, but do not wait on a daemon it left
-        // holding the pipes.
-        let drain_until = Instant::now() + OUTPUT_DRAIN;
-        for reader in readers.into_iter().flatten() {
-            let abort = reader.abort_handle();
-            if tokio::time::timeout_at(drain_until, reader).await.is_err() {
-                abort.abort();
-            }
-        }
-        let (stdout, stderr) = (snapshot(&stdout), snapshot(&stderr));
-
-        let exit_code = status.and_then(|s| s.code());
-        let (status, message) = match end {
-            End::Exited(s) => describe_exit(s),
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        ctx.set_task_env(&mut command);
+        let finished =
+            match process::run(command, self.timeout, ctx.kill_grace, &ctx.shutdown).await {
+                Ok(f) => f,
+                Err(e) => {
+                    return Outcome::simple(
+                        ResultStatus::Failed,
+                        format!("cannot start {SHELL} in {}: {e}", cwd.display()),
+                    )
+                }
+            };
+        let (status, message) = match &finished.end {
+            End::Exited(s) if s.success() => (ResultStatus::Succeeded, describe_status(*s)),
+            End::Exited(s) => (ResultStatus::Failed, describe_status(*s)),
             End::TimedOut => (
                 ResultStatus::TimedOut,
                 format!(
@@ -219,70 +151,12 @@ impl ShellTask {
         };
         Outcome {
             status,
-            exit_code,
-            stdout_tail: stdout.text(),
-            stderr_tail: stderr.text(),
+            exit_code: finished.exit_code(),
+            stdout_tail: finished.stdout.text(),
+            stderr_tail: finished.stderr.text(),
             message,
-            details: serde_json::json!({
-                "stdout_bytes": stdout.total(),
-                "stderr_bytes": stderr.total(),
-                "output_truncated": stdout.truncated() || stderr.truncated(),
-            }),
+            details: finished.output_details(),
         }
-    }
-}
-
-/// The status and message of a command that ended by itself.
-fn describe_exit(status: ExitStatus) -> (ResultStatus, String) {
-    match (status.code(), status.signal()) {
-        (Some(0), _) => (ResultStatus::Succeeded, "exited with code 0".into()),
-        (Some(code), _) => (ResultStatus::Failed, format!("exited with code {code}")),
-        (None, Some(sig)) => {
-            let name = Signal::try_from(sig)
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_else(|_| sig.to_string());
-            (ResultStatus::Failed, format!("killed by signal {name}"))
-        }
-        (None, None) => (ResultStatus::Failed, format!("ended with {status}")),
-    }
-}
-
-/// SIGTERM to the whole group, then SIGKILL once the grace is over (or at once when the group is already
-/// gone). Returns the shell's exit status.
-async fn stop_group(
-    group: Pid,
-    child: &mut tokio::process::Child,
-    grace: Duration,
-) -> Option<ExitStatus> {
-    let _ = killpg(group, Signal::SIGTERM);
-    let deadline = Instant::now() + grace;
-    let mut status = None;
-    loop {
-        if status.is_none() {
-            if let Ok(Some(s)) = child.try_wait() {
-                status = Some(s);
-            }
-        }
-        // Signal 0 probes the group: an error means no process is left in it.
-        if status.is_some() && killpg(group, None).is_err() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = killpg(group, Signal::SIGKILL);
-    match status {
-        Some(s) => Some(s),
-        None => child.wait().await.ok(),
-    }
-}
-
-fn snapshot(tail: &Arc<Mutex<Tail>>) -> Tail {
-    match tail.lock() {
-        Ok(t) => t.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
     }
 }
 

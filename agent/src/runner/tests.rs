@@ -54,6 +54,7 @@ impl Fixture {
             kill_grace: Duration::from_millis(200),
             backoff_min: Duration::from_millis(10),
             backoff_max: Duration::from_millis(50),
+            services: Arc::new(Services::local(self.dir.path().join("state"))),
         }
     }
 
@@ -214,7 +215,7 @@ async fn retries_follow_the_policy_with_the_interval_between_attempts() {
 }
 
 #[tokio::test]
-async fn unsupported_kinds_and_bad_parameters_fail_clearly() {
+async fn bad_parameters_fail_clearly() {
     let f = Fixture::new();
     let l = list(
         4,
@@ -231,7 +232,7 @@ async fn unsupported_kinds_and_bad_parameters_fail_clearly() {
     assert!(
         f.records()[0]
             .message
-            .starts_with("task type puppet is not supported by this agent yet"),
+            .contains("task p: parameter `puppet_manifest`: is required for puppet tasks"),
         "{}",
         f.records()[0].message
     );

@@ -18,6 +18,7 @@ pub mod systemd;
 
 use crate::cmdline::KernelCmdline;
 use crate::config::Settings;
+use crate::executor::Services;
 use crate::facts;
 use crate::identity::{IdentityError, NodeIdentity};
 use crate::journal::{Journal, JournalError, SharedJournal};
@@ -26,7 +27,7 @@ use crate::sender::Sender;
 use crate::shutdown::{self, Shutdown};
 use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
 use crate::verify::{Refused, StateError, Verifier};
-use adapters::{ControllerGate, ControllerSink};
+use adapters::{ControllerFiles, ControllerGate, ControllerSink};
 use plinth_common::signing::VerifyError;
 use plinth_common::wire::{Refusal, Registration, TaskList};
 use registration::Registrar;
@@ -318,6 +319,7 @@ impl Agent {
                 kill_grace: self.settings.kill_grace,
                 backoff_min: self.settings.backoff_min,
                 backoff_max: self.settings.backoff_max,
+                services: Arc::new(self.services()),
             },
             self.shutdown.clone(),
         );
@@ -343,6 +345,20 @@ impl Agent {
                 );
                 Ok(false)
             }
+        }
+    }
+
+    /// What executors borrow: the state directory, programs, the controller's files, the journal.
+    fn services(&self) -> Services {
+        Services {
+            state_dir: self.settings.state_dir.clone(),
+            puppet: self.settings.puppet.clone(),
+            reboot: self.settings.reboot.clone(),
+            files: Arc::new(ControllerFiles {
+                controller: self.controller.clone(),
+                registrar: self.registrar.clone(),
+            }),
+            journal: Some(self.journal.clone()),
         }
     }
 

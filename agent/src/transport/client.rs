@@ -9,6 +9,8 @@
 //! | [`Controller::send_refusal`] | `POST /agent/v1/refusals` [`Refusal`] | 204 |
 //! | [`Controller::heartbeat`] | `POST /agent/v1/heartbeat` | 204 |
 //! | [`Controller::gate`] | `GET /agent/v1/gate?deployment&task&wait` | 200 [`GateAnswer`] |
+//! | [`Controller::file_manifest`] | `GET /agent/v1/files/{path}?manifest=true` | 200 [`Manifest`] |
+//! | [`Controller::pull_file`] | `GET /agent/v1/files/{path}` | 200 the bytes, `X-Plinth-Sha256`, `X-Plinth-Mode` |
 //!
 //! Any endpoint answering 401 means the controller does not know this node (any more):
 //! [`TransportError::Unauthorized`], after which the agent registers again.
@@ -16,6 +18,7 @@
 use super::body::{describe, error_from, read_limited};
 use super::tls::{self, TlsError};
 use crate::config::Settings;
+use crate::executor::services::{Manifest, Pulled};
 use crate::identity::NodeIdentity;
 use plinth_common::wire::{
     GateAnswer, Refusal, Registration, RegistrationAck, ResultAck, ResultsBatch, AGENT_API_PREFIX,
@@ -25,6 +28,13 @@ use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
+
+/// The header carrying a served file's SHA-256 (lowercase hex).
+pub const SHA256_HEADER: &str = "x-plinth-sha256";
+/// The header carrying a served file's permission bits (octal).
+pub const MODE_HEADER: &str = "x-plinth-mode";
+/// The largest file manifest the agent reads.
+pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// The largest non-task-list answer the agent reads.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
@@ -210,6 +220,97 @@ impl Controller {
         expect_json(response, StatusCode::OK).await
     }
 
+    /// The URL of a served file: `/agent/v1/files/` and the path's segments, each percent-encoded.
+    fn file_url(&self, path: &str) -> reqwest::Url {
+        let mut url = self.url("files");
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty();
+            for s in path.split('/').filter(|s| !s.is_empty()) {
+                segments.push(s);
+            }
+        }
+        url
+    }
+
+    /// `GET /agent/v1/files/{path}?manifest=true`: what the controller serves at `path`.
+    pub async fn file_manifest(&self, path: &str) -> Result<Manifest, TransportError> {
+        let response = self
+            .http
+            .get(self.file_url(path))
+            .query(&[("manifest", "true")])
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .map_err(network)?;
+        if response.status() != StatusCode::OK {
+            return Err(failure(response).await);
+        }
+        let body = read_limited(response, MAX_MANIFEST_BYTES).await?;
+        serde_json::from_slice(&body).map_err(|e| TransportError::Decode(e.to_string()))
+    }
+
+    /// `GET /agent/v1/files/{path}`: streams the file into `into`, hashing it on the way. The caller
+    /// compares the hash with the announced one. No overall timeout (files may be large); a stalled
+    /// connection fails after [`REQUEST_TIMEOUT`] without a byte.
+    pub async fn pull_file(
+        &self,
+        path: &str,
+        into: &mut tokio::fs::File,
+    ) -> Result<Pulled, TransportError> {
+        use sha2::{Digest, Sha256};
+        use tokio::io::AsyncWriteExt;
+        let mut response = self
+            .http
+            .get(self.file_url(path))
+            .send()
+            .await
+            .map_err(network)?;
+        if response.status() != StatusCode::OK {
+            return Err(failure(response).await);
+        }
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let announced_sha256 = header(SHA256_HEADER).ok_or_else(|| {
+            TransportError::Decode(format!(
+                "the answer for {path} has no {SHA256_HEADER} header"
+            ))
+        })?;
+        let mode = header(MODE_HEADER).and_then(|m| u32::from_str_radix(m.trim(), 8).ok());
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        loop {
+            let chunk = tokio::time::timeout(REQUEST_TIMEOUT, response.chunk())
+                .await
+                .map_err(|_| {
+                    TransportError::Network(format!(
+                        "{path}: no data for {}s",
+                        REQUEST_TIMEOUT.as_secs()
+                    ))
+                })?
+                .map_err(network)?;
+            let Some(chunk) = chunk else { break };
+            hasher.update(&chunk);
+            size += chunk.len() as u64;
+            into.write_all(&chunk).await.map_err(|e| {
+                TransportError::Network(format!("cannot write {path} locally: {e}"))
+            })?;
+        }
+        into.flush()
+            .await
+            .map_err(|e| TransportError::Network(format!("cannot write {path} locally: {e}")))?;
+        Ok(Pulled {
+            announced_sha256: announced_sha256.to_ascii_lowercase(),
+            sha256: hex::encode(hasher.finalize()),
+            mode,
+            size,
+        })
+    }
+
     async fn post_json<T: Serialize>(
         &self,
         endpoint: &str,
@@ -274,6 +375,10 @@ mod tests {
     fn endpoint_urls_keep_a_base_path() {
         let c = controller("https://ctl:8443");
         assert_eq!(c.url("tasks").as_str(), "https://ctl:8443/agent/v1/tasks");
+        assert_eq!(
+            c.file_url("/modules/a b/x%y.pp").as_str(),
+            "https://ctl:8443/agent/v1/files/modules/a%20b/x%25y.pp"
+        );
         let c = controller("https://ctl:8443/plinth");
         assert_eq!(
             c.url("register").as_str(),

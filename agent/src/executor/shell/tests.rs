@@ -1,7 +1,10 @@
 use super::*;
+use crate::executor::Services;
 use crate::shutdown;
 use crate::testutil;
+use plinth_common::wire::OUTPUT_TAIL_BYTES;
 use serde_json::json;
+use std::sync::Arc;
 
 fn ctx(work_dir: &std::path::Path, shutdown: crate::shutdown::Shutdown) -> AttemptContext {
     AttemptContext {
@@ -12,6 +15,8 @@ fn ctx(work_dir: &std::path::Path, shutdown: crate::shutdown::Shutdown) -> Attem
         task_id: "t1".into(),
         attempt: 1,
         shutdown,
+        noop: false,
+        services: Arc::new(Services::local(work_dir.join("state"))),
     }
 }
 

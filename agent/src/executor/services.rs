@@ -1,0 +1,165 @@
+//! What the agent lends task executors besides the task itself: its state directory, the programs it
+//! runs for puppet and reboot tasks, the controller's files (for `copy_files` and `sync`) and the
+//! journal (so a reboot waits until its `running` report is acknowledged).
+
+use super::BoxFuture;
+use crate::journal::SharedJournal;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default reboot command: systemd reboots the node, stopping the agent cleanly first.
+pub const DEFAULT_REBOOT_COMMAND: [&str; 2] = ["systemctl", "reboot"];
+/// Where the kernel tells the current boot's id.
+pub const DEFAULT_BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
+/// The default puppet program (looked up in `PATH`).
+pub const DEFAULT_PUPPET: &str = "puppet";
+
+/// A file the controller serves, as its manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RemoteFile {
+    /// The path relative to the requested directory (for a requested file: its name).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+    /// Permission bits.
+    pub mode: u32,
+}
+
+/// The controller's manifest of a served path.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Manifest {
+    /// `file` or `directory`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The files (for a file: one entry).
+    pub files: Vec<RemoteFile>,
+}
+
+/// A file pulled into a staged temporary file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pulled {
+    /// The SHA-256 the controller announced.
+    pub announced_sha256: String,
+    /// The SHA-256 of the bytes received.
+    pub sha256: String,
+    /// The permission bits the controller announced.
+    pub mode: Option<u32>,
+    /// Bytes received.
+    pub size: u64,
+}
+
+/// Why the controller's files cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileSourceError {
+    /// The controller has no such file or directory.
+    #[error("the controller has no file {0}")]
+    NotFound(String),
+    /// Anything else (network, refused, local write failure).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The controller's files, as `copy_files` and `sync` pull them.
+pub trait FileSource: Send + Sync {
+    /// The manifest of a served file or directory (`GET /agent/v1/files/{path}?manifest=true`).
+    fn manifest<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Manifest, FileSourceError>>;
+
+    /// Streams a served file's bytes into `into` (`GET /agent/v1/files/{path}`), hashing them on the way.
+    fn pull<'a>(
+        &'a self,
+        path: &'a str,
+        into: &'a mut tokio::fs::File,
+    ) -> BoxFuture<'a, Result<Pulled, FileSourceError>>;
+}
+
+/// A file source for an agent without a controller: every request fails.
+#[derive(Debug, Default)]
+pub struct NoFiles;
+
+impl FileSource for NoFiles {
+    fn manifest<'a>(&'a self, _path: &'a str) -> BoxFuture<'a, Result<Manifest, FileSourceError>> {
+        Box::pin(async {
+            Err(FileSourceError::Failed(
+                "no controller to pull files from".into(),
+            ))
+        })
+    }
+
+    fn pull<'a>(
+        &'a self,
+        _path: &'a str,
+        _into: &'a mut tokio::fs::File,
+    ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
+        Box::pin(async {
+            Err(FileSourceError::Failed(
+                "no controller to pull files from".into(),
+            ))
+        })
+    }
+}
+
+/// How reboot tasks reboot the node and tell that it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebootSettings {
+    /// The program and its arguments (default `systemctl reboot`).
+    pub command: Vec<String>,
+    /// The file holding the current boot's id (default the kernel's).
+    pub boot_id_path: PathBuf,
+    /// How long to wait for the `running` report to be acknowledged before rebooting.
+    pub report_wait: Duration,
+}
+
+impl Default for RebootSettings {
+    fn default() -> Self {
+        RebootSettings {
+            command: DEFAULT_REBOOT_COMMAND
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            boot_id_path: PathBuf::from(DEFAULT_BOOT_ID_PATH),
+            report_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Everything executors borrow from the agent.
+pub struct Services {
+    /// The agent's state directory (reboot markers, puppet summaries and logs live under it).
+    pub state_dir: PathBuf,
+    /// The puppet program.
+    pub puppet: PathBuf,
+    /// Reboots.
+    pub reboot: RebootSettings,
+    /// The controller's files.
+    pub files: Arc<dyn FileSource>,
+    /// The journal, when results are being sent (a reboot waits for its report's acknowledgement).
+    pub journal: Option<SharedJournal>,
+}
+
+impl Services {
+    /// Services for an agent with no controller: files cannot be pulled, nothing waits for
+    /// acknowledgements. Used by tests and by tools that run tasks locally.
+    pub fn local(state_dir: PathBuf) -> Services {
+        Services {
+            state_dir,
+            puppet: PathBuf::from(DEFAULT_PUPPET),
+            reboot: RebootSettings::default(),
+            files: Arc::new(NoFiles),
+            journal: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("state_dir", &self.state_dir)
+            .field("puppet", &self.puppet)
+            .field("reboot", &self.reboot)
+            .finish_non_exhaustive()
+    }
+}
