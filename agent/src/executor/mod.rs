@@ -27,6 +27,7 @@ pub mod puppet;
 pub mod services;
 pub mod shell;
 pub mod unsupported;
+pub mod upload_file;
 
 pub use policy::RetryPolicy;
 pub use services::{FileSource, RemoteFile, Services};
@@ -160,9 +161,8 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
     let prepared = match task.kind {
         TaskKind::Shell => shell::prepare(task)?,
         TaskKind::Puppet => return puppet::prepare(task),
-        TaskKind::UploadFile | TaskKind::CopyFiles | TaskKind::Sync | TaskKind::Reboot => {
-            unsupported::prepare(task)?
-        }
+        TaskKind::UploadFile => upload_file::prepare(task)?,
+        TaskKind::CopyFiles | TaskKind::Sync | TaskKind::Reboot => unsupported::prepare(task)?,
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {
