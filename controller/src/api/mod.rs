@@ -7,6 +7,7 @@ pub mod auth;
 pub mod clusters;
 pub mod deployments;
 pub mod error;
+pub mod files;
 pub mod graphs;
 pub mod nodes;
 pub mod openapi;
@@ -91,6 +92,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/refusals", post(agent::refusal))
         .route("/heartbeat", post(agent::heartbeat))
         .route("/gate", get(agent::gate))
+        .route("/files/{*path}", get(files::get))
         .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES));
 
     Router::new()
