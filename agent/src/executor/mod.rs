@@ -15,8 +15,9 @@
 //! Helpers: [`process`] (a command in its own process group with timeout and capture), [`output`]
 //! (bounded output tails), [`policy`] (timeout, retries, interval), [`params`] (reading parameters),
 //! [`services`] (what the agent lends executors: state directory, file source, journal), [`placement`]
-//! (writing files atomically with mode and owner).
+//! (writing files atomically with mode and owner), [`transfer`] (pulling a served file into place).
 
+pub mod copy_files;
 pub mod noop;
 pub mod output;
 pub mod params;
@@ -26,6 +27,8 @@ pub mod process;
 pub mod puppet;
 pub mod services;
 pub mod shell;
+pub mod sync;
+pub mod transfer;
 pub mod unsupported;
 pub mod upload_file;
 
@@ -162,7 +165,9 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
         TaskKind::Shell => shell::prepare(task)?,
         TaskKind::Puppet => return puppet::prepare(task),
         TaskKind::UploadFile => upload_file::prepare(task)?,
-        TaskKind::CopyFiles | TaskKind::Sync | TaskKind::Reboot => unsupported::prepare(task)?,
+        TaskKind::CopyFiles => copy_files::prepare(task)?,
+        TaskKind::Sync => sync::prepare(task)?,
+        TaskKind::Reboot => unsupported::prepare(task)?,
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {

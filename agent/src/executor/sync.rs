@@ -1,0 +1,342 @@
+//! `sync` tasks: a directory (or a file) the controller serves mirrored into a directory on the node,
+//! like Fuel's `rsync -c -r --delete`: every served file is pulled when its content, mode or owner
+//! differs (checked by SHA-256, written atomically, mode kept; see [`super::transfer`]), and, for a
+//! directory, whatever the destination holds that the source does not is removed (unless `delete` is
+//! false).
+//!
+//! Parameters: `src` (required: a path relative to the controller's files root), `dst` (required: an
+//! absolute directory on the node; a served file lands in it under its own name), `delete` (default
+//! true), `dir_permissions` (default `0755`), `owner` (`user[:group]`), `timeout` (default 300 s),
+//! `retries` (default 10), `interval` (default 2 s).
+
+use super::params;
+use super::transfer::{plain_relative, pull_into_place, Placed, Placement};
+use super::upload_file::{self, DEFAULT_DIR_MODE};
+use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
+use plinth_common::wire::{ResultStatus, TaskSpec};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The policy of a sync task that sets none (Fuel's: 300 s, 10 retries).
+pub const DEFAULTS: RetryPolicy = RetryPolicy {
+    attempts: 11,
+    interval: Duration::from_secs(2),
+    timeout: Duration::from_secs(300),
+};
+
+/// Reads a sync task's parameters.
+pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
+    let src = params::required_string(task, "src")?;
+    let src = src.trim_matches('/').to_string();
+    if !plain_relative(&src) {
+        return Err(params::error(
+            task,
+            "src",
+            format!("{src:?} must be a path under the controller's files root, without `..`"),
+        ));
+    }
+    let dst = PathBuf::from(params::required_string(task, "dst")?);
+    if !dst.is_absolute() {
+        return Err(params::error(
+            task,
+            "dst",
+            format!("{} is not an absolute directory", dst.display()),
+        ));
+    }
+    let delete = params::optional_bool(task, "delete")?.unwrap_or(true);
+    let dir_mode = params::optional_mode(task, "dir_permissions")?.unwrap_or(DEFAULT_DIR_MODE);
+    let owner = upload_file::owner(task)?;
+    let policy = RetryPolicy::from_task(task, DEFAULTS)?;
+    Ok(Prepared {
+        policy,
+        executor: Box::new(Sync {
+            src,
+            dst,
+            delete,
+            placement: Placement {
+                mode: None,
+                dir_mode,
+                owner,
+            },
+            timeout: policy.timeout,
+        }),
+    })
+}
+
+/// A prepared sync task.
+#[derive(Debug, Clone)]
+pub struct Sync {
+    src: String,
+    dst: PathBuf,
+    delete: bool,
+    placement: Placement,
+    timeout: Duration,
+}
+
+impl TaskExecutor for Sync {
+    fn run<'a>(&'a self, ctx: &'a AttemptContext) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            tokio::select! {
+                r = self.sync(ctx) => r,
+                _ = tokio::time::sleep(self.timeout) => Outcome::simple(
+                    ResultStatus::TimedOut,
+                    format!("sync of {} took longer than {}s", self.src, self.timeout.as_secs_f64()),
+                ),
+                _ = ctx.shutdown.wait() => Outcome::simple(
+                    ResultStatus::Interrupted,
+                    format!("the agent stopped during the sync of {} (each file holds its old or its new content)", self.src),
+                ),
+            }
+        })
+    }
+}
+
+impl Sync {
+    async fn sync(&self, ctx: &AttemptContext) -> Outcome {
+        let fail = |m: String| Outcome::simple(ResultStatus::Failed, m);
+        let source = ctx.services.files.as_ref();
+        let manifest = match source.manifest(&self.src).await {
+            Ok(m) => m,
+            Err(e) => return fail(format!("{}: {e}", self.src)),
+        };
+        let directory = manifest.kind == "directory";
+        let mut wanted = BTreeSet::new();
+        for f in &manifest.files {
+            if !plain_relative(&f.path) {
+                return fail(format!(
+                    "the controller's manifest of {} lists {:?}, which is not a plain relative path",
+                    self.src, f.path
+                ));
+            }
+            wanted.insert(f.path.clone());
+        }
+        let (mut written, mut bytes) = (0usize, 0u64);
+        for f in &manifest.files {
+            let src = if directory {
+                format!("{}/{}", self.src, f.path)
+            } else {
+                self.src.clone()
+            };
+            let dest = self.dst.join(&f.path);
+            match pull_into_place(source, &src, f, &dest, self.placement).await {
+                Ok(Placed::Written(n)) => {
+                    written += 1;
+                    bytes += n;
+                }
+                Ok(Placed::Unchanged) => {}
+                Err(e) => return fail(e),
+            }
+        }
+        let removed = if directory && self.delete {
+            let dst = self.dst.clone();
+            match tokio::task::spawn_blocking(move || remove_extra(&dst, &wanted)).await {
+                Ok(Ok(removed)) => removed,
+                Ok(Err(e)) => return fail(e),
+                Err(e) => return fail(format!("removing extra files failed: {e}")),
+            }
+        } else {
+            Vec::new()
+        };
+        let mut o = Outcome::simple(
+            ResultStatus::Succeeded,
+            format!(
+                "{} synced into {}: {} file(s), {written} written ({bytes} bytes), {} removed",
+                self.src,
+                self.dst.display(),
+                manifest.files.len(),
+                removed.len()
+            ),
+        );
+        o.details = serde_json::json!({
+            "files": manifest.files.len(),
+            "written": written,
+            "bytes": bytes,
+            "removed": removed,
+        });
+        o
+    }
+}
+
+/// Removes what `dst` holds beyond `wanted` (relative file paths): extra files and links, and
+/// directories no wanted file lives in. Links are removed, never followed. Returns what was removed.
+fn remove_extra(dst: &Path, wanted: &BTreeSet<String>) -> Result<Vec<String>, String> {
+    let mut removed = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let dir = dst.join(&rel);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let rel_path = rel.join(entry.file_name());
+            let key = rel_path.to_string_lossy().into_owned();
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            if kind.is_dir() {
+                let prefix = format!("{key}/");
+                if wanted.iter().any(|w| w.starts_with(&prefix)) {
+                    pending.push(rel_path);
+                } else {
+                    std::fs::remove_dir_all(&path)
+                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                    removed.push(format!("{key}/"));
+                }
+            } else if !wanted.contains(&key) {
+                std::fs::remove_file(&path)
+                    .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                removed.push(key);
+            }
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::transfer::fake::FakeFiles;
+    use crate::executor::Services;
+    use crate::testutil::task;
+    use plinth_common::wire::TaskKind;
+    use serde_json::json;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Arc;
+
+    async fn run(files: Arc<FakeFiles>, params: serde_json::Value, state: &Path) -> Outcome {
+        let prepared = prepare(&task("sync", TaskKind::Sync, params)).unwrap();
+        let mut services = Services::local(state.to_path_buf());
+        services.files = files;
+        let (_t, sd) = crate::shutdown::channel();
+        let ctx = AttemptContext {
+            work_dir: state.to_path_buf(),
+            kill_grace: Duration::from_millis(100),
+            deployment_id: 1,
+            revision: 1,
+            task_id: "sync".into(),
+            attempt: 1,
+            shutdown: sd,
+            noop: false,
+            services: Arc::new(services),
+        };
+        prepared.executor.run(&ctx).await
+    }
+
+    #[tokio::test]
+    async fn mirrors_a_directory_and_removes_what_the_source_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Arc::new(FakeFiles::default());
+        fake.add("modules/ntp/manifests/init.pp", b"class ntp {}\n", 0o644);
+        fake.add("modules/ntp/files/run.sh", b"#!/bin/sh\n", 0o755);
+        fake.add("modules/other.txt", b"x", 0o600);
+        let dst = dir.path().join("etc/puppet/modules");
+        std::fs::create_dir_all(dst.join("old/deep")).unwrap();
+        std::fs::write(dst.join("old/deep/stale.pp"), "stale").unwrap();
+        std::fs::write(dst.join("leftover"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc", dst.join("link")).unwrap();
+        let params = json!({"src": "modules", "dst": dst});
+
+        let o = run(fake.clone(), params.clone(), dir.path()).await;
+        assert_eq!(o.status, ResultStatus::Succeeded, "{o:?}");
+        assert_eq!(
+            std::fs::read_to_string(dst.join("ntp/manifests/init.pp")).unwrap(),
+            "class ntp {}\n"
+        );
+        assert_eq!(
+            std::fs::metadata(dst.join("ntp/files/run.sh"))
+                .unwrap()
+                .mode()
+                & 0o7777,
+            0o755
+        );
+        assert_eq!(
+            std::fs::metadata(dst.join("other.txt")).unwrap().mode() & 0o7777,
+            0o600
+        );
+        assert_eq!(o.details["removed"], json!(["leftover", "link", "old/"]));
+        assert!(!dst.join("old").exists() && !dst.join("leftover").exists());
+        assert!(
+            std::path::Path::new("/etc").exists(),
+            "a link is removed, not followed"
+        );
+        assert_eq!(o.details["written"], 3);
+
+        // Nothing changed: nothing pulled, nothing removed.
+        fake.pulls.lock().unwrap().clear();
+        let o = run(fake.clone(), params.clone(), dir.path()).await;
+        assert_eq!(o.details["written"], 0, "{o:?}");
+        assert!(fake.pulls.lock().unwrap().is_empty());
+
+        // A changed file on the controller is pulled again; a local edit is put back.
+        fake.add("modules/other.txt", b"changed", 0o600);
+        std::fs::write(dst.join("ntp/manifests/init.pp"), "edited").unwrap();
+        let o = run(fake.clone(), params, dir.path()).await;
+        assert_eq!(o.details["written"], 2, "{o:?}");
+        assert_eq!(
+            std::fs::read_to_string(dst.join("other.txt")).unwrap(),
+            "changed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_single_file_lands_in_the_directory_and_delete_false_keeps_extras() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Arc::new(FakeFiles::default());
+        fake.add("keys/id.pub", b"ssh-ed25519 AAAA", 0o644);
+        let dst = dir.path().join("keys");
+        std::fs::create_dir_all(&dst).unwrap();
+        std::fs::write(dst.join("mine"), "m").unwrap();
+        let o = run(
+            fake.clone(),
+            json!({"src": "keys/id.pub", "dst": dst}),
+            dir.path(),
+        )
+        .await;
+        assert_eq!(o.status, ResultStatus::Succeeded, "{o:?}");
+        assert!(dst.join("id.pub").exists() && dst.join("mine").exists());
+        let o = run(
+            fake,
+            json!({"src": "keys", "dst": dst, "delete": false}),
+            dir.path(),
+        )
+        .await;
+        assert_eq!(o.status, ResultStatus::Succeeded);
+        assert!(dst.join("mine").exists());
+    }
+
+    #[tokio::test]
+    async fn a_missing_source_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(
+            Arc::new(FakeFiles::default()),
+            json!({"src": "nothing", "dst": dir.path()}),
+            dir.path(),
+        )
+        .await;
+        assert_eq!(o.status, ResultStatus::Failed);
+        assert!(o.message.contains("no file nothing"), "{}", o.message);
+    }
+
+    #[test]
+    fn parameters_and_defaults() {
+        let p = prepare(&task("s", TaskKind::Sync, json!({"src": "a", "dst": "/b"}))).unwrap();
+        assert_eq!(p.policy.attempts, 11);
+        assert_eq!(p.policy.timeout, Duration::from_secs(300));
+        for (params, field) in [
+            (json!({"dst": "/b"}), "src"),
+            (json!({"src": "../x", "dst": "/b"}), "src"),
+            (json!({"src": "a"}), "dst"),
+            (json!({"src": "a", "dst": "b"}), "dst"),
+            (json!({"src": "a", "dst": "/b", "delete": 1}), "delete"),
+        ] {
+            let e = prepare(&task("s", TaskKind::Sync, params.clone())).unwrap_err();
+            assert_eq!(e.field, field, "{params}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Pulling one file the controller serves into place: skipped when the destination already has the
+//! content (by SHA-256), mode and owner; otherwise streamed into a temporary file beside the destination,
+//! its hash checked against the one the controller announced (and the manifest's), then given its mode
+//! and owner and renamed into place (see [`super::placement`]).
+
+use super::placement::{Owner, Staged};
+use super::services::{FileSource, RemoteFile};
+use super::upload_file::already_in_place;
+use std::path::{Component, Path};
+
+/// What pulling one file did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// The destination already was the file.
+    Unchanged,
+    /// The file was written; its size.
+    Written(u64),
+}
+
+/// How to place a file.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    /// Permission bits to give instead of the served ones.
+    pub mode: Option<u32>,
+    /// Permission bits of directories made on the way.
+    pub dir_mode: u32,
+    /// Owner to give.
+    pub owner: Owner,
+}
+
+/// Pulls `src` into `dest`. `expected` is the file's manifest entry.
+pub async fn pull_into_place(
+    source: &dyn FileSource,
+    src: &str,
+    expected: &RemoteFile,
+    dest: &Path,
+    how: Placement,
+) -> Result<Placed, String> {
+    let mode = how.mode.unwrap_or(expected.mode & 0o7777);
+    {
+        let (dest, sha, owner) = (dest.to_path_buf(), expected.sha256.clone(), how.owner);
+        let same = tokio::task::spawn_blocking(move || already_in_place(&dest, &sha, mode, owner))
+            .await
+            .unwrap_or(false);
+        if same {
+            return Ok(Placed::Unchanged);
+        }
+    }
+    let staged = Staged::create(dest, how.dir_mode)
+        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut handle = staged
+        .async_handle()
+        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let pulled = source
+        .pull(src, &mut handle)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(handle);
+    if pulled.sha256 != pulled.announced_sha256 {
+        return Err(format!(
+            "{src}: SHA-256 of the {} bytes received is {}, the controller announced {}",
+            pulled.size, pulled.sha256, pulled.announced_sha256
+        ));
+    }
+    if pulled.sha256 != expected.sha256 {
+        return Err(format!(
+            "{src} changed on the controller while it was pulled (SHA-256 {} instead of {})",
+            pulled.sha256, expected.sha256
+        ));
+    }
+    let mode = how.mode.or(pulled.mode).unwrap_or(mode);
+    let dest_owned = dest.to_path_buf();
+    tokio::task::spawn_blocking(move || staged.commit(mode, how.owner))
+        .await
+        .map_err(|e| format!("cannot write {}: {e}", dest_owned.display()))?
+        .map_err(|e| format!("cannot write {}: {e}", dest_owned.display()))?;
+    Ok(Placed::Written(pulled.size))
+}
+
+/// True when `path` is made only of plain relative components (no root, `.`, `..`).
+pub fn plain_relative(path: &str) -> bool {
+    let p = Path::new(path);
+    !path.is_empty()
+        && !path.contains('\0')
+        && p.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! An in-memory file source for tests.
+
+    use super::super::services::{FileSourceError, Manifest, Pulled, RemoteFile};
+    use super::super::{BoxFuture, FileSource};
+    use sha2::{Digest, Sha256};
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// Files by path, with modes; `corrupt` paths are served with a wrong announced hash.
+    #[derive(Default)]
+    pub struct FakeFiles {
+        pub files: Mutex<BTreeMap<String, (Vec<u8>, u32)>>,
+        pub corrupt: Mutex<Vec<String>>,
+        pub pulls: Mutex<Vec<String>>,
+    }
+
+    impl FakeFiles {
+        pub fn add(&self, path: &str, data: &[u8], mode: u32) {
+            self.files
+                .lock()
+                .unwrap()
+                .insert(path.to_string(), (data.to_vec(), mode));
+        }
+
+        fn entry(path: &str, data: &[u8], mode: u32) -> RemoteFile {
+            RemoteFile {
+                path: path.to_string(),
+                size: data.len() as u64,
+                sha256: hex::encode(Sha256::digest(data)),
+                mode,
+            }
+        }
+    }
+
+    impl FileSource for FakeFiles {
+        fn manifest<'a>(
+            &'a self,
+            path: &'a str,
+        ) -> BoxFuture<'a, Result<Manifest, FileSourceError>> {
+            let files = self.files.lock().unwrap();
+            let answer = if let Some((data, mode)) = files.get(path) {
+                let name = path.rsplit('/').next().unwrap_or(path);
+                Ok(Manifest {
+                    kind: "file".into(),
+                    files: vec![Self::entry(name, data, *mode)],
+                })
+            } else {
+                let prefix = format!("{path}/");
+                let found: Vec<RemoteFile> = files
+                    .iter()
+                    .filter_map(|(p, (d, m))| {
+                        p.strip_prefix(&prefix).map(|rel| Self::entry(rel, d, *m))
+                    })
+                    .collect();
+                if found.is_empty() {
+                    Err(FileSourceError::NotFound(path.to_string()))
+                } else {
+                    Ok(Manifest {
+                        kind: "directory".into(),
+                        files: found,
+                    })
+                }
+            };
+            Box::pin(async move { answer })
+        }
+
+        fn pull<'a>(
+            &'a self,
+            path: &'a str,
+            into: &'a mut tokio::fs::File,
+        ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
+            Box::pin(async move {
+                use tokio::io::AsyncWriteExt;
+                self.pulls.lock().unwrap().push(path.to_string());
+                let Some((data, mode)) = self.files.lock().unwrap().get(path).cloned() else {
+                    return Err(FileSourceError::NotFound(path.to_string()));
+                };
+                into.write_all(&data).await.unwrap();
+                into.flush().await.unwrap();
+                let sha = hex::encode(Sha256::digest(&data));
+                let announced = if self.corrupt.lock().unwrap().iter().any(|c| c == path) {
+                    "0".repeat(64)
+                } else {
+                    sha.clone()
+                };
+                Ok(Pulled {
+                    announced_sha256: announced,
+                    sha256: sha,
+                    mode: Some(mode),
+                    size: data.len() as u64,
+                })
+            })
+        }
+    }
+}
