@@ -25,11 +25,11 @@ pub mod placement;
 pub mod policy;
 pub mod process;
 pub mod puppet;
+pub mod reboot;
 pub mod services;
 pub mod shell;
 pub mod sync;
 pub mod transfer;
-pub mod unsupported;
 pub mod upload_file;
 
 pub use policy::RetryPolicy;
@@ -167,7 +167,7 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
         TaskKind::UploadFile => upload_file::prepare(task)?,
         TaskKind::CopyFiles => copy_files::prepare(task)?,
         TaskKind::Sync => sync::prepare(task)?,
-        TaskKind::Reboot => unsupported::prepare(task)?,
+        TaskKind::Reboot => reboot::prepare(task)?,
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {

@@ -417,3 +417,82 @@ async fn gated_tasks_wait_for_ready_and_fail_when_blocked() {
     );
     assert!(f.records()[0].message.contains("node 2: ceph-mon"));
 }
+
+#[tokio::test]
+async fn a_reboot_is_resumed_after_the_restart_not_reported_interrupted() {
+    let f = Fixture::new();
+    let boot = f.dir.path().join("boot_id");
+    std::fs::write(&boot, "boot-1\n").unwrap();
+    let mut services = Services::local(f.dir.path().join("state"));
+    services.reboot.boot_id_path = boot.clone();
+    services.reboot.command = vec!["true".into()];
+    let settings = RunnerSettings {
+        services: Arc::new(services),
+        ..f.settings()
+    };
+    let l = list(
+        10,
+        vec![
+            task("reboot", TaskKind::Reboot, json!({"timeout": 60})),
+            shell("after", quick("true")),
+        ],
+    );
+    let marker = f.dir.path().join("state/reboot.json");
+    let (trigger, sd) = shutdown::channel();
+    let runner = Runner::new(f.journal.clone(), &f.gate, settings.clone(), sd);
+    let (end, _) = tokio::join!(runner.run(&l), async {
+        while !marker.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        trigger.trigger();
+    });
+    assert_eq!(end.unwrap(), RunEnd::Stopped);
+    assert_eq!(f.trail(), vec![t("reboot", 1, S::Running, false)]);
+
+    std::fs::write(&boot, "boot-2\n").unwrap();
+    let (_t, sd) = shutdown::channel();
+    let end = Runner::new(f.journal.clone(), &f.gate, settings, sd)
+        .run(&l)
+        .await
+        .unwrap();
+    assert_eq!(end, RunEnd::Completed { failed_task: None });
+    assert_eq!(
+        f.trail(),
+        vec![
+            t("reboot", 1, S::Running, false),
+            t("reboot", 1, S::Succeeded, true),
+            t("after", 1, S::Running, false),
+            t("after", 1, S::Succeeded, true),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_noop_list_runs_nothing_but_puppet() {
+    let f = Fixture::new();
+    let marker = f.path("ran");
+    let mut l = list(
+        11,
+        vec![
+            shell("sh", quick(&format!("touch {marker}"))),
+            task(
+                "up",
+                TaskKind::UploadFile,
+                json!({"path": marker, "data": "x"}),
+            ),
+            task("rb", TaskKind::Reboot, json!({})),
+        ],
+    );
+    l.noop = true;
+    assert_eq!(f.run(&l).await, RunEnd::Completed { failed_task: None });
+    assert_eq!(
+        f.trail(),
+        vec![
+            t("sh", 1, S::Skipped, true),
+            t("up", 1, S::Skipped, true),
+            t("rb", 1, S::Skipped, true),
+        ]
+    );
+    assert!(!std::path::Path::new(&marker).exists());
+    assert!(f.records()[0].message.contains("no-op deployment"));
+}
