@@ -4,12 +4,13 @@
 //! 3 state directory problem (node key, revision, journal); 4 TLS setup problem (certificates).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use plinth_agent::cmdline::{self, KernelCmdline, DEFAULT_CMDLINE_PATH};
+use plinth_agent::cmdline::DEFAULT_CMDLINE_PATH;
 use plinth_agent::config::{
     FileConfig, Overrides, Settings, DEFAULT_CONFIG_PATH, DEFAULT_STATE_DIR,
 };
 use plinth_agent::facts;
 use plinth_agent::identity::NodeIdentity;
+use plinth_agent::service::reload::{read_cmdline, ReloadSource};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -117,22 +118,6 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Reads the kernel command line; the default path may be missing (not Linux, containers), a given one
-/// may not.
-fn read_cmdline(path: &Path) -> Result<KernelCmdline, String> {
-    match cmdline::read(path) {
-        Ok(c) => Ok(c),
-        Err(e) if path == Path::new(DEFAULT_CMDLINE_PATH) => {
-            tracing::debug!(error = %e, "no kernel command line");
-            Ok(KernelCmdline::default())
-        }
-        Err(e) => Err(format!(
-            "cannot read kernel command line {}: {e}",
-            path.display()
-        )),
-    }
-}
-
 fn run(args: RunArgs) -> u8 {
     let cmdline = match read_cmdline(&args.cmdline) {
         Ok(c) => c,
@@ -143,6 +128,11 @@ fn run(args: RunArgs) -> u8 {
     };
     let overrides = Overrides {
         state_dir: args.state_dir,
+    };
+    let source = ReloadSource {
+        config: args.config.clone(),
+        cmdline: args.cmdline.clone(),
+        overrides: overrides.clone(),
     };
     let settings = match Settings::load(&args.config, &cmdline, &overrides) {
         Ok(s) => s,
@@ -163,7 +153,7 @@ fn run(args: RunArgs) -> u8 {
             return 1;
         }
     };
-    match runtime.block_on(plinth_agent::service::run(settings, cmdline)) {
+    match runtime.block_on(plinth_agent::service::run(settings, cmdline, source)) {
         Ok(()) => 0,
         Err(e) => {
             tracing::error!(error = %e, "plinth-agent failed");

@@ -1,21 +1,23 @@
 //! Heartbeats: `POST /agent/v1/heartbeat` every `heartbeat_secs` (±10%), also while a long task runs.
 
 use super::registration::Registrar;
+use crate::config::Settings;
 use crate::shutdown::Shutdown;
 use crate::transport::backoff::jittered;
 use crate::transport::{Controller, TransportError};
 use std::sync::Arc;
-use std::time::Duration;
+use tokio::sync::watch;
 
-/// Sends heartbeats until stopped.
+/// Sends heartbeats until stopped, every `heartbeat` of the current settings.
 pub async fn run(
     controller: Controller,
     registrar: Arc<Registrar>,
-    period: Duration,
+    settings: watch::Receiver<Settings>,
     shutdown: Shutdown,
 ) {
     let mut failing = false;
     loop {
+        let period = settings.borrow().heartbeat;
         if !shutdown.sleep(jittered(period)).await {
             return;
         }

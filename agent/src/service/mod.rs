@@ -8,11 +8,13 @@
 //! | [`adapters`] | the controller as the runner's gate and the sender's sink |
 //! | [`heartbeat`] | periodic heartbeats |
 //! | [`systemd`] | readiness, status lines, watchdog |
-//! | [`signals`] | SIGTERM/SIGINT to the stop trigger |
+//! | [`signals`] | SIGTERM/SIGINT to the stop trigger, SIGHUP to a reload request |
+//! | [`reload`] | reloading the configuration on SIGHUP |
 
 pub mod adapters;
 pub mod heartbeat;
 pub mod registration;
+pub mod reload;
 pub mod signals;
 pub mod systemd;
 
@@ -29,11 +31,13 @@ use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
 use crate::verify::{Refused, StateError, Verifier};
 use adapters::{ControllerFiles, ControllerGate, ControllerSink};
 use plinth_common::signing::VerifyError;
-use plinth_common::wire::{Refusal, Registration, TaskList};
+use plinth_common::wire::{Refusal, TaskList};
 use registration::Registrar;
+use reload::ReloadSource;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use systemd::Systemd;
+use tokio::sync::watch;
 
 /// The journal's directory inside the state directory.
 pub const JOURNAL_DIR: &str = "journal";
@@ -83,10 +87,17 @@ struct Agent {
     verifier: Verifier,
     systemd: Systemd,
     shutdown: Shutdown,
+    /// Settings as reloads change them.
+    live: watch::Receiver<Settings>,
 }
 
-/// Runs the agent until SIGTERM/SIGINT. Returns `Ok` on a clean stop.
-pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), ServiceError> {
+/// Runs the agent until SIGTERM/SIGINT, reloading the configuration from `source` on SIGHUP. Returns
+/// `Ok` on a clean stop.
+pub async fn run(
+    settings: Settings,
+    cmdline: KernelCmdline,
+    source: ReloadSource,
+) -> Result<(), ServiceError> {
     let identity = NodeIdentity::load_or_create(&settings.state_dir)?;
     tracing::info!(
         node_key = identity.fingerprint(),
@@ -100,7 +111,7 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
     }
     let controller = Controller::new(&settings, &identity)?;
     let (trigger, shutdown) = shutdown::channel();
-    signals::install(trigger).map_err(ServiceError::Signals)?;
+    let reload_requests = signals::install(trigger).map_err(ServiceError::Signals)?;
     let systemd = Systemd::from_env();
     tokio::spawn(systemd.watchdog(shutdown.clone()));
     systemd.status("collecting facts");
@@ -115,16 +126,19 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
         nics = facts.nics.len(),
         "facts collected"
     );
-    let registration = Registration {
-        agent_version: crate::AGENT_VERSION.to_string(),
-        name: settings.name.clone(),
-        facts,
-        tags: settings.tags.clone(),
-        labels: settings.labels.clone(),
-        rack: settings.rack.clone(),
-        enrollment_token: settings.enrollment_token.clone(),
-    };
-    let registrar = Arc::new(Registrar::new(controller.clone(), registration));
+    let registrar = Arc::new(Registrar::new(
+        controller.clone(),
+        reload::registration(&settings, facts),
+    ));
+    let (live_tx, live) = watch::channel(settings.clone());
+    tokio::spawn(reload::run(
+        reload_requests,
+        source,
+        live_tx,
+        registrar.clone(),
+        systemd,
+        shutdown.clone(),
+    ));
 
     let verifier = Verifier::open(
         &settings.state_dir,
@@ -147,6 +161,7 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
         verifier,
         systemd,
         shutdown,
+        live,
     };
     let pending = agent.pending_list()?;
     agent
@@ -167,7 +182,7 @@ pub async fn run(settings: Settings, cmdline: KernelCmdline) -> Result<(), Servi
     tokio::spawn(heartbeat::run(
         agent.controller.clone(),
         agent.registrar.clone(),
-        agent.settings.heartbeat,
+        agent.live.clone(),
         agent.shutdown.clone(),
     ));
 
@@ -227,6 +242,10 @@ impl Agent {
         let mut backoff = Backoff::new(self.settings.backoff_min, self.settings.backoff_max);
         let mut idle_status_sent = false;
         while !self.shutdown.is_triggered() {
+            if self.live.has_changed().unwrap_or(false) {
+                self.settings = self.live.borrow_and_update().clone();
+                backoff = Backoff::new(self.settings.backoff_min, self.settings.backoff_max);
+            }
             if !idle_status_sent {
                 self.systemd.status(&format!(
                     "waiting for work (last revision {})",

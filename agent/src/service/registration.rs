@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 #[derive(Debug)]
 pub struct Registrar {
     controller: Controller,
-    registration: Registration,
+    registration: std::sync::Mutex<Registration>,
     lock: Mutex<()>,
     epoch: AtomicU64,
 }
@@ -21,7 +21,7 @@ impl Registrar {
     pub fn new(controller: Controller, registration: Registration) -> Registrar {
         Registrar {
             controller,
-            registration,
+            registration: std::sync::Mutex::new(registration),
             lock: Mutex::new(()),
             epoch: AtomicU64::new(0),
         }
@@ -31,6 +31,11 @@ impl Registrar {
     /// one registration however many requests saw it.
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Replaces what registrations send (after a configuration reload); the next registration sends it.
+    pub fn replace(&self, registration: Registration) {
+        *self.registration.lock().unwrap_or_else(|p| p.into_inner()) = registration;
     }
 
     /// Registers now.
@@ -50,7 +55,12 @@ impl Registrar {
     }
 
     async fn send(&self) -> Result<RegistrationAck, TransportError> {
-        let ack = self.controller.register(&self.registration).await?;
+        let registration = self
+            .registration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let ack = self.controller.register(&registration).await?;
         self.epoch.fetch_add(1, Ordering::SeqCst);
         match ack.admission {
             Admission::Accepted => tracing::info!(

@@ -1,4 +1,4 @@
-//! systemd integration: readiness, status lines, stopping and the watchdog. Every call is harmless when
+//! systemd integration: readiness, status lines, reloading, stopping and the watchdog. Every call is harmless when
 //! the agent does not run under systemd (no `NOTIFY_SOCKET`).
 
 use crate::shutdown::Shutdown;
@@ -29,6 +29,18 @@ impl Systemd {
     /// A `STATUS=` line.
     pub fn status(&self, status: &str) {
         notify(&[NotifyState::Status(status)]);
+    }
+
+    /// `RELOADING=1` with the monotonic time systemd asks for.
+    pub fn reloading(&self) {
+        match NotifyState::monotonic_usec_now() {
+            Ok(now) => notify(&[
+                NotifyState::Reloading,
+                now,
+                NotifyState::Status("reloading"),
+            ]),
+            Err(_) => notify(&[NotifyState::Reloading, NotifyState::Status("reloading")]),
+        }
     }
 
     /// `STOPPING=1`.

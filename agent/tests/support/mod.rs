@@ -416,6 +416,13 @@ impl AgentProcess {
         }
     }
 
+    /// Sends a signal to the process.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let child = self.child.as_ref().expect("the agent runs");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+    }
+
     /// Kills the process at once.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
