@@ -16,6 +16,7 @@
 //! | [`service`] | the long-running agent: registration, polling, heartbeats, systemd, signals |
 //! | [`shutdown`] | the stop signal every long-running part listens to |
 //! | [`fsutil`] | durable file writes (temp file, fsync, rename, fsync directory) |
+//! | [`image`] | putting the agent into a provisioning image's root file system |
 //!
 //! Architecture invariant: nothing from a task list runs before the list's signature, node key, revision,
 //! expiry and nonce are verified and its revision is durably persisted; no result is sent before it is in
@@ -27,6 +28,7 @@ pub mod executor;
 pub mod facts;
 pub mod fsutil;
 pub mod identity;
+pub mod image;
 pub mod journal;
 pub mod runner;
 pub mod sender;

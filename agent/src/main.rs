@@ -45,6 +45,44 @@ enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Provisioning image commands.
+    Image {
+        #[command(subcommand)]
+        command: ImageCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ImageCommand {
+    /// Put the agent, its enabled unit, its configuration and the controller's key and certificate into
+    /// a root file system directory. Nodes booted from it may add `plinth.controller=`, `plinth.tags=`,
+    /// `plinth.labels=`, `plinth.rack=`, `plinth.name=` and `plinth.token=` on the kernel command line.
+    Inject(InjectArgs),
+}
+
+#[derive(Debug, Args)]
+struct InjectArgs {
+    /// The image's root file system directory.
+    #[arg(long)]
+    root: PathBuf,
+    /// The controller's URL, `https://host:port` (else nodes need `plinth.controller=`).
+    #[arg(long)]
+    controller: Option<String>,
+    /// The controller's task list signing key, as `plinth-controller key show` prints it.
+    #[arg(long)]
+    controller_public_key: String,
+    /// PEM file with the controller's TLS certificate (the agents pin it).
+    #[arg(long)]
+    controller_cert: PathBuf,
+    /// Tags of every node booted from the image (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    tags: Vec<String>,
+    /// An enrollment token that admits the nodes.
+    #[arg(long)]
+    enrollment_token: Option<String>,
+    /// The agent binary to put in (default: this one).
+    #[arg(long)]
+    binary: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -95,6 +133,9 @@ fn main() -> ExitCode {
         Command::Key {
             command: KeyCommand::Show { config, state_dir },
         } => key_show(&config, state_dir),
+        Command::Image {
+            command: ImageCommand::Inject(args),
+        } => image_inject(args),
     };
     ExitCode::from(code)
 }
@@ -227,6 +268,41 @@ fn key_show(config: &Path, state_dir: Option<PathBuf>) -> u8 {
         Err(e) => {
             eprintln!("plinth-agent: {e}");
             3
+        }
+    }
+}
+
+fn image_inject(args: InjectArgs) -> u8 {
+    let binary = match args.binary.map(Ok).unwrap_or_else(std::env::current_exe) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("plinth-agent: cannot find this binary: {e}");
+            return 1;
+        }
+    };
+    let opts = plinth_agent::image::InjectOptions {
+        root: args.root,
+        binary,
+        controller: args.controller,
+        public_key: args.controller_public_key,
+        cert: args.controller_cert,
+        tags: args.tags,
+        enrollment_token: args.enrollment_token,
+    };
+    match plinth_agent::image::inject(&opts) {
+        Ok(done) => {
+            for path in done.written {
+                println!("{path}");
+            }
+            0
+        }
+        Err(e @ plinth_agent::image::ImageError::Write { .. }) => {
+            eprintln!("plinth-agent: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("plinth-agent: {e}");
+            2
         }
     }
 }

@@ -1,0 +1,310 @@
+//! Putting the agent into a provisioning image's root file system (`plinth-agent image inject`): the
+//! binary, its systemd unit enabled (the `multi-user.target.wants` link, as `systemctl enable` makes it),
+//! its configuration naming the controller, the controller's task list signing key and its TLS
+//! certificate. The configuration is validated before anything is written. The image must not carry a
+//! node key: every node makes its own on first boot, so one found in the tree is refused.
+
+use crate::cmdline::KernelCmdline;
+use crate::config::{FileConfig, Overrides, Settings, DEFAULT_CONFIG_PATH, DEFAULT_STATE_DIR};
+use crate::fsutil;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The unit file, as shipped in `systemd/`.
+pub const UNIT: &str = include_str!("../../systemd/plinth-agent.service");
+/// The unit's name.
+pub const UNIT_NAME: &str = "plinth-agent.service";
+/// Where the binary goes in the image.
+pub const BINARY_PATH: &str = "usr/bin/plinth-agent";
+/// Where the unit goes in the image.
+pub const UNIT_DIR: &str = "lib/systemd/system";
+/// Where the enabling link goes in the image.
+pub const WANTS_DIR: &str = "etc/systemd/system/multi-user.target.wants";
+/// Where the controller's certificate goes in the image.
+pub const CERT_PATH: &str = "/etc/plinth/controller.pem";
+
+/// What to inject.
+#[derive(Debug, Clone)]
+pub struct InjectOptions {
+    /// The image's root directory.
+    pub root: PathBuf,
+    /// The agent binary to copy.
+    pub binary: PathBuf,
+    /// The controller's URL (`https://host:port`); may be left to the kernel command line.
+    pub controller: Option<String>,
+    /// The controller's signing key, as `plinth-controller key show` prints it.
+    pub public_key: String,
+    /// A PEM file with the controller's TLS certificate (pinned by the agent).
+    pub cert: PathBuf,
+    /// Tags every node booted from the image has.
+    pub tags: Vec<String>,
+    /// An enrollment token that admits the nodes.
+    pub enrollment_token: Option<String>,
+}
+
+/// Why the image cannot be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The root is not a directory.
+    #[error("{0} is not a directory")]
+    NotADirectory(PathBuf),
+    /// The tree carries a node key.
+    #[error("{0} exists: an image must not carry a node key (every node makes its own on first boot); remove it")]
+    NodeKeyPresent(PathBuf),
+    /// The configuration would not load.
+    #[error("{0}")]
+    Config(String),
+    /// The certificate file holds no certificate.
+    #[error("{path}: {message}")]
+    Cert {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Writing failed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// What was written, as paths inside the image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Injected {
+    /// Every file and link written.
+    pub written: Vec<String>,
+}
+
+/// The configuration file's text for these options.
+pub fn config_text(opts: &InjectOptions) -> String {
+    let mut text = String::from(
+        "# Written by `plinth-agent image inject`. The kernel command line (plinth.controller=,\n\
+         # plinth.tags=, plinth.labels=, plinth.rack=, plinth.name=, plinth.token=) adds to it.\n",
+    );
+    if let Some(c) = &opts.controller {
+        text.push_str(&format!("controller = {}\n", toml_string(c)));
+    }
+    text.push_str(&format!(
+        "controller_public_key = {}\ncontroller_cert = {}\n",
+        toml_string(opts.public_key.trim()),
+        toml_string(CERT_PATH)
+    ));
+    if !opts.tags.is_empty() {
+        let tags: Vec<String> = opts.tags.iter().map(|t| toml_string(t)).collect();
+        text.push_str(&format!("tags = [{}]\n", tags.join(", ")));
+    }
+    if let Some(t) = &opts.enrollment_token {
+        text.push_str(&format!("enrollment_token = {}\n", toml_string(t)));
+    }
+    text
+}
+
+fn toml_string(s: &str) -> String {
+    // A TOML basic string is a JSON string for every character JSON escapes.
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// Injects the agent into the tree at `opts.root`.
+pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
+    let root = &opts.root;
+    if !root.is_dir() {
+        return Err(ImageError::NotADirectory(root.clone()));
+    }
+    let key = inside(root, DEFAULT_STATE_DIR).join(crate::identity::NODE_KEY_FILE);
+    if key.exists() {
+        return Err(ImageError::NodeKeyPresent(key));
+    }
+    // The configuration must load as the agent will load it (the controller may come from the kernel
+    // command line, so a placeholder stands in for a missing one).
+    let text = config_text(opts);
+    let config_in_image = Path::new(DEFAULT_CONFIG_PATH);
+    let file =
+        FileConfig::parse(&text, config_in_image).map_err(|e| ImageError::Config(e.to_string()))?;
+    let cmdline = KernelCmdline {
+        controller: opts
+            .controller
+            .is_none()
+            .then(|| "https://controller.invalid".to_string()),
+        ..KernelCmdline::default()
+    };
+    Settings::resolve(file, config_in_image, &cmdline, &Overrides::default())
+        .map_err(|e| ImageError::Config(e.to_string()))?;
+    let cert = std::fs::read(&opts.cert).map_err(|e| ImageError::Cert {
+        path: opts.cert.clone(),
+        message: e.to_string(),
+    })?;
+    if !String::from_utf8_lossy(&cert).contains("-----BEGIN CERTIFICATE-----") {
+        return Err(ImageError::Cert {
+            path: opts.cert.clone(),
+            message: "holds no PEM certificate".into(),
+        });
+    }
+    let binary = std::fs::read(&opts.binary).map_err(|e| ImageError::Write {
+        path: opts.binary.clone(),
+        source: e,
+    })?;
+
+    let mut written = Vec::new();
+    let mut put = |rel: &str, bytes: &[u8], mode: u32| -> Result<(), ImageError> {
+        let path = inside(root, rel);
+        let fail = |source| ImageError::Write {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            fsutil::ensure_dir(dir, 0o755).map_err(fail)?;
+        }
+        fsutil::write_atomic(&path, bytes, mode).map_err(fail)?;
+        // write_atomic's mode is filtered by the umask; the image gets exactly this one.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).map_err(fail)?;
+        written.push(format!("/{}", rel.trim_start_matches('/')));
+        Ok(())
+    };
+    put(BINARY_PATH, &binary, 0o755)?;
+    put(&format!("{UNIT_DIR}/{UNIT_NAME}"), UNIT.as_bytes(), 0o644)?;
+    put(DEFAULT_CONFIG_PATH, text.as_bytes(), 0o600)?;
+    put(CERT_PATH, &cert, 0o644)?;
+
+    let wants = inside(root, WANTS_DIR);
+    let link = wants.join(UNIT_NAME);
+    let fail = |source| ImageError::Write {
+        path: link.clone(),
+        source,
+    };
+    fsutil::ensure_dir(&wants, 0o755).map_err(fail)?;
+    match std::fs::remove_file(&link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(fail(e)),
+    }
+    std::os::unix::fs::symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), &link).map_err(fail)?;
+    written.push(format!("/{WANTS_DIR}/{UNIT_NAME}"));
+    Ok(Injected { written })
+}
+
+/// A path of the image, under its root.
+fn inside(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plinth_common::signing;
+
+    fn options(root: &Path) -> InjectOptions {
+        let cert = root.parent().unwrap().join("controller.pem");
+        let c = rcgen::generate_simple_self_signed(vec!["ctl".to_string()]).unwrap();
+        std::fs::write(&cert, c.cert.pem()).unwrap();
+        let binary = root.parent().unwrap().join("plinth-agent");
+        std::fs::write(&binary, b"\x7fELF binary").unwrap();
+        InjectOptions {
+            root: root.to_path_buf(),
+            binary,
+            controller: Some("https://10.20.0.2:7443".into()),
+            public_key: signing::public_key_to_text(
+                &signing::signing_key_from_seed([3; 32]).verifying_key(),
+            ),
+            cert,
+            tags: vec!["compute".into(), "ssd".into()],
+            enrollment_token: Some("tok\"en".into()),
+        }
+    }
+
+    /// A root file system tree as an image builder has it.
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("rootfs");
+        for d in ["etc", "usr/bin", "lib/systemd/system", "var/lib"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        (dir, root)
+    }
+
+    #[test]
+    fn injects_binary_enabled_unit_config_and_certificate() {
+        let (_dir, root) = tree();
+        let opts = options(&root);
+        let done = inject(&opts).unwrap();
+        assert_eq!(done.written.len(), 5, "{:?}", done.written);
+        assert_eq!(
+            std::fs::read(root.join(BINARY_PATH)).unwrap(),
+            b"\x7fELF binary"
+        );
+        let mode = |p: &str| {
+            std::fs::metadata(root.join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode(BINARY_PATH), 0o755);
+        assert_eq!(mode("etc/plinth/agent.toml"), 0o600);
+        assert_eq!(
+            std::fs::read_link(root.join(WANTS_DIR).join(UNIT_NAME)).unwrap(),
+            PathBuf::from("/lib/systemd/system/plinth-agent.service")
+        );
+        assert!(std::fs::read_to_string(root.join(UNIT_DIR).join(UNIT_NAME))
+            .unwrap()
+            .contains("ExecStart=/usr/bin/plinth-agent"));
+        assert_eq!(
+            std::fs::read(root.join("etc/plinth/controller.pem")).unwrap(),
+            std::fs::read(&opts.cert).unwrap()
+        );
+        // The configuration loads as the booted agent will load it.
+        let file = FileConfig::load(&root.join("etc/plinth/agent.toml")).unwrap();
+        let s = Settings::resolve(
+            file,
+            Path::new("agent.toml"),
+            &crate::cmdline::parse("plinth.tags=gpu"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(s.controller.as_str(), "https://10.20.0.2:7443/");
+        assert_eq!(s.tags, vec!["compute", "ssd", "gpu"]);
+        assert_eq!(s.enrollment_token.as_deref(), Some("tok\"en"));
+        assert_eq!(
+            s.trust,
+            crate::config::ServerTrust::Pinned(PathBuf::from(CERT_PATH))
+        );
+        // Injecting again (a rebuilt image) replaces everything.
+        inject(&opts).unwrap();
+    }
+
+    #[test]
+    fn refuses_a_node_key_a_bad_key_and_a_missing_certificate() {
+        let (_dir, root) = tree();
+        let mut opts = options(&root);
+        opts.public_key = "not-a-key".into();
+        let e = inject(&opts).unwrap_err().to_string();
+        assert!(e.contains("controller_public_key"), "{e}");
+        assert!(!root.join(BINARY_PATH).exists(), "nothing is written");
+
+        let mut opts = options(&root);
+        std::fs::write(&opts.cert, "junk").unwrap();
+        let e = inject(&opts).unwrap_err().to_string();
+        assert!(e.contains("no PEM certificate"), "{e}");
+        opts.cert = root.join("missing.pem");
+        assert!(inject(&opts).is_err());
+
+        let opts = options(&root);
+        std::fs::create_dir_all(root.join("var/lib/plinth-agent")).unwrap();
+        std::fs::write(root.join("var/lib/plinth-agent/node.key"), "k").unwrap();
+        let e = inject(&opts).unwrap_err().to_string();
+        assert!(e.contains("node key"), "{e}");
+    }
+
+    #[test]
+    fn the_controller_may_be_left_to_the_kernel_command_line() {
+        let (_dir, root) = tree();
+        let mut opts = options(&root);
+        opts.controller = None;
+        inject(&opts).unwrap();
+        let text = std::fs::read_to_string(root.join("etc/plinth/agent.toml")).unwrap();
+        assert!(!text.contains("\ncontroller ="), "{text}");
+    }
+}
