@@ -138,8 +138,17 @@ pub async fn results(
                     )));
                 }
             }
+            let started = std::time::Instant::now();
             let keys = s.store.store_results(node_id, &batch.results)?;
-            s.engine.on_results(node_id, &batch.results);
+            let published = s.engine.on_results(node_id, &batch.results);
+            if published > 0 {
+                tracing::info!(
+                    node = node_id,
+                    lists = published,
+                    took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "a result moved a deployment on: next lists published"
+                );
+            }
             Ok(keys)
         })
         .await?;

@@ -22,7 +22,7 @@ use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Why a deployment cannot start.
@@ -120,6 +120,9 @@ impl Current {
 }
 
 struct Running {
+    /// Set when the sequencer learned something no stored result shows (a timeout, a node with nothing
+    /// to do or whose list could not be made): the state must be saved even if nothing is published.
+    state_dirty: bool,
     record: DeploymentRecord,
     state: EngineState,
     nodes: HashMap<u64, NodeRecord>,
@@ -139,6 +142,7 @@ pub struct Engine {
     phase_timeout_secs: u64,
     running: Mutex<HashMap<u64, Running>>,
     needs_resume: AtomicBool,
+    published: AtomicU64,
 }
 
 impl Engine {
@@ -159,7 +163,13 @@ impl Engine {
             phase_timeout_secs: phase_timeout.as_secs(),
             running: Mutex::new(HashMap::new()),
             needs_resume: AtomicBool::new(false),
+            published: AtomicU64::new(0),
         }
+    }
+
+    /// How many task lists this engine has published since it started.
+    pub fn published_count(&self) -> u64 {
+        self.published.load(Ordering::Relaxed)
     }
 
     /// How long a list is valid after it is fetched, in seconds.
@@ -254,6 +264,7 @@ impl Engine {
             now_ms: now_ms(),
         })?;
         let mut run = Running {
+            state_dirty: false,
             ids: nodes.iter().map(|n| (n.name.clone(), n.id)).collect(),
             nodes: nodes.into_iter().map(|n| (n.id, n)).collect(),
             record: record.clone(),
@@ -262,17 +273,26 @@ impl Engine {
             noop: req.options.noop,
         };
         let id = record.id;
+        // Results for the first lists can arrive as soon as they are on the board: hold the lock until the
+        // deployment is in the map, so none is folded before it is there.
+        let mut map = self.lock();
         let done = self.advance(&mut run, Vec::new());
-        self.keep(id, run, done);
+        self.keep(&mut map, id, run, done);
         Ok(record)
     }
 
     /// Puts a deployment back in memory unless it finished; schedules a rebuild after a storage failure.
-    fn keep(&self, id: u64, run: Running, done: Result<bool, StoreError>) {
+    fn keep(
+        &self,
+        map: &mut HashMap<u64, Running>,
+        id: u64,
+        run: Running,
+        done: Result<bool, StoreError>,
+    ) {
         match done {
             Ok(true) => {}
             Ok(false) => {
-                self.lock().insert(id, run);
+                map.insert(id, run);
             }
             Err(e) => {
                 tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
@@ -318,6 +338,7 @@ impl Engine {
                                         &name,
                                         NodeOutcome::Succeeded,
                                     );
+                                    run.state_dirty = true;
                                     progressed = true;
                                 }
                                 Ok(tasks) => {
@@ -350,6 +371,7 @@ impl Engine {
                                         &name,
                                         NodeOutcome::Failed,
                                     );
+                                    run.state_dirty = true;
                                     progressed = true;
                                 }
                             }
@@ -369,6 +391,9 @@ impl Engine {
                 let state = serde_json::to_value(&run.state).unwrap_or_default();
                 self.store
                     .publish_lists(run.record.id, &mut lists, &state, &events)?;
+                self.published
+                    .fetch_add(lists.len() as u64, Ordering::Relaxed);
+                run.state_dirty = false;
                 self.events.send(run.record.id, &events);
                 events.clear();
                 for (list, (group, phase)) in lists.into_iter().zip(placed) {
@@ -394,11 +419,16 @@ impl Engine {
                 break;
             }
         }
-        if !events.is_empty() {
+        // Node outcomes that come from stored results need no saved state: a restart folds the results in
+        // again. Only what results cannot show is saved here; publishing and finishing save the whole state.
+        if run.state_dirty {
             let state = serde_json::to_value(&run.state).unwrap_or_default();
             self.store.save_progress(run.record.id, &state, &events)?;
-            self.events.send(run.record.id, &events);
+            run.state_dirty = false;
+        } else if !events.is_empty() {
+            self.store.append_events(run.record.id, &events)?;
         }
+        self.events.send(run.record.id, &events);
         Ok(false)
     }
 
@@ -464,7 +494,8 @@ impl Engine {
         let running = self.store.running_deployments()?;
         let mut count = 0;
         for record in running {
-            if self.lock().contains_key(&record.id) {
+            let mut map = self.lock();
+            if map.contains_key(&record.id) {
                 continue;
             }
             count += 1;
@@ -488,6 +519,7 @@ impl Engine {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
             let mut run = Running {
+                state_dirty: false,
                 ids: nodes.values().map(|n| (n.name.clone(), n.id)).collect(),
                 nodes,
                 record,
@@ -531,13 +563,15 @@ impl Engine {
             for node in touched {
                 self.settle(&mut run, node);
             }
+            // Their events were stored when the results came in.
+            run.state.sequencer.take_events();
             tracing::info!(
                 deployment = id,
                 awaiting = run.current.len(),
                 "resumed deployment"
             );
             let done = self.advance(&mut run, Vec::new());
-            self.keep(id, run, done);
+            self.keep(&mut map, id, run, done);
         }
         Ok(count)
     }
@@ -568,9 +602,11 @@ impl Engine {
         }
     }
 
-    /// Folds stored results in, records finished nodes and moves the deployments on (blocking).
-    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) {
+    /// Folds stored results in, records finished nodes and moves the deployments on (blocking). Returns
+    /// how many task lists this published.
+    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) -> u64 {
         let mut map = self.lock();
+        let before = self.published_count();
         let mut touched: Vec<u64> = Vec::new();
         for r in results {
             let Some(run) = map.get_mut(&r.deployment_id) else {
@@ -596,17 +632,9 @@ impl Engine {
             };
             self.settle(&mut run, node_id);
             let done = self.advance(&mut run, Vec::new());
-            match done {
-                Ok(false) => {
-                    map.insert(id, run);
-                }
-                other => {
-                    drop(map);
-                    self.keep(id, run, other);
-                    map = self.lock();
-                }
-            }
+            self.keep(&mut map, id, run, done);
         }
+        self.published_count() - before
     }
 
     /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;
@@ -619,9 +647,10 @@ impl Engine {
             }
         }
         let now = now_ms();
-        let ids: Vec<u64> = self.lock().keys().copied().collect();
+        let mut map = self.lock();
+        let ids: Vec<u64> = map.keys().copied().collect();
         for id in ids {
-            let Some(mut run) = self.lock().remove(&id) else {
+            let Some(mut run) = map.remove(&id) else {
                 continue;
             };
             let expired: Vec<(String, String)> = run
@@ -638,11 +667,12 @@ impl Engine {
                 .map(|p| (p.group, p.phase))
                 .collect();
             if expired.is_empty() {
-                self.lock().insert(id, run);
+                map.insert(id, run);
                 continue;
             }
             for (group, phase) in &expired {
                 tracing::warn!(deployment = id, group = %group, phase = %phase, "phase timed out");
+                run.state_dirty = true;
                 if let Err(e) = run.state.sequencer.phase_timed_out(group, phase) {
                     tracing::error!(deployment = id, error = %e, "cannot time a phase out");
                 }
@@ -655,7 +685,7 @@ impl Engine {
                 }
             }
             let done = self.advance(&mut run, Vec::new());
-            self.keep(id, run, done);
+            self.keep(&mut map, id, run, done);
         }
     }
 

@@ -127,6 +127,8 @@ pub trait Store: Send + Sync + 'static {
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
+    /// Appends events to a deployment's stream.
+    fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.
     fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>>;
     /// The list issued to a node with a revision, if any.

@@ -643,6 +643,10 @@ impl Store for SqliteStore {
         })
     }
 
+    fn append_events(&self, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+        self.tx(|tx| append_events(tx, dep_id, events))
+    }
+
     fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
         self.tx(|tx| {
             let mut stmt = tx.prepare_cached(
