@@ -13,6 +13,17 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
+/// User plus system CPU time of a process, in seconds (from `/proc/<pid>/stat`, clock ticks of 10 ms).
+fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3 of the line, utime 14 and stime 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -51,10 +62,17 @@ fn idle_agent_memory() {
     wait_until("registration", Duration::from_secs(30), || {
         ctl.log(|l| !l.registrations.is_empty())
     });
-    // Several long-poll cycles and heartbeats.
-    std::thread::sleep(Duration::from_secs(10));
+    // Several long-poll cycles and heartbeats, after start-up settled.
+    std::thread::sleep(Duration::from_secs(2));
+    let (cpu_before, (polls_before, beats_before)) = (
+        cpu_secs(child.id()).unwrap_or(0.0),
+        ctl.log(|l| (l.polls, l.heartbeats)),
+    );
+    std::thread::sleep(Duration::from_secs(30));
     let rss = rss_kib(child.id());
+    let cpu = cpu_secs(child.id()).unwrap_or(0.0) - cpu_before;
     let (polls, heartbeats) = ctl.log(|l| (l.polls, l.heartbeats));
+    let requests = (polls - polls_before) + (heartbeats - beats_before);
 
     // Pickup latency: from publishing a list to receiving its first `running` result.
     let pem = std::fs::read_to_string(dir.path().join("state/node.key")).unwrap();
@@ -76,8 +94,13 @@ fn idle_agent_memory() {
     let _ = child.kill();
     let _ = child.wait();
     println!("binary: {bin}");
-    println!("idle RSS after 10 s: {} KiB", rss.unwrap_or(0));
+    println!("idle RSS after 32 s: {} KiB", rss.unwrap_or(0));
     println!("polls: {polls}, heartbeats: {heartbeats}");
+    println!(
+        "CPU over 30 s idle: {:.2} s for {requests} requests ({:.2} ms per poll or heartbeat)",
+        cpu,
+        cpu * 1000.0 / requests.max(1) as f64
+    );
     println!(
         "publish -> first result received: {:.1} ms",
         pickup.as_secs_f64() * 1000.0
