@@ -82,18 +82,21 @@ enum TokenCommand {
 }
 
 fn load_config(cli: &Cli, over: Overrides) -> Result<Config> {
-    let (path, explicit) = match &cli.config {
-        Some(p) => (p.clone(), true),
+    load_config_from(cli.config.as_deref(), cli.data_dir.clone(), over)
+}
+
+/// The configuration from flags and environment (`over`), then the file, then defaults.
+fn load_config_from(
+    config: Option<&std::path::Path>,
+    data_dir: Option<PathBuf>,
+    over: Overrides,
+) -> Result<Config> {
+    let (path, explicit) = match config {
+        Some(p) => (p.to_path_buf(), true),
         None => (PathBuf::from(config::DEFAULT_CONFIG_FILE), false),
     };
     let file = config::read_file(&path, explicit)?;
-    Ok(Config::merge(
-        Overrides {
-            data_dir: cli.data_dir.clone(),
-            ..over
-        },
-        file,
-    )?)
+    Ok(Config::merge(Overrides { data_dir, ..over }, file)?)
 }
 
 fn init_logging(format: &str) {
@@ -128,12 +131,16 @@ fn main() -> Result<()> {
                 offline_after_secs: *offline_after,
                 ..Default::default()
             };
-            let config = load_config(&cli, over)?;
+            let config = load_config(&cli, over.clone())?;
+            let (config_path, data_dir) = (cli.config.clone(), cli.data_dir.clone());
+            let loader: plinth_controller::server::ConfigLoader = Box::new(move || {
+                load_config_from(config_path.as_deref(), data_dir.clone(), over.clone())
+            });
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .context("cannot start the runtime")?;
-            runtime.block_on(plinth_controller::server::serve(config))
+            runtime.block_on(plinth_controller::server::serve(config, loader))
         }
         Command::Key {
             command: KeyCommand::Show,

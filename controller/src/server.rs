@@ -56,7 +56,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         tracing::info!(deployments = resumed, "resumed running deployments");
     }
     let state = Arc::new(AppState {
-        config,
+        config: std::sync::RwLock::new(config),
         store,
         signer,
         nodes,
@@ -68,12 +68,46 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     Ok(state)
 }
 
-/// Serves until SIGTERM or SIGINT.
-pub async fn serve(config: Config) -> Result<()> {
+/// Reads the configuration again (for SIGHUP); the same sources, in the same order, as at start.
+pub type ConfigLoader = Box<dyn Fn() -> Result<Config> + Send + Sync>;
+
+fn tls_acceptor(config: &Config) -> Result<tokio_rustls::TlsAcceptor> {
+    let data = DataDir::new(&config.data_dir);
+    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &config.tls_names)?;
+    Ok(tokio_rustls::TlsAcceptor::from(tls::server_config(
+        &cert, &key,
+    )?))
+}
+
+/// Applies a reloaded configuration: admission, thresholds, timings and the TLS certificate change at once;
+/// the listen address and the data directory need a restart (a change to them is logged and ignored).
+fn reload(
+    state: &AppState,
+    loader: &ConfigLoader,
+    acceptor: &mut tokio_rustls::TlsAcceptor,
+) -> Result<()> {
+    let mut fresh = loader()?;
+    let current = state.config();
+    if fresh.listen != current.listen || fresh.data_dir != current.data_dir {
+        tracing::warn!(
+            "the listen address and the data directory change only on restart; kept as they were"
+        );
+        fresh.listen = current.listen;
+        fresh.data_dir = current.data_dir.clone();
+    }
+    *acceptor = tls_acceptor(&fresh)?;
+    state.set_config(fresh);
+    state.reload_tokens();
+    Ok(())
+}
+
+/// Serves until SIGTERM or SIGINT; SIGHUP reloads the configuration through `loader`.
+pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let data = DataDir::new(&config.data_dir);
     let state = tokio::task::block_in_place(|| open_state(config.clone()))?;
-    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &config.tls_names)?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls::server_config(&cert, &key)?);
+    let mut acceptor = tls_acceptor(&config)?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("cannot listen for SIGHUP")?;
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -88,6 +122,14 @@ pub async fn serve(config: Config) -> Result<()> {
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = hangup.recv() => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
+                match reload(&state, &loader, &mut acceptor) {
+                    Ok(()) => tracing::info!("configuration reloaded"),
+                    Err(e) => tracing::error!(error = format!("{e:#}"), "configuration not reloaded; the old one stays in force"),
+                }
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+            }
             accepted = listener.accept() => {
                 let (tcp, peer) = match accepted {
                     Ok(a) => a,

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 /// Everything a handler may need.
 pub struct AppState {
-    /// Effective configuration.
-    pub config: Config,
+    /// Effective configuration; replaced whole when SIGHUP reloads it (see [`AppState::config`]).
+    pub config: std::sync::RwLock<Config>,
     /// The database.
     pub store: Arc<dyn Store>,
     /// The task list signing key.
@@ -29,6 +29,21 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The configuration in force now.
+    pub fn config(&self) -> Config {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Applies a reloaded configuration: admission settings, thresholds and timings take effect at once.
+    pub fn set_config(&self, config: Config) {
+        self.engine
+            .set_timing(config.list_ttl, config.phase_timeout);
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+
     /// Reloads operator tokens from the database (blocking).
     pub fn reload_tokens(&self) {
         match self.store.list_tokens() {

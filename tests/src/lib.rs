@@ -191,6 +191,14 @@ impl Controller {
         }
     }
 
+    /// Sends SIGHUP: the controller reloads its configuration.
+    pub fn hangup(&self) {
+        if let Some(c) = &self.child {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(c.id()).expect("a pid fits i32"));
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("SIGHUP is sent");
+        }
+    }
+
     /// Starts it again on the same port and data.
     pub fn restart(&mut self) {
         self.kill();

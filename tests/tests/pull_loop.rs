@@ -239,3 +239,45 @@ fn an_agent_killed_mid_task_reports_it_interrupted_then_retries() {
         "{report:#}"
     );
 }
+
+#[test]
+fn sighup_reloads_the_controllers_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("controller.toml");
+    std::fs::write(&config, "offline_after_secs = 60\n").unwrap();
+    let c = Controller::start_with(&["--config", config.to_str().unwrap()]);
+    let key = c.public_key();
+    let _early = Agent::start_with(&c, "early", &[], &key, "enrollment_token = \"let-me-in\"");
+    let nodes = c.api.wait_nodes(1);
+    let early = c.api.get(&format!("/nodes/{}", nodes[0].1)).unwrap();
+    assert_eq!(
+        early["admission"], "discovered",
+        "no token is configured yet"
+    );
+
+    std::fs::write(
+        &config,
+        "offline_after_secs = 60\nenrollment_token = \"let-me-in\"\n",
+    )
+    .unwrap();
+    c.hangup();
+    wait_until("the reload", LONG, || {
+        c.log().contains("configuration reloaded")
+    });
+    let _late = Agent::start_with(&c, "late", &[], &key, "enrollment_token = \"let-me-in\"");
+    wait_until("the late node admitted by the reloaded token", LONG, || {
+        c.api.node_ids().iter().any(|(name, id)| {
+            name == "late" && c.api.get(&format!("/nodes/{id}")).unwrap()["admission"] == "accepted"
+        })
+    });
+
+    std::fs::write(&config, "offline_after_secs = \"soon\"\n").unwrap();
+    c.hangup();
+    wait_until("the refused reload", LONG, || {
+        c.log().contains("configuration not reloaded")
+    });
+    assert!(
+        c.api.get("/nodes").is_ok(),
+        "a bad file leaves the controller serving with the old configuration"
+    );
+}

@@ -63,6 +63,14 @@ fn the_controller_runs_unprivileged_and_confined() {
 }
 
 #[test]
+fn the_controller_reloads_on_sighup() {
+    let (_, controller) = units().remove(0);
+    assert!(controller
+        .lines()
+        .any(|l| l == "ExecReload=/bin/kill -HUP $MAINPID"));
+}
+
+#[test]
 fn the_agent_reloads_on_sighup_and_stops_its_tasks_itself() {
     let (_, agent) = units().remove(1);
     let lines: Vec<&str> = agent.lines().collect();

@@ -22,11 +22,12 @@ pub async fn register(
     key: AgentKey,
     Json(reg): Json<Registration>,
 ) -> Result<Json<RegistrationAck>, ApiError> {
-    let token_ok = match (&state.config.enrollment_token, &reg.enrollment_token) {
+    let config = state.config();
+    let token_ok = match (&config.enrollment_token, &reg.enrollment_token) {
         (Some(expected), Some(given)) => secrets_equal(expected, given),
         _ => false,
     };
-    let admission = if state.config.auto_accept || token_ok {
+    let admission = if config.auto_accept || token_ok {
         NodeAdmission::Accepted
     } else {
         NodeAdmission::Discovered

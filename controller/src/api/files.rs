@@ -83,7 +83,7 @@ pub async fn get(
     }
     let UrlPath(path) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let relative = check_relative(&path)?;
-    let root = state.config.data_dir.join(FILES_DIR);
+    let root = state.config().data_dir.join(FILES_DIR);
     let want_manifest = query.manifest;
     let requested = path.clone();
     let found = tokio::task::spawn_blocking(move || -> Result<Found, ApiError> {

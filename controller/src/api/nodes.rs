@@ -23,7 +23,7 @@ fn view(state: &AppState, mut node: NodeRecord, with_facts: bool) -> NodeView {
     if let Some(seen) = state.nodes.last_seen_of(node.id) {
         node.last_seen_ms = node.last_seen_ms.max(seen);
     }
-    let threshold = i64::try_from(state.config.offline_after.as_millis()).unwrap_or(i64::MAX);
+    let threshold = i64::try_from(state.config().offline_after.as_millis()).unwrap_or(i64::MAX);
     let online = now_ms() - node.last_seen_ms <= threshold;
     if !with_facts {
         node.facts = serde_json::Value::Null;

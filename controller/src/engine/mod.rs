@@ -138,8 +138,8 @@ pub struct Engine {
     registry: Arc<NodeRegistry>,
     /// Live events.
     pub events: EventHub,
-    list_ttl_secs: i64,
-    phase_timeout_secs: u64,
+    list_ttl_secs: std::sync::atomic::AtomicI64,
+    phase_timeout_secs: AtomicU64,
     running: Mutex<HashMap<u64, Running>>,
     needs_resume: AtomicBool,
     published: AtomicU64,
@@ -159,8 +159,10 @@ impl Engine {
             board,
             registry,
             events: EventHub::default(),
-            list_ttl_secs: i64::try_from(list_ttl.as_secs()).unwrap_or(600),
-            phase_timeout_secs: phase_timeout.as_secs(),
+            list_ttl_secs: std::sync::atomic::AtomicI64::new(
+                i64::try_from(list_ttl.as_secs()).unwrap_or(600),
+            ),
+            phase_timeout_secs: AtomicU64::new(phase_timeout.as_secs()),
             running: Mutex::new(HashMap::new()),
             needs_resume: AtomicBool::new(false),
             published: AtomicU64::new(0),
@@ -174,7 +176,17 @@ impl Engine {
 
     /// How long a list is valid after it is fetched, in seconds.
     pub fn list_ttl_secs(&self) -> i64 {
-        self.list_ttl_secs
+        self.list_ttl_secs.load(Ordering::Relaxed)
+    }
+
+    /// Changes the list validity and the default phase timeout (for deployments that start from now on).
+    pub fn set_timing(&self, list_ttl: std::time::Duration, phase_timeout: std::time::Duration) {
+        self.list_ttl_secs.store(
+            i64::try_from(list_ttl.as_secs()).unwrap_or(600),
+            Ordering::Relaxed,
+        );
+        self.phase_timeout_secs
+            .store(phase_timeout.as_secs(), Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
@@ -228,7 +240,7 @@ impl Engine {
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
-            self.phase_timeout_secs,
+            self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
         let graphs = plan::merged_graphs(
             self.store.as_ref(),
