@@ -146,7 +146,11 @@ impl CopyFiles {
                 Ok(m) => m,
                 Err(e) => return failed(format!("{}: {e}", spec.src), done),
             };
-            let Some(remote) = manifest.files.first().filter(|_| manifest.kind == "file") else {
+            let Some(remote) = manifest
+                .files
+                .first()
+                .filter(|_| manifest.kind == plinth_common::wire::ManifestKind::File)
+            else {
                 return failed(
                     format!(
                         "{} is a directory on the controller: copy_files copies files (use a sync task)",

@@ -4,7 +4,6 @@
 
 use super::BoxFuture;
 use crate::journal::SharedJournal;
-use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,28 +15,7 @@ pub const DEFAULT_BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
 /// The default puppet program (looked up in `PATH`).
 pub const DEFAULT_PUPPET: &str = "puppet";
 
-/// A file the controller serves, as its manifest lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RemoteFile {
-    /// The path relative to the requested directory (for a requested file: its name).
-    pub path: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// SHA-256 of the content, lowercase hex.
-    pub sha256: String,
-    /// Permission bits.
-    pub mode: u32,
-}
-
-/// The controller's manifest of a served path.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Manifest {
-    /// `file` or `directory`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The files (for a file: one entry).
-    pub files: Vec<RemoteFile>,
-}
+pub use plinth_common::wire::{FileManifest as Manifest, ManifestFile as RemoteFile};
 
 /// A file pulled into a staged temporary file.
 #[derive(Debug, Clone, PartialEq, Eq)]

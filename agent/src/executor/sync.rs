@@ -100,7 +100,7 @@ impl Sync {
             Ok(m) => m,
             Err(e) => return fail(format!("{}: {e}", self.src)),
         };
-        let directory = manifest.kind == "directory";
+        let directory = manifest.kind == plinth_common::wire::ManifestKind::Directory;
         let mut wanted = BTreeSet::new();
         for f in &manifest.files {
             if !plain_relative(&f.path) {

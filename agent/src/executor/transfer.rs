@@ -130,7 +130,8 @@ pub(crate) mod fake {
             let answer = if let Some((data, mode)) = files.get(path) {
                 let name = path.rsplit('/').next().unwrap_or(path);
                 Ok(Manifest {
-                    kind: "file".into(),
+                    kind: plinth_common::wire::ManifestKind::File,
+                    path: String::new(),
                     files: vec![Self::entry(name, data, *mode)],
                 })
             } else {
@@ -145,7 +146,8 @@ pub(crate) mod fake {
                     Err(FileSourceError::NotFound(path.to_string()))
                 } else {
                     Ok(Manifest {
-                        kind: "directory".into(),
+                        kind: plinth_common::wire::ManifestKind::Directory,
+                        path: String::new(),
                         files: found,
                     })
                 }

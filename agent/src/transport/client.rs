@@ -29,11 +29,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
 
-/// The header carrying a served file's SHA-256 (lowercase hex).
-pub const SHA256_HEADER: &str = "x-plinth-sha256";
-/// The header carrying a served file's permission bits (octal).
-pub const MODE_HEADER: &str = "x-plinth-mode";
-/// The largest file manifest the agent reads.
+pub use plinth_common::wire::{MODE_HEADER, SHA256_HEADER};
+/// The largest file manifest the agent reads, in bytes.
 pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// The largest non-task-list answer the agent reads.

@@ -6,10 +6,14 @@
 //! plain JSON described here.
 
 mod facts;
+mod files;
 mod results;
 mod task_list;
 
 pub use facts::{Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
+pub use files::{
+    FileManifest, ManifestFile, ManifestKind, MAX_MANIFEST_FILES, MODE_HEADER, SHA256_HEADER,
+};
 pub use results::{
     Refusal, ResultAck, ResultKey, ResultStatus, ResultsBatch, TaskResult, OUTPUT_TAIL_BYTES,
 };

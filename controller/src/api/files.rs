@@ -21,7 +21,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -30,13 +30,6 @@ use std::sync::Arc;
 
 /// The files root's name inside the data directory.
 pub const FILES_DIR: &str = "files";
-/// The header carrying a file's SHA-256.
-pub const SHA256_HEADER: &str = "x-plinth-sha256";
-/// The header carrying a file's permission bits, in octal.
-pub const MODE_HEADER: &str = "x-plinth-mode";
-/// The most files one manifest lists.
-pub const MAX_MANIFEST_FILES: usize = 100_000;
-
 /// The query of a file request.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,30 +39,10 @@ pub struct FileQuery {
     pub manifest: bool,
 }
 
-/// One file of a manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ManifestEntry {
-    /// Relative to the requested directory (for a requested file: its name).
-    pub path: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Permission bits.
-    pub mode: u32,
-}
-
-/// A manifest answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Manifest {
-    /// `file` or `directory`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The requested path.
-    pub path: String,
-    /// The files.
-    pub files: Vec<ManifestEntry>,
-}
+pub use plinth_common::wire::{
+    FileManifest as Manifest, ManifestFile as ManifestEntry, ManifestKind, MAX_MANIFEST_FILES,
+    MODE_HEADER, SHA256_HEADER,
+};
 
 /// `GET /agent/v1/files/{*path}`.
 pub async fn get(
@@ -173,7 +146,7 @@ fn resolve(root: &Path, relative: &Path) -> Result<Target, ApiError> {
 fn manifest(root: &Path, target: &Path, requested: String) -> Result<Manifest, ApiError> {
     if !target.is_dir() {
         return Ok(Manifest {
-            kind: "file",
+            kind: ManifestKind::File,
             path: requested,
             files: vec![describe(target, name_of(target))?],
         });
@@ -221,7 +194,7 @@ fn manifest(root: &Path, target: &Path, requested: String) -> Result<Manifest, A
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Manifest {
-        kind: "directory",
+        kind: ManifestKind::Directory,
         path: requested,
         files,
     })
@@ -344,7 +317,7 @@ mod tests {
 
         let t = resolve(&root, Path::new("mods")).unwrap();
         let m = manifest(&t.root, &t.path, "mods".into()).unwrap();
-        assert_eq!(m.kind, "directory");
+        assert_eq!(m.kind, ManifestKind::Directory);
         let names: Vec<&str> = m.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(names, ["a.pp", "alias.pp", "sub/b.pp"]);
         assert_eq!(m.files[2].mode, 0o750);
@@ -356,7 +329,7 @@ mod tests {
 
         let t = resolve(&root, Path::new("mods/sub/b.pp")).unwrap();
         let m = manifest(&t.root, &t.path, "mods/sub/b.pp".into()).unwrap();
-        assert_eq!(m.kind, "file");
+        assert_eq!(m.kind, ManifestKind::File);
         assert_eq!(m.files[0].path, "b.pp");
 
         let e = resolve(&dir.path().join("absent"), Path::new("x"))
