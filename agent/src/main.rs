@@ -30,8 +30,11 @@ struct Cli {
 enum LogFormat {
     /// Human-readable lines.
     Human,
-    /// One JSON object per line (journald- and collector-friendly).
+    /// One JSON object per line (for log collectors).
     Json,
+    /// journald's native protocol: the message, its level as PRIORITY, and every field as a journal field
+    /// of its own; JSON lines on standard error when the journal is not there.
+    Journal,
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,21 +144,34 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     // PLINTH_LOG (or RUST_LOG) holds a filter such as `info,plinth_agent=debug`.
-    let filter = std::env::var("PLINTH_LOG")
-        .ok()
-        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
-        .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    let filter = || {
+        std::env::var("PLINTH_LOG")
+            .ok()
+            .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
+            .or_else(|| tracing_subscriber::EnvFilter::try_from_default_env().ok())
+            .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"))
+    };
+    if format == LogFormat::Journal {
+        if let Ok(journal) = tracing_journald::layer() {
+            tracing_subscriber::registry()
+                .with(filter())
+                .with(journal.with_syslog_identifier("plinth-agent".into()))
+                .init();
+            return;
+        }
+    }
     // Colours only on a terminal: journald and log files get plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(filter())
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Json | LogFormat::Journal => builder.json().flatten_event(true).init(),
     }
 }
 

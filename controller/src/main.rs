@@ -23,7 +23,7 @@ struct Cli {
     /// Data directory (database, keys, certificate, admin token).
     #[arg(long, env = "PLINTH_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
-    /// Log format: text or json.
+    /// Log format: text, json, or journal (journald's native protocol).
     #[arg(long, env = "PLINTH_LOG_FORMAT", global = true, default_value = "text")]
     log_format: String,
     #[command(subcommand)]
@@ -99,13 +99,27 @@ fn load_config_from(
     Ok(Config::merge(Overrides { data_dir, ..over }, file)?)
 }
 
+/// Logging on standard error (`text`, `json`), or to the journal's native protocol (`journal`: every field
+/// a journal field of its own, falling back to JSON lines when the journal is not there).
 fn init_logging(format: &str) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("PLINTH_LOG").unwrap_or_else(|_| "info".into());
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("PLINTH_LOG").unwrap_or_else(|_| "info".into())
+    };
+    if format == "journal" {
+        if let Ok(journal) = tracing_journald::layer() {
+            tracing_subscriber::registry()
+                .with(filter())
+                .with(journal.with_syslog_identifier("plinth-controller".into()))
+                .init();
+            return;
+        }
+    }
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(filter())
         .with_writer(std::io::stderr);
-    if format == "json" {
+    if format == "json" || format == "journal" {
         builder.json().init();
     } else {
         builder.init();
