@@ -8,6 +8,8 @@ need=()
 command -v puppet >/dev/null 2>&1 || need+=(puppet)
 command -v facter >/dev/null 2>&1 || need+=(facter)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
+command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing test dependencies: ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then

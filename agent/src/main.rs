@@ -58,7 +58,8 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum ImageCommand {
     /// Put the agent, its enabled unit, its configuration and the controller's key and certificate into
-    /// a root file system directory. Nodes booted from it may add `plinth.controller=`, `plinth.tags=`,
+    /// a root file system directory (`--root`) or a disk image's ext2/3/4 file system (`--disk`, raw or any
+    /// format qemu-img reads; needs qemu-img and debugfs, no mounting). Nodes booted from it may add `plinth.controller=`, `plinth.tags=`,
     /// `plinth.labels=`, `plinth.rack=`, `plinth.name=` and `plinth.token=` on the kernel command line.
     Inject(InjectArgs),
 }
@@ -66,8 +67,14 @@ enum ImageCommand {
 #[derive(Debug, Args)]
 struct InjectArgs {
     /// The image's root file system directory.
+    #[arg(long, required_unless_present = "disk", conflicts_with = "disk")]
+    root: Option<PathBuf>,
+    /// A disk image holding the root file system (ext2/3/4), changed in place only when everything is written.
     #[arg(long)]
-    root: PathBuf,
+    disk: Option<PathBuf>,
+    /// The file system's byte offset in the disk image (a partition's start sector × sector size).
+    #[arg(long, default_value_t = 0, requires = "disk")]
+    offset: u64,
     /// The controller's URL, `https://host:port` (else nodes need `plinth.controller=`).
     #[arg(long)]
     controller: Option<String>,
@@ -297,7 +304,7 @@ fn image_inject(args: InjectArgs) -> u8 {
         }
     };
     let opts = plinth_agent::image::InjectOptions {
-        root: args.root,
+        root: args.root.unwrap_or_default(),
         binary,
         controller: args.controller,
         public_key: args.controller_public_key,
@@ -305,14 +312,27 @@ fn image_inject(args: InjectArgs) -> u8 {
         tags: args.tags,
         enrollment_token: args.enrollment_token,
     };
-    match plinth_agent::image::inject(&opts) {
+    let done = match &args.disk {
+        Some(image) => plinth_agent::image::inject_disk(
+            &opts,
+            &plinth_agent::image::DiskOptions {
+                image: image.clone(),
+                offset: args.offset,
+            },
+        ),
+        None => plinth_agent::image::inject(&opts),
+    };
+    match done {
         Ok(done) => {
             for path in done.written {
                 println!("{path}");
             }
             0
         }
-        Err(e @ plinth_agent::image::ImageError::Write { .. }) => {
+        Err(
+            e @ (plinth_agent::image::ImageError::Write { .. }
+            | plinth_agent::image::ImageError::Disk { .. }),
+        ) => {
             eprintln!("plinth-agent: {e}");
             1
         }

@@ -10,8 +10,11 @@ use crate::fsutil;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+mod disk;
+pub use disk::{inject_disk, DiskOptions};
+
 /// The unit file, as shipped in `systemd/`.
-pub const UNIT: &str = include_str!("../../systemd/plinth-agent.service");
+pub const UNIT: &str = include_str!("../../../systemd/plinth-agent.service");
 /// The unit's name.
 pub const UNIT_NAME: &str = "plinth-agent.service";
 /// Where the binary goes in the image.
@@ -60,6 +63,14 @@ pub enum ImageError {
         /// The file.
         path: PathBuf,
         /// What is wrong.
+        message: String,
+    },
+    /// A disk image could not be read, converted or written (the message says which tool and why).
+    #[error("{path}: {message}")]
+    Disk {
+        /// The image, or the tool that could not run.
+        path: PathBuf,
+        /// What went wrong.
         message: String,
     },
     /// Writing failed.
@@ -196,7 +207,8 @@ mod tests {
     use super::*;
     use plinth_common::signing;
 
-    fn options(root: &Path) -> InjectOptions {
+    /// Options for a test, with a real certificate and a stand-in binary beside `root`.
+    pub(super) fn options(root: &Path) -> InjectOptions {
         let cert = root.parent().unwrap().join("controller.pem");
         let c = rcgen::generate_simple_self_signed(vec!["ctl".to_string()]).unwrap();
         std::fs::write(&cert, c.cert.pem()).unwrap();
