@@ -1,0 +1,56 @@
+//! A cluster: a release, enabled plugins, settings, its own tags and graphs.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::graph::Graph;
+use super::release::TagMeta;
+
+/// A cluster (Fuel's environment).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// The name of its release.
+    pub release: String,
+    /// The names of its enabled plugins, in the order their graphs merge.
+    #[serde(default)]
+    pub plugins: Vec<String>,
+    /// Its settings (Nailgun's editable attributes), kept as JSON.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub settings: Value,
+    /// Tags the operator defined for this cluster only.
+    #[serde(default)]
+    pub tags_metadata: IndexMap<String, TagMeta>,
+    /// Its own graphs by type (they win over the release's and the plugins').
+    #[serde(default)]
+    pub graphs: IndexMap<String, Graph>,
+    /// Where it is in its life.
+    #[serde(default)]
+    pub status: ClusterStatus,
+}
+
+/// A cluster's status, as Nailgun names them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterStatus {
+    /// Never deployed.
+    #[default]
+    New,
+    /// A deployment is running.
+    Deployment,
+    /// Some nodes are deployed.
+    PartiallyDeployed,
+    /// Deployed.
+    Operational,
+    /// The last deployment failed.
+    Error,
+    /// Being removed.
+    Remove,
+    /// Stopped.
+    Stopped,
+    /// Being updated.
+    Update,
+}
