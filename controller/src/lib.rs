@@ -12,10 +12,12 @@
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`resolve`] | a cluster's graphs into each node's ordered task list |
+//! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
 pub mod board;
 pub mod clock;
+pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;

@@ -99,6 +99,37 @@ impl From<StartError> for ApiError {
     }
 }
 
+impl From<crate::cluster_model::ModelError> for ApiError {
+    fn from(e: crate::cluster_model::ModelError) -> Self {
+        match e {
+            crate::cluster_model::ModelError::Store(s) => s.into(),
+            invalid => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_model",
+                invalid.to_string(),
+            ),
+        }
+    }
+}
+
+impl From<plinth_common::tags::TagError> for ApiError {
+    fn from(e: plinth_common::tags::TagError) -> Self {
+        use plinth_common::tags::TagError;
+        let (status, code) = match &e {
+            TagError::UnknownTag(_) | TagError::UnknownRole(_) => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
+            TagError::Exists(_) => (StatusCode::CONFLICT, "conflict"),
+            TagError::ReadOnly { .. } => (StatusCode::FORBIDDEN, "read_only"),
+            TagError::Conflict { .. } | TagError::Restricted { .. } => {
+                (StatusCode::CONFLICT, "role_rejected")
+            }
+            _ => (StatusCode::BAD_REQUEST, "bad_request"),
+        };
+        ApiError::new(status, code, e.to_string())
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
         let status = r.status();

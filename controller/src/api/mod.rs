@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod body;
 pub mod clusters;
 pub mod deployments;
 pub mod error;
@@ -11,8 +12,10 @@ pub mod files;
 pub mod graphs;
 pub mod nodes;
 pub mod openapi;
+pub mod plugins;
 pub mod releases;
 pub mod strategies;
+pub mod tags;
 
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
@@ -62,6 +65,42 @@ pub fn router(state: Arc<AppState>) -> Router {
             .post(graphs::create)
             .put(graphs::replace)
             .delete(graphs::delete),
+    );
+    ops = both(ops, "/plugins", get(plugins::list).post(plugins::create));
+    ops = both(
+        ops,
+        "/plugins/{id}",
+        get(plugins::show).delete(plugins::delete),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/plugins/{plugin_id}",
+        put(plugins::enable).delete(plugins::disable),
+    );
+    ops = both(
+        ops,
+        "/releases/{id}/tags",
+        get(tags::release_list).post(tags::release_create),
+    );
+    ops = both(
+        ops,
+        "/releases/{id}/tags/{name}",
+        put(tags::release_modify).delete(tags::release_delete),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/tags",
+        get(tags::cluster_list).post(tags::cluster_create),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/tags/{name}",
+        put(tags::cluster_modify).delete(tags::cluster_delete),
+    );
+    ops = both(
+        ops,
+        "/nodes/{id}/tags",
+        post(tags::node_assign).delete(tags::node_unassign),
     );
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));

@@ -43,6 +43,17 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     // --- Nodes -------------------------------------------------------------------------------------
 
+    /// Changes a node's roles, pending roles and model fields in one transaction: `change` gets the node
+    /// as stored and edits it; an error from it changes nothing. Returns the node as written.
+    fn modify_node(
+        &self,
+        id: u64,
+        change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
+    ) -> StoreResult<NodeRecord>;
+
+    /// Records the primaries elected for a cluster: each listed node's `primary_tags`.
+    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()>;
+
     /// Creates the node for a key, or refreshes its facts, tags, labels and rack. New nodes get `admission`.
     fn register_node(
         &self,
@@ -96,6 +107,44 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<GraphRecord>;
     /// Deletes a graph.
     fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()>;
+
+    /// Replaces a release's data (roles_metadata, tags_metadata, ...) after `check` accepts the release
+    /// as it would be, in one transaction.
+    fn update_release_data(
+        &self,
+        id: u64,
+        change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
+    ) -> StoreResult<ReleaseRecord>;
+
+    /// Changes a cluster's enabled plugins and user-defined tags in one transaction; `change` sees the
+    /// cluster and its nodes as stored and may refuse.
+    fn modify_cluster(
+        &self,
+        id: u64,
+        change: &mut dyn FnMut(&mut ClusterRecord, &[NodeRecord]) -> StoreResult<()>,
+    ) -> StoreResult<ClusterRecord>;
+
+    // --- Plugins -----------------------------------------------------------------------------------
+
+    /// Registers a plugin with its graphs (409 when the name and version exist).
+    fn create_plugin(
+        &self,
+        plugin: &NewPlugin,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<PluginRecord>;
+    /// Every plugin.
+    fn list_plugins(&self) -> StoreResult<Vec<PluginRecord>>;
+    /// One plugin.
+    fn get_plugin(&self, id: u64) -> StoreResult<PluginRecord>;
+    /// Removes a plugin and its graphs; refused while a cluster has it enabled.
+    fn delete_plugin(&self, id: u64) -> StoreResult<()>;
+
+    // --- Task states (what each task last saw, for `changed()`) ------------------------------------
+
+    /// Records the state each task ran against, per node, after it succeeded there.
+    fn save_task_states(&self, states: &[(u64, String, serde_json::Value)]) -> StoreResult<()>;
+    /// The recorded states of these nodes' tasks.
+    fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>>;
 
     // --- Deployments --------------------------------------------------------------------------------
 

@@ -87,6 +87,27 @@ pub struct NodeRecord {
     pub last_seen_ms: i64,
     /// The highest task list revision issued to it.
     pub revision: u64,
+    /// Its place in the role and tag model.
+    #[serde(flatten)]
+    pub model: NodeModelFields,
+}
+
+/// The parts of a node the role and tag model owns (seed 000), kept together.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeModelFields {
+    /// Tags the operator added (beyond its roles' tags).
+    pub tags_added: Vec<String>,
+    /// Tags the operator removed (from its roles' tags).
+    pub tags_removed: Vec<String>,
+    /// The `has_primary` tags this node is primary for (it carries `primary-<tag>`).
+    pub primary_tags: Vec<String>,
+    /// Added to its cluster and not yet deployed successfully.
+    pub pending_addition: bool,
+    /// Marked for removal from its cluster.
+    pub pending_deletion: bool,
+    /// What failed last (`deploy`), when its status is `error`.
+    pub error_type: Option<String>,
 }
 
 /// A node's assignment to a cluster.
@@ -146,6 +167,43 @@ pub struct ClusterRecord {
     pub release_id: u64,
     /// Settings.
     pub settings: serde_json::Value,
+    /// Enabled plugins and user-defined tags.
+    #[serde(flatten)]
+    pub data: ClusterData,
+}
+
+/// A cluster's enabled plugins and its user-defined tags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterData {
+    /// Ids of the enabled plugins, in the order they were enabled (their graphs merge in this order).
+    pub plugins: Vec<u64>,
+    /// Tags defined for this cluster only (`name` → metadata with `has_primary`).
+    pub tags_metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A plugin to register.
+#[derive(Debug, Clone)]
+pub struct NewPlugin {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// metadata, roles_metadata, tags_metadata, volumes_metadata, as given.
+    pub data: serde_json::Value,
+}
+
+/// A plugin as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PluginRecord {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// metadata, roles_metadata, tags_metadata, volumes_metadata.
+    pub data: serde_json::Value,
 }
 
 /// What a graph belongs to.

@@ -98,4 +98,21 @@ CREATE TABLE events (
 );
 CREATE INDEX events_deployment ON events (deployment_id, seq);
 "#,
+    r#"
+CREATE TABLE plugins (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    name    TEXT NOT NULL,
+    version TEXT NOT NULL,
+    data    TEXT NOT NULL,
+    UNIQUE (name, version)
+);
+ALTER TABLE clusters ADD COLUMN data TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE nodes ADD COLUMN model TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE task_states (
+    node_id INTEGER NOT NULL,
+    task_id TEXT NOT NULL,
+    state   TEXT NOT NULL,
+    PRIMARY KEY (node_id, task_id)
+);
+"#,
 ];

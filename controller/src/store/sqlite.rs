@@ -45,7 +45,7 @@ fn sql_id(v: u64) -> i64 {
 
 const NODE_COLUMNS: &str =
     "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
-    roles, tags, labels, rack, facts, registered_at, last_seen, revision";
+    roles, tags, labels, rack, facts, registered_at, last_seen, revision, model";
 
 fn admission_text(a: NodeAdmission) -> &'static str {
     match a {
@@ -62,6 +62,7 @@ fn node_from_row(row: &Row<'_>) -> rusqlite::Result<Result<NodeRecord, StoreErro
     let tags: String = row.get(9)?;
     let labels: String = row.get(10)?;
     let facts: String = row.get(12)?;
+    let model: String = row.get(16)?;
     let base = (
         row.get::<_, i64>(0)?,
         row.get::<_, String>(1)?,
@@ -101,6 +102,7 @@ fn node_from_row(row: &Row<'_>) -> rusqlite::Result<Result<NodeRecord, StoreErro
             registered_at_ms: base.6,
             last_seen_ms: base.7,
             revision: id(base.8),
+            model: from_json(&model, "node model")?,
         })
     })())
 }
@@ -308,6 +310,62 @@ impl Store for SqliteStore {
         })
     }
 
+    fn modify_node(
+        &self,
+        node_id: u64,
+        change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
+    ) -> StoreResult<NodeRecord> {
+        self.tx(|tx| model::modify_node(tx, node_id, change))
+    }
+
+    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()> {
+        self.tx(|tx| model::save_primaries(tx, primaries))
+    }
+
+    fn update_release_data(
+        &self,
+        release_id: u64,
+        change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
+    ) -> StoreResult<ReleaseRecord> {
+        self.tx(|tx| model::update_release_data(tx, release_id, change))
+    }
+
+    fn modify_cluster(
+        &self,
+        cluster_id: u64,
+        change: &mut dyn FnMut(&mut ClusterRecord, &[NodeRecord]) -> StoreResult<()>,
+    ) -> StoreResult<ClusterRecord> {
+        self.tx(|tx| model::modify_cluster(tx, cluster_id, change))
+    }
+
+    fn create_plugin(
+        &self,
+        plugin: &NewPlugin,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<PluginRecord> {
+        self.tx(|tx| model::create_plugin(tx, plugin, graphs))
+    }
+
+    fn list_plugins(&self) -> StoreResult<Vec<PluginRecord>> {
+        self.tx(|tx| model::list_plugins(tx))
+    }
+
+    fn get_plugin(&self, plugin_id: u64) -> StoreResult<PluginRecord> {
+        self.tx(|tx| model::plugin_row(tx, plugin_id))
+    }
+
+    fn delete_plugin(&self, plugin_id: u64) -> StoreResult<()> {
+        self.tx(|tx| model::delete_plugin(tx, plugin_id))
+    }
+
+    fn save_task_states(&self, states: &[(u64, String, serde_json::Value)]) -> StoreResult<()> {
+        self.tx(|tx| model::save_task_states(tx, states))
+    }
+
+    fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
+        self.tx(|tx| model::task_states(tx, node_ids))
+    }
+
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
         self.tx(|tx| query_nodes(tx, "", &[]))
     }
@@ -362,9 +420,13 @@ impl Store for SqliteStore {
                         a.id
                     )));
                 }
+                let mut fields = node.model.clone();
+                if node.cluster_id.is_none() {
+                    fields.pending_addition = true;
+                }
                 tx.execute(
-                    "UPDATE nodes SET cluster_id = ?2, pending_roles = ?3 WHERE id = ?1",
-                    params![sql_id(a.id), sql_id(cluster_id), to_json(&a.roles)],
+                    "UPDATE nodes SET cluster_id = ?2, pending_roles = ?3, model = ?4 WHERE id = ?1",
+                    params![sql_id(a.id), sql_id(cluster_id), to_json(&a.roles), to_json(&fields)],
                 )?;
             }
             Ok(())
@@ -382,7 +444,7 @@ impl Store for SqliteStore {
                     return Err(StoreError::Conflict(format!("node {node_id} takes part in a running deployment")));
                 }
                 tx.execute(
-                    "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover' WHERE id = ?1",
+                    "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover', model = '{}' WHERE id = ?1",
                     [sql_id(*node_id)],
                 )?;
             }
@@ -624,13 +686,21 @@ impl Store for SqliteStore {
                         roles.push(role.clone());
                     }
                 }
+                let mut fields = node.model.clone();
+                fields.pending_addition = false;
+                fields.error_type = None;
                 tx.execute(
-                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]' WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&roles)],
+                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
+                    params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
                 )?;
             }
             for node_id in end.failed {
-                tx.execute("UPDATE nodes SET status = 'error' WHERE id = ?1", [sql_id(*node_id)])?;
+                let mut fields = one_node(tx, *node_id)?.model;
+                fields.error_type = Some("deploy".into());
+                tx.execute(
+                    "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
+                    params![sql_id(*node_id), to_json(&fields)],
+                )?;
             }
             for node_id in end.untouched {
                 tx.execute(
@@ -862,7 +932,7 @@ fn release_row(tx: &Connection, release_id: u64) -> StoreResult<ReleaseRecord> {
 fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
     let row = tx
         .query_row(
-            "SELECT id, name, release_id, settings FROM clusters WHERE id = ?1",
+            "SELECT id, name, release_id, settings, data FROM clusters WHERE id = ?1",
             [sql_id(cluster_id)],
             |r| {
                 Ok((
@@ -870,6 +940,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
                     r.get::<_, String>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
                 ))
             },
         )
@@ -883,6 +954,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
         name: row.1,
         release_id: id(row.2),
         settings: from_json(&row.3, "cluster settings")?,
+        data: from_json(&row.4, "cluster data")?,
     })
 }
 
@@ -961,10 +1033,7 @@ fn owner_exists(tx: &Connection, owner: GraphOwner) -> StoreResult<()> {
     match owner {
         GraphOwner::Release(r) => release_row(tx, r).map(|_| ()),
         GraphOwner::Cluster(c) => cluster_row(tx, c).map(|_| ()),
-        GraphOwner::Plugin(p) => Err(StoreError::NotFound {
-            kind: "plugin",
-            id: p.to_string(),
-        }),
+        GraphOwner::Plugin(p) => model::plugin_row(tx, p).map(|_| ()),
     }
 }
 
@@ -989,5 +1058,6 @@ fn graph_row(tx: &Connection, owner: GraphOwner, graph_type: &str) -> StoreResul
     }
 }
 
+mod model;
 #[cfg(test)]
 mod tests;

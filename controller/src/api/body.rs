@@ -1,0 +1,139 @@
+//! Documents in either JSON or YAML: request bodies by their `Content-Type`, answers by `Accept` (or
+//! `?format=yaml`). Graphs, releases and plugins are written in YAML by their authors; scripts use JSON.
+
+use super::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A request body parsed as YAML when its `Content-Type` says so (`application/yaml`,
+/// `application/x-yaml`, `text/yaml`), else as JSON. Errors name the line and column.
+#[derive(Debug)]
+pub struct Doc<T>(pub T);
+
+/// Whether a content type names YAML.
+pub fn is_yaml(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+    )
+}
+
+/// Parses a document in the given format.
+pub fn parse_doc<T: DeserializeOwned>(bytes: &[u8], yaml: bool) -> Result<T, ApiError> {
+    if yaml {
+        serde_yaml_ng::from_slice(bytes).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_yaml",
+                format!("the YAML body does not parse: {e}"),
+            )
+        })
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_json",
+                format!("the JSON body does not parse: {e}"),
+            )
+        })
+    }
+}
+
+impl<S, T> FromRequest<S> for Doc<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let yaml = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(is_yaml);
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            let status = e.status();
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "too_large"
+            } else {
+                "bad_body"
+            };
+            ApiError::new(status, code, e.body_text())
+        })?;
+        parse_doc(&bytes, yaml).map(Doc)
+    }
+}
+
+/// An answer in YAML when the client asked for it, else JSON.
+#[derive(Debug)]
+pub struct Answer<T> {
+    /// The document.
+    pub doc: T,
+    /// Serialize as YAML.
+    pub yaml: bool,
+}
+
+impl<T> Answer<T> {
+    /// Answers in the format the request's `Accept` header (or `format` query value) asks for.
+    pub fn negotiated(doc: T, headers: &HeaderMap, format: Option<&str>) -> Answer<T> {
+        let yaml = match format {
+            Some(f) => f.eq_ignore_ascii_case("yaml"),
+            None => headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.split(',').any(is_yaml)),
+        };
+        Answer { doc, yaml }
+    }
+}
+
+impl<T: Serialize> IntoResponse for Answer<T> {
+    fn into_response(self) -> Response {
+        if !self.yaml {
+            return axum::Json(self.doc).into_response();
+        }
+        match serde_yaml_ng::to_string(&self.doc) {
+            Ok(text) => (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/yaml"),
+                )],
+                text,
+            )
+                .into_response(),
+            Err(e) => ApiError::internal(format!("cannot write YAML: {e}")).into_response(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_content_types() {
+        assert!(is_yaml("application/yaml"));
+        assert!(is_yaml("application/x-yaml; charset=utf-8"));
+        assert!(is_yaml("Text/YAML"));
+        assert!(!is_yaml("application/json"));
+    }
+
+    #[test]
+    fn yaml_errors_name_the_line() {
+        let err =
+            parse_doc::<serde_json::Value>(b"tasks:\n  - id: a\n   bad: [", true).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert!(err.message.contains("line"), "{}", err.message);
+    }
+}

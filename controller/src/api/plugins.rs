@@ -1,0 +1,216 @@
+//! `/api/v1/plugins` (seed 003): register a plugin from its files (metadata, node roles, volumes, graphs by
+//! type), list, show, delete; and enabling or disabling a plugin per cluster, where a plugin whose role is
+//! assigned or deployed on a node of the cluster cannot be disabled.
+
+use super::auth::Operator;
+use super::body::Doc;
+use super::error::{ApiError, Json};
+use super::graphs::check_graph;
+use crate::cluster_model::{graph_model, plugin_model, ClusterModel};
+use crate::state::AppState;
+use crate::store::{ClusterRecord, GraphBody, NewPlugin, PluginRecord, StoreError};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use plinth_common::model::{Plugin, DEFAULT_GRAPH_TYPE};
+use plinth_common::tags::{validate_catalog, Catalog};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `POST /api/v1/plugins` body: a plugin's files in one document (JSON or YAML).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterPlugin {
+    name: String,
+    version: String,
+    /// `metadata.yaml` as written (title, description, releases, ...).
+    #[serde(default)]
+    metadata: serde_json::Value,
+    /// `node_roles.yaml`.
+    #[serde(default, alias = "node_roles")]
+    roles_metadata: serde_json::Map<String, serde_json::Value>,
+    /// Tags the plugin defines.
+    #[serde(default)]
+    tags_metadata: serde_json::Map<String, serde_json::Value>,
+    /// `volumes.yaml`.
+    #[serde(default, alias = "volumes")]
+    volumes_metadata: serde_json::Value,
+    /// Graphs by type.
+    #[serde(default)]
+    graphs: BTreeMap<String, GraphBody>,
+    /// `deployment_tasks.yaml`: the plugin's `default` graph, as Fuel plugins ship it.
+    #[serde(default)]
+    deployment_tasks: Option<Vec<serde_json::Value>>,
+}
+
+/// `GET /api/v1/plugins`.
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+) -> Result<Json<Vec<PluginRecord>>, ApiError> {
+    state.blocking(|s| Ok(Json(s.store.list_plugins()?))).await
+}
+
+/// `GET /api/v1/plugins/{id}`.
+pub async fn show(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<PluginRecord>, ApiError> {
+    state
+        .blocking(move |s| Ok(Json(s.store.get_plugin(id)?)))
+        .await
+}
+
+/// `POST /api/v1/plugins`: registers a plugin; 409 when its name and version exist.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Doc(body): Doc<RegisterPlugin>,
+) -> Result<(StatusCode, Json<PluginRecord>), ApiError> {
+    if body.name.trim().is_empty() || body.version.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "plugin `name` and `version` must not be empty",
+        ));
+    }
+    let mut graphs = body.graphs;
+    if let Some(tasks) = body.deployment_tasks {
+        if graphs.contains_key(DEFAULT_GRAPH_TYPE) {
+            return Err(ApiError::bad_request(
+                "give the default graph either as `deployment_tasks` or under `graphs`, not both",
+            ));
+        }
+        graphs.insert(
+            DEFAULT_GRAPH_TYPE.into(),
+            GraphBody {
+                tasks,
+                ..GraphBody::default()
+            },
+        );
+    }
+    let plugin = NewPlugin {
+        name: body.name,
+        version: body.version,
+        data: serde_json::json!({
+            "metadata": body.metadata,
+            "roles_metadata": body.roles_metadata,
+            "tags_metadata": body.tags_metadata,
+            "volumes_metadata": body.volumes_metadata,
+        }),
+    };
+    let what = format!("plugin {} {}", plugin.name, plugin.version);
+    plugin_model(&PluginRecord {
+        id: 0,
+        name: plugin.name.clone(),
+        version: plugin.version.clone(),
+        data: plugin.data.clone(),
+    })?;
+    for (graph_type, graph) in &graphs {
+        check_graph(graph_type, graph)?;
+        graph_model(&what, graph_type, graph)?;
+    }
+    state
+        .blocking(move |s| {
+            let created = s.store.create_plugin(&plugin, &graphs)?;
+            tracing::info!(plugin = %what, "plugin registered");
+            Ok((StatusCode::CREATED, Json(created)))
+        })
+        .await
+}
+
+/// `DELETE /api/v1/plugins/{id}`: 409 while a cluster has it enabled.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .blocking(move |s| {
+            s.store.delete_plugin(id)?;
+            Ok(StatusCode::NO_CONTENT)
+        })
+        .await
+}
+
+/// `PUT /api/v1/clusters/{id}/plugins/{plugin_id}`: enables a plugin in a cluster. Its roles and tags
+/// must fit the release's and the other plugins' (an unknown tag in a role is refused).
+pub async fn enable(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((cluster_id, plugin_id)): Path<(u64, u64)>,
+) -> Result<Json<ClusterRecord>, ApiError> {
+    state
+        .blocking(move |s| {
+            let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
+            let record = s.store.get_plugin(plugin_id)?;
+            let plugin = plugin_model(&record)?;
+            if model.plugins.iter().any(|p| p.name == plugin.name) {
+                if model.record.data.plugins.contains(&plugin_id) {
+                    return Ok(Json(model.record));
+                }
+                return Err(ApiError::conflict(format!(
+                    "another version of plugin {} is enabled in cluster {cluster_id}",
+                    plugin.name
+                )));
+            }
+            let mut plugins: Vec<&Plugin> = model.plugins.iter().collect();
+            plugins.push(&plugin);
+            let catalog = Catalog::new(&model.release, &plugins, Some(&model.cluster));
+            if let Some(problem) = validate_catalog(&catalog).into_iter().next() {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_plugin",
+                    format!("plugin {} {}: {problem}", record.name, record.version),
+                ));
+            }
+            let updated = s.store.modify_cluster(cluster_id, &mut |cluster, _| {
+                if !cluster.data.plugins.contains(&plugin_id) {
+                    cluster.data.plugins.push(plugin_id);
+                }
+                Ok(())
+            })?;
+            Ok(Json(updated))
+        })
+        .await
+}
+
+/// `DELETE /api/v1/clusters/{id}/plugins/{plugin_id}`: disables a plugin, unless one of its roles is
+/// assigned (pending) or deployed on a node of the cluster (409 naming the role and the node).
+pub async fn disable(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((cluster_id, plugin_id)): Path<(u64, u64)>,
+) -> Result<Json<ClusterRecord>, ApiError> {
+    state
+        .blocking(move |s| {
+            let record = s.store.get_plugin(plugin_id)?;
+            let plugin = plugin_model(&record)?;
+            let updated = s.store.modify_cluster(cluster_id, &mut |cluster, nodes| {
+                if !cluster.data.plugins.contains(&plugin_id) {
+                    return Err(StoreError::NotFound {
+                        kind: "enabled plugin",
+                        id: format!("{} in cluster {cluster_id}", record.name),
+                    });
+                }
+                for node in nodes {
+                    for role in plugin.roles_metadata.keys() {
+                        let how = if node.roles.contains(role) {
+                            "deployed on"
+                        } else if node.pending_roles.contains(role) {
+                            "assigned to"
+                        } else {
+                            continue;
+                        };
+                        return Err(StoreError::Conflict(format!(
+                            "plugin {} cannot be disabled: its role {role:?} is {how} node {} ({})",
+                            record.name, node.id, node.name
+                        )));
+                    }
+                }
+                cluster.data.plugins.retain(|p| *p != plugin_id);
+                Ok(())
+            })?;
+            Ok(Json(updated))
+        })
+        .await
+}

@@ -1,0 +1,376 @@
+//! Tags (seed 000): list, create, modify and delete the tags of a release or a cluster (user-defined
+//! ones only: tags a role lists are read-only), and assign or unassign tags on nodes.
+
+use super::auth::Operator;
+use super::body::Doc;
+use super::error::{ApiError, Json};
+use crate::cluster_model::{node_model, release_model, ClusterModel};
+use crate::state::AppState;
+use crate::store::{NodeRecord, StoreError};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use plinth_common::tags::{
+    node_tags, validate_tag_assignment, validate_tag_create, validate_tag_delete,
+    validate_tag_modify, Catalog, Owner, TagError,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A tag as listed.
+#[derive(Debug, Serialize)]
+pub struct TagView {
+    /// Its name.
+    pub name: String,
+    /// One node of a cluster holding it becomes primary for it.
+    pub has_primary: bool,
+    /// Who defined it: `release`, `plugin` (with its name) or `cluster`.
+    pub owner: Owner,
+    /// Role-owned (or plugin-owned): it cannot be modified or deleted.
+    pub read_only: bool,
+}
+
+/// `POST .../tags` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewTag {
+    name: String,
+    #[serde(default)]
+    has_primary: bool,
+}
+
+/// `PUT .../tags/{name}` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagChange {
+    has_primary: bool,
+}
+
+/// `POST|DELETE /nodes/{id}/tags` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeTagsBody {
+    tags: Vec<String>,
+}
+
+/// A node's tags after a change.
+#[derive(Debug, Serialize)]
+pub struct NodeTagsView {
+    /// The node.
+    pub node_id: u64,
+    /// The tags it carries now (roles' tags, plus additions, minus removals).
+    pub tags: Vec<String>,
+    /// The operator's additions.
+    pub tags_added: Vec<String>,
+    /// The operator's removals.
+    pub tags_removed: Vec<String>,
+}
+
+fn views(catalog: &Catalog) -> Vec<TagView> {
+    catalog
+        .tags
+        .iter()
+        .map(|(name, t)| TagView {
+            name: name.clone(),
+            has_primary: t.meta.has_primary,
+            owner: t.owner.clone(),
+            read_only: t.read_only,
+        })
+        .collect()
+}
+
+fn tag_meta(has_primary: bool) -> serde_json::Value {
+    serde_json::json!({ "has_primary": has_primary })
+}
+
+fn owned_by(catalog: &Catalog, name: &str, owner: &Owner) -> Result<(), ApiError> {
+    match catalog.tags.get(name) {
+        Some(t) if &t.owner == owner => Ok(()),
+        Some(t) => Err(ApiError::forbidden(format!(
+            "tag {name:?} is defined by {}, not here",
+            match &t.owner {
+                Owner::Release => "the release".to_string(),
+                Owner::Plugin(p) => format!("plugin {p:?}"),
+                Owner::Cluster => "the cluster".to_string(),
+            }
+        ))),
+        None => Err(TagError::UnknownTag(name.to_string()).into()),
+    }
+}
+
+/// `GET /api/v1/releases/{id}/tags`.
+pub async fn release_list(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    state
+        .blocking(move |s| {
+            let release = release_model(&s.store.get_release(id)?)?;
+            Ok(Json(views(&Catalog::new(&release, &[], None))))
+        })
+        .await
+}
+
+enum Edit {
+    Create(NewTag),
+    Modify(String, TagChange),
+    Delete(String),
+}
+
+fn check_edit(catalog: &Catalog, edit: &Edit, owner: &Owner) -> Result<(), ApiError> {
+    match edit {
+        Edit::Create(t) => validate_tag_create(catalog, &t.name)?,
+        Edit::Modify(name, _) => {
+            validate_tag_modify(catalog, name)?;
+            owned_by(catalog, name, owner)?;
+        }
+        Edit::Delete(name) => {
+            validate_tag_delete(catalog, name)?;
+            owned_by(catalog, name, owner)?;
+        }
+    }
+    Ok(())
+}
+
+fn apply_edit(tags: &mut serde_json::Map<String, serde_json::Value>, edit: &Edit) {
+    match edit {
+        Edit::Create(t) => {
+            tags.insert(t.name.clone(), tag_meta(t.has_primary));
+        }
+        Edit::Modify(name, change) => {
+            let entry = tags.entry(name.clone()).or_insert_with(|| tag_meta(false));
+            if let serde_json::Value::Object(meta) = entry {
+                meta.insert("has_primary".into(), change.has_primary.into());
+            }
+        }
+        Edit::Delete(name) => {
+            tags.remove(name);
+        }
+    }
+}
+
+/// Refuses to delete a tag some node was given explicitly.
+fn not_assigned(nodes: &[NodeRecord], name: &str) -> Result<(), StoreError> {
+    if let Some(n) = nodes
+        .iter()
+        .find(|n| n.model.tags_added.iter().any(|t| t == name))
+    {
+        return Err(StoreError::Conflict(format!(
+            "tag {name:?} is assigned to node {} ({}); unassign it first",
+            n.id, n.name
+        )));
+    }
+    Ok(())
+}
+
+async fn edit_release(
+    state: Arc<AppState>,
+    id: u64,
+    edit: Edit,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    state
+        .blocking(move |s| {
+            let release = release_model(&s.store.get_release(id)?)?;
+            check_edit(&Catalog::new(&release, &[], None), &edit, &Owner::Release)?;
+            if let Edit::Delete(name) = &edit {
+                not_assigned(&s.store.list_nodes()?, name)?;
+            }
+            let updated = s.store.update_release_data(id, &mut |r| {
+                let data = r.data.as_object_mut().ok_or_else(|| {
+                    StoreError::Corrupt(format!("release {id} data is not a mapping"))
+                })?;
+                let tags = data
+                    .entry("tags_metadata")
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let serde_json::Value::Object(tags) = tags {
+                    apply_edit(tags, &edit);
+                }
+                Ok(())
+            })?;
+            let release = release_model(&updated)?;
+            Ok(Json(views(&Catalog::new(&release, &[], None))))
+        })
+        .await
+}
+
+/// `POST /api/v1/releases/{id}/tags`: a user-defined tag for every cluster of the release (201).
+pub async fn release_create(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Doc(tag): Doc<NewTag>,
+) -> Result<(StatusCode, Json<Vec<TagView>>), ApiError> {
+    let out = edit_release(state, id, Edit::Create(tag)).await?;
+    Ok((StatusCode::CREATED, out))
+}
+
+/// `PUT /api/v1/releases/{id}/tags/{name}`: changes a user-defined tag's metadata.
+pub async fn release_modify(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+    Doc(change): Doc<TagChange>,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    edit_release(state, id, Edit::Modify(name, change)).await
+}
+
+/// `DELETE /api/v1/releases/{id}/tags/{name}`: deletes a user-defined tag (403 for role-owned ones).
+pub async fn release_delete(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+) -> Result<StatusCode, ApiError> {
+    edit_release(state, id, Edit::Delete(name)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/v1/clusters/{id}/tags`: every tag the cluster knows (release, plugins, its own).
+pub async fn cluster_list(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    state
+        .blocking(move |s| {
+            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
+            Ok(Json(views(&model.catalog())))
+        })
+        .await
+}
+
+async fn edit_cluster(
+    state: Arc<AppState>,
+    id: u64,
+    edit: Edit,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    state
+        .blocking(move |s| {
+            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
+            check_edit(&model.catalog(), &edit, &Owner::Cluster)?;
+            s.store.modify_cluster(id, &mut |cluster, nodes| {
+                if let Edit::Delete(name) = &edit {
+                    not_assigned(nodes, name)?;
+                }
+                apply_edit(&mut cluster.data.tags_metadata, &edit);
+                Ok(())
+            })?;
+            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
+            Ok(Json(views(&model.catalog())))
+        })
+        .await
+}
+
+/// `POST /api/v1/clusters/{id}/tags`: a user-defined tag for this cluster only (201).
+pub async fn cluster_create(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Doc(tag): Doc<NewTag>,
+) -> Result<(StatusCode, Json<Vec<TagView>>), ApiError> {
+    let out = edit_cluster(state, id, Edit::Create(tag)).await?;
+    Ok((StatusCode::CREATED, out))
+}
+
+/// `PUT /api/v1/clusters/{id}/tags/{name}`.
+pub async fn cluster_modify(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+    Doc(change): Doc<TagChange>,
+) -> Result<Json<Vec<TagView>>, ApiError> {
+    edit_cluster(state, id, Edit::Modify(name, change)).await
+}
+
+/// `DELETE /api/v1/clusters/{id}/tags/{name}`.
+pub async fn cluster_delete(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+) -> Result<StatusCode, ApiError> {
+    edit_cluster(state, id, Edit::Delete(name)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn change_node_tags(
+    state: Arc<AppState>,
+    node_id: u64,
+    tags: Vec<String>,
+    assign: bool,
+) -> Result<Json<NodeTagsView>, ApiError> {
+    if tags.is_empty() {
+        return Err(ApiError::bad_request("`tags` is empty"));
+    }
+    state
+        .blocking(move |s| {
+            let node = s.store.get_node(node_id)?;
+            let cluster_id = node.cluster_id.ok_or_else(|| {
+                ApiError::conflict(format!(
+                    "node {node_id} is in no cluster: tags come from a cluster's release and plugins"
+                ))
+            })?;
+            let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
+            let catalog = model.catalog();
+            if assign {
+                for tag in &tags {
+                    validate_tag_assignment(&catalog, tag)?;
+                }
+            }
+            let written = s.store.modify_node(node_id, &mut |n| {
+                let mut from_roles = node_model(n);
+                from_roles.tags_added.clear();
+                from_roles.tags_removed.clear();
+                let given = node_tags(&from_roles, &catalog);
+                for tag in &tags {
+                    if assign {
+                        n.model.tags_removed.retain(|t| t != tag);
+                        if !given.tags.contains(tag) && !n.model.tags_added.contains(tag) {
+                            n.model.tags_added.push(tag.clone());
+                        }
+                    } else {
+                        let added = n.model.tags_added.contains(tag) || n.tags.contains(tag);
+                        if !added && !given.tags.contains(tag) {
+                            return Err(StoreError::NotFound {
+                                kind: "tag",
+                                id: format!("{tag:?} on node {node_id}"),
+                            });
+                        }
+                        n.model.tags_added.retain(|t| t != tag);
+                        if (given.tags.contains(tag) || n.tags.contains(tag))
+                            && !n.model.tags_removed.contains(tag)
+                        {
+                            n.model.tags_removed.push(tag.clone());
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            let now = node_tags(&node_model(&written), &catalog);
+            Ok(Json(NodeTagsView {
+                node_id,
+                tags: now.tags.into_iter().collect(),
+                tags_added: written.model.tags_added,
+                tags_removed: written.model.tags_removed,
+            }))
+        })
+        .await
+}
+
+/// `POST /api/v1/nodes/{id}/tags`: assigns tags (known to the node's cluster, or their instances).
+pub async fn node_assign(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Doc(body): Doc<NodeTagsBody>,
+) -> Result<Json<NodeTagsView>, ApiError> {
+    change_node_tags(state, id, body.tags, true).await
+}
+
+/// `DELETE /api/v1/nodes/{id}/tags`: unassigns tags (including ones its roles give).
+pub async fn node_unassign(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Doc(body): Doc<NodeTagsBody>,
+) -> Result<Json<NodeTagsView>, ApiError> {
+    change_node_tags(state, id, body.tags, false).await
+}

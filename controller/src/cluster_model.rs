@@ -1,0 +1,246 @@
+//! The stored records of a cluster turned into `plinth_common::model` values, so that the controller
+//! resolves, checks and elects with the same functions `plinthctl` runs offline.
+
+use crate::store::{
+    ClusterRecord, GraphBody, GraphOwner, NodeRecord, NodeStatus as StoredStatus, PluginRecord,
+    ReleaseRecord, Store, StoreError,
+};
+use plinth_common::model::{
+    Cluster, Graph, Node, NodeStatus, Plugin, Release, Task, DEFAULT_GRAPH_TYPE,
+};
+use plinth_common::tags::Catalog;
+use serde_json::Value;
+
+/// Why stored records do not make a model (a stored document that no longer parses, a missing record).
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The store failed or a record is missing.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored document does not parse as the model expects.
+    #[error("{what}: {message}")]
+    Invalid {
+        /// Which document (release, plugin, graph and task).
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A cluster with everything resolution needs: its release, enabled plugins, nodes, and graphs of the
+/// types asked for.
+#[derive(Debug, Clone)]
+pub struct ClusterModel {
+    /// The cluster as stored.
+    pub record: ClusterRecord,
+    /// The release as stored.
+    pub release_record: ReleaseRecord,
+    /// The enabled plugins as stored, in enabling order.
+    pub plugin_records: Vec<PluginRecord>,
+    /// The nodes as stored, by id.
+    pub node_records: Vec<NodeRecord>,
+    /// The release as the model sees it.
+    pub release: Release,
+    /// The enabled plugins as the model sees them.
+    pub plugins: Vec<Plugin>,
+    /// The cluster as the model sees it.
+    pub cluster: Cluster,
+    /// The nodes as the model sees them.
+    pub nodes: Vec<Node>,
+}
+
+impl ClusterModel {
+    /// Loads a cluster, its release, enabled plugins and nodes, and the graphs of `graph_types` of all
+    /// three classes.
+    pub fn load(
+        store: &dyn Store,
+        cluster_id: u64,
+        graph_types: &[&str],
+    ) -> Result<ClusterModel, ModelError> {
+        let record = store.get_cluster(cluster_id)?;
+        let release_record = store.get_release(record.release_id)?;
+        let mut release = release_model(&release_record)?;
+        let mut plugin_records = Vec::new();
+        let mut plugins = Vec::new();
+        for plugin_id in &record.data.plugins {
+            let p = store.get_plugin(*plugin_id)?;
+            let mut model = plugin_model(&p)?;
+            load_graphs(
+                store,
+                GraphOwner::Plugin(p.id),
+                graph_types,
+                &mut model.graphs,
+            )?;
+            plugins.push(model);
+            plugin_records.push(p);
+        }
+        load_graphs(
+            store,
+            GraphOwner::Release(release_record.id),
+            graph_types,
+            &mut release.graphs,
+        )?;
+        let mut cluster = cluster_model(&record, &release, &plugins)?;
+        load_graphs(
+            store,
+            GraphOwner::Cluster(record.id),
+            graph_types,
+            &mut cluster.graphs,
+        )?;
+        let node_records: Vec<NodeRecord> = store
+            .list_nodes()?
+            .into_iter()
+            .filter(|n| n.cluster_id == Some(cluster_id))
+            .collect();
+        let nodes = node_records.iter().map(node_model).collect();
+        Ok(ClusterModel {
+            record,
+            release_record,
+            plugin_records,
+            node_records,
+            release,
+            plugins,
+            cluster,
+            nodes,
+        })
+    }
+
+    /// The roles and tags this cluster knows.
+    pub fn catalog(&self) -> Catalog {
+        let plugins: Vec<&Plugin> = self.plugins.iter().collect();
+        Catalog::new(&self.release, &plugins, Some(&self.cluster))
+    }
+}
+
+/// The release of a stored record (graphs not loaded).
+pub fn release_model(record: &ReleaseRecord) -> Result<Release, ModelError> {
+    let mut value = record.data.clone();
+    if let Value::Object(map) = &mut value {
+        map.insert("name".into(), Value::String(record.name.clone()));
+        map.insert("version".into(), Value::String(record.version.clone()));
+        map.remove("graphs");
+    }
+    serde_json::from_value(value).map_err(|e| ModelError::Invalid {
+        what: format!("release {} {}", record.name, record.version),
+        message: e.to_string(),
+    })
+}
+
+/// The plugin of a stored record (graphs not loaded).
+pub fn plugin_model(record: &PluginRecord) -> Result<Plugin, ModelError> {
+    let mut value = record.data.clone();
+    if let Value::Object(map) = &mut value {
+        map.insert("name".into(), Value::String(record.name.clone()));
+        map.insert("version".into(), Value::String(record.version.clone()));
+        map.remove("graphs");
+    }
+    serde_json::from_value(value).map_err(|e| ModelError::Invalid {
+        what: format!("plugin {} {}", record.name, record.version),
+        message: e.to_string(),
+    })
+}
+
+/// The cluster of a stored record (graphs not loaded).
+pub fn cluster_model(
+    record: &ClusterRecord,
+    release: &Release,
+    plugins: &[Plugin],
+) -> Result<Cluster, ModelError> {
+    let tags_metadata = serde_json::from_value(Value::Object(record.data.tags_metadata.clone()))
+        .map_err(|e| ModelError::Invalid {
+            what: format!("cluster {} tags_metadata", record.name),
+            message: e.to_string(),
+        })?;
+    Ok(Cluster {
+        name: record.name.clone(),
+        release: release.name.clone(),
+        plugins: plugins.iter().map(|p| p.name.clone()).collect(),
+        settings: record.settings.clone(),
+        tags_metadata,
+        ..Cluster::default()
+    })
+}
+
+/// A stored node as the model sees it. Tags the agent reported count as the operator's additions.
+pub fn node_model(record: &NodeRecord) -> Node {
+    let mut tags_added = record.tags.clone();
+    for tag in &record.model.tags_added {
+        if !tags_added.contains(tag) {
+            tags_added.push(tag.clone());
+        }
+    }
+    Node {
+        id: record.id,
+        name: record.name.clone(),
+        roles: record.roles.clone(),
+        pending_roles: record.pending_roles.clone(),
+        deployed_roles: record.roles.clone(),
+        tags_added,
+        tags_removed: record.model.tags_removed.clone(),
+        primary_tags: record.model.primary_tags.clone(),
+        labels: record
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        rack: record.rack.clone(),
+        status: match record.status {
+            StoredStatus::Discover => NodeStatus::Discover,
+            StoredStatus::Deploying => NodeStatus::Deploying,
+            StoredStatus::Ready => NodeStatus::Ready,
+            StoredStatus::Error => NodeStatus::Error,
+        },
+        error_type: record.model.error_type.clone(),
+        pending_addition: record.model.pending_addition,
+        pending_deletion: record.model.pending_deletion,
+        facts: record.facts.clone(),
+    }
+}
+
+/// A stored graph as the model sees it; a task that does not parse is named with its position.
+pub fn graph_model(owner: &str, graph_type: &str, body: &GraphBody) -> Result<Graph, ModelError> {
+    let mut tasks = Vec::with_capacity(body.tasks.len());
+    for (index, task) in body.tasks.iter().enumerate() {
+        let parsed: Task = serde_json::from_value(task.clone()).map_err(|e| {
+            let id = task.get("id").and_then(Value::as_str).unwrap_or("?");
+            ModelError::Invalid {
+                what: format!("{owner}, graph {graph_type:?}, task {index} ({id})"),
+                message: e.to_string(),
+            }
+        })?;
+        tasks.push(parsed);
+    }
+    Ok(Graph {
+        name: body.name.clone(),
+        tasks,
+        node_filter: body.node_filter.clone(),
+        ..Graph::default()
+    })
+}
+
+fn load_graphs(
+    store: &dyn Store,
+    owner: GraphOwner,
+    graph_types: &[&str],
+    into: &mut indexmap::IndexMap<String, Graph>,
+) -> Result<(), ModelError> {
+    for graph_type in graph_types {
+        match store.get_graph(owner, graph_type) {
+            Ok(record) => {
+                let what = format!("{} {}", owner.kind(), owner.id());
+                into.insert(
+                    graph_type.to_string(),
+                    graph_model(&what, graph_type, &record.body)?,
+                );
+            }
+            Err(StoreError::NotFound { kind: "graph", .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The graph type used when a request names none.
+pub fn graph_type_or_default(graph_type: Option<&str>) -> &str {
+    graph_type.unwrap_or(DEFAULT_GRAPH_TYPE)
+}
