@@ -103,14 +103,16 @@ impl<'a> Interp<'a> {
     }
 
     /// A list value, checked against the collection limit.
-    pub fn new_list(&self, v: Vec<Value<'a>>) -> R<Value<'a>> {
+    pub fn new_list(&mut self, v: Vec<Value<'a>>) -> R<Value<'a>> {
         self.check_len(v.len())?;
+        self.tick(v.len() as u64)?;
         Ok(Value::list(v))
     }
 
     /// A query result, checked against the collection limit.
-    pub fn new_iter(&self, v: Vec<Value<'a>>) -> R<Value<'a>> {
+    pub fn new_iter(&mut self, v: Vec<Value<'a>>) -> R<Value<'a>> {
         self.check_len(v.len())?;
+        self.tick(v.len() as u64)?;
         Ok(Value::Iter(Rc::new(v)))
     }
 

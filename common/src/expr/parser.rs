@@ -6,7 +6,7 @@ use super::errors::{ParseError, ParseErrorKind};
 use super::lexer::{tokenize, Tok, Token};
 
 /// Nesting deeper than this is refused (keeps the parser's stack bounded).
-pub const MAX_DEPTH: usize = 200;
+pub const MAX_DEPTH: usize = 64;
 
 struct Parser<'t> {
     text: &'t str,
