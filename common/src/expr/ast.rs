@@ -244,7 +244,14 @@ impl fmt::Display for Node {
                 f.write_str("]")
             }
             Kind::Invoke(v, args) => {
-                write!(f, "{v}(")?;
+                // A name glued to `(` would read back as a function call: keep them apart.
+                let callee = v.to_string();
+                let glue = if callee.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    " "
+                } else {
+                    ""
+                };
+                write!(f, "{callee}{glue}(")?;
                 write_args(f, args)?;
                 f.write_str(")")
             }
