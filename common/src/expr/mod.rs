@@ -1,1 +1,40 @@
-//! The expression language: YAQL, for computed task fields (`yaql_exp`) and graph node filters.
+//! The expression language: YAQL 3.2, for computed task fields (`yaql_exp`) and graph node
+//! filters, plus Nailgun's deployment helpers (`changed()`, `old()`, ...).
+//!
+//! ```
+//! use plinth_common::expr::{Context, Engine, ExprCache};
+//! use serde_json::json;
+//!
+//! let engine = Engine::new();
+//! let cache = ExprCache::new();
+//! let expr = cache.get_or_parse("$.nodes.where($.status = 'ready').len()").unwrap();
+//! let data = json!({"nodes": [{"status": "ready"}, {"status": "error"}]});
+//! assert_eq!(engine.evaluate(&expr, &data).unwrap(), json!(1));
+//!
+//! let old = json!({"nodes": []});
+//! let changed = cache.get_or_parse("changed($.nodes)").unwrap();
+//! let ctx = Context::new(&data).old(Some(&old));
+//! assert_eq!(engine.evaluate_in(&changed, &ctx).unwrap(), json!(true));
+//! ```
+//!
+//! See `README.md` beside this module for the language and `CONFORMANCE.md` for how it
+//! compares with YAQL's own test suite.
+
+pub mod ast;
+pub mod cache;
+pub mod engine;
+pub mod errors;
+pub mod eval;
+pub mod fuel;
+pub mod lexer;
+pub mod library;
+pub mod limits;
+pub mod parser;
+pub mod value;
+
+pub use cache::ExprCache;
+pub use engine::{Call, Context, Engine, Expression, Form, NativeFn, Slot, Spec};
+pub use errors::{EvalError, EvalErrorKind, ExprError, ParseError, ParseErrorKind};
+pub use eval::{Fail, Interp};
+pub use limits::Limits;
+pub use value::Value;

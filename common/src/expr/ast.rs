@@ -1,0 +1,264 @@
+//! The syntax tree and its canonical text form (`Display`), which parses back to the same tree.
+
+use std::fmt;
+
+/// A node and its byte offset in the source (ignored by equality).
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// What the node is.
+    pub kind: Kind,
+    /// Byte offset in the source text, for error carets.
+    pub pos: usize,
+}
+
+impl PartialEq for Node {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+    }
+}
+
+/// Binary operators, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// `=~`
+    Match,
+    /// `!~`
+    NotMatch,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `mod`
+    Mod,
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `>`
+    Gt,
+    /// `<`
+    Lt,
+    /// `>=`
+    Ge,
+    /// `<=`
+    Le,
+    /// `!=`
+    Ne,
+    /// `=`
+    Eq,
+    /// `in`
+    In,
+    /// `and`
+    And,
+    /// `or`
+    Or,
+    /// `->`
+    Then,
+}
+
+impl BinOp {
+    /// The operator's text.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Match => "=~",
+            BinOp::NotMatch => "!~",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "mod",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Gt => ">",
+            BinOp::Lt => "<",
+            BinOp::Ge => ">=",
+            BinOp::Le => "<=",
+            BinOp::Ne => "!=",
+            BinOp::Eq => "=",
+            BinOp::In => "in",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Then => "->",
+        }
+    }
+}
+
+/// Prefix operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    /// `+`
+    Plus,
+    /// `-`
+    Minus,
+    /// `not`
+    Not,
+}
+
+/// One argument of a call, an indexer or a list or dictionary literal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// A positional argument.
+    Pos(Node),
+    /// `key => value`: a named argument when `key` is a bare word, else a mapping rule.
+    Map(Node, Node),
+    /// A skipped positional argument (`f(1,,3)`).
+    Skip,
+}
+
+/// Node kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A quoted string.
+    Str(String),
+    /// A bare word (a string constant, or a key name after `.`).
+    Word(String),
+    /// `$name`; `$` alone has the empty name.
+    Var(String),
+    /// `( expr )`
+    Paren(Box<Node>),
+    /// `[ args ]`
+    List(Vec<Arg>),
+    /// `{ args }`
+    Dict(Vec<Arg>),
+    /// `name(args)`
+    Call(String, Vec<Arg>),
+    /// `receiver.name(args)`, or `receiver?.name(args)` when `safe`.
+    Method {
+        /// The receiver.
+        recv: Box<Node>,
+        /// Method name.
+        name: String,
+        /// Arguments.
+        args: Vec<Arg>,
+        /// `?.` rather than `.`.
+        safe: bool,
+    },
+    /// `receiver.rhs` where `rhs` is not a method call (a key when it is a bare word).
+    Member {
+        /// The receiver.
+        recv: Box<Node>,
+        /// The right side.
+        rhs: Box<Node>,
+        /// `?.` rather than `.`.
+        safe: bool,
+    },
+    /// `value[args]`
+    Index(Box<Node>, Vec<Arg>),
+    /// `value(args)`: calling a lambda held in a value.
+    Invoke(Box<Node>, Vec<Arg>),
+    /// A prefix operator.
+    Unary(UnOp, Box<Node>),
+    /// A binary operator.
+    Binary(BinOp, Box<Node>, Box<Node>),
+}
+
+/// Writes a string as a single-quoted literal that lexes back to the same string.
+pub fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("'")?;
+    for c in s.chars() {
+        match c {
+            '\\' => f.write_str("\\\\")?,
+            '\'' => f.write_str("\\'")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            c if (c as u32) < 0x20 || c == '\u{7f}' => write!(f, "\\x{:02x}", c as u32)?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("'")
+}
+
+/// Formats a float so that it lexes back as the same float (digits, a dot, digits).
+pub fn float_text(x: f64) -> String {
+    let s = format!("{x}");
+    if s.contains('.') || !x.is_finite() {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn write_args(f: &mut fmt::Formatter<'_>, args: &[Arg]) -> fmt::Result {
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        match a {
+            Arg::Pos(n) => write!(f, "{n}")?,
+            Arg::Map(k, v) => write!(f, "{k} => {v}")?,
+            Arg::Skip => {}
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Null => f.write_str("null"),
+            Kind::Bool(b) => write!(f, "{b}"),
+            Kind::Int(i) => write!(f, "{i}"),
+            Kind::Float(x) => f.write_str(&float_text(*x)),
+            Kind::Str(s) => write_quoted(f, s),
+            Kind::Word(w) => f.write_str(w),
+            Kind::Var(v) => write!(f, "${v}"),
+            Kind::Paren(n) => write!(f, "({n})"),
+            Kind::List(args) => {
+                f.write_str("[")?;
+                write_args(f, args)?;
+                f.write_str("]")
+            }
+            Kind::Dict(args) => {
+                f.write_str("{")?;
+                write_args(f, args)?;
+                f.write_str("}")
+            }
+            Kind::Call(name, args) => {
+                write!(f, "{name}(")?;
+                write_args(f, args)?;
+                f.write_str(")")
+            }
+            Kind::Method {
+                recv,
+                name,
+                args,
+                safe,
+            } => {
+                write!(f, "{recv}{}{name}(", if *safe { "?." } else { "." })?;
+                write_args(f, args)?;
+                f.write_str(")")
+            }
+            Kind::Member { recv, rhs, safe } => {
+                write!(f, "{recv}{}{rhs}", if *safe { "?." } else { "." })
+            }
+            Kind::Index(v, args) => {
+                write!(f, "{v}[")?;
+                write_args(f, args)?;
+                f.write_str("]")
+            }
+            Kind::Invoke(v, args) => {
+                // A name glued to `(` would read back as a function call: keep them apart.
+                let callee = v.to_string();
+                let glue = if callee.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    " "
+                } else {
+                    ""
+                };
+                write!(f, "{callee}{glue}(")?;
+                write_args(f, args)?;
+                f.write_str(")")
+            }
+            Kind::Unary(UnOp::Not, n) => write!(f, "not {n}"),
+            Kind::Unary(UnOp::Plus, n) => write!(f, "+{n}"),
+            Kind::Unary(UnOp::Minus, n) => write!(f, "-{n}"),
+            Kind::Binary(op, l, r) => write!(f, "{l} {} {r}", op.symbol()),
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The public face: [`Expression`] (parsed once), [`Engine`] (the function registry and the
+//! limits; fill it once at start, share it) and [`Context`] (the data an evaluation sees).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value as J;
+
+use super::ast::{Arg, Kind, Node};
+use super::errors::{EvalError, EvalErrorKind, ParseError};
+use super::eval::{Fail, Interp, States, R};
+use super::limits::Limits;
+use super::parser;
+use super::value::{to_json, Name, Value};
+
+/// A parsed expression. Its `Display` is the canonical text, which parses back to the same tree.
+#[derive(Debug, Clone)]
+pub struct Expression {
+    text: String,
+    root: Node,
+}
+
+impl Expression {
+    /// Parses an expression.
+    pub fn parse(text: &str) -> Result<Expression, ParseError> {
+        let root = parser::parse(text)?;
+        Ok(Expression {
+            text: text.to_string(),
+            root,
+        })
+    }
+
+    /// The text it was parsed from.
+    pub fn source(&self) -> &str {
+        &self.text
+    }
+
+    /// The syntax tree.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+}
+
+impl PartialEq for Expression {
+    /// Same syntax tree (positions and spelling aside).
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl fmt::Display for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root.fmt(f)
+    }
+}
+
+/// How a library entry may be called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Only as `name(args)`.
+    Function,
+    /// Only as `value.name(args)`.
+    Method,
+    /// Both; as a function the first argument is the receiver.
+    Both,
+}
+
+/// The parameters a native entry accepts (after the receiver).
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// Names of the positional parameters, in order (named arguments are matched to these).
+    pub params: &'static [&'static str],
+    /// How many positional arguments are required.
+    pub min: usize,
+    /// Accepts any number of further positional arguments.
+    pub varargs: bool,
+    /// Accepts `key => value` pairs freely (they land in [`Call::maps`]).
+    pub kwargs: bool,
+}
+
+impl Spec {
+    /// Exactly these named positional parameters, the first `min` required.
+    pub const fn new(params: &'static [&'static str], min: usize) -> Spec {
+        Spec {
+            params,
+            min,
+            varargs: false,
+            kwargs: false,
+        }
+    }
+
+    /// Any number of positional arguments.
+    pub const fn varargs(min: usize) -> Spec {
+        Spec {
+            params: &[],
+            min,
+            varargs: true,
+            kwargs: false,
+        }
+    }
+
+    /// Any number of positional arguments and `key => value` pairs.
+    pub const fn any() -> Spec {
+        Spec {
+            params: &[],
+            min: 0,
+            varargs: true,
+            kwargs: true,
+        }
+    }
+}
+
+/// A native library function: gets the evaluation and the call, returns a value.
+pub type NativeFn = for<'a> fn(&mut Interp<'a>, &Call<'a>) -> R<Value<'a>>;
+
+/// A helper function on JSON values: gets the receiver (for methods) then the arguments.
+pub type JsonFn = Arc<dyn Fn(&[J]) -> Result<J, String> + Send + Sync>;
+
+/// An entry's implementation.
+#[derive(Clone)]
+pub enum Imp {
+    /// A native function with lazy arguments.
+    Native(NativeFn),
+    /// A helper on JSON values with eager arguments.
+    Json(JsonFn),
+}
+
+/// A registered function or method.
+#[derive(Clone)]
+pub struct Entry {
+    /// Its implementation.
+    pub imp: Imp,
+    /// Its parameters.
+    pub spec: Spec,
+    /// Called as a function, the first argument becomes the receiver.
+    pub shift: bool,
+}
+
+/// One argument slot of a call.
+#[derive(Debug, Clone)]
+pub enum Slot<'a> {
+    /// Not given (or skipped).
+    Missing,
+    /// An unevaluated expression (evaluate with [`Interp::value`], or as a lambda with [`Interp::apply`]).
+    Ast(&'a Node),
+    /// An already evaluated value.
+    Val(Value<'a>),
+}
+
+/// A resolved call as a native function sees it.
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    /// The function's name.
+    pub name: &'a str,
+    /// The receiver (`value.name()`, or the first argument of a function-form call of a method).
+    pub recv: Option<Value<'a>>,
+    /// Positional arguments, named ones moved to their parameter's place.
+    pub slots: Vec<Slot<'a>>,
+    /// `key => value` pairs, for entries that take them freely.
+    pub maps: Vec<(&'a Node, &'a Node)>,
+    /// Called as a method.
+    pub method: bool,
+}
+
+impl<'a> Call<'a> {
+    fn mismatch(name: &str, method: bool, why: String) -> Fail {
+        if method {
+            EvalErrorKind::NoMatchingMethod(name.into(), why).into()
+        } else {
+            EvalErrorKind::NoMatchingFunction(name.into(), why).into()
+        }
+    }
+
+    /// Builds a call from syntax, matching named arguments to parameters.
+    pub fn from_ast(
+        name: &'a str,
+        entry: &Entry,
+        recv: Option<Value<'a>>,
+        args: &'a [Arg],
+        method: bool,
+    ) -> R<Call<'a>> {
+        let spec = entry.spec;
+        let mut slots = Vec::with_capacity(args.len());
+        let mut maps = Vec::new();
+        for a in args {
+            match a {
+                Arg::Pos(n) => slots.push(Slot::Ast(n)),
+                Arg::Skip => slots.push(Slot::Missing),
+                Arg::Map(k, v) => {
+                    if spec.kwargs {
+                        maps.push((k, v));
+                        continue;
+                    }
+                    let Kind::Word(key) = &k.kind else {
+                        return Err(Self::mismatch(name, method, "unexpected `=>` pair".into()));
+                    };
+                    let Some(i) = spec.params.iter().position(|p| p == key) else {
+                        return Err(Self::mismatch(
+                            name,
+                            method,
+                            format!("no parameter `{key}`"),
+                        ));
+                    };
+                    if slots.len() <= i {
+                        slots.resize(i + 1, Slot::Missing);
+                    }
+                    if !matches!(slots[i], Slot::Missing) {
+                        return Err(Self::mismatch(name, method, format!("`{key}` given twice")));
+                    }
+                    slots[i] = Slot::Ast(v);
+                }
+            }
+        }
+        Self::check(name, spec, &slots, method)?;
+        Ok(Call {
+            name,
+            recv,
+            slots,
+            maps,
+            method,
+        })
+    }
+
+    /// Builds a call from values (as `call()` does).
+    pub fn from_values(
+        name: &'a str,
+        entry: &Entry,
+        recv: Option<Value<'a>>,
+        pos: Vec<Value<'a>>,
+        named: Vec<(String, Value<'a>)>,
+        method: bool,
+    ) -> R<Call<'a>> {
+        let spec = entry.spec;
+        let mut slots: Vec<Slot<'a>> = pos.into_iter().map(Slot::Val).collect();
+        for (key, v) in named {
+            let Some(i) = spec.params.iter().position(|p| *p == key) else {
+                return Err(Self::mismatch(
+                    name,
+                    method,
+                    format!("no parameter `{key}`"),
+                ));
+            };
+            if slots.len() <= i {
+                slots.resize(i + 1, Slot::Missing);
+            }
+            slots[i] = Slot::Val(v);
+        }
+        Self::check(name, spec, &slots, method)?;
+        Ok(Call {
+            name,
+            recv,
+            slots,
+            maps: Vec::new(),
+            method,
+        })
+    }
+
+    fn check(name: &str, spec: Spec, slots: &[Slot<'a>], method: bool) -> R<()> {
+        if !spec.varargs && slots.len() > spec.params.len() {
+            return Err(Self::mismatch(
+                name,
+                method,
+                format!("takes at most {} arguments", spec.params.len()),
+            ));
+        }
+        if slots
+            .iter()
+            .take(spec.min)
+            .any(|s| matches!(s, Slot::Missing))
+            || slots.len() < spec.min
+        {
+            return Err(Self::mismatch(
+                name,
+                method,
+                format!("needs at least {} arguments", spec.min),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The slot at `i` (missing past the end).
+    pub fn slot(&self, i: usize) -> &Slot<'a> {
+        self.slots.get(i).unwrap_or(&Slot::Missing)
+    }
+
+    /// True when argument `i` was given.
+    pub fn has(&self, i: usize) -> bool {
+        !matches!(self.slot(i), Slot::Missing)
+    }
+
+    /// The receiver, or a type error naming the function.
+    pub fn this(&self) -> R<&Value<'a>> {
+        self.recv
+            .as_ref()
+            .ok_or_else(|| Self::mismatch(self.name, self.method, "needs a receiver".into()))
+    }
+
+    /// A "no matching function/method" failure for these arguments.
+    pub fn no_match(&self, why: impl Into<String>) -> Fail {
+        Self::mismatch(self.name, self.method, why.into())
+    }
+}
+
+/// The function registry and the limits. Build once ([`Engine::new`] has the standard library
+/// and the deployment helpers), add your own helpers, then share it (`Engine` is `Send + Sync`).
+#[derive(Clone)]
+pub struct Engine {
+    functions: HashMap<String, Entry>,
+    methods: HashMap<String, Entry>,
+    limits: Limits,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("functions", &self.functions.len())
+            .field("methods", &self.methods.len())
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    /// An engine with no functions at all.
+    pub fn empty() -> Engine {
+        Engine {
+            functions: HashMap::new(),
+            methods: HashMap::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The standard library and the deployment helpers, with default limits.
+    pub fn new() -> Engine {
+        let mut e = Engine::empty();
+        super::library::register_all(&mut e);
+        super::fuel::register(&mut e);
+        e
+    }
+
+    /// The limits every evaluation gets.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Replaces the limits.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Registers (or replaces) a native entry.
+    pub fn register(&mut self, name: &str, form: Form, spec: Spec, f: NativeFn) {
+        self.insert(
+            name,
+            form,
+            Entry {
+                imp: Imp::Native(f),
+                spec,
+                shift: false,
+            },
+        );
+    }
+
+    /// Registers (or replaces) a helper working on JSON values. Its arguments are evaluated
+    /// first; a method gets its receiver as the first item.
+    pub fn register_json<F>(&mut self, name: &str, form: Form, f: F)
+    where
+        F: Fn(&[J]) -> Result<J, String> + Send + Sync + 'static,
+    {
+        self.insert(
+            name,
+            form,
+            Entry {
+                imp: Imp::Json(Arc::new(f)),
+                spec: Spec::varargs(0),
+                shift: false,
+            },
+        );
+    }
+
+    fn insert(&mut self, name: &str, form: Form, entry: Entry) {
+        match form {
+            Form::Function => {
+                self.functions.insert(name.to_string(), entry);
+            }
+            Form::Method => {
+                self.methods.insert(name.to_string(), entry);
+            }
+            Form::Both => {
+                self.methods.insert(name.to_string(), entry.clone());
+                self.functions.insert(
+                    name.to_string(),
+                    Entry {
+                        shift: true,
+                        ..entry
+                    },
+                );
+            }
+        }
+    }
+
+    /// The function entry of that name.
+    pub fn function(&self, name: &str) -> Option<&Entry> {
+        self.functions.get(name)
+    }
+
+    /// The method entry of that name.
+    pub fn method(&self, name: &str) -> Option<&Entry> {
+        self.methods.get(name)
+    }
+
+    /// Evaluates `expr` with `$` bound to `data`.
+    pub fn evaluate(&self, expr: &Expression, data: &J) -> Result<J, EvalError> {
+        self.evaluate_in(expr, &Context::new(data))
+    }
+
+    /// Evaluates `expr` in a context (data, named variables, old state).
+    pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<J, EvalError> {
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 1);
+        for (name, v) in &ctx.vars {
+            vars.push((Name::Named(name.as_str()), Value::from_json(v)));
+        }
+        vars.push((Name::Dollar, Value::from_json(ctx.data)));
+        let mut interp = Interp::new(
+            self,
+            vars,
+            States {
+                new: Some(ctx.data),
+                old: ctx.old,
+                forced: ctx.forced,
+            },
+        );
+        let fail = |f: Fail| EvalError {
+            kind: f.kind,
+            expr: expr.text.clone(),
+            pos: f.pos.unwrap_or(0),
+        };
+        let v = interp.eval(&expr.root).map_err(fail)?;
+        let v = match &v {
+            Value::Gen(_) => Value::list(interp.seq(&v, "a result").map_err(fail)?),
+            _ => v,
+        };
+        to_json(&v).ok_or_else(|| {
+            fail(EvalErrorKind::Type(format!("a {} has no JSON form", v.type_name())).into())
+        })
+    }
+
+    /// Parses and evaluates in one step.
+    pub fn eval_str(&self, text: &str, data: &J) -> Result<J, super::errors::ExprError> {
+        let e = Expression::parse(text)?;
+        Ok(self.evaluate(&e, data)?)
+    }
+}
+
+/// What an evaluation sees: `$`, named variables (`$node`, `$common`, ...) and, for the
+/// deployment helpers, the old state.
+#[derive(Debug, Clone)]
+pub struct Context<'c> {
+    data: &'c J,
+    vars: Vec<(String, &'c J)>,
+    old: Option<&'c J>,
+    forced: bool,
+}
+
+impl<'c> Context<'c> {
+    /// A context with `$` bound to `data` (also reachable as `$data`).
+    pub fn new(data: &'c J) -> Context<'c> {
+        Context {
+            data,
+            vars: vec![("data".to_string(), data)],
+            old: None,
+            forced: false,
+        }
+    }
+
+    /// Adds the variable `$name`.
+    pub fn var(mut self, name: &str, value: &'c J) -> Self {
+        self.vars.push((name.to_string(), value));
+        self
+    }
+
+    /// Sets the last deployed state for `old()`, `changed()` and the like.
+    pub fn old(mut self, old: Option<&'c J>) -> Self {
+        self.old = old;
+        self
+    }
+
+    /// Marks a forced deployment: every `changed()` is true.
+    pub fn forced(mut self, forced: bool) -> Self {
+        self.forced = forced;
+        self
+    }
+}

@@ -1,0 +1,610 @@
+//! The evaluator: walks the syntax tree with a stack of variables, resolves calls through the
+//! engine's registry and enforces the limits.
+
+use std::rc::Rc;
+
+use serde_json::Value as J;
+
+use super::ast::{Arg, BinOp, Kind, Node, UnOp};
+use super::engine::{Call, Engine, Entry, Imp, Slot};
+use super::errors::EvalErrorKind;
+use super::library::operators;
+use super::limits::Limits;
+use super::value::{seq_items, to_json, Gen, Lambda, Name, Value, View};
+
+/// An evaluation failure and, once known, where it happened.
+#[derive(Debug, Clone)]
+pub struct Fail {
+    /// What went wrong.
+    pub kind: EvalErrorKind,
+    /// Byte offset of the failing operation, filled in by the innermost node that knows it.
+    pub pos: Option<usize>,
+}
+
+impl From<EvalErrorKind> for Fail {
+    fn from(kind: EvalErrorKind) -> Self {
+        Fail { kind, pos: None }
+    }
+}
+
+/// Result of evaluator and library operations.
+pub type R<T> = Result<T, Fail>;
+
+/// Shorthand for a type error.
+pub fn type_err<T>(msg: impl Into<String>) -> R<T> {
+    Err(EvalErrorKind::Type(msg.into()).into())
+}
+
+/// The deployment helpers' view of the states.
+#[derive(Debug, Clone, Copy)]
+pub struct States<'a> {
+    /// The current state (`$` at the top of the evaluation).
+    pub new: Option<&'a J>,
+    /// The last deployed state, if any.
+    pub old: Option<&'a J>,
+    /// Forced deployment: everything counts as changed.
+    pub forced: bool,
+}
+
+/// One evaluation in progress.
+pub struct Interp<'a> {
+    /// The engine (registry and limits).
+    pub engine: &'a Engine,
+    /// Variables in scope, innermost last.
+    pub vars: Vec<(Name<'a>, Value<'a>)>,
+    /// The limits.
+    pub limits: Limits,
+    /// Old state for the deployment helpers.
+    pub states: States<'a>,
+    /// Sort keys of lists made by `orderBy`, for `thenBy`.
+    #[allow(clippy::type_complexity)]
+    pub orderings: Vec<(Rc<Vec<Value<'a>>>, Vec<Vec<(Value<'a>, bool)>>)>,
+    steps: u64,
+    depth: usize,
+}
+
+impl<'a> Interp<'a> {
+    /// A new evaluation with the given variables.
+    pub fn new(engine: &'a Engine, vars: Vec<(Name<'a>, Value<'a>)>, states: States<'a>) -> Self {
+        Interp {
+            engine,
+            vars,
+            limits: engine.limits(),
+            states,
+            orderings: Vec::new(),
+            steps: 0,
+            depth: 0,
+        }
+    }
+
+    /// Counts `n` steps against the budget.
+    pub fn tick(&mut self, n: u64) -> R<()> {
+        self.steps += n;
+        if self.steps > self.limits.max_steps {
+            return Err(EvalErrorKind::StepLimit(self.limits.max_steps).into());
+        }
+        Ok(())
+    }
+
+    /// Fails when a built collection exceeds the collection limit.
+    pub fn check_len(&self, n: usize) -> R<()> {
+        if n > self.limits.max_collection {
+            return Err(EvalErrorKind::CollectionTooLarge(self.limits.max_collection).into());
+        }
+        Ok(())
+    }
+
+    /// Fails when a built string exceeds the memory quota.
+    pub fn check_bytes(&self, n: usize) -> R<()> {
+        if n > self.limits.memory_quota {
+            return Err(EvalErrorKind::MemoryQuota(self.limits.memory_quota).into());
+        }
+        Ok(())
+    }
+
+    /// A list value, checked against the collection limit.
+    pub fn new_list(&mut self, v: Vec<Value<'a>>) -> R<Value<'a>> {
+        self.check_len(v.len())?;
+        self.tick(v.len() as u64)?;
+        Ok(Value::list(v))
+    }
+
+    /// A query result, checked against the collection limit.
+    pub fn new_iter(&mut self, v: Vec<Value<'a>>) -> R<Value<'a>> {
+        self.check_len(v.len())?;
+        self.tick(v.len() as u64)?;
+        Ok(Value::Iter(Rc::new(v)))
+    }
+
+    /// Looks a variable up.
+    pub fn lookup(&self, name: Name<'_>) -> Option<&Value<'a>> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// The items of a list, set or lazy sequence (lazy ones cut at the collection limit, failing
+    /// beyond it). `None` for anything else.
+    pub fn items(&mut self, v: &Value<'a>) -> R<Option<Vec<Value<'a>>>> {
+        match v {
+            Value::Gen(g) => {
+                let limit = self.limits.max_collection;
+                let out = gen_take(g, limit + 1);
+                self.check_len(out.len())?;
+                Ok(Some(out))
+            }
+            _ if v.is_iterable() => Ok(Some(seq_items(v))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Like [`Interp::items`] but failing with a type error for non-collections.
+    pub fn seq(&mut self, v: &Value<'a>, what: &str) -> R<Vec<Value<'a>>> {
+        match self.items(v)? {
+            Some(items) => Ok(items),
+            None => type_err(format!(
+                "{what} needs a collection, not a {}",
+                v.type_name()
+            )),
+        }
+    }
+
+    /// Evaluates a node.
+    pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
+        self.depth += 1;
+        let r = if self.depth > self.limits.max_depth {
+            Err(EvalErrorKind::TooDeep(self.limits.max_depth).into())
+        } else {
+            self.tick(1).and_then(|_| self.eval_kind(node))
+        };
+        self.depth -= 1;
+        r.map_err(|mut f| {
+            if f.pos.is_none() {
+                f.pos = Some(node.pos);
+            }
+            f
+        })
+    }
+
+    fn eval_kind(&mut self, node: &'a Node) -> R<Value<'a>> {
+        Ok(match &node.kind {
+            Kind::Null => Value::Null,
+            Kind::Bool(b) => Value::Bool(*b),
+            Kind::Int(i) => Value::Int(*i),
+            Kind::Float(x) => Value::Float(*x),
+            Kind::Str(s) | Kind::Word(s) => Value::Text(s),
+            Kind::Var(v) => self
+                .lookup(Name::from_var(v))
+                .cloned()
+                .unwrap_or(Value::Null),
+            Kind::Paren(n) => self.eval(n)?,
+            Kind::List(args) => {
+                let mut out = Vec::with_capacity(args.len());
+                for a in args {
+                    match a {
+                        Arg::Pos(n) => out.push(self.eval(n)?),
+                        Arg::Skip => out.push(Value::Null),
+                        Arg::Map(..) => return type_err("a list literal cannot hold `=>` pairs"),
+                    }
+                }
+                self.new_list(out)?
+            }
+            Kind::Dict(args) => {
+                let mut out = indexmap::IndexMap::with_capacity(args.len());
+                for a in args {
+                    match a {
+                        Arg::Map(k, v) => {
+                            let k = self.eval(k)?;
+                            let v = self.eval(v)?;
+                            out.insert(k, v);
+                        }
+                        _ => {
+                            return type_err("a dictionary literal holds only `key => value` pairs")
+                        }
+                    }
+                }
+                self.check_len(out.len())?;
+                Value::Dict(Rc::new(out))
+            }
+            Kind::Call(name, args) => self.call_function(name, args)?,
+            Kind::Method {
+                recv,
+                name,
+                args,
+                safe,
+            } => {
+                let r = self.eval(recv)?;
+                if *safe && r.is_null() {
+                    return Ok(Value::Null);
+                }
+                self.call_method(name, r, args)?
+            }
+            Kind::Member { recv, rhs, safe } => {
+                let r = self.eval(recv)?;
+                if *safe && r.is_null() {
+                    return Ok(Value::Null);
+                }
+                match &rhs.kind {
+                    Kind::Word(key) => self.member(&r, key)?,
+                    _ => {
+                        return Err(EvalErrorKind::NoMatchingFunction(
+                            "#operator_.".into(),
+                            "the right side of `.` must be a name or a method call".into(),
+                        )
+                        .into())
+                    }
+                }
+            }
+            Kind::Index(v, args) => {
+                let target = self.eval(v)?;
+                self.index(target, args)?
+            }
+            Kind::Invoke(callee, args) => {
+                let f = self.eval(callee)?;
+                match f {
+                    Value::Lambda(l) => {
+                        let (pos, named) = self.eval_args(args)?;
+                        self.call_lambda(&l, &pos, &named, None)?
+                    }
+                    other => {
+                        return Err(EvalErrorKind::NoMatchingFunction(
+                            "#call".into(),
+                            format!("a {} cannot be called", other.type_name()),
+                        )
+                        .into())
+                    }
+                }
+            }
+            Kind::Unary(op, n) => {
+                let v = self.eval(n)?;
+                match op {
+                    UnOp::Not => Value::Bool(!v.truthy()),
+                    UnOp::Plus => match v.view() {
+                        View::Int(_) | View::Float(_) => v,
+                        _ => return type_err(format!("unary + of a {}", v.type_name())),
+                    },
+                    UnOp::Minus => match v.view() {
+                        View::Int(i) => Value::Int(i.checked_neg().ok_or(EvalErrorKind::Overflow)?),
+                        View::Float(x) => Value::Float(-x),
+                        _ => return type_err(format!("unary - of a {}", v.type_name())),
+                    },
+                }
+            }
+            Kind::Binary(BinOp::And, l, r) => {
+                let l = self.eval(l)?;
+                if !l.truthy() {
+                    l
+                } else {
+                    self.eval(r)?
+                }
+            }
+            Kind::Binary(BinOp::Or, l, r) => {
+                let l = self.eval(l)?;
+                if l.truthy() {
+                    l
+                } else {
+                    self.eval(r)?
+                }
+            }
+            Kind::Binary(BinOp::Then, l, r) => {
+                let mark = self.vars.len();
+                let result = self.then(l, r);
+                self.vars.truncate(mark);
+                result?
+            }
+            Kind::Binary(op, l, r) => {
+                let l = self.eval(l)?;
+                let r = self.eval(r)?;
+                operators::binary(self, *op, l, r)?
+            }
+        })
+    }
+
+    /// `left -> right`: `left` binds variables (let, with, def, unpack) or, for any other value,
+    /// `$`; `right` is evaluated with them.
+    fn then(&mut self, l: &'a Node, r: &'a Node) -> R<Value<'a>> {
+        let v = self.eval(l)?;
+        if !matches!(v, Value::Undef) || !is_binder(l) {
+            self.vars.push((Name::Dollar, v));
+        }
+        self.eval(r)
+    }
+
+    /// Evaluates a call's arguments: positional values and `name => value` pairs.
+    #[allow(clippy::type_complexity)]
+    pub fn eval_args(&mut self, args: &'a [Arg]) -> R<(Vec<Value<'a>>, Vec<(&'a str, Value<'a>)>)> {
+        let mut pos = Vec::new();
+        let mut named = Vec::new();
+        for a in args {
+            match a {
+                Arg::Pos(n) => pos.push(self.eval(n)?),
+                Arg::Skip => pos.push(Value::Null),
+                Arg::Map(k, v) => match &k.kind {
+                    Kind::Word(name) => named.push((name.as_str(), self.eval(v)?)),
+                    _ => return type_err("a `=>` pair whose key is not a name"),
+                },
+            }
+        }
+        Ok((pos, named))
+    }
+
+    /// Calls a lambda with positional and named arguments. `def_name` is set for functions made
+    /// by `def`, which see themselves (recursion).
+    pub fn call_lambda(
+        &mut self,
+        l: &Rc<Lambda<'a>>,
+        pos: &[Value<'a>],
+        named: &[(&'a str, Value<'a>)],
+        def_name: Option<&'a str>,
+    ) -> R<Value<'a>> {
+        self.depth += 1;
+        if self.depth > self.limits.max_depth {
+            self.depth -= 1;
+            return Err(EvalErrorKind::TooDeep(self.limits.max_depth).into());
+        }
+        let mut scope = l.scope.clone();
+        if let Some(name) = def_name {
+            scope.push((Name::Func(name), Value::Lambda(l.clone())));
+        }
+        bind_args(&mut scope, pos, named);
+        let saved = std::mem::replace(&mut self.vars, scope);
+        let r = self.eval(l.body);
+        self.vars = saved;
+        self.depth -= 1;
+        r
+    }
+
+    /// Evaluates `node` with `$` (and `$1`, `$2`, ...) bound to `args`.
+    pub fn eval_with(&mut self, node: &'a Node, args: &[Value<'a>]) -> R<Value<'a>> {
+        let mark = self.vars.len();
+        bind_args(&mut self.vars, args, &[]);
+        let r = self.eval(node);
+        self.vars.truncate(mark);
+        r
+    }
+
+    /// Calls the argument in `slot` as a lambda of `args`: an expression argument is evaluated
+    /// with `$` bound; a value argument is called when it is a lambda, else returned as is.
+    pub fn apply(&mut self, slot: &Slot<'a>, args: &[Value<'a>]) -> R<Value<'a>> {
+        match slot {
+            Slot::Ast(n) => self.eval_with(n, args),
+            Slot::Val(Value::Lambda(l)) => {
+                let l = l.clone();
+                self.call_lambda(&l, args, &[], None)
+            }
+            Slot::Val(v) => Ok(v.clone()),
+            Slot::Missing => Ok(Value::Null),
+        }
+    }
+
+    /// Evaluates the argument in `slot`; `None` when it was not given.
+    pub fn value(&mut self, slot: &Slot<'a>) -> R<Option<Value<'a>>> {
+        match slot {
+            Slot::Ast(n) => self.eval(n).map(Some),
+            Slot::Val(v) => Ok(Some(v.clone())),
+            Slot::Missing => Ok(None),
+        }
+    }
+
+    /// Resolves and runs `name(args)`.
+    fn call_function(&mut self, name: &'a str, args: &'a [Arg]) -> R<Value<'a>> {
+        if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)).cloned() {
+            let (pos, named) = self.eval_args(args)?;
+            return self.call_lambda(&l, &pos, &named, Some(name));
+        }
+        let engine = self.engine;
+        match engine.function(name) {
+            Some(entry) => {
+                let (recv, rest) = if entry.shift {
+                    match args.first() {
+                        Some(Arg::Pos(n)) => (Some(self.eval(n)?), &args[1..]),
+                        _ => {
+                            return Err(EvalErrorKind::NoMatchingFunction(
+                                name.into(),
+                                "missing the first argument".into(),
+                            )
+                            .into())
+                        }
+                    }
+                } else {
+                    (None, args)
+                };
+                let call = Call::from_ast(name, entry, recv, rest, false)?;
+                self.run(entry, &call)
+            }
+            None if engine.method(name).is_some() => Err(EvalErrorKind::NoMatchingFunction(
+                name.into(),
+                "it is a method: call it as `value.name(...)`".into(),
+            )
+            .into()),
+            None => Err(EvalErrorKind::NoFunction(name.into()).into()),
+        }
+    }
+
+    /// Resolves and runs `recv.name(args)`.
+    fn call_method(&mut self, name: &'a str, recv: Value<'a>, args: &'a [Arg]) -> R<Value<'a>> {
+        let engine = self.engine;
+        match engine.method(name) {
+            Some(entry) => {
+                let call = Call::from_ast(name, entry, Some(recv), args, true)?;
+                self.run(entry, &call)
+            }
+            None if engine.function(name).is_some() => Err(EvalErrorKind::NoMatchingMethod(
+                name.into(),
+                "it is a function: call it as `name(...)`".into(),
+            )
+            .into()),
+            None => Err(EvalErrorKind::NoMethod(name.into()).into()),
+        }
+    }
+
+    /// Runs a resolved entry.
+    pub fn run(&mut self, entry: &'a Entry, call: &Call<'a>) -> R<Value<'a>> {
+        match &entry.imp {
+            Imp::Native(f) => f(self, call),
+            Imp::Json(f) => {
+                let mut args = Vec::new();
+                if let Some(r) = &call.recv {
+                    args.push(
+                        to_json(r).ok_or_else(|| EvalErrorKind::Type("no JSON form".into()))?,
+                    );
+                }
+                for s in &call.slots {
+                    let v = self.value(s)?.unwrap_or(Value::Null);
+                    args.push(
+                        to_json(&v).ok_or_else(|| EvalErrorKind::Type("no JSON form".into()))?,
+                    );
+                }
+                let out = f(&args).map_err(EvalErrorKind::Custom)?;
+                Ok(super::value::from_json_owned(&out))
+            }
+        }
+    }
+
+    /// `value.key`: a dictionary's key, or the key of every item of a collection.
+    pub fn member(&mut self, r: &Value<'a>, key: &'a str) -> R<Value<'a>> {
+        if r.is_dict() {
+            return r
+                .dict_get_str(key)
+                .ok_or_else(|| EvalErrorKind::KeyNotFound(key.into()).into());
+        }
+        if r.is_iterable() {
+            let items = self.seq(r, "`.`")?;
+            self.tick(items.len() as u64)?;
+            let mut out = Vec::with_capacity(items.len());
+            for it in &items {
+                out.push(self.member(it, key)?);
+            }
+            return self.new_iter(out);
+        }
+        Err(EvalErrorKind::NoMatchingFunction(
+            "#operator_.".into(),
+            format!("a {} has no key `{key}`", r.type_name()),
+        )
+        .into())
+    }
+
+    /// `value[args]`.
+    fn index(&mut self, target: Value<'a>, args: &'a [Arg]) -> R<Value<'a>> {
+        let mut key = None;
+        let mut default = None;
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                Arg::Pos(n) if i == 0 => key = Some(self.eval(n)?),
+                Arg::Pos(n) if i == 1 => default = Some(self.eval(n)?),
+                Arg::Map(k, v) if matches!(&k.kind, Kind::Word(w) if w == "default") => {
+                    default = Some(self.eval(v)?)
+                }
+                _ => {
+                    return Err(EvalErrorKind::NoMatchingFunction(
+                        "#indexer".into(),
+                        "bad indexer arguments".into(),
+                    )
+                    .into())
+                }
+            }
+        }
+        let Some(key) = key else {
+            return Err(EvalErrorKind::NoMatchingFunction(
+                "#indexer".into(),
+                "an indexer needs a key".into(),
+            )
+            .into());
+        };
+        if target.is_dict() {
+            return match target.dict_get(&key) {
+                Some(v) => Ok(v),
+                None => match default {
+                    Some(d) => Ok(d),
+                    None => {
+                        Err(EvalErrorKind::KeyNotFound(super::value::display_string(&key)).into())
+                    }
+                },
+            };
+        }
+        let Some(i) = key.as_int() else {
+            return Err(EvalErrorKind::NoMatchingFunction(
+                "#indexer".into(),
+                format!(
+                    "cannot index a {} by a {}",
+                    target.type_name(),
+                    key.type_name()
+                ),
+            )
+            .into());
+        };
+        let items: Vec<Value<'a>> = match target.view() {
+            View::Str(s) => s
+                .chars()
+                .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+                .collect(),
+            View::JList(l) => {
+                let n = l.len() as i64;
+                let j = if i < 0 { i + n } else { i };
+                return match usize::try_from(j).ok().and_then(|j| l.get(j)) {
+                    Some(v) => Ok(Value::from_json(v)),
+                    None => default.ok_or_else(|| EvalErrorKind::IndexOutOfRange(i).into()),
+                };
+            }
+            _ => match self.items(&target)? {
+                Some(items) => items,
+                None => {
+                    return Err(EvalErrorKind::NoMatchingFunction(
+                        "#indexer".into(),
+                        format!("cannot index a {}", target.type_name()),
+                    )
+                    .into())
+                }
+            },
+        };
+        let n = items.len() as i64;
+        let j = if i < 0 { i + n } else { i };
+        match usize::try_from(j).ok().and_then(|j| items.get(j)) {
+            Some(v) => Ok(v.clone()),
+            None => default.ok_or_else(|| EvalErrorKind::IndexOutOfRange(i).into()),
+        }
+    }
+}
+
+/// True when `node` is a call to one of the binders, which return the undefined value after
+/// binding variables.
+fn is_binder(node: &Node) -> bool {
+    match &node.kind {
+        Kind::Call(name, _) | Kind::Method { name, .. } => {
+            matches!(name.as_str(), "let" | "with" | "def" | "unpack")
+        }
+        _ => false,
+    }
+}
+
+/// Binds `$`, `$1`, `$2`, ... and `$name` for a lambda call.
+pub fn bind_args<'a>(
+    scope: &mut Vec<(Name<'a>, Value<'a>)>,
+    pos: &[Value<'a>],
+    named: &[(&'a str, Value<'a>)],
+) {
+    if let Some(first) = pos.first() {
+        scope.push((Name::Dollar, first.clone()));
+    }
+    for (i, v) in pos.iter().enumerate() {
+        scope.push((Name::Pos(i + 1), v.clone()));
+    }
+    for (k, v) in named {
+        scope.push((Name::Named(k), v.clone()));
+    }
+}
+
+/// The first `n` items of a lazy sequence.
+pub fn gen_take<'a>(g: &Gen<'a>, n: usize) -> Vec<Value<'a>> {
+    match g {
+        Gen::Count(start, step) => (0..n as i64)
+            .map_while(|i| i.checked_mul(*step).and_then(|d| d.checked_add(*start)))
+            .map(Value::Int)
+            .collect(),
+        Gen::Repeat(v) => vec![v.clone(); n],
+        Gen::Cycle(items) if items.is_empty() => Vec::new(),
+        Gen::Cycle(items) => items.iter().cycle().take(n).cloned().collect(),
+    }
+}

@@ -1,0 +1,181 @@
+//! Deployment helpers with Nailgun's semantics: `new()`, `old()`, `changed()`, `changedAll()`,
+//! `changedAny()`, `added()`, `deleted()`, `isUndef()`, `toJson()`, `toYaml()`.
+//!
+//! `old(expr)` evaluates `expr` against the last deployed state and is the undefined value when
+//! there is none, when the deployment is forced, or when the old state lacks what `expr` reads.
+//! With no old state or a forced deployment everything has changed.
+
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use super::engine::{Call, Engine, Form, Spec};
+use super::errors::EvalErrorKind;
+use super::eval::{Interp, R};
+use super::library::{need, this_items};
+use super::value::{dict_items, equal, seq_items, to_json, Value, View};
+
+/// Registers the deployment helpers.
+pub fn register(e: &mut Engine) {
+    let one = Spec::new(&["expression"], 1);
+    e.register("new", Form::Function, one, new);
+    e.register("old", Form::Function, one, old);
+    e.register("changed", Form::Function, one, changed);
+    e.register("changedAll", Form::Function, Spec::varargs(1), changed_all);
+    e.register("changedAny", Form::Function, Spec::varargs(1), changed_any);
+    e.register("added", Form::Function, one, added);
+    e.register("deleted", Form::Function, one, deleted);
+    e.register("isUndef", Form::Both, Spec::new(&[], 0), is_undef);
+    e.register("toJson", Form::Both, Spec::new(&[], 0), to_json_fn);
+    e.register("toYaml", Form::Both, Spec::new(&[], 0), to_yaml_fn);
+}
+
+fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
+    match it.states.new {
+        Some(data) => it.apply(c.slot(i), &[Value::from_json(data)]),
+        None => need(it, c, i),
+    }
+}
+
+/// The argument evaluated against the old state; undefined when that is impossible.
+fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
+    let States { old, forced, .. } = it.states;
+    match old {
+        Some(data) if !forced => match it.apply(c.slot(i), &[Value::from_json(data)]) {
+            Ok(v) => Ok(v),
+            Err(f)
+                if matches!(
+                    f.kind,
+                    EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
+                ) =>
+            {
+                Err(f)
+            }
+            Err(_) => Ok(Value::Undef),
+        },
+        _ => Ok(Value::Undef),
+    }
+}
+
+use super::eval::States;
+
+fn has_old(it: &Interp<'_>) -> bool {
+    it.states.old.is_some() && !it.states.forced
+}
+
+fn new<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    new_value(it, c, 0)
+}
+
+fn old<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    old_value(it, c, 0)
+}
+
+fn changed_at<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<bool> {
+    let n = new_value(it, c, i)?;
+    if !has_old(it) {
+        return Ok(true);
+    }
+    let o = old_value(it, c, i)?;
+    Ok(!equal(&n, &o))
+}
+
+fn changed<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    Ok(Value::Bool(changed_at(it, c, 0)?))
+}
+
+fn changed_all<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    for i in 0..c.slots.len() {
+        if !changed_at(it, c, i)? {
+            return Ok(Value::Bool(false));
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+fn changed_any<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    for i in 0..c.slots.len() {
+        if changed_at(it, c, i)? {
+            return Ok(Value::Bool(true));
+        }
+    }
+    Ok(Value::Bool(false))
+}
+
+/// What `a` has that `b` lacks: dictionary entries missing or different in `b`, list items not in
+/// `b`, or `a` itself when scalars differ (`null` when equal).
+pub fn structural_diff<'a>(a: &Value<'a>, b: &Value<'a>) -> Value<'a> {
+    if matches!(b, Value::Undef) {
+        return a.clone();
+    }
+    if matches!(a, Value::Undef) {
+        return Value::Null;
+    }
+    if a.is_dict() && b.is_dict() {
+        let out: IndexMap<Value<'a>, Value<'a>> = dict_items(a)
+            .into_iter()
+            .filter(|(k, v)| b.dict_get(k).is_none_or(|w| !equal(v, &w)))
+            .collect();
+        return Value::Dict(Rc::new(out));
+    }
+    let seq = |v: &Value<'a>| matches!(v.view(), View::JList(_) | View::List(_) | View::Set(_));
+    if seq(a) && seq(b) {
+        let theirs = seq_items(b);
+        return Value::list(
+            seq_items(a)
+                .into_iter()
+                .filter(|x| !theirs.iter().any(|y| equal(x, y)))
+                .collect(),
+        );
+    }
+    if equal(a, b) {
+        Value::Null
+    } else {
+        a.clone()
+    }
+}
+
+fn added<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    let n = new_value(it, c, 0)?;
+    let o = old_value(it, c, 0)?;
+    Ok(structural_diff(&n, &o))
+}
+
+fn deleted<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    let n = new_value(it, c, 0)?;
+    let o = old_value(it, c, 0)?;
+    if matches!(o, Value::Undef) {
+        return Ok(Value::Null);
+    }
+    Ok(structural_diff(&o, &n))
+}
+
+fn is_undef<'a>(_: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    Ok(Value::Bool(matches!(c.this()?, Value::Undef)))
+}
+
+fn json_of<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<serde_json::Value> {
+    let this = c.this()?.clone();
+    let this = match this {
+        Value::Gen(_) => Value::list(this_items(it, c)?),
+        v => v,
+    };
+    to_json(&this).ok_or_else(|| {
+        EvalErrorKind::Type(format!("a {} has no JSON form", this.type_name())).into()
+    })
+}
+
+fn to_json_fn<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    let j = json_of(it, c)?;
+    let s = j.to_string();
+    it.check_bytes(s.len())?;
+    Ok(Value::str(&s))
+}
+
+fn to_yaml_fn<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    let j = json_of(it, c)?;
+    let s = serde_yaml_ng::to_string(&j)
+        .map_err(|e| EvalErrorKind::Value(format!("cannot write YAML: {e}")))?;
+    it.check_bytes(s.len())?;
+    Ok(Value::str(&s))
+}

@@ -1,0 +1,296 @@
+//! The lexer: YAQL's tokens (`$name`, numbers, three kinds of strings, bare words, a function
+//! name glued to its `(`, operators and punctuation).
+
+use super::errors::{ParseError, ParseErrorKind};
+
+/// One token.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    /// `$`, `$name` or `$1` (the text after `$`).
+    Var(String),
+    /// An integer literal.
+    Int(i64),
+    /// A float literal (digits, a dot, digits; no exponent).
+    Float(f64),
+    /// A quoted string, escapes decoded.
+    Str(String),
+    /// A bare word that is no keyword: a string constant or a key name.
+    Word(String),
+    /// A function name glued to its `(` (the `(` is part of the token).
+    Func(String),
+    /// `true`.
+    True,
+    /// `false`.
+    False,
+    /// `null`.
+    Null,
+    /// An operator or punctuation: `. ?. + - * / mod =~ !~ > < >= <= != = in not and or -> => ( ) [ ] { } ,`.
+    Op(&'static str),
+    /// End of input.
+    End,
+}
+
+/// A token and its byte offset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    /// The token.
+    pub tok: Tok,
+    /// Byte offset of its first character.
+    pub pos: usize,
+}
+
+const SYMBOLS: [&str; 23] = [
+    "?.", "=~", "!~", ">=", "<=", "!=", "->", "=>", ".", "+", "-", "*", "/", ">", "<", "=", "(",
+    ")", "[", "]", "{", "}", ",",
+];
+
+const WORD_OPS: [&str; 5] = ["mod", "in", "not", "and", "or"];
+
+fn is_word_start(c: char) -> bool {
+    c.is_alphabetic() || c == '_'
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> ParseError {
+    ParseError {
+        kind: ParseErrorKind::Lexical,
+        message: message.into(),
+        expr: text.to_string(),
+        pos,
+    }
+}
+
+/// Splits `text` into tokens, ending with [`Tok::End`].
+pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let Some(c) = rest.chars().next() else { break };
+        if matches!(c, ' ' | '\t' | '\r' | '\n') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        if c == '$' {
+            let name_len: usize = rest[1..]
+                .chars()
+                .take_while(|c| is_word_char(*c))
+                .map(char::len_utf8)
+                .sum();
+            out.push(Token {
+                tok: Tok::Var(rest[1..1 + name_len].to_string()),
+                pos: start,
+            });
+            i += 1 + name_len;
+            continue;
+        }
+        if c.is_ascii_digit() {
+            let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let mut len = int_len;
+            let mut is_float = false;
+            if bytes.get(i + len) == Some(&b'.')
+                && bytes.get(i + len + 1).is_some_and(u8::is_ascii_digit)
+            {
+                let frac = rest[len + 1..]
+                    .bytes()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+                len += 1 + frac;
+                is_float = true;
+            }
+            if rest[len..].chars().next().is_some_and(is_word_char) {
+                return Err(lex_error(
+                    text,
+                    start + len,
+                    "a number cannot run into a name",
+                ));
+            }
+            let lit = &rest[..len];
+            let tok = if is_float {
+                match lit.parse::<f64>() {
+                    Ok(x) if x.is_finite() => Tok::Float(x),
+                    _ => return Err(lex_error(text, start, "number too large")),
+                }
+            } else {
+                Tok::Int(
+                    lit.parse()
+                        .map_err(|_| lex_error(text, start, "integer too large"))?,
+                )
+            };
+            out.push(Token { tok, pos: start });
+            i += len;
+            continue;
+        }
+        if is_word_start(c) {
+            if rest.starts_with("__") {
+                return Err(lex_error(text, start, "names cannot start with `__`"));
+            }
+            let len: usize = rest
+                .chars()
+                .take_while(|c| is_word_char(*c))
+                .map(char::len_utf8)
+                .sum();
+            let word = &rest[..len];
+            if bytes.get(i + len) == Some(&b'(') {
+                out.push(Token {
+                    tok: Tok::Func(word.to_string()),
+                    pos: start,
+                });
+                i += len + 1;
+                continue;
+            }
+            let tok = match word {
+                "true" => Tok::True,
+                "false" => Tok::False,
+                "null" => Tok::Null,
+                w => match WORD_OPS.iter().find(|op| **op == w) {
+                    Some(op) => Tok::Op(op),
+                    None => Tok::Word(w.to_string()),
+                },
+            };
+            out.push(Token { tok, pos: start });
+            i += len;
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            let (s, len) = quoted(text, i, c)?;
+            out.push(Token {
+                tok: Tok::Str(s),
+                pos: start,
+            });
+            i += len;
+            continue;
+        }
+        if c == '`' {
+            let (s, len) = verbatim(text, i)?;
+            out.push(Token {
+                tok: Tok::Str(s),
+                pos: start,
+            });
+            i += len;
+            continue;
+        }
+        match SYMBOLS.iter().find(|s| rest.starts_with(**s)) {
+            Some(sym) => {
+                out.push(Token {
+                    tok: Tok::Op(sym),
+                    pos: start,
+                });
+                i += sym.len();
+            }
+            None => {
+                return Err(lex_error(
+                    text,
+                    start,
+                    format!("unexpected character `{c}`"),
+                ))
+            }
+        }
+    }
+    out.push(Token {
+        tok: Tok::End,
+        pos: text.len(),
+    });
+    Ok(out)
+}
+
+/// Reads a verbatim (backtick) string starting at `start`; only "\`" is an escape.
+fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
+    let body = &text[start + 1..];
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((j, c)) = chars.next() {
+        match c {
+            '`' => return Ok((out, j + 2)),
+            '\\' => match chars.next() {
+                Some((_, '`')) => out.push('`'),
+                Some((_, other)) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err(lex_error(text, start, "unterminated string"))
+}
+
+/// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does.
+fn quoted(text: &str, start: usize, quote: char) -> Result<(String, usize), ParseError> {
+    let body = &text[start + 1..];
+    let mut out = String::new();
+    let mut chars = body.char_indices().peekable();
+    while let Some((j, c)) = chars.next() {
+        if c == quote {
+            return Ok((out, j + 2));
+        }
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((k, e)) = chars.next() else { break };
+        let simple = match e {
+            '\\' => Some('\\'),
+            '\'' => Some('\''),
+            '"' => Some('"'),
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'f' => Some('\u{c}'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\u{b}'),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            out.push(s);
+            continue;
+        }
+        let hex_len = match e {
+            'x' => 2,
+            'u' => 4,
+            'U' => 8,
+            _ => 0,
+        };
+        let after = &body[k + e.len_utf8()..];
+        if hex_len > 0 {
+            let digits = after
+                .get(..hex_len)
+                .filter(|d| d.chars().all(|c| c.is_ascii_hexdigit()));
+            if let Some(ch) = digits
+                .and_then(|d| u32::from_str_radix(d, 16).ok())
+                .and_then(char::from_u32)
+            {
+                out.push(ch);
+                for _ in 0..hex_len {
+                    chars.next();
+                }
+                continue;
+            }
+        } else if ('0'..='7').contains(&e) {
+            let extra = after
+                .chars()
+                .take(2)
+                .take_while(|c| ('0'..='7').contains(c))
+                .count();
+            let digits = &body[k..k + 1 + extra];
+            if let Some(ch) = u32::from_str_radix(digits, 8).ok().and_then(char::from_u32) {
+                out.push(ch);
+                for _ in 0..extra {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        // Not an escape YAQL knows: kept as written.
+        out.push('\\');
+        out.push(e);
+    }
+    Err(lex_error(text, start, "unterminated string"))
+}

@@ -1,0 +1,515 @@
+//! Runtime values. Input data is borrowed (`Value::Json` points into the caller's
+//! `serde_json::Value`), so walking a large context copies nothing; values built by the
+//! expression are reference-counted so passing them around is cheap.
+
+use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+
+use indexmap::{IndexMap, IndexSet};
+use serde_json::Value as J;
+
+use super::ast::Node;
+
+/// A lambda: an expression with the variables visible where it was made.
+#[derive(Debug)]
+pub struct Lambda<'a> {
+    /// The body, evaluated with `$`, `$1`, ... bound to the call's arguments.
+    pub body: &'a Node,
+    /// Variables captured where the lambda was made.
+    pub scope: Vec<(Name<'a>, Value<'a>)>,
+}
+
+/// A lazily produced, possibly infinite sequence.
+#[derive(Debug)]
+pub enum Gen<'a> {
+    /// `start, start + step, ...` forever.
+    Count(i64, i64),
+    /// The value forever.
+    Repeat(Value<'a>),
+    /// The items of a list, over and over.
+    Cycle(Vec<Value<'a>>),
+}
+
+/// A variable name in scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Name<'a> {
+    /// `$` (also `$1` inside a lambda).
+    Dollar,
+    /// `$1`, `$2`, ...
+    Pos(usize),
+    /// `$name`.
+    Named(&'a str),
+    /// A function defined with `def`.
+    Func(&'a str),
+}
+
+impl<'a> Name<'a> {
+    /// The name for `$text` as written after the `$`.
+    pub fn from_var(text: &'a str) -> Name<'a> {
+        if text.is_empty() {
+            return Name::Dollar;
+        }
+        match text.parse::<usize>() {
+            Ok(n) if !text.starts_with('0') || text == "0" => Name::Pos(n),
+            _ => Name::Named(text),
+        }
+    }
+}
+
+/// A runtime value.
+#[derive(Debug, Clone)]
+pub enum Value<'a> {
+    /// The undefined value (an `old()` the old state lacks).
+    Undef,
+    /// `null`
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// An owned string.
+    Str(Rc<str>),
+    /// A string borrowed from the expression text or input.
+    Text(&'a str),
+    /// A string, list or dictionary borrowed from the input data.
+    Json(&'a J),
+    /// A list built by the expression.
+    List(Rc<Vec<Value<'a>>>),
+    /// The result of a query (`select`, `where`, ...): a list that `list()`, `set()` and
+    /// `dict()` spread rather than nest, as YAQL's iterators.
+    Iter(Rc<Vec<Value<'a>>>),
+    /// A dictionary built by the expression (keys may be any value).
+    Dict(Rc<IndexMap<Value<'a>, Value<'a>>>),
+    /// A set.
+    Set(Rc<IndexSet<Value<'a>>>),
+    /// A compiled regular expression.
+    Regex(Rc<regex::Regex>),
+    /// A callable lambda.
+    Lambda(Rc<Lambda<'a>>),
+    /// A lazy sequence.
+    Gen(Rc<Gen<'a>>),
+}
+
+/// A uniform view of a value, whichever way it is stored.
+pub enum View<'v, 'a> {
+    /// Undefined.
+    Undef,
+    /// `null`
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(&'v str),
+    /// A list borrowed from the input.
+    JList(&'a [J]),
+    /// A list built by the expression.
+    List(&'v [Value<'a>]),
+    /// A dictionary borrowed from the input.
+    JDict(&'a serde_json::Map<String, J>),
+    /// A dictionary built by the expression.
+    Dict(&'v IndexMap<Value<'a>, Value<'a>>),
+    /// A set.
+    Set(&'v IndexSet<Value<'a>>),
+    /// A regular expression.
+    Regex(&'v regex::Regex),
+    /// A lambda.
+    Lambda,
+    /// A lazy sequence.
+    Gen,
+}
+
+impl<'a> Value<'a> {
+    /// Wraps borrowed input data, copying only scalars.
+    pub fn from_json(j: &'a J) -> Value<'a> {
+        match j {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            _ => Value::Json(j),
+        }
+    }
+
+    /// An owned string value.
+    pub fn str(s: &str) -> Value<'a> {
+        Value::Str(Rc::from(s))
+    }
+
+    /// A list value.
+    pub fn list(v: Vec<Value<'a>>) -> Value<'a> {
+        Value::List(Rc::new(v))
+    }
+
+    /// The uniform view.
+    pub fn view(&self) -> View<'_, 'a> {
+        match self {
+            Value::Undef => View::Undef,
+            Value::Null => View::Null,
+            Value::Bool(b) => View::Bool(*b),
+            Value::Int(i) => View::Int(*i),
+            Value::Float(x) => View::Float(*x),
+            Value::Str(s) => View::Str(s),
+            Value::Text(s) => View::Str(s),
+            Value::Json(j) => match j {
+                J::String(s) => View::Str(s),
+                J::Array(a) => View::JList(a),
+                J::Object(m) => View::JDict(m),
+                J::Null => View::Null,
+                J::Bool(b) => View::Bool(*b),
+                J::Number(n) => match n.as_i64() {
+                    Some(i) => View::Int(i),
+                    None => View::Float(n.as_f64().unwrap_or(f64::NAN)),
+                },
+            },
+            Value::List(l) | Value::Iter(l) => View::List(l),
+            Value::Dict(d) => View::Dict(d),
+            Value::Set(s) => View::Set(s),
+            Value::Regex(r) => View::Regex(r),
+            Value::Lambda(_) => View::Lambda,
+            Value::Gen(_) => View::Gen,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self.view() {
+            View::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// True for lists, sets and lazy sequences (not strings or dictionaries).
+    pub fn is_iterable(&self) -> bool {
+        matches!(
+            self.view(),
+            View::JList(_) | View::List(_) | View::Set(_) | View::Gen
+        )
+    }
+
+    /// True for dictionaries.
+    pub fn is_dict(&self) -> bool {
+        matches!(self.view(), View::JDict(_) | View::Dict(_))
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self.view(), View::Null)
+    }
+
+    /// The number of items of a finite collection or characters of a string.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> Option<usize> {
+        match self.view() {
+            View::Str(s) => Some(s.chars().count()),
+            View::JList(l) => Some(l.len()),
+            View::List(l) => Some(l.len()),
+            View::JDict(d) => Some(d.len()),
+            View::Dict(d) => Some(d.len()),
+            View::Set(s) => Some(s.len()),
+            _ => None,
+        }
+    }
+
+    /// Python truthiness: null, false, zero, empty strings and collections are false.
+    pub fn truthy(&self) -> bool {
+        match self.view() {
+            View::Undef | View::Null => false,
+            View::Bool(b) => b,
+            View::Int(i) => i != 0,
+            View::Float(x) => x != 0.0,
+            View::Str(s) => !s.is_empty(),
+            View::JList(l) => !l.is_empty(),
+            View::List(l) => !l.is_empty(),
+            View::JDict(d) => !d.is_empty(),
+            View::Dict(d) => !d.is_empty(),
+            View::Set(s) => !s.is_empty(),
+            View::Regex(_) | View::Lambda | View::Gen => true,
+        }
+    }
+
+    /// A number as f64 (booleans are not numbers here).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self.view() {
+            View::Int(i) => Some(i as f64),
+            View::Float(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    /// An integer (not a boolean).
+    pub fn as_int(&self) -> Option<i64> {
+        match self.view() {
+            View::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Looks a key up in a dictionary; `None` when absent or not a dictionary.
+    pub fn dict_get(&self, key: &Value<'a>) -> Option<Value<'a>> {
+        match self.view() {
+            View::JDict(m) => key.as_str().and_then(|k| m.get(k)).map(Value::from_json),
+            View::Dict(d) => d.get(key).cloned(),
+            _ => None,
+        }
+    }
+
+    /// Looks a string key up in a dictionary.
+    pub fn dict_get_str(&self, key: &str) -> Option<Value<'a>> {
+        match self.view() {
+            View::JDict(m) => m.get(key).map(Value::from_json),
+            View::Dict(d) => d.get(&Value::str(key)).cloned(),
+            _ => None,
+        }
+    }
+
+    /// Short type name for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self.view() {
+            View::Undef => "undefined",
+            View::Null => "null",
+            View::Bool(_) => "boolean",
+            View::Int(_) => "integer",
+            View::Float(_) => "float",
+            View::Str(_) => "string",
+            View::JList(_) | View::List(_) => "list",
+            View::JDict(_) | View::Dict(_) => "dictionary",
+            View::Set(_) => "set",
+            View::Regex(_) => "regex",
+            View::Lambda => "lambda",
+            View::Gen => "sequence",
+        }
+    }
+}
+
+/// Python-like equality: `1 = 1.0`, `true = 1`, lists and dictionaries by content.
+pub fn equal(a: &Value<'_>, b: &Value<'_>) -> bool {
+    match (a.view(), b.view()) {
+        (View::Undef, View::Undef) | (View::Null, View::Null) => true,
+        (View::Str(x), View::Str(y)) => x == y,
+        (View::Bool(x), View::Bool(y)) => x == y,
+        (View::Int(x), View::Int(y)) => x == y,
+        (View::Float(x), View::Float(y)) => x == y,
+        (View::Int(x), View::Float(y)) | (View::Float(y), View::Int(x)) => (x as f64) == y,
+        (View::Bool(x), View::Int(y)) | (View::Int(y), View::Bool(x)) => i64::from(x) == y,
+        (View::Bool(x), View::Float(y)) | (View::Float(y), View::Bool(x)) => {
+            f64::from(u8::from(x)) == y
+        }
+        (View::JList(x), View::JList(y)) => x == y,
+        (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
+            let (xs, ys) = (seq_items(a), seq_items(b));
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| equal(x, y))
+        }
+        (View::JDict(x), View::JDict(y)) => x == y,
+        (View::JDict(_) | View::Dict(_), View::JDict(_) | View::Dict(_)) => {
+            let (xs, ys) = (dict_items(a), dict_items(b));
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(k, v)| ys.iter().any(|(k2, v2)| equal(k, k2) && equal(v, v2)))
+        }
+        (View::Set(x), View::Set(y)) => x.len() == y.len() && x.iter().all(|v| y.contains(v)),
+        (View::Regex(x), View::Regex(y)) => x.as_str() == y.as_str(),
+        _ => false,
+    }
+}
+
+/// The items of a list or set (empty for anything else).
+pub fn seq_items<'a>(v: &Value<'a>) -> Vec<Value<'a>> {
+    match v.view() {
+        View::JList(l) => l.iter().map(Value::from_json).collect(),
+        View::List(l) => l.to_vec(),
+        View::Set(s) => s.iter().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The entries of a dictionary (empty for anything else).
+pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
+    match v.view() {
+        View::JDict(m) => m
+            .iter()
+            .map(|(k, v)| (Value::str(k), Value::from_json(v)))
+            .collect(),
+        View::Dict(d) => d.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Orders two values as YAQL does: null below everything, numbers with numbers, strings with
+/// strings, booleans with booleans, lists lexicographically; `None` when incomparable.
+pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
+    match (a.view(), b.view()) {
+        (View::Null, View::Null) => Some(Ordering::Equal),
+        (View::Null, _) => Some(Ordering::Less),
+        (_, View::Null) => Some(Ordering::Greater),
+        (View::Int(x), View::Int(y)) => Some(x.cmp(&y)),
+        (View::Int(_) | View::Float(_), View::Int(_) | View::Float(_)) => a
+            .as_f64()
+            .zip(b.as_f64())
+            .and_then(|(x, y)| x.partial_cmp(&y)),
+        (View::Str(x), View::Str(y)) => Some(x.cmp(y)),
+        (View::Bool(x), View::Bool(y)) => Some(x.cmp(&y)),
+        (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
+            let (xs, ys) = (seq_items(a), seq_items(b));
+            for (x, y) in xs.iter().zip(ys.iter()) {
+                match compare(x, y)? {
+                    Ordering::Equal => continue,
+                    o => return Some(o),
+                }
+            }
+            Some(xs.len().cmp(&ys.len()))
+        }
+        _ => None,
+    }
+}
+
+impl PartialEq for Value<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        equal(self, other)
+    }
+}
+
+impl Eq for Value<'_> {}
+
+impl Hash for Value<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self.view() {
+            View::Undef => 0u8.hash(state),
+            View::Null => 1u8.hash(state),
+            View::Bool(b) => {
+                2u8.hash(state);
+                i64::from(b).hash(state)
+            }
+            View::Int(i) => {
+                2u8.hash(state);
+                i.hash(state)
+            }
+            View::Float(x) => {
+                2u8.hash(state);
+                if x.fract() == 0.0 && x.abs() < 9.0e18 {
+                    (x as i64).hash(state)
+                } else {
+                    x.to_bits().hash(state)
+                }
+            }
+            View::Str(s) => {
+                3u8.hash(state);
+                s.hash(state)
+            }
+            View::JList(_) | View::List(_) => {
+                4u8.hash(state);
+                for v in seq_items(self) {
+                    v.hash(state);
+                }
+            }
+            View::JDict(_) | View::Dict(_) | View::Set(_) => {
+                // Order-independent: only the size goes in.
+                5u8.hash(state);
+                self.len().hash(state);
+            }
+            View::Regex(r) => {
+                6u8.hash(state);
+                r.as_str().hash(state)
+            }
+            View::Lambda | View::Gen => 7u8.hash(state),
+        }
+    }
+}
+
+/// A dictionary key as JSON object key text.
+fn key_text(k: &Value<'_>) -> String {
+    match k.view() {
+        View::Str(s) => s.to_string(),
+        View::Null => "null".into(),
+        _ => to_json(k).map(|j| j.to_string()).unwrap_or_default(),
+    }
+}
+
+/// Converts to JSON: sets become lists, non-string keys their JSON text, regexes their pattern,
+/// the undefined value `null`. Lambdas and lazy sequences have no JSON form (`None`).
+pub fn to_json(v: &Value<'_>) -> Option<J> {
+    Some(match v {
+        Value::Undef | Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::Float(x) => serde_json::Number::from_f64(*x)
+            .map(J::Number)
+            .unwrap_or(J::Null),
+        Value::Str(s) => J::String(s.to_string()),
+        Value::Text(s) => J::String(s.to_string()),
+        Value::Json(j) => (*j).clone(),
+        Value::List(l) | Value::Iter(l) => J::Array(l.iter().map(to_json).collect::<Option<_>>()?),
+        Value::Set(s) => J::Array(s.iter().map(to_json).collect::<Option<_>>()?),
+        Value::Dict(d) => {
+            let mut m = serde_json::Map::new();
+            for (k, v) in d.iter() {
+                m.insert(key_text(k), to_json(v)?);
+            }
+            J::Object(m)
+        }
+        Value::Regex(r) => J::String(r.as_str().to_string()),
+        Value::Lambda(_) | Value::Gen(_) => return None,
+    })
+}
+
+/// Python's `str()` as YAQL's `str` shows it (`null`, `true`, JSON for collections).
+pub fn display_string(v: &Value<'_>) -> String {
+    match v.view() {
+        View::Undef | View::Null => "null".into(),
+        View::Bool(b) => b.to_string(),
+        View::Int(i) => i.to_string(),
+        View::Float(x) => python_float(x),
+        View::Str(s) => s.to_string(),
+        View::Regex(r) => r.as_str().to_string(),
+        View::Lambda => "<lambda>".into(),
+        View::Gen => "<sequence>".into(),
+        _ => to_json(v).map(|j| j.to_string()).unwrap_or_default(),
+    }
+}
+
+/// A float as Python prints it (`2.0`, `0.1`, `1e+20`).
+pub fn python_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x != 0.0 && (x.abs() >= 1e16 || x.abs() < 1e-4) {
+        let s = format!("{x:e}");
+        // Rust writes `1e20`, Python `1e+20`.
+        return match s.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+            _ => s,
+        };
+    }
+    super::ast::float_text(x)
+}
+
+/// Converts JSON into an owned value (for results of registered helper functions).
+pub fn from_json_owned<'a>(j: &J) -> Value<'a> {
+    match j {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        J::String(s) => Value::str(s),
+        J::Array(a) => Value::list(a.iter().map(from_json_owned).collect()),
+        J::Object(m) => Value::Dict(Rc::new(
+            m.iter()
+                .map(|(k, v)| (Value::str(k), from_json_owned(v)))
+                .collect(),
+        )),
+    }
+}

@@ -1,0 +1,200 @@
+//! The public API: parsing, errors with carets, the cache, the registry, variables and limits.
+
+use std::sync::Arc;
+
+use plinth_common::expr::{
+    Context, Engine, EvalErrorKind, ExprCache, Expression, Form, Limits, Spec,
+};
+use serde_json::json;
+
+#[test]
+fn parse_errors_show_the_expression_and_a_caret() {
+    let err = Expression::parse("$.a and (1 2").expect_err("does not parse");
+    let text = err.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[1].trim(), "$.a and (1 2");
+    let caret = lines[2].find('^').expect("a caret");
+    assert_eq!(&lines[1][caret..caret + 1], "2", "{text}");
+}
+
+#[test]
+fn lexical_errors_point_at_the_character() {
+    let err = Expression::parse("1 ? 2").expect_err("`?` alone is no token");
+    assert_eq!(err.pos, 2);
+    assert!(err.to_string().contains("lexical"));
+}
+
+#[test]
+fn evaluation_errors_point_at_the_failing_operation() {
+    let e = Expression::parse("$.nodes.where($.x > 1).missing").expect("parses");
+    let err = Engine::new()
+        .evaluate(&e, &json!({"nodes": [{"x": 2}]}))
+        .expect_err("no key");
+    assert!(matches!(err.kind, EvalErrorKind::KeyNotFound(_)));
+    let text = err.to_string();
+    assert!(text.contains("$.nodes.where($.x > 1).missing"), "{text}");
+    let caret_line = text.lines().last().unwrap_or_default();
+    assert_eq!(caret_line.find('^'), Some(4 + 22), "{text}");
+}
+
+#[test]
+fn multi_line_expressions_show_the_failing_line() {
+    let e = Expression::parse("let(a => 1)\n  -> $.b").expect("parses");
+    let err = Engine::new()
+        .evaluate(&e, &json!({}))
+        .expect_err("no key b");
+    let text = err.to_string();
+    assert!(text.contains("\n      -> $.b\n"), "{text}");
+}
+
+#[test]
+fn the_cache_parses_once_and_is_shared_across_threads() {
+    let cache = Arc::new(ExprCache::new());
+    let engine = Arc::new(Engine::new());
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let cache = cache.clone();
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let e = cache.get_or_parse("$.n * 2").expect("parses");
+                engine.evaluate(&e, &json!({"n": i})).expect("evaluates")
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("no panic"))
+        .collect();
+    assert_eq!(results, vec![json!(0), json!(2), json!(4), json!(6)]);
+    assert_eq!(cache.len(), 1);
+    let a = cache.get_or_parse("$.n * 2").expect("parses");
+    let b = cache.get_or_parse("$.n * 2").expect("parses");
+    assert!(Arc::ptr_eq(&a, &b));
+    assert!(cache.get_or_parse("(").is_err());
+    assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn users_add_helpers_without_touching_the_core() {
+    let mut engine = Engine::new();
+    engine.register_json("double", Form::Both, |args| {
+        let n = args
+            .first()
+            .and_then(|v| v.as_i64())
+            .ok_or("double needs an integer")?;
+        Ok(json!(n * 2))
+    });
+    engine.register(
+        "firstOr",
+        Form::Method,
+        Spec::new(&["default"], 1),
+        |it, c| {
+            let items = it.seq(c.this()?, "firstOr")?;
+            match items.into_iter().next() {
+                Some(v) => Ok(v),
+                None => Ok(it
+                    .value(c.slot(0))?
+                    .unwrap_or(plinth_common::expr::Value::Null)),
+            }
+        },
+    );
+    let data = json!({"xs": [], "n": 4});
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &data);
+    assert_eq!(run("double($.n)").expect("ok"), json!(8));
+    assert_eq!(run("$.n.double()").expect("ok"), json!(8));
+    assert_eq!(run("$.xs.firstOr(7)").expect("ok"), json!(7));
+    let err = run("double(x)").expect_err("not an integer");
+    assert!(err.to_string().contains("double needs an integer"));
+}
+
+#[test]
+fn named_variables_and_the_data_variable() {
+    let data = json!({"uid": "3"});
+    let node = json!({"uid": "3", "roles": ["controller"]});
+    let common = json!({"debug": true});
+    let ctx = Context::new(&data)
+        .var("node", &node)
+        .var("common", &common);
+    let e =
+        Expression::parse("'controller' in $node.roles and $common.debug and $data.uid = $.uid")
+            .expect("parses");
+    assert_eq!(
+        Engine::new().evaluate_in(&e, &ctx).expect("evaluates"),
+        json!(true)
+    );
+}
+
+#[test]
+fn runaway_expressions_stop_at_the_limits() {
+    let mut engine = Engine::new();
+    engine.set_limits(Limits {
+        max_collection: 1000,
+        memory_quota: 10_000,
+        max_steps: 100_000,
+        max_depth: 100,
+    });
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert!(matches!(
+        run("range(100000)").expect_err("too large").kind,
+        EvalErrorKind::CollectionTooLarge(_)
+    ));
+    assert!(matches!(
+        run("sequence().select($)").expect_err("infinite").kind,
+        EvalErrorKind::CollectionTooLarge(_)
+    ));
+    assert!(matches!(
+        run("x * 100000").expect_err("too big").kind,
+        EvalErrorKind::MemoryQuota(_)
+    ));
+    assert!(matches!(
+        run("def(f, f($)) -> f(1)").expect_err("endless").kind,
+        EvalErrorKind::TooDeep(_)
+    ));
+    let steps = run("range(1000).select(range(1000).len()).len()").expect_err("too many steps");
+    assert!(matches!(steps.kind, EvalErrorKind::StepLimit(_)));
+}
+
+#[test]
+fn deep_nesting_is_refused_not_a_crash() {
+    for open in ["(", "[", "abs(", "-", "not ", "[1].select("] {
+        let deep = format!("{}1", open.repeat(5000));
+        assert!(Expression::parse(&deep).is_err(), "{open}");
+    }
+    let ok = format!("{}1{}", "(".repeat(60), ")".repeat(60));
+    assert!(Expression::parse(&ok).is_ok());
+    let engine = Engine::new();
+    for text in [
+        "def(f, f($)) -> f(1)",
+        "def(f, switch($ > 0 => f($ - 1) + 1, true => 0)) -> f(100000)",
+        "def(f, [f($)]) -> f(1)",
+    ] {
+        let e = Expression::parse(text).expect("parses");
+        let err = engine.evaluate(&e, &json!(null)).expect_err("too deep");
+        assert!(
+            matches!(err.kind, EvalErrorKind::TooDeep(_)),
+            "{text}: {err}"
+        );
+    }
+}
+
+#[test]
+fn display_is_canonical_and_parses_back() {
+    for text in [
+        "$.nodes.where($.status = 'ready' and 'controller' in $.roles).len()",
+        "a  +b*(c-1)",
+        "let(x => 1) -> $x",
+        "f(1,,3)",
+    ] {
+        let e = Expression::parse(text).expect("parses");
+        let again = Expression::parse(&e.to_string()).expect("canonical text parses");
+        assert_eq!(e, again, "{text} -> {e}");
+        assert_eq!(e.to_string(), again.to_string());
+    }
+    assert_eq!(
+        Expression::parse("a  +b*(c-1)")
+            .expect("parses")
+            .to_string(),
+        "a + b * (c - 1)"
+    );
+}
