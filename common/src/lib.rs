@@ -10,10 +10,12 @@
 //! | [`tags`] | node tags, primary election, task-to-node matching |
 //! | [`graph`] | merging graphs, resolving tasks per node, ordering them |
 //! | [`expr`] | the expression language (YAQL) and the deployment helpers |
+//! | [`deploy`] | a deployment's data per node and the YAQL evaluator resolution calls |
 //! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
 //! | [`wire`] | the messages agents and the controller exchange |
 //! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
 
+pub mod deploy;
 pub mod expr;
 pub mod graph;
 pub mod model;

@@ -1,0 +1,288 @@
+//! [`YaqlFields`]: the YAQL implementation of the resolution seam.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::data::{DeployData, NodeState};
+use super::restriction::restriction_to_yaql;
+use crate::expr::{Context, Engine, ExprCache};
+use crate::graph::{EvalContext, FieldEvaluator};
+use crate::model::Node;
+
+/// What each task saw the last time it succeeded on each node: `(node id, task id)` → state.
+#[derive(Debug, Clone, Default)]
+pub struct OldStates {
+    states: HashMap<(u64, String), NodeState>,
+}
+
+impl OldStates {
+    /// No old state: every `changed()` is true.
+    pub fn new() -> OldStates {
+        OldStates::default()
+    }
+
+    /// Records the state `task` last ran against on `node`.
+    pub fn insert(&mut self, node: u64, task: impl Into<String>, state: NodeState) {
+        self.states.insert((node, task.into()), state);
+    }
+
+    /// The state `task` last ran against on `node`.
+    pub fn get(&self, node: u64, task: &str) -> Option<&NodeState> {
+        self.states.get(&(node, task.to_string()))
+    }
+
+    /// How many are recorded.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// True when none is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+}
+
+type Merged = Arc<Value>;
+
+/// Evaluates computed fields, node filters and restrictions with YAQL, per node, with Nailgun's
+/// deployment helpers reading the old state of the task being resolved.
+pub struct YaqlFields {
+    engine: Arc<Engine>,
+    cache: Arc<ExprCache>,
+    data: DeployData,
+    old: OldStates,
+    forced: bool,
+    /// The models Nailgun's restriction conditions name (`settings`, `cluster`, `release`, `version`).
+    models: Value,
+    merged_new: Mutex<HashMap<u64, Merged>>,
+    merged_old: Mutex<HashMap<(usize, usize), Merged>>,
+}
+
+impl std::fmt::Debug for YaqlFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("YaqlFields")
+            .field("old_states", &self.old.len())
+            .field("forced", &self.forced)
+            .finish()
+    }
+}
+
+impl YaqlFields {
+    /// An evaluator over a deployment's data. `forced` treats the old state as empty.
+    pub fn new(
+        engine: Arc<Engine>,
+        cache: Arc<ExprCache>,
+        data: DeployData,
+        old: OldStates,
+        forced: bool,
+    ) -> YaqlFields {
+        let common = data.common().as_ref();
+        let models = serde_json::json!({
+            "settings": common.get("settings").cloned().unwrap_or(Value::Null),
+            "cluster": common.get("cluster").cloned().unwrap_or(Value::Null),
+            "release": common.get("release").cloned().unwrap_or(Value::Null),
+            "version": {"feature_groups": []},
+        });
+        YaqlFields {
+            engine,
+            cache,
+            data,
+            old,
+            forced,
+            models,
+            merged_new: Mutex::new(HashMap::new()),
+            merged_old: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The deployment's data.
+    pub fn data(&self) -> &DeployData {
+        &self.data
+    }
+
+    fn new_state(&self, node_id: u64) -> Option<Merged> {
+        let mut cache = self.merged_new.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = cache.get(&node_id) {
+            return Some(m.clone());
+        }
+        let merged = Arc::new(self.data.state(node_id)?.merged());
+        cache.insert(node_id, merged.clone());
+        Some(merged)
+    }
+
+    fn old_state(&self, node_id: u64, task: &str) -> Option<Merged> {
+        if self.forced {
+            return None;
+        }
+        let state = self.old.get(node_id, task)?;
+        let key = (
+            Arc::as_ptr(&state.common) as usize,
+            Arc::as_ptr(&state.node) as usize,
+        );
+        let mut cache = self.merged_old.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = cache.get(&key) {
+            return Some(m.clone());
+        }
+        let merged = Arc::new(state.merged());
+        cache.insert(key, merged.clone());
+        Some(merged)
+    }
+
+    fn run(&self, text: &str, ctx: &Context<'_>) -> Result<Value, String> {
+        let expr = self.cache.get_or_parse(text).map_err(|e| e.to_string())?;
+        self.engine
+            .evaluate_in(&expr, ctx)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl FieldEvaluator for YaqlFields {
+    fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
+        let empty = Value::Object(Default::default());
+        let new = self.new_state(at.node_id);
+        let node_part = self.data.state(at.node_id).map(|s| s.node);
+        let old = self.old_state(at.node_id, at.task_id);
+        let data = new.as_deref().unwrap_or(self.data.common().as_ref());
+        let ctx = Context::new(data)
+            .var("node", node_part.as_deref().unwrap_or(&empty))
+            .var("common", self.data.common().as_ref())
+            .old(old.as_deref())
+            .forced(self.forced);
+        self.run(expression, &ctx).map_err(|e| {
+            format!(
+                "task {:?}, field {}, node {}: {e}",
+                at.task_id, at.field_path, at.node_id
+            )
+        })
+    }
+
+    fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {
+        let own = self.data.state(node.id).map(|s| s.node);
+        let fallback;
+        let data = match own.as_deref() {
+            Some(v) => v,
+            None => {
+                fallback = serde_json::to_value(node).unwrap_or(Value::Null);
+                &fallback
+            }
+        };
+        let ctx = Context::new(data).var("common", self.data.common().as_ref());
+        let v = self
+            .run(expression, &ctx)
+            .map_err(|e| format!("node filter, node {}: {e}", node.id))?;
+        Ok(crate::graph::truthy(&v))
+    }
+
+    fn cluster_expression(&self, expression: &str) -> Result<Value, String> {
+        let text = restriction_to_yaql(expression, &self.models)?;
+        self.run(&text, &Context::new(&self.models))
+            .map_err(|e| format!("condition {expression:?}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Cluster, Release};
+    use crate::tags::{cluster_tags, Catalog};
+    use serde_json::json;
+
+    fn fields(nodes: &[Node], old: OldStates, forced: bool) -> YaqlFields {
+        let release = Release {
+            name: "r".into(),
+            ..Release::default()
+        };
+        let cluster = Cluster {
+            name: "c".into(),
+            release: "r".into(),
+            settings: json!({"storage": {"volumes_lvm": {"value": false}}}),
+            ..Cluster::default()
+        };
+        let catalog = Catalog::new(&release, &[], Some(&cluster));
+        let tags = cluster_tags(nodes, &catalog);
+        let data = DeployData::build(1, &cluster, &release, nodes, &tags);
+        YaqlFields::new(
+            Arc::new(Engine::new()),
+            Arc::new(ExprCache::new()),
+            data,
+            old,
+            forced,
+        )
+    }
+
+    fn at<'a>(node_id: u64, task: &'a str) -> EvalContext<'a> {
+        EvalContext {
+            node: None,
+            node_id,
+            task_id: task,
+            field_path: "condition",
+        }
+    }
+
+    #[test]
+    fn the_context_has_nailguns_shape() {
+        let nodes = vec![
+            Node::new(1, "ctl-1", &["controller"]),
+            Node::new(2, "cmp-1", &["compute"]),
+        ];
+        let f = fields(&nodes, OldStates::new(), false);
+        let v = f
+            .evaluate(&at(1, "t"), "$.nodes.where('controller' in $.roles).len()")
+            .unwrap();
+        assert_eq!(v, json!(1));
+        assert_eq!(f.evaluate(&at(2, "t"), "$.name").unwrap(), json!("cmp-1"));
+        assert_eq!(f.evaluate(&at(2, "t"), "$node.uid").unwrap(), json!("2"));
+        assert_eq!(
+            f.evaluate(&at(2, "t"), "$common.cluster.name").unwrap(),
+            json!("c")
+        );
+        let err = f.evaluate(&at(2, "deploy"), "$.nodes.where(").unwrap_err();
+        assert!(
+            err.contains("task \"deploy\"") && err.contains('^'),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn changed_reads_the_tasks_old_state() {
+        let before = vec![Node::new(1, "ctl-1", &["controller"])];
+        let old_fields = fields(&before, OldStates::new(), false);
+        let mut old = OldStates::new();
+        old.insert(1, "t", old_fields.data().state(1).unwrap());
+        let after = vec![
+            Node::new(1, "ctl-1", &["controller"]),
+            Node::new(2, "ctl-2", &["controller"]),
+        ];
+        let expr = "changed($.nodes.where('controller' in $.roles).len())";
+        let f = fields(&after, old.clone(), false);
+        assert_eq!(f.evaluate(&at(1, "t"), expr).unwrap(), json!(true));
+        assert_eq!(
+            f.evaluate(&at(1, "t"), "changed($.name)").unwrap(),
+            json!(false)
+        );
+        assert_eq!(
+            f.evaluate(&at(1, "other"), "changed($.name)").unwrap(),
+            json!(true),
+            "a task that never ran sees everything changed"
+        );
+        let forced = fields(&after, old, true);
+        assert_eq!(
+            forced.evaluate(&at(1, "t"), "changed($.name)").unwrap(),
+            json!(true)
+        );
+    }
+
+    #[test]
+    fn restrictions_and_filters() {
+        let nodes = vec![Node::new(1, "ctl-1", &["controller"])];
+        let f = fields(&nodes, OldStates::new(), false);
+        assert_eq!(
+            f.cluster_expression("settings:storage.volumes_lvm.value == false")
+                .unwrap(),
+            json!(true)
+        );
+        assert!(f.node_filter(&nodes[0], "$.name = 'ctl-1'").unwrap());
+        assert!(!f.node_filter(&nodes[0], "$.pending_deletion").unwrap());
+    }
+}
