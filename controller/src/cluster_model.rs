@@ -105,6 +105,31 @@ impl ClusterModel {
         })
     }
 
+    /// A YAQL evaluator over this cluster's data, with `old` as the tasks' last states.
+    pub fn evaluator(
+        &self,
+        exprs: &crate::expressions::Expressions,
+        old: plinth_common::deploy::OldStates,
+        forced: bool,
+    ) -> plinth_common::deploy::YaqlFields {
+        let catalog = self.catalog();
+        let tags = plinth_common::tags::cluster_tags(&self.nodes, &catalog);
+        let data = plinth_common::deploy::DeployData::build(
+            self.record.id,
+            &self.cluster,
+            &self.release,
+            &self.nodes,
+            &tags,
+        );
+        plinth_common::deploy::YaqlFields::new(
+            exprs.engine.clone(),
+            exprs.cache.clone(),
+            data,
+            old,
+            forced,
+        )
+    }
+
     /// The roles and tags this cluster knows.
     pub fn catalog(&self) -> Catalog {
         let plugins: Vec<&Plugin> = self.plugins.iter().collect();

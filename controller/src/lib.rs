@@ -11,6 +11,7 @@
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
+//! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
 //! | [`resolve`] | a cluster's graphs into each node's ordered task list |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
@@ -21,6 +22,7 @@ pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
+pub mod expressions;
 pub mod registry;
 pub mod resolve;
 pub mod server;

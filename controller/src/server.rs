@@ -44,7 +44,9 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     }
     let nodes = Arc::new(NodeRegistry::load(&store.list_nodes()?));
     let board = Arc::new(Board::default());
+    let exprs = crate::expressions::Expressions::standard();
     let engine = Arc::new(Engine::new(
+        exprs.clone(),
         store.clone(),
         board.clone(),
         nodes.clone(),
@@ -63,6 +65,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         tokens,
         board,
         engine,
+        exprs,
     });
     state.reload_tokens();
     Ok(state)

@@ -26,6 +26,8 @@ pub struct AppState {
     pub board: Arc<Board>,
     /// The orchestrator.
     pub engine: Arc<Engine>,
+    /// The expression engine and its parse cache.
+    pub exprs: crate::expressions::Expressions,
 }
 
 impl AppState {

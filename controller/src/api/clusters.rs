@@ -3,11 +3,14 @@
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
 use super::graphs::check_graph_type;
+use crate::cluster_model::{node_model, ClusterModel};
 use crate::engine::{DeployOptions, DeployRequest};
 use crate::state::AppState;
 use crate::store::{ClusterRecord, DeploymentRecord, NewCluster, NodeAssignment};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use plinth_common::deploy::OldStates;
+use plinth_common::tags::check_assignment;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -103,10 +106,32 @@ pub async fn assign(
     }
     state
         .blocking(move |s| {
+            check_roles(s, id, &body.nodes)?;
             s.store.assign_nodes(id, &body.nodes)?;
             Ok(StatusCode::NO_CONTENT)
         })
         .await
+}
+
+/// Refuses an assignment whose roles the cluster does not know, that conflict with each other or with
+/// the node's deployed roles, or that a role's restriction forbids (the role's message is the error's).
+fn check_roles(s: &AppState, cluster_id: u64, nodes: &[NodeAssignment]) -> Result<(), ApiError> {
+    let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
+    let catalog = model.catalog();
+    let evaluator = model.evaluator(&s.exprs, OldStates::new(), false);
+    for a in nodes {
+        let record = s.store.get_node(a.id)?;
+        let mut node = node_model(&record);
+        node.pending_roles.clear();
+        for role in &a.roles {
+            if node.roles.contains(role) {
+                continue;
+            }
+            check_assignment(&catalog, &node, role, &evaluator)?;
+            node.pending_roles.push(role.clone());
+        }
+    }
+    Ok(())
 }
 
 /// `DELETE /api/v1/clusters/{id}/nodes`: takes nodes out, all or nothing.

@@ -51,7 +51,7 @@ pub async fn show(
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Json(body): Json<CreateRelease>,
+    super::body::Doc(body): super::body::Doc<CreateRelease>,
 ) -> Result<(StatusCode, Json<ReleaseRecord>), ApiError> {
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
         return Err(ApiError::bad_request(
@@ -70,6 +70,27 @@ pub async fn create(
             "volumes_metadata": body.volumes_metadata,
         }),
     };
+    let model = crate::cluster_model::release_model(&crate::store::ReleaseRecord {
+        id: 0,
+        name: release.name.clone(),
+        version: release.version.clone(),
+        data: release.data.clone(),
+    })?;
+    let catalog = plinth_common::tags::Catalog::new(&model, &[], None);
+    if let Some(problem) = plinth_common::tags::validate_catalog(&catalog)
+        .into_iter()
+        .next()
+    {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_release",
+            format!("release {} {}: {problem}", release.name, release.version),
+        ));
+    }
+    let what = format!("release {} {}", release.name, release.version);
+    for (graph_type, graph) in &body.graphs {
+        crate::cluster_model::graph_model(&what, graph_type, graph)?;
+    }
     let graphs = body.graphs;
     state
         .blocking(move |s| {

@@ -141,6 +141,7 @@ pub struct Engine {
     list_ttl_secs: std::sync::atomic::AtomicI64,
     phase_timeout_secs: AtomicU64,
     running: Mutex<HashMap<u64, Running>>,
+    exprs: crate::expressions::Expressions,
     needs_resume: AtomicBool,
     published: AtomicU64,
 }
@@ -148,6 +149,7 @@ pub struct Engine {
 impl Engine {
     /// An engine over a store, a board and the node registry.
     pub fn new(
+        exprs: crate::expressions::Expressions,
         store: Arc<dyn Store>,
         board: Arc<Board>,
         registry: Arc<NodeRegistry>,
@@ -164,6 +166,7 @@ impl Engine {
             ),
             phase_timeout_secs: AtomicU64::new(phase_timeout.as_secs()),
             running: Mutex::new(HashMap::new()),
+            exprs,
             needs_resume: AtomicBool::new(false),
             published: AtomicU64::new(0),
         }
