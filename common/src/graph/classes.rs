@@ -52,20 +52,6 @@ impl Class<'_> {
         let t = &compiled.tasks[task];
         (pick(&t.forward), pick(&t.backward))
     }
-
-    /// The names of the class's nodes, at most ten, for messages.
-    pub(crate) fn node_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .members
-            .iter()
-            .take(10)
-            .map(|m| m.name.clone())
-            .collect();
-        if self.members.len() > 10 {
-            names.push(format!("and {} more", self.members.len() - 10));
-        }
-        names
-    }
 }
 
 type DepKey = Vec<(usize, Vec<CrossDep>, Vec<CrossDep>)>;

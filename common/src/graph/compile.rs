@@ -19,7 +19,8 @@ pub(crate) enum NamePattern {
 impl NamePattern {
     pub(crate) fn parse(name: &str) -> Result<NamePattern, String> {
         match regex_source(name) {
-            Some(source) => Regex::new(&format!("^(?:{source})"))
+            Some(source) => Regex::new(source)
+                .and_then(|_| Regex::new(&format!("^(?:{source})")))
                 .map(NamePattern::Regex)
                 .map_err(|e| format!("invalid regular expression {name}: {e}")),
             None => Ok(NamePattern::Exact(name.to_string())),

@@ -124,27 +124,44 @@ fn cycle_error(
 ) -> ResolveError {
     let cycle = find_cycle(g).unwrap_or_default();
     let one_class = cycle.windows(2).all(|w| w[0] / n == w[1] / n);
-    let mut nodes: Vec<String> = Vec::new();
-    let mut tasks = Vec::with_capacity(cycle.len());
-    for &i in &cycle {
-        let (c, t) = (i / n, i % n);
-        let class = &classes[c];
-        for name in class.node_names() {
-            if !nodes.contains(&name) {
-                nodes.push(name);
+    let tasks: Vec<String> = cycle
+        .iter()
+        .map(|&i| {
+            let (c, t) = (i / n, i % n);
+            let id = &compiled.task(t).id;
+            if one_class {
+                id.clone()
+            } else {
+                let first = classes[c]
+                    .members
+                    .first()
+                    .map(|m| m.name.as_str())
+                    .unwrap_or("?");
+                format!("{id}@{first}")
             }
-        }
-        let id = &compiled.task(t).id;
-        tasks.push(if one_class {
-            id.clone()
+        })
+        .collect();
+    // The nodes concerned: those running a task of the cycle (for a cycle across nodes, the nodes of
+    // its classes).
+    let mut members: Vec<(u64, &str)> = Vec::new();
+    for (c, class) in classes.iter().enumerate() {
+        let concerned = if one_class {
+            cycle.iter().any(|&i| class.scheduled[i % n])
         } else {
-            let first = class
-                .members
-                .first()
-                .map(|m| m.name.as_str())
-                .unwrap_or("?");
-            format!("{id}@{first}")
-        });
+            cycle.iter().any(|&i| i / n == c)
+        };
+        if concerned {
+            members.extend(class.members.iter().map(|m| (m.id, m.name.as_str())));
+        }
+    }
+    members.sort_unstable();
+    let mut nodes: Vec<String> = members
+        .iter()
+        .take(10)
+        .map(|(_, n)| n.to_string())
+        .collect();
+    if members.len() > 10 {
+        nodes.push(format!("and {} more", members.len() - 10));
     }
     ResolveError::Cycle { tasks, nodes }
 }
