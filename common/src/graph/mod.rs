@@ -17,10 +17,14 @@
 //! | `plan` | the output ([`Plan`], [`NodePlan`], [`ResolvedTask`], [`WaitSet`]) and its agent form |
 //! | `error` | [`ResolveError`] |
 //! | `finding` | pre-deployment findings ([`Finding`], [`Severity`]) |
+//! | `checks` | the pre-deployment checks ([`check_deployment`]) |
+//! | `dot` | Graphviz output with filters ([`to_dot`], [`DotOptions`]) |
 
+mod checks;
 mod classes;
 mod compile;
 mod compute;
+mod dot;
 mod error;
 mod evaluate;
 mod finding;
@@ -31,6 +35,8 @@ mod resolve;
 mod schedule;
 mod waits;
 
+pub use checks::check_deployment;
+pub use dot::{to_dot, DotOptions};
 pub use error::ResolveError;
 pub use evaluate::{truthy, EvalContext, FieldEvaluator, NoExpressions};
 pub use finding::{Finding, Severity};
