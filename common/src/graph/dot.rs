@@ -96,13 +96,13 @@ pub fn to_dot(
             }
             stack.extend(preds.get(&v).into_iter().flatten().copied());
         }
-        for i in 0..n {
-            keep[i] &= ancestors[i];
+        for (k, a) in keep.iter_mut().zip(&ancestors) {
+            *k &= *a;
         }
     }
     // Removing a task links its predecessors to its successors, so the order stays visible.
-    for i in 0..n {
-        let task = &graph.tasks[i].task;
+    for (i, merged) in graph.tasks.iter().enumerate() {
+        let task = &merged.task;
         let removed = options
             .remove
             .iter()
