@@ -2,12 +2,51 @@
 //! Task graphs: merging release, plugin and cluster graphs, resolving tasks onto nodes, ordering them.
 //!
 //! See this folder's README for the pipeline, the decisions and the public API.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `merge` | release → plugins → cluster by task id ([`merge`], [`merge_for_cluster`], [`MergedGraph`]) |
+//! | `evaluate` | the evaluation seam ([`FieldEvaluator`], [`NoExpressions`]) |
+//! | `compile` | placements, dependency patterns and static edges, prepared once |
+//! | `classes` | nodes resolved alike, each class placed once |
+//! | `order` | petgraph ordering and cycle finding |
+//! | `compute` | `yaql_exp` values and conditions through the seam |
+//! | `waits` | shared cross-node wait sets |
+//! | `schedule` | one order for every class at once, consistent across nodes; cycles |
+//! | `resolve` | the pipeline ([`resolve`], [`ResolveRequest`]) |
+//! | `plan` | the output ([`Plan`], [`NodePlan`], [`ResolvedTask`], [`WaitSet`]) and its agent form |
+//! | `error` | [`ResolveError`] |
+//! | `finding` | pre-deployment findings ([`Finding`], [`Severity`]) |
+//! | `checks` | the pre-deployment checks ([`check_deployment`]) |
+//! | `dot` | Graphviz output with filters ([`to_dot`], [`DotOptions`]) |
 
+mod checks;
+mod classes;
+mod compile;
+mod compute;
+mod dot;
+mod error;
 mod evaluate;
 mod finding;
+mod merge;
+mod order;
+mod plan;
+mod resolve;
+mod schedule;
+mod waits;
 
+pub use checks::check_deployment;
+pub use dot::{to_dot, DotOptions};
+pub use error::ResolveError;
 pub use evaluate::{truthy, EvalContext, FieldEvaluator, NoExpressions};
 pub use finding::{Finding, Severity};
+pub use merge::{
+    merge, merge_for_cluster, GraphSource, MergedGraph, MergedTask, Origin, PluginOverlap,
+};
+pub use plan::{
+    task_kind, FaultToleranceGroup, NodePlan, Plan, ResolvedTask, SpecError, WaitSet, WaitTarget,
+};
+pub use resolve::{check_plugin_overlaps, resolve, ResolveRequest};
 
 /// The node id of the controller's own host, which runs the tasks placed on `master`.
 pub const MASTER_NODE_ID: u64 = 0;

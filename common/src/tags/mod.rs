@@ -20,7 +20,7 @@ mod rules;
 pub use catalog::{Catalog, CatalogRole, CatalogTag, Owner};
 pub use instances::{instance_base, instances, is_instance_tag};
 pub use node_tags::{node_tags, NodeTags};
-pub use pattern::{Placement, PlacementField, TagPattern, MASTER_TAG};
+pub use pattern::{regex_source, Placement, PlacementField, TagPattern, MASTER_TAG};
 pub use primary::{cluster_tags, elect_primaries, ClusterTags, PRIMARY_PREFIX};
 pub use rules::{
     check_assignment, check_limits, validate_catalog, validate_tag_assignment, validate_tag_create,

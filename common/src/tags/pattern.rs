@@ -37,6 +37,7 @@ impl TagPattern {
             return Ok(TagPattern::Master);
         }
         if let Some(source) = regex_source(text) {
+            Regex::new(source).map_err(|e| format!("invalid regular expression {text}: {e}"))?;
             let regex = Regex::new(&format!("^(?:{source})"))
                 .map_err(|e| format!("invalid regular expression {text}: {e}"))?;
             return Ok(TagPattern::Regex {

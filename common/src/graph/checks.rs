@@ -1,0 +1,146 @@
+//! Pre-deployment checks: everything that should stop a deployment, or that the operator should know,
+//! as findings with a severity and a message naming the task, node or role concerned.
+
+use std::collections::BTreeSet;
+
+use super::error::ResolveError;
+use super::finding::Finding;
+use super::resolve::{resolve, ResolveRequest};
+use super::MASTER_NODE_ID;
+use crate::model::TaskType;
+use crate::tags::{check_limits, node_tags, validate_catalog, Owner, PRIMARY_PREFIX};
+
+/// The code of a resolution error's finding.
+fn code(e: &ResolveError) -> &'static str {
+    match e {
+        ResolveError::DuplicateTask { .. } => "duplicate_task",
+        ResolveError::PluginOverlap { .. } => "plugin_overlap",
+        ResolveError::UnknownTask { .. } => "unknown_task",
+        ResolveError::BadField { .. } => "bad_field",
+        ResolveError::Computed { .. } => "computed_field",
+        ResolveError::NodeFilter { .. } => "node_filter",
+        ResolveError::BadNode(..) => "bad_node",
+        ResolveError::Cycle { .. } => "cycle",
+    }
+}
+
+/// Runs every pre-deployment check on a cluster and its merged graph:
+///
+/// - roles listing undefined tags (error), role conflicts on a node (error), restrictions that hold for
+///   an assigned role (error; a condition that cannot be evaluated is a warning);
+/// - role limits (`min`/`max` errors, `recommended` warnings);
+/// - release tags assigned to no node (warning, seed 000);
+/// - the graph itself: resolution errors (cycles, unknown tasks, plugin overlaps, computed fields, ...);
+/// - tasks of a type no agent runs placed on a node (warning).
+///
+/// Errors come before warnings; within a severity, findings keep the order above.
+pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
+    let catalog = request.catalog;
+    let mut out: Vec<Finding> = validate_catalog(catalog)
+        .into_iter()
+        .map(|e| Finding::error("unknown_tag", e.to_string()))
+        .collect();
+    let live: Vec<_> = request
+        .nodes
+        .iter()
+        .filter(|n| !n.pending_deletion)
+        .collect();
+    for node in &live {
+        let roles: Vec<&String> = node.roles.iter().chain(&node.pending_roles).collect();
+        for (i, role) in roles.iter().enumerate() {
+            for other in roles.iter().skip(i + 1).filter(|o| o != &role) {
+                let clash = |a: &str, b: &str| {
+                    catalog
+                        .role(a)
+                        .is_some_and(|r| r.meta.conflicts.excludes(b))
+                };
+                if clash(role, other) || clash(other, role) {
+                    out.push(Finding::error(
+                        "role_conflict",
+                        format!(
+                            "role {role:?} conflicts with role {other:?} on node {}",
+                            node.display_name()
+                        ),
+                    ));
+                }
+            }
+            let Some(entry) = catalog.role(role) else {
+                out.push(Finding::error(
+                    "unknown_role",
+                    format!(
+                        "node {} has role {role:?}, which is not defined",
+                        node.display_name()
+                    ),
+                ));
+                continue;
+            };
+            for r in entry
+                .meta
+                .restrictions
+                .iter()
+                .filter(|r| r.blocks_assignment())
+            {
+                match request.evaluator.cluster_expression(&r.condition) {
+                    Ok(v) if super::truthy(&v) => out.push(Finding::error(
+                        "role_restriction",
+                        format!(
+                            "role {role:?} on node {}: {}",
+                            node.display_name(),
+                            r.message
+                                .clone()
+                                .unwrap_or_else(|| format!("restricted by {}", r.condition))
+                        ),
+                    )),
+                    Ok(_) => {}
+                    Err(message) => out.push(Finding::warning(
+                        "role_restriction",
+                        format!(
+                            "role {role:?} on node {}: restriction {:?} cannot be evaluated: {message}",
+                            node.display_name(),
+                            r.condition
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+    out.extend(check_limits(catalog, request.nodes, request.evaluator));
+    let carried: BTreeSet<String> = live
+        .iter()
+        .flat_map(|n| {
+            let t = node_tags(n, catalog);
+            t.tags.into_iter().chain(t.roles)
+        })
+        .collect();
+    for (name, tag) in &catalog.tags {
+        if tag.owner == Owner::Release
+            && !carried.contains(name)
+            && !carried.contains(&format!("{PRIMARY_PREFIX}{name}"))
+        {
+            out.push(Finding::warning(
+                "unassigned_tag",
+                format!("tag {name:?} of the release is assigned to no node"),
+            ));
+        }
+    }
+    match resolve(request) {
+        Err(e) => out.push(Finding::error(code(&e), e.to_string())),
+        Ok(plan) => {
+            for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
+                for t in node.tasks.iter() {
+                    if let TaskType::Other(kind) = &t.task_type {
+                        out.push(Finding::warning(
+                            "task_type",
+                            format!(
+                                "task {:?} of type {kind:?} is placed on node {}, whose agent does not run that type",
+                                t.id, node.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}

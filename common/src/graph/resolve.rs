@@ -1,0 +1,296 @@
+//! Resolution: which tasks go to which node, their computed fields, their order and their waits.
+
+use serde_json::Map;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::classes::{build_classes, Class, Member};
+use super::compile::{compile, Compiled};
+use super::compute::{compute_map, condition_skip_reason, Target};
+use super::error::ResolveError;
+use super::evaluate::FieldEvaluator;
+use super::merge::MergedGraph;
+use super::plan::{FaultToleranceGroup, NodePlan, Plan, ResolvedTask};
+use super::schedule::schedule;
+use super::waits::build_waits;
+use super::MASTER_NODE_ID;
+use crate::model::{contains_expression, default_node_filter, Concurrency, Node, TaskType};
+use crate::tags::{cluster_tags, instances, Catalog, Owner};
+
+/// What to resolve.
+#[derive(Clone, Copy)]
+pub struct ResolveRequest<'a> {
+    /// The graph type (reported in the plan).
+    pub graph_type: &'a str,
+    /// The merged graph.
+    pub graph: &'a MergedGraph,
+    /// The cluster's roles and tags.
+    pub catalog: &'a Catalog,
+    /// Every node of the cluster (primary election looks at all of them).
+    pub nodes: &'a [Node],
+    /// The nodes to run on, by id; `None` runs on the nodes the graph's node filter selects (or
+    /// [`crate::model::DEFAULT_NODE_FILTER`] when it has none).
+    pub selection: Option<&'a [u64]>,
+    /// Evaluates computed fields and node filters.
+    pub evaluator: &'a dyn FieldEvaluator,
+}
+
+fn check_nodes(nodes: &[Node]) -> Result<(), ResolveError> {
+    let mut seen = HashSet::new();
+    for n in nodes {
+        if n.id == MASTER_NODE_ID {
+            return Err(ResolveError::BadNode(
+                n.display_name(),
+                "id 0 is reserved for the controller's own host".into(),
+            ));
+        }
+        if !seen.insert(n.id) {
+            return Err(ResolveError::BadNode(
+                n.display_name(),
+                format!("id {} appears twice", n.id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Fails when two plugins define the same task and some node carries roles of both (seed 003).
+pub fn check_plugin_overlaps(
+    graph: &MergedGraph,
+    catalog: &Catalog,
+    nodes: &[Node],
+) -> Result<(), ResolveError> {
+    let carries = |node: &Node, plugin: &str| {
+        node.roles.iter().chain(&node.pending_roles).any(|r| {
+            catalog
+                .role(r)
+                .is_some_and(|c| c.owner == Owner::Plugin(plugin.to_string()))
+        })
+    };
+    for o in &graph.plugin_overlaps {
+        let shared: Vec<String> = nodes
+            .iter()
+            .filter(|n| carries(n, &o.first) && carries(n, &o.second))
+            .map(Node::display_name)
+            .collect();
+        if !shared.is_empty() {
+            return Err(ResolveError::PluginOverlap {
+                task: o.task.clone(),
+                first: o.first.clone(),
+                second: o.second.clone(),
+                nodes: shared,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn select<'a>(request: &ResolveRequest<'a>) -> Result<Vec<&'a Node>, ResolveError> {
+    match request.selection {
+        Some(ids) => {
+            let by_id: HashMap<u64, &Node> = request.nodes.iter().map(|n| (n.id, n)).collect();
+            let wanted: BTreeSet<u64> = ids.iter().copied().collect();
+            wanted
+                .into_iter()
+                .map(|id| {
+                    by_id.get(&id).copied().ok_or_else(|| {
+                        ResolveError::BadNode(id.to_string(), "is not in the cluster".into())
+                    })
+                })
+                .collect()
+        }
+        None => {
+            let mut out = Vec::new();
+            for node in request.nodes {
+                let keep = match &request.graph.node_filter {
+                    None => default_node_filter(node),
+                    Some(expr) => request
+                        .evaluator
+                        .node_filter(node, expr)
+                        .map_err(|message| ResolveError::NodeFilter {
+                            node: node.display_name(),
+                            message,
+                        })?,
+                };
+                if keep {
+                    out.push(node);
+                }
+            }
+            out.sort_by_key(|n| n.id);
+            Ok(out)
+        }
+    }
+}
+
+/// What every node shares for a task whose parameters hold nothing computed.
+struct Shared {
+    id: Arc<str>,
+    parameters: Arc<Map<String, serde_json::Value>>,
+    computed: bool,
+    strategy: Result<Option<Concurrency>, String>,
+}
+
+/// Resolves a merged graph on a cluster: selects the nodes, computes their tags, places and orders
+/// tasks per class of alike nodes, computes fields per node, and builds the shared cross-node waits.
+pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
+    check_nodes(request.nodes)?;
+    let compiled = compile(request.graph)?;
+    check_plugin_overlaps(request.graph, request.catalog, request.nodes)?;
+    let tags = cluster_tags(request.nodes, request.catalog);
+    let node_instances = instances(&tags);
+    let selected = select(request)?;
+    let members = selected
+        .iter()
+        .map(|n| {
+            let t = tags.nodes.get(&n.id).cloned().unwrap_or_default();
+            (
+                t,
+                Member {
+                    node: Some(*n),
+                    id: n.id,
+                    name: n.display_name(),
+                },
+            )
+        })
+        .collect();
+    let mut classes = build_classes(&compiled, members, request.evaluator)?;
+    let waits = build_waits(&compiled, &classes);
+    schedule(&compiled, &mut classes, &waits)?;
+
+    let shared: Vec<Shared> = request
+        .graph
+        .tasks
+        .iter()
+        .map(|t| {
+            let computed = t.task.parameters.values().any(contains_expression);
+            Shared {
+                id: Arc::from(t.task.id.as_str()),
+                parameters: Arc::new(if computed {
+                    Map::new()
+                } else {
+                    t.task.parameters.clone()
+                }),
+                computed,
+                strategy: if computed {
+                    Ok(None)
+                } else {
+                    Concurrency::from_parameters(&t.task.parameters)
+                },
+            }
+        })
+        .collect();
+    let empty = Arc::new(Map::new());
+
+    let mut nodes: Vec<NodePlan> = Vec::with_capacity(selected.len() + 1);
+    for (c, class) in classes.iter().enumerate() {
+        let groups: Vec<Option<usize>> = class
+            .order
+            .iter()
+            .map(|&i| group_of(&compiled, class, i))
+            .collect();
+        let mut node_tags: Vec<String> = class.tags.tags.iter().cloned().collect();
+        node_tags.extend(class.tags.roles.difference(&class.tags.tags).cloned());
+        for member in &class.members {
+            let mut tasks = Vec::with_capacity(class.order.len());
+            for (pos, &i) in class.order.iter().enumerate() {
+                let task = compiled.task(i);
+                let s = &shared[i];
+                let target = Target {
+                    node: member.node,
+                    node_id: member.id,
+                    node_name: &member.name,
+                    task_id: &task.id,
+                };
+                let skip =
+                    condition_skip_reason(task.condition.as_ref(), target, request.evaluator)?;
+                let (task_type, parameters, strategy) = if skip.is_some() {
+                    (TaskType::Skipped, empty.clone(), None)
+                } else if s.computed {
+                    let p = compute_map(&task.parameters, "parameters", target, request.evaluator)?;
+                    let strategy = Concurrency::from_parameters(&p).map_err(|message| {
+                        ResolveError::Computed {
+                            task: task.id.clone(),
+                            field: "parameters.strategy".into(),
+                            node: member.name.clone(),
+                            message,
+                        }
+                    })?;
+                    (task.task_type.clone(), Arc::new(p), strategy)
+                } else {
+                    let strategy =
+                        s.strategy
+                            .clone()
+                            .map_err(|message| ResolveError::BadField {
+                                task: task.id.clone(),
+                                field: "parameters.strategy".into(),
+                                message,
+                            })?;
+                    (task.task_type.clone(), s.parameters.clone(), strategy)
+                };
+                let group = groups[pos];
+                tasks.push(ResolvedTask {
+                    id: s.id.clone(),
+                    task_type,
+                    parameters,
+                    skip_reason: skip,
+                    waits: waits.by_class[c].get(&i).cloned().unwrap_or_default(),
+                    strategy,
+                    fault_tolerance: group.and_then(|g| compiled.task(g).fault_tolerance),
+                    group: group.map(|g| shared[g].id.clone()),
+                });
+            }
+            nodes.push(NodePlan {
+                node_id: member.id,
+                name: member.name.clone(),
+                tags: node_tags.clone(),
+                instances: node_instances.get(&member.id).cloned().unwrap_or_default(),
+                tasks,
+            });
+        }
+    }
+    nodes.sort_by_key(|n| n.node_id);
+    Ok(Plan {
+        graph_type: request.graph_type.to_string(),
+        nodes,
+        wait_sets: waits.sets,
+        fault_tolerance_groups: fault_tolerance_groups(&compiled, &classes),
+        primaries: tags.primaries,
+    })
+}
+
+/// The group a task runs in on a class: a group task is its own; otherwise its first group placed there.
+fn group_of(compiled: &Compiled<'_>, class: &Class<'_>, task: usize) -> Option<usize> {
+    if compiled.task(task).task_type == TaskType::Group {
+        return Some(task);
+    }
+    compiled.tasks[task]
+        .member_of
+        .iter()
+        .copied()
+        .find(|&g| class.scheduled[g])
+}
+
+fn fault_tolerance_groups(
+    compiled: &Compiled<'_>,
+    classes: &[Class<'_>],
+) -> Vec<FaultToleranceGroup> {
+    (0..compiled.tasks.len())
+        .filter(|&g| compiled.task(g).task_type == TaskType::Group)
+        .filter_map(|g| {
+            let mut node_ids: Vec<u64> = classes
+                .iter()
+                .filter(|c| c.scheduled[g])
+                .flat_map(|c| c.members.iter().map(|m| m.id))
+                .collect();
+            if node_ids.is_empty() {
+                return None;
+            }
+            node_ids.sort_unstable();
+            Some(FaultToleranceGroup {
+                name: compiled.task(g).id.clone(),
+                node_ids,
+                fault_tolerance: compiled.task(g).fault_tolerance,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,312 @@
+//! Fuel's whole release graph from the corpus: every `tasks.yaml` under `deployment/` merged as the
+//! release's `default` graph with `openstack.yaml`'s roles and tags, resolved and ordered for 3
+//! controllers, 3 computes, 2 cinder nodes and 1 mongo node. The `graphs/` folders are the release's
+//! `provision`, `deletion` and `net-verification` graphs and resolve on their own.
+//!
+//! The evaluator stands in for the expression engine: every `yaql_exp` condition is true and every other
+//! computed value is null (so computed `cross_depends` add nothing and a computed `strategy.amount` sets
+//! no limit). Cluster expressions (restrictions, limits) answer false.
+
+use plinth_common::graph::{
+    merge, resolve, EvalContext, FieldEvaluator, GraphSource, MergedGraph, Origin, Plan,
+    ResolveRequest, MASTER_NODE_ID,
+};
+use plinth_common::model::{parse_release_fixture, parse_tasks, Graph, Node, Release, Task};
+use plinth_common::tags::Catalog;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn corpus() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).to_path_buf()
+}
+
+fn tasks_under(dir: &Path) -> Vec<Task> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("corpus folder")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.file_name().is_some_and(|n| n == "tasks.yaml") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).expect("readable");
+            parse_tasks(&text, &f.display().to_string()).expect("loads")
+        })
+        .collect()
+}
+
+/// Conditions true, other computed values null, cluster expressions false.
+struct Stub;
+
+impl FieldEvaluator for Stub {
+    fn evaluate(&self, context: &EvalContext<'_>, _: &str) -> Result<Value, String> {
+        Ok(if context.field_path == "condition" {
+            Value::Bool(true)
+        } else {
+            Value::Null
+        })
+    }
+    fn node_filter(&self, _: &Node, _: &str) -> Result<bool, String> {
+        Ok(true)
+    }
+    fn cluster_expression(&self, _: &str) -> Result<Value, String> {
+        Ok(Value::Bool(false))
+    }
+}
+
+fn release() -> Release {
+    let text = std::fs::read_to_string(corpus().join("fuel-web/openstack.yaml")).expect("fixture");
+    let mut release = parse_release_fixture(&text, "openstack.yaml").expect("release");
+    let lib = corpus().join("fuel-library");
+    release.graphs.insert(
+        "default".into(),
+        Graph::with_tasks(tasks_under(&lib.join("deployment"))),
+    );
+    for t in ["provision", "deletion", "net-verification"] {
+        release.graphs.insert(
+            t.into(),
+            Graph::with_tasks(tasks_under(&lib.join("graphs").join(t))),
+        );
+    }
+    release
+}
+
+fn cluster_nodes() -> Vec<Node> {
+    let mut nodes = Vec::new();
+    let mut add = |role: &str, count: usize| {
+        for _ in 0..count {
+            let id = nodes.len() as u64 + 1;
+            let mut n = Node::new(id, format!("node-{id}"), &[]);
+            n.pending_roles = vec![role.to_string()];
+            n.pending_addition = true;
+            nodes.push(n);
+        }
+    };
+    add("controller", 3);
+    add("compute", 3);
+    add("cinder", 2);
+    add("mongo", 1);
+    nodes
+}
+
+fn plan_for(release: &Release, graph_type: &str) -> Plan {
+    let origin = Origin::Release;
+    let merged: MergedGraph = merge(&[GraphSource {
+        origin: &origin,
+        graph: &release.graphs[graph_type],
+    }])
+    .expect("merges");
+    let catalog = Catalog::new(release, &[], None);
+    let nodes = cluster_nodes();
+    let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+    resolve(&ResolveRequest {
+        graph_type,
+        graph: &merged,
+        catalog: &catalog,
+        nodes: &nodes,
+        selection: Some(&ids),
+        evaluator: &Stub,
+    })
+    .unwrap_or_else(|e| panic!("{graph_type}: {e}"))
+}
+
+fn ids(plan: &Plan, node: u64) -> Vec<String> {
+    plan.node(node)
+        .unwrap_or_else(|| panic!("node {node} in plan"))
+        .tasks
+        .iter()
+        .map(|t| t.id.to_string())
+        .collect()
+}
+
+fn before(list: &[String], a: &str, b: &str) -> bool {
+    let pa = list.iter().position(|t| t == a);
+    let pb = list.iter().position(|t| t == b);
+    matches!((pa, pb), (Some(x), Some(y)) if x < y)
+}
+
+#[test]
+fn fuel_release_graph_resolves_for_a_realistic_cluster() {
+    let release = release();
+    let plan = plan_for(&release, "default");
+    // The controller's own host runs the `master` tasks; the nine nodes follow.
+    assert_eq!(plan.nodes.len(), 10);
+    assert_eq!(plan.nodes[0].node_id, MASTER_NODE_ID);
+    assert_eq!(plan.primaries["controller"], 1);
+    assert_eq!(plan.primaries["mongo"], 9);
+
+    let primary = ids(&plan, 1);
+    let controller = ids(&plan, 2);
+    let compute = ids(&plan, 4);
+    let cinder = ids(&plan, 7);
+    let mongo = ids(&plan, 9);
+
+    // Placement: the primary controller runs the primary tasks, the others the secondary ones.
+    assert!(primary.contains(&"primary-database".to_string()));
+    assert!(!primary.contains(&"database".to_string()));
+    assert!(controller.contains(&"database".to_string()));
+    assert!(!controller.contains(&"primary-database".to_string()));
+    for other in [&compute, &cinder, &mongo] {
+        assert!(!other
+            .iter()
+            .any(|t| t == "database" || t == "primary-database"));
+        assert!(!other.contains(&"openstack-controller".to_string()));
+    }
+    assert!(controller.contains(&"openstack-controller".to_string()));
+    assert!(primary.contains(&"primary-openstack-controller".to_string()));
+    assert!(compute.contains(&"ntp-client".to_string()));
+    assert!(!compute.contains(&"ntp-server".to_string()));
+    assert!(controller.contains(&"ntp-server".to_string()));
+    // Everyone gets hiera and globals; stages anchor every list.
+    for list in [&primary, &controller, &compute, &cinder, &mongo] {
+        assert!(before(list, "hiera", "globals"));
+        assert!(before(list, "deploy_start", "globals"));
+        assert!(before(list, "globals", "deploy_end"));
+        assert!(before(list, "pre_deployment_start", "pre_deployment_end"));
+        assert!(before(list, "deploy_end", "post_deployment_start"));
+    }
+    // Known requires: database requires openstack-haproxy; netconfig requires tools.
+    assert!(before(&controller, "openstack-haproxy", "database"));
+    assert!(before(&controller, "database", "openstack-controller"));
+    assert!(before(&compute, "tools", "netconfig"));
+    // A same-node cross dependency (`/^(primary-)?cluster$/`, role self) orders locally.
+    assert!(before(&primary, "primary-cluster", "primary-database"));
+
+    // Cross-node waits: database on a secondary controller waits for primary-database on node 1.
+    let db = plan
+        .node(2)
+        .and_then(|n| n.tasks.iter().find(|t| &*t.id == "database"))
+        .expect("database");
+    let waits: Vec<_> = db
+        .waits
+        .iter()
+        .map(|&w| &plan.wait_sets[w as usize])
+        .collect();
+    assert!(
+        waits.iter().any(|w| w
+            .targets
+            .iter()
+            .any(|t| t.task == "primary-database" && t.nodes == [1])),
+        "{waits:#?}"
+    );
+    // ntp-client waits for any ntp-server of the controllers.
+    let ntp = plan
+        .node(4)
+        .and_then(|n| n.tasks.iter().find(|t| &*t.id == "ntp-client"))
+        .expect("ntp-client");
+    let set = &plan.wait_sets[ntp.waits[0] as usize];
+    assert_eq!(set.policy, plinth_common::model::Policy::Any);
+    assert_eq!(set.targets[0].task, "ntp-server");
+    assert_eq!(set.targets[0].nodes, [1, 2, 3]);
+
+    // Groups carry their fault tolerance.
+    let ft = |name: &str| {
+        plan.fault_tolerance_groups
+            .iter()
+            .find(|g| g.name == name)
+            .unwrap_or_else(|| panic!("group {name}"))
+    };
+    assert_eq!(ft("primary-controller").node_ids, [1]);
+    assert_eq!(ft("controller").node_ids, [2, 3]);
+    assert_eq!(ft("compute").node_ids, [4, 5, 6]);
+    assert_eq!(
+        ft("compute").fault_tolerance,
+        Some(plinth_common::model::FaultTolerance::Percent(2))
+    );
+    // Every node's list maps onto the agent's task specs, except the master's own task types.
+    for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
+        plan.task_specs(node).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Serialisable as the `serialized_tasks` output.
+    let json = serde_json::to_string(&plan).expect("plan serializes");
+    let back: Plan = serde_json::from_str(&json).expect("reads back");
+    assert_eq!(back, plan);
+}
+
+fn try_plan(release: &Release, graph_type: &str) -> Result<Plan, String> {
+    let origin = Origin::Release;
+    let merged = merge(&[GraphSource {
+        origin: &origin,
+        graph: &release.graphs[graph_type],
+    }])
+    .map_err(|e| e.to_string())?;
+    let catalog = Catalog::new(release, &[], None);
+    let nodes = cluster_nodes();
+    let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+    resolve(&ResolveRequest {
+        graph_type,
+        graph: &merged,
+        catalog: &catalog,
+        nodes: &nodes,
+        selection: Some(&ids),
+        evaluator: &Stub,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Asserts that `graph_type` is refused for naming `missing` (from `task`'s `required_for`), then removes
+/// the reference.
+fn refused_then_fixed(release: &mut Release, graph_type: &str, task: &str, missing: &str) {
+    assert_eq!(
+        try_plan(release, graph_type).unwrap_err(),
+        format!(
+            "task {task:?}: required_for names {missing:?}, which is not a task of the merged graph"
+        )
+    );
+    let graph = release.graphs.get_mut(graph_type).expect("graph");
+    for t in &mut graph.tasks {
+        t.required_for.0.retain(|r| r != missing);
+    }
+}
+
+#[test]
+fn fuel_task_graphs_resolve() {
+    let mut release = release();
+    // The deletion graph runs on the nodes only.
+    assert_eq!(plan_for(&release, "deletion").nodes.len(), 9);
+    // Fuel's provision and net-verification graphs each name a task that is in none of the graphs (Fuel
+    // skips such references silently): Plinth refuses them, by name.
+    refused_then_fixed(
+        &mut release,
+        "provision",
+        "node_reboot",
+        "set_status_provisioned",
+    );
+    refused_then_fixed(
+        &mut release,
+        "net-verification",
+        "v_upload_cluster_configuration",
+        "copy_cluster_configuration",
+    );
+    assert_eq!(plan_for(&release, "net-verification").nodes.len(), 10);
+    let plan = plan_for(&release, "provision");
+    let node = ids(&plan, 4);
+    assert!(before(&node, "move_to_bootstrap", "system_provision"));
+    assert!(before(&node, "system_provision", "node_reboot"));
+    let master = ids(&plan, MASTER_NODE_ID);
+    assert!(before(
+        &master,
+        "upload_provision_info_master",
+        "build_deploy_image"
+    ));
+    // Every node's move_to_bootstrap waits for the image built on the controller's own host.
+    let task = plan
+        .node(4)
+        .and_then(|n| n.tasks.iter().find(|t| &*t.id == "move_to_bootstrap"))
+        .expect("move_to_bootstrap");
+    let set = &plan.wait_sets[task.waits[0] as usize];
+    assert_eq!(set.targets[0].task, "build_deploy_image");
+    assert_eq!(set.targets[0].nodes, [MASTER_NODE_ID]);
+}
