@@ -12,7 +12,6 @@
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
-//! | [`resolve`] | a cluster's graphs into each node's ordered task list |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
@@ -24,7 +23,6 @@ pub mod datadir;
 pub mod engine;
 pub mod expressions;
 pub mod registry;
-pub mod resolve;
 pub mod server;
 pub mod state;
 pub mod store;

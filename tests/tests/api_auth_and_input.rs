@@ -199,7 +199,7 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
     let _a = Agent::start(&c, "n1", &["x"]);
     let nodes = c.api.wait_nodes(1);
     let cycle = json!({"default": {"tasks": [
-        {"id": "a", "tags": ["x"], "requires": ["b"]}, {"id": "b", "tags": ["x"], "requires": ["a"]}]}});
+        {"id": "a", "type": "shell", "tags": ["x"], "requires": ["b"], "parameters": {"cmd": "true"}}, {"id": "b", "type": "shell", "tags": ["x"], "requires": ["a"], "parameters": {"cmd": "true"}}]}});
     let cid = c.api.cluster_with_graph("cyc", cycle, &[nodes[0].1]);
     let d = c.api.send("PUT", &format!("/clusters/{cid}/deploy/"), None);
     assert_eq!(d.status, 422, "{}", d.body);

@@ -28,23 +28,32 @@ pub fn is_yaml(content_type: &str) -> bool {
     )
 }
 
-/// Parses a document in the given format.
+/// Parses a document in the given format: a body that is not JSON (or YAML) at all is 400, one that
+/// parses but does not have the expected shape (an unknown or missing field) is 422.
 pub fn parse_doc<T: DeserializeOwned>(bytes: &[u8], yaml: bool) -> Result<T, ApiError> {
     if yaml {
-        serde_yaml_ng::from_slice(bytes).map_err(|e| {
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_slice(bytes).map_err(|e| {
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "bad_yaml",
                 format!("the YAML body does not parse: {e}"),
             )
+        })?;
+        serde_yaml_ng::from_value(value).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "bad_document",
+                format!("the YAML body does not fit: {e}"),
+            )
         })
     } else {
         serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_json",
-                format!("the JSON body does not parse: {e}"),
-            )
+            let (status, code) = if e.classify() == serde_json::error::Category::Data {
+                (StatusCode::UNPROCESSABLE_ENTITY, "bad_document")
+            } else {
+                (StatusCode::BAD_REQUEST, "bad_json")
+            };
+            ApiError::new(status, code, format!("the JSON body does not fit: {e}"))
         })
     }
 }

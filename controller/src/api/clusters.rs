@@ -6,7 +6,7 @@ use super::graphs::check_graph_type;
 use crate::cluster_model::{node_model, ClusterModel};
 use crate::engine::{DeployOptions, DeployRequest};
 use crate::state::AppState;
-use crate::store::{ClusterRecord, DeploymentRecord, NewCluster, NodeAssignment};
+use crate::store::{ClusterRecord, NewCluster, NodeAssignment};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use plinth_common::deploy::OldStates;
@@ -54,6 +54,9 @@ pub struct DeployQuery {
     noop: bool,
     #[serde(default)]
     force: bool,
+    /// Resolve and report only: nothing is stored or run.
+    #[serde(default)]
+    dry_run: bool,
 }
 
 /// `GET /api/v1/clusters`.
@@ -166,10 +169,11 @@ pub async fn deploy(
     _op: Operator,
     Path(id): Path<u64>,
     Query(q): Query<DeployQuery>,
-) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     if let Some(t) = &q.graph_type {
         check_graph_type(t)?;
     }
+    let dry_run = q.dry_run;
     let request = DeployRequest {
         cluster_id: id,
         graph_type: q.graph_type,
@@ -182,9 +186,15 @@ pub async fn deploy(
     };
     state
         .blocking(move |s| {
+            if dry_run {
+                return Ok((StatusCode::OK, Json(s.engine.dry_run(&request)?)));
+            }
             let dep = s.engine.start(&request)?;
             tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
-            Ok((StatusCode::ACCEPTED, Json(dep)))
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(serde_json::to_value(&dep).unwrap_or_default()),
+            ))
         })
         .await
 }

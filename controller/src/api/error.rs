@@ -95,6 +95,13 @@ impl From<StartError> for ApiError {
                 "graph_error",
                 r.to_string(),
             ),
+            StartError::Checks(ref findings) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "checks_failed",
+                e.to_string(),
+            )
+            .with_details(serde_json::json!({ "findings": findings })),
+            StartError::Model(m) => m.into(),
         }
     }
 }

@@ -142,9 +142,10 @@ pub async fn validate(
     let parsed = parse(&body)?;
     state
         .blocking(move |s| {
-            s.store.get_cluster(id)?;
-            let inventory: Vec<_> =
-                s.store.list_nodes()?.iter().filter(|n| n.cluster_id == Some(id)).map(inventory_node).collect();
+            let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
+            let tags = plinth_common::tags::cluster_tags(&model.nodes, &model.catalog());
+            let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
+            let inventory: Vec<_> = model.node_records.iter().map(|n| inventory_node(n, &tags)).collect();
             let report = strategy::check(&parsed, &inventory)
                 .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_strategy", e.to_string()))?;
             Ok(Json(json!({"valid": true, "strategy": document(&parsed), "check": report, "text": report.to_text()})))

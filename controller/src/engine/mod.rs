@@ -10,15 +10,16 @@
 pub mod events;
 pub mod plan;
 pub mod report;
+pub mod resolution;
 
 use crate::board::Board;
 use crate::clock::now_ms;
 use crate::registry::NodeRegistry;
-use crate::resolve;
 use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
 use plinth_common::strategy::{self, Action, NodeOutcome, Sequencer};
 use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
+use resolution::{Inputs, Resolved};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -36,7 +37,13 @@ pub enum StartError {
     Invalid(String),
     /// The graph does not resolve.
     #[error(transparent)]
-    Resolve(#[from] resolve::ResolveError),
+    Resolve(#[from] plinth_common::graph::ResolveError),
+    /// The pre-deployment checks found errors (warnings ride along).
+    #[error("the pre-deployment checks failed: {}", .0.iter().filter(|f| f.severity == plinth_common::graph::Severity::Error).map(|f| f.message.as_str()).collect::<Vec<_>>().join("; "))]
+    Checks(Vec<plinth_common::graph::Finding>),
+    /// The cluster's stored model does not load.
+    #[error(transparent)]
+    Model(#[from] crate::cluster_model::ModelError),
 }
 
 /// A deployment's options.
@@ -74,11 +81,12 @@ pub struct EngineState {
     /// The strategy's name, if one was named.
     #[serde(default)]
     pub strategy: Option<String>,
-    /// The merged graph of each graph type the phases run, as of the deployment's start.
-    pub graphs: BTreeMap<String, Vec<Value>>,
     /// When each running phase times out (ms), by `group/phase`.
     #[serde(default)]
     pub deadlines: BTreeMap<String, i64>,
+    /// The graph type each phase runs, by phase name.
+    #[serde(default)]
+    pub phase_graph: BTreeMap<String, String>,
 }
 
 fn phase_key(group: &str, phase: &str) -> String {
@@ -89,6 +97,7 @@ fn phase_key(group: &str, phase: &str) -> String {
 struct Current {
     group: String,
     phase: String,
+    graph_type: String,
     list: Arc<TaskList>,
     finals: HashMap<String, ResultStatus>,
     settled: bool,
@@ -129,6 +138,14 @@ struct Running {
     ids: HashMap<String, u64>,
     current: HashMap<u64, Current>,
     noop: bool,
+    /// Every node's lists, resolved at the start (and identically at a resume).
+    resolved: Arc<Resolved>,
+    /// The last word of every task of the deployment, by (node, graph type, task).
+    done: HashMap<(u64, String, String), ResultStatus>,
+    /// Nodes holding a slot of a concurrency-limited task, by (graph type, task).
+    slots: HashMap<(String, String), HashSet<u64>>,
+    /// Set when a fault tolerance was exceeded: no further list is published.
+    stopped: Option<String>,
 }
 
 /// Drives deployments.
@@ -196,9 +213,12 @@ impl Engine {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
-    pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
-        let cluster = self.store.get_cluster(req.cluster_id)?;
+    /// The strategy and the nodes of a request, checked: nodes of the cluster, accepted.
+    fn request_nodes(
+        &self,
+        req: &DeployRequest,
+    ) -> Result<(strategy::Strategy, Vec<NodeRecord>), StartError> {
+        self.store.get_cluster(req.cluster_id)?;
         let all: Vec<NodeRecord> = self
             .store
             .list_nodes()?
@@ -206,7 +226,10 @@ impl Engine {
             .filter(|n| n.cluster_id == Some(req.cluster_id))
             .collect();
         let nodes: Vec<NodeRecord> = match &req.node_ids {
-            None => all,
+            None => all
+                .into_iter()
+                .filter(|n| !n.model.pending_deletion)
+                .collect(),
             Some(ids) => {
                 let mut picked = Vec::new();
                 for id in ids {
@@ -245,27 +268,49 @@ impl Engine {
             req.graph_type.as_deref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
-        let graphs = plan::merged_graphs(
-            self.store.as_ref(),
-            cluster.release_id,
-            req.cluster_id,
-            &strategy,
-        )?;
+        Ok((strategy, nodes))
+    }
+
+    /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
+    pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
+        let (strategy, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
-        for node in &nodes {
-            for phase in &strategy.phases {
-                plan::tasks_for(&graphs, &phase.graph_type, node)?;
-            }
-        }
-        let inventory: Vec<_> = nodes.iter().map(plan::inventory_node).collect();
+        let (inputs, resolved) = self.resolve_request(req, &strategy, &nodes)?;
+        let inventory: Vec<_> = nodes
+            .iter()
+            .map(|n| plan::inventory_node(n, &resolved.tags))
+            .collect();
         let sequencer = Sequencer::new(&strategy, &inventory)
             .map_err(|e| StartError::Invalid(e.to_string()))?;
         let state = EngineState {
             sequencer,
             strategy: req.strategy.clone(),
-            graphs,
             deadlines: BTreeMap::new(),
+            phase_graph: strategy
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.graph_type.clone()))
+                .collect(),
         };
+        let primaries: Vec<(u64, Vec<String>)> = nodes
+            .iter()
+            .map(|n| {
+                let mine = resolved
+                    .primaries
+                    .iter()
+                    .filter(|(_, id)| **id == n.id)
+                    .map(|(tag, _)| tag.clone())
+                    .collect();
+                (n.id, mine)
+            })
+            .filter(|(id, mine): &(u64, Vec<String>)| {
+                nodes
+                    .iter()
+                    .find(|n| n.id == *id)
+                    .is_some_and(|n| &n.model.primary_tags != mine)
+            })
+            .collect();
+        self.store.save_primaries(&primaries)?;
         let graph_type = match &req.strategy {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
@@ -276,8 +321,17 @@ impl Engine {
             node_ids: nodes.iter().map(|n| n.id).collect(),
             options: serde_json::to_value(&req.options).unwrap_or_default(),
             state: serde_json::to_value(&state).unwrap_or_default(),
+            inputs: serde_json::to_value(&inputs).unwrap_or_default(),
             now_ms: now_ms(),
         })?;
+        if !resolved.findings.is_empty() {
+            let warnings: Vec<Value> = resolved
+                .findings
+                .iter()
+                .map(|f| json!({"event": "warning", "code": f.code, "message": f.message}))
+                .collect();
+            self.store.append_events(record.id, &warnings)?;
+        }
         let mut run = Running {
             state_dirty: false,
             ids: nodes.iter().map(|n| (n.name.clone(), n.id)).collect(),
@@ -286,6 +340,10 @@ impl Engine {
             state,
             current: HashMap::new(),
             noop: req.options.noop,
+            resolved: Arc::new(resolved),
+            done: HashMap::new(),
+            slots: HashMap::new(),
+            stopped: None,
         };
         let id = record.id;
         // Results for the first lists can arrive as soon as they are on the board: hold the lock until the
@@ -294,6 +352,71 @@ impl Engine {
         let done = self.advance(&mut run, Vec::new());
         self.keep(&mut map, id, run, done);
         Ok(record)
+    }
+
+    /// Resolves a deployment request: the cluster's model now, the old states of its nodes' tasks, and
+    /// every graph type the strategy's phases run.
+    fn resolve_request(
+        &self,
+        req: &DeployRequest,
+        strategy: &strategy::Strategy,
+        nodes: &[NodeRecord],
+    ) -> Result<(Inputs, Resolved), StartError> {
+        let graph_types: Vec<String> = strategy
+            .phases
+            .iter()
+            .map(|p| p.graph_type.clone())
+            .collect();
+        let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
+        let model = crate::cluster_model::ClusterModel::load(
+            self.store.as_ref(),
+            req.cluster_id,
+            &type_refs,
+        )?;
+        let named = req
+            .node_ids
+            .as_ref()
+            .map(|_| nodes.iter().map(|n| n.id).collect());
+        let inputs = Inputs::from_model(model, named, req.options.force);
+        let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+        let old = resolution::old_states(self.store.as_ref(), &ids)?;
+        let resolved = resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)?;
+        Ok((inputs, resolved))
+    }
+
+    /// Resolves a running deployment again from its stored inputs (after a restart).
+    fn resolve_stored(&self, id: u64, state: &EngineState) -> Result<Resolved, StartError> {
+        let inputs: Inputs = serde_json::from_value(self.store.deployment_inputs(id)?)
+            .map_err(|e| StartError::Invalid(format!("stored inputs: {e}")))?;
+        let graph_types: Vec<String> = state.phase_graph.values().cloned().collect();
+        let ids: Vec<u64> = inputs.nodes.iter().map(|n| n.id).collect();
+        let old = resolution::old_states(self.store.as_ref(), &ids)?;
+        resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)
+    }
+
+    /// Resolves a request without starting anything: the lists every node would get, and the findings.
+    pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
+        let (strategy, nodes) = self.request_nodes(req)?;
+        let (_, resolved) = self.resolve_request(req, &strategy, &nodes)?;
+        let mut graphs = serde_json::Map::new();
+        for (graph_type, phase) in &resolved.phases {
+            let mut by_node = serde_json::Map::new();
+            for node in &nodes {
+                if let Some(specs) = phase.specs.get(&node.id) {
+                    by_node.insert(
+                        node.name.clone(),
+                        serde_json::to_value(specs).unwrap_or_default(),
+                    );
+                }
+            }
+            graphs.insert(graph_type.clone(), Value::Object(by_node));
+        }
+        Ok(json!({
+            "dry_run": true,
+            "strategy": strategy.phases.iter().map(|p| json!({"phase": p.name, "graph_type": p.graph_type})).collect::<Vec<_>>(),
+            "nodes": graphs,
+            "findings": resolved.findings,
+        }))
     }
 
     /// Puts a deployment back in memory unless it finished; schedules a rebuild after a storage failure.
@@ -323,7 +446,7 @@ impl Engine {
         loop {
             let mut progressed = false;
             let mut lists = Vec::new();
-            let mut placed: Vec<(String, String)> = Vec::new();
+            let mut placed: Vec<(String, String, String)> = Vec::new();
             for action in run.state.sequencer.next_actions() {
                 match action {
                     Action::StartPhase {
@@ -339,12 +462,20 @@ impl Engine {
                             phase_key(&group, &phase),
                             now_ms().saturating_add(timeout_ms),
                         );
+                        let starting: HashSet<u64> = nodes
+                            .iter()
+                            .filter_map(|n| run.ids.get(n).copied())
+                            .collect();
                         for name in nodes {
                             let Some(node) = run.ids.get(&name).and_then(|id| run.nodes.get(id))
                             else {
                                 continue;
                             };
-                            match plan::tasks_for(&run.state.graphs, &graph_type, node) {
+                            let tasks = match &run.stopped {
+                                Some(why) => Err(why.clone()),
+                                None => Ok(phase_tasks(run, &graph_type, node.id, &starting)),
+                            };
+                            match tasks {
                                 Ok(tasks) if tasks.is_empty() => {
                                     record(
                                         &mut run.state.sequencer,
@@ -375,10 +506,10 @@ impl Engine {
                                         noop: run.noop,
                                         tasks,
                                     });
-                                    placed.push((group.clone(), phase.clone()));
+                                    placed.push((group.clone(), phase.clone(), graph_type.clone()));
                                 }
                                 Err(e) => {
-                                    events.push(json!({"event": "node_error", "node": name, "phase": phase, "message": e.to_string()}));
+                                    events.push(json!({"event": "node_error", "node": name, "phase": phase, "message": e}));
                                     record(
                                         &mut run.state.sequencer,
                                         &group,
@@ -411,7 +542,7 @@ impl Engine {
                 run.state_dirty = false;
                 self.events.send(run.record.id, &events);
                 events.clear();
-                for (list, (group, phase)) in lists.into_iter().zip(placed) {
+                for (list, (group, phase, graph_type)) in lists.into_iter().zip(placed) {
                     let list = Arc::new(list);
                     self.board.publish(list.clone());
                     run.current.insert(
@@ -419,6 +550,7 @@ impl Engine {
                         Current {
                             group,
                             phase,
+                            graph_type,
                             list,
                             finals: HashMap::new(),
                             settled: false,
@@ -445,6 +577,49 @@ impl Engine {
         }
         self.events.send(run.record.id, &events);
         Ok(false)
+    }
+
+    /// Records, for every task that succeeded on a node that succeeded, the state it ran against: what
+    /// `old()` and `changed()` compare with next time (the cluster part is stored once).
+    fn save_task_states(&self, run: &Running, succeeded: &[u64]) -> Result<(), StoreError> {
+        let mut blobs: Vec<(String, Value)> = Vec::new();
+        let mut rows = Vec::new();
+        let mut hashed: HashMap<usize, String> = HashMap::new();
+        let mut hash_of = |v: &Arc<Value>, blobs: &mut Vec<(String, Value)>| {
+            hashed
+                .entry(Arc::as_ptr(v) as usize)
+                .or_insert_with(|| {
+                    let h = resolution::blob_hash(v);
+                    blobs.push((h.clone(), (**v).clone()));
+                    h
+                })
+                .clone()
+        };
+        for node_id in succeeded {
+            let Some(state) = run.resolved.states.get(node_id) else {
+                continue;
+            };
+            let tasks: Vec<&String> = run
+                .done
+                .iter()
+                .filter(|((n, _, _), s)| n == node_id && **s == ResultStatus::Succeeded)
+                .map(|((_, _, t), _)| t)
+                .collect();
+            if tasks.is_empty() {
+                continue;
+            }
+            let reference = json!({
+                "common": hash_of(&state.common, &mut blobs),
+                "node": hash_of(&state.node, &mut blobs),
+            });
+            for task in tasks {
+                rows.push((*node_id, task.clone(), reference.clone()));
+            }
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.store.save_task_states(&blobs, &rows)
     }
 
     /// Records the end of a deployment.
@@ -475,6 +650,7 @@ impl Engine {
             .collect();
         untouched.extend(unselected);
         let status = report::store_status(status);
+        self.save_task_states(run, &succeeded)?;
         let state = serde_json::to_value(&run.state).unwrap_or_default();
         self.store.finish_deployment(
             run.record.id,
@@ -533,6 +709,13 @@ impl Engine {
                 .get("noop")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
+            let resolved = match self.resolve_stored(id, &state) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(deployment = id, error = %e, "cannot resolve a running deployment again; leaving it");
+                    continue;
+                }
+            };
             let mut run = Running {
                 state_dirty: false,
                 ids: nodes.values().map(|n| (n.name.clone(), n.id)).collect(),
@@ -541,6 +724,10 @@ impl Engine {
                 state,
                 current: HashMap::new(),
                 noop,
+                resolved: Arc::new(resolved),
+                done: HashMap::new(),
+                slots: HashMap::new(),
+                stopped: None,
             };
             // The lists of the phases still awaiting results, and the results they already have.
             let latest: HashMap<u64, TaskList> = self
@@ -562,6 +749,12 @@ impl Engine {
                             Current {
                                 group: phase.group.clone(),
                                 phase: phase.phase.clone(),
+                                graph_type: run
+                                    .state
+                                    .phase_graph
+                                    .get(&phase.phase)
+                                    .cloned()
+                                    .unwrap_or_default(),
                                 list,
                                 finals: HashMap::new(),
                                 settled: false,
@@ -572,7 +765,22 @@ impl Engine {
             }
             let results = self.store.deployment_results(id)?;
             let touched: HashSet<u64> = results.iter().map(|(n, _)| *n).collect();
+            let phase_of: HashMap<(u64, u64), String> = self
+                .store
+                .published_lists(id)?
+                .into_iter()
+                .map(|l| ((l.node_id, l.revision), l.phase))
+                .collect();
             for (node, r) in &results {
+                if r.last {
+                    let graph_type = phase_of
+                        .get(&(*node, r.revision))
+                        .and_then(|p| run.state.phase_graph.get(p))
+                        .cloned()
+                        .unwrap_or_default();
+                    run.done
+                        .insert((*node, graph_type, r.task_id.clone()), r.status);
+                }
                 fold(&mut run, *node, r);
             }
             for node in touched {
@@ -610,8 +818,22 @@ impl Engine {
         }
         let Some(outcome) = cur.outcome() else { return };
         cur.settled = true;
-        let (group, phase) = (cur.group.clone(), cur.phase.clone());
+        let (group, phase, graph_type) =
+            (cur.group.clone(), cur.phase.clone(), cur.graph_type.clone());
         self.board.withdraw(node_id, run.record.id);
+        for holders in run.slots.values_mut() {
+            holders.remove(&node_id);
+        }
+        if outcome == NodeOutcome::Failed && run.stopped.is_none() {
+            run.stopped = fault_tolerance_exceeded(run, &graph_type);
+            if let Some(why) = &run.stopped {
+                tracing::warn!(deployment = run.record.id, reason = %why, "deployment stopped");
+                self.events.send(
+                    run.record.id,
+                    &[json!({"event": "stopped", "message": why})],
+                );
+            }
+        }
         if let Some(name) = run.nodes.get(&node_id).map(|n| n.name.clone()) {
             record(&mut run.state.sequencer, &group, &phase, &name, outcome);
         }
@@ -696,6 +918,9 @@ impl Engine {
                     if &cur.group == group && &cur.phase == phase && !cur.settled {
                         cur.settled = true;
                         self.board.withdraw(*node_id, id);
+                        for holders in run.slots.values_mut() {
+                            holders.remove(node_id);
+                        }
                     }
                 }
             }
@@ -704,32 +929,77 @@ impl Engine {
         }
     }
 
-    /// The status of a gated task's dependencies: (ready, blocked, waiting_for); `None` when the task is
-    /// not in a running deployment on this node.
+    /// The status of a gated task: (ready, blocked, waiting_for); `None` when the task is not in a running
+    /// deployment on this node. Ready when every `all`-policy dependency has finished well, one of its
+    /// `any`-policy dependencies has, and its concurrency limit (`one_by_one`, `parallel` with an amount)
+    /// leaves a slot, which the node then holds until the task's last result.
     pub fn gate(
         &self,
         node_id: u64,
         deployment_id: u64,
         task: &str,
     ) -> Option<(bool, bool, Vec<String>)> {
-        let map = self.lock();
-        let run = map.get(&deployment_id)?;
-        let spec = run
-            .current
-            .get(&node_id)?
-            .list
-            .tasks
-            .iter()
-            .find(|t| t.id == task)?;
+        let mut map = self.lock();
+        let run = map.get_mut(&deployment_id)?;
+        let cur = run.current.get(&node_id)?;
+        let spec = cur.list.tasks.iter().find(|t| t.id == task)?;
+        let graph_type = cur.graph_type.clone();
+        let status = |run: &Running, node: u64, task: &str| {
+            run.done
+                .get(&(node, graph_type.clone(), task.to_string()))
+                .copied()
+        };
+        let settled = |run: &Running, node: u64| run.current.get(&node).is_none_or(|c| c.settled);
         let mut waiting = Vec::new();
         let mut blocked = false;
         for dep in &spec.waits_for {
-            let other = run.current.get(&dep.node_id);
-            match other.and_then(|c| c.finals.get(&dep.task)) {
+            match status(run, dep.node_id, &dep.task) {
                 Some(ResultStatus::Succeeded | ResultStatus::Skipped) => {}
                 Some(_) => blocked = true,
-                None if other.is_some_and(|c| c.settled) => blocked = true,
+                None if settled(run, dep.node_id) => blocked = true,
                 None => waiting.push(format!("{} on node {}", dep.task, dep.node_id)),
+            }
+        }
+        let phase = run.resolved.phases.get(&graph_type).cloned();
+        if let Some(any) = phase
+            .as_ref()
+            .and_then(|p| p.any_waits.get(&(node_id, task.to_string())))
+        {
+            let mut met = false;
+            let mut open = Vec::new();
+            for (n, t) in any {
+                match status(run, *n, t) {
+                    Some(ResultStatus::Succeeded | ResultStatus::Skipped) => met = true,
+                    Some(_) => {}
+                    None if settled(run, *n) => {}
+                    None => open.push(format!("{t} on node {n}")),
+                }
+            }
+            if !met {
+                if open.is_empty() {
+                    blocked = true;
+                } else {
+                    waiting.push(format!("any of: {}", open.join(", ")));
+                }
+            }
+        }
+        if waiting.is_empty() && !blocked {
+            if let Some(limit) = phase.as_ref().and_then(|p| p.limits.get(task)).copied() {
+                let holders = run
+                    .slots
+                    .entry((graph_type.clone(), task.to_string()))
+                    .or_default();
+                if !holders.contains(&node_id) {
+                    if holders.len() >= limit {
+                        let mut others: Vec<u64> = holders.iter().copied().collect();
+                        others.sort_unstable();
+                        waiting.push(format!(
+                            "{task} runs on at most {limit} node(s) at once (now on {others:?})"
+                        ));
+                    } else {
+                        holders.insert(node_id);
+                    }
+                }
             }
         }
         Some((waiting.is_empty() && !blocked, blocked, waiting))
@@ -747,6 +1017,68 @@ fn fold(run: &mut Running, node_id: u64, r: &TaskResult) {
     if let Some(cur) = run.current.get_mut(&node_id) {
         if r.last && cur.list.revision == r.revision {
             cur.finals.insert(r.task_id.clone(), r.status);
+            let key = (cur.graph_type.clone(), r.task_id.clone());
+            if let Some(holders) = run.slots.get_mut(&key) {
+                holders.remove(&node_id);
+            }
+            run.done.insert((node_id, key.0, key.1), r.status);
         }
     }
+}
+
+/// Whether the failed nodes of a fault tolerance group of `graph_type` are more than it allows; the
+/// message says which group, how many failed and how many it allows.
+fn fault_tolerance_exceeded(run: &Running, graph_type: &str) -> Option<String> {
+    let phase = run.resolved.phases.get(graph_type)?;
+    for group in &phase.fault_tolerance {
+        let Some(tolerance) = group.fault_tolerance else {
+            continue;
+        };
+        let failed = group
+            .node_ids
+            .iter()
+            .filter(|n| {
+                run.current
+                    .get(n)
+                    .is_some_and(|c| c.settled && c.outcome() == Some(NodeOutcome::Failed))
+            })
+            .count();
+        let allowed = tolerance.allowed_failures(group.node_ids.len());
+        if failed > allowed {
+            return Some(format!(
+                "group {:?}: {failed} of {} nodes failed, its fault_tolerance allows {allowed}; no further list is published",
+                group.name,
+                group.node_ids.len()
+            ));
+        }
+    }
+    None
+}
+
+/// A node's list for a phase: its resolved tasks, with waits only on nodes that run the graph type in
+/// this phase or already ran it (a wait on a node of a later group could never be met, so it is left out).
+fn phase_tasks(
+    run: &Running,
+    graph_type: &str,
+    node_id: u64,
+    starting: &HashSet<u64>,
+) -> Vec<plinth_common::wire::TaskSpec> {
+    let Some(specs) = run
+        .resolved
+        .phases
+        .get(graph_type)
+        .and_then(|p| p.specs.get(&node_id))
+    else {
+        return Vec::new();
+    };
+    let mut specs = specs.clone();
+    for spec in &mut specs {
+        spec.waits_for.retain(|w| {
+            starting.contains(&w.node_id)
+                || run
+                    .done
+                    .contains_key(&(w.node_id, graph_type.to_string(), w.task.clone()))
+        });
+    }
+    specs
 }

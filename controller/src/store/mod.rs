@@ -141,10 +141,19 @@ pub trait Store: Send + Sync + 'static {
 
     // --- Task states (what each task last saw, for `changed()`) ------------------------------------
 
-    /// Records the state each task ran against, per node, after it succeeded there.
-    fn save_task_states(&self, states: &[(u64, String, serde_json::Value)]) -> StoreResult<()>;
-    /// The recorded states of these nodes' tasks.
+    /// Records the state each task ran against, per node, after it succeeded there: `rows` are
+    /// `(node, task, reference)`, the reference naming `blobs` by their content hash (stored once).
+    fn save_task_states(
+        &self,
+        blobs: &[(String, serde_json::Value)],
+        rows: &[(u64, String, serde_json::Value)],
+    ) -> StoreResult<()>;
+    /// The recorded state references of these nodes' tasks.
     fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>>;
+    /// Stored state blobs by content hash (missing ones are left out).
+    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>>;
+    /// What a deployment was resolved from (its inputs snapshot).
+    fn deployment_inputs(&self, id: u64) -> StoreResult<serde_json::Value>;
 
     // --- Deployments --------------------------------------------------------------------------------
 

@@ -313,6 +313,8 @@ pub struct NewDeployment {
     pub options: serde_json::Value,
     /// The orchestration state to start from.
     pub state: serde_json::Value,
+    /// What the deployment was resolved from, so that a restart resolves it the same way.
+    pub inputs: serde_json::Value,
     /// Now (ms).
     pub now_ms: i64,
 }

@@ -114,5 +114,10 @@ CREATE TABLE task_states (
     state   TEXT NOT NULL,
     PRIMARY KEY (node_id, task_id)
 );
+CREATE TABLE state_blobs (
+    hash TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+ALTER TABLE deployments ADD COLUMN inputs TEXT NOT NULL DEFAULT '{}';
 "#,
 ];

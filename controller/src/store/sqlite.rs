@@ -358,8 +358,33 @@ impl Store for SqliteStore {
         self.tx(|tx| model::delete_plugin(tx, plugin_id))
     }
 
-    fn save_task_states(&self, states: &[(u64, String, serde_json::Value)]) -> StoreResult<()> {
-        self.tx(|tx| model::save_task_states(tx, states))
+    fn save_task_states(
+        &self,
+        blobs: &[(String, serde_json::Value)],
+        rows: &[(u64, String, serde_json::Value)],
+    ) -> StoreResult<()> {
+        self.tx(|tx| model::save_task_states(tx, blobs, rows))
+    }
+
+    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>> {
+        self.tx(|tx| model::state_blobs(tx, hashes))
+    }
+
+    fn deployment_inputs(&self, dep_id: u64) -> StoreResult<serde_json::Value> {
+        self.tx(|tx| {
+            let text: Option<String> = tx
+                .query_row(
+                    "SELECT inputs FROM deployments WHERE id = ?1",
+                    [sql_id(dep_id)],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let text = text.ok_or_else(|| StoreError::NotFound {
+                kind: "deployment",
+                id: dep_id.to_string(),
+            })?;
+            from_json(&text, "deployment inputs")
+        })
     }
 
     fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
@@ -596,9 +621,9 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute(
-                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at) \
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6)",
-                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms],
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, to_json(&new.inputs)],
             )?;
             let dep_id = id(tx.last_insert_rowid());
             let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;

@@ -160,11 +160,18 @@ pub(super) fn plugin_row(tx: &Connection, plugin_id: u64) -> StoreResult<PluginR
     })
 }
 
-/// Records task states (one row per node and task, replaced).
+/// Records task states (one row per node and task, replaced) and the blobs they name.
 pub(super) fn save_task_states(
     tx: &Connection,
+    blobs: &[(String, serde_json::Value)],
     states: &[(u64, String, serde_json::Value)],
 ) -> StoreResult<()> {
+    let mut put = tx.prepare_cached(
+        "INSERT INTO state_blobs (hash, body) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+    )?;
+    for (hash, body) in blobs {
+        put.execute(params![hash, to_json(body)])?;
+    }
     let mut stmt = tx.prepare_cached(
         "INSERT INTO task_states (node_id, task_id, state) VALUES (?1, ?2, ?3) \
          ON CONFLICT (node_id, task_id) DO UPDATE SET state = excluded.state",
@@ -173,6 +180,22 @@ pub(super) fn save_task_states(
         stmt.execute(params![sql_id(*node_id), task, to_json(state)])?;
     }
     Ok(())
+}
+
+/// Stored blobs by hash.
+pub(super) fn state_blobs(
+    tx: &Connection,
+    hashes: &[String],
+) -> StoreResult<Vec<(String, serde_json::Value)>> {
+    let mut stmt = tx.prepare_cached("SELECT body FROM state_blobs WHERE hash = ?1")?;
+    let mut out = Vec::new();
+    for hash in hashes {
+        let body: Option<String> = stmt.query_row([hash], |r| r.get(0)).optional()?;
+        if let Some(body) = body {
+            out.push((hash.clone(), from_json(&body, "state blob")?));
+        }
+    }
+    Ok(out)
 }
 
 /// The recorded task states of these nodes.

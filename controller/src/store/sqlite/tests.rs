@@ -84,6 +84,7 @@ fn results_are_stored_once() {
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
@@ -127,6 +128,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
         })
         .unwrap();
     let new = NewDeployment {
+        inputs: serde_json::Value::Null,
         cluster_id: c.id,
         graph_type: "default".into(),
         node_ids: vec![],
@@ -224,6 +226,7 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
