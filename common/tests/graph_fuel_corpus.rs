@@ -310,3 +310,32 @@ fn fuel_task_graphs_resolve() {
     assert_eq!(set.targets[0].task, "build_deploy_image");
     assert_eq!(set.targets[0].nodes, [MASTER_NODE_ID]);
 }
+
+#[test]
+fn fuel_release_graph_draws() {
+    use plinth_common::graph::{to_dot, DotOptions};
+    let release = release();
+    let origin = Origin::Release;
+    let merged = merge(&[GraphSource {
+        origin: &origin,
+        graph: &release.graphs["default"],
+    }])
+    .expect("merges");
+    let all = to_dot(&merged, "default", &DotOptions::default()).expect("draws");
+    assert_eq!(all.matches(" [label=").count(), merged.tasks.len());
+    let parents = to_dot(
+        &merged,
+        "default",
+        &DotOptions {
+            parents_for: Some("netconfig".into()),
+            remove: vec!["stage".into()],
+            ..DotOptions::default()
+        },
+    )
+    .expect("draws");
+    for t in ["\"netconfig\" [", "\"tools\" [", "\"hiera\" ["] {
+        assert!(parents.contains(t), "{t}");
+    }
+    assert!(!parents.contains("\"openstack-controller\" ["));
+    assert!(!parents.contains("\"deploy_start\" ["));
+}

@@ -424,3 +424,60 @@ fn the_plan_serializes_for_serialized_tasks() {
         })
     );
 }
+
+/// Fuel's `hiera_default_route`: a computed `cross_depended_by` that differs by node changes the order
+/// on those nodes only (nodes are split into classes by their computed dependencies).
+#[test]
+fn computed_dependencies_order_per_node() {
+    let graph = tasks(
+        "- {id: a, type: shell, tags: [web]}\n\
+         - {id: b, type: shell, tags: [web]}\n\
+         - {id: route, type: shell, tags: [web], requires: [a], cross-depended-by: {yaql_exp: deps}}\n",
+    );
+    let r = release(&[("web", &["web"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let eval = Eval(|c: &EvalContext<'_>, e: &str| -> Result<Value, String> {
+        assert_eq!((e, c.field_path), ("deps", "cross_depended_by"));
+        Ok(if c.node_id == 2 {
+            json!([{"name": "b", "role": "self"}])
+        } else {
+            Value::Null
+        })
+    });
+    let nodes = [node(1, &["web"]), node(2, &["web"]), node(3, &["web"])];
+    let plan = run(&graph, &catalog, &nodes, &eval).unwrap();
+    assert_eq!(ids(&plan, 1), ["a", "b", "route"]);
+    assert_eq!(ids(&plan, 2), ["a", "route", "b"]);
+    assert_eq!(ids(&plan, 3), ["a", "b", "route"]);
+    // A computed dependency that is not a list of entries is an error naming task, field and node.
+    let bad = Eval(|_: &EvalContext<'_>, _: &str| -> Result<Value, String> { Ok(json!(42)) });
+    let err = run(&graph, &catalog, &nodes, &bad).unwrap_err().to_string();
+    assert!(
+        err.starts_with("task \"route\", field cross_depended_by, node node-1: expected a list of {name, role|tags, policy} entries"),
+        "{err}"
+    );
+}
+
+#[test]
+fn resolution_is_deterministic() {
+    let graph = tasks(
+        "- {id: s, type: stage}\n\
+         - {id: x, type: shell, role: ['*'], requires: [s], cross-depends: [{name: y, role: [controller]}]}\n\
+         - {id: y, type: shell, role: [controller], requires: [s]}\n\
+         - {id: z, type: shell, role: [compute], requires: [x], cross-depends: [{name: x, policy: any}]}\n",
+    );
+    let r = release(&[("controller", &["controller"]), ("compute", &["compute"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let nodes: Vec<Node> = (1..=40)
+        .map(|i| node(i, &[if i % 4 == 0 { "controller" } else { "compute" }]))
+        .collect();
+    let first = run(&graph, &catalog, &nodes, &NoExpressions).unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            run(&graph, &catalog, &nodes, &NoExpressions).unwrap(),
+            first
+        );
+    }
+    assert_eq!(ids(&first, 4), ["s", "y", "x"]);
+    assert_eq!(ids(&first, 1), ["s", "x", "z"]);
+}

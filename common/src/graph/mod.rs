@@ -45,6 +45,7 @@ pub use merge::{
 };
 pub use plan::{
     task_kind, FaultToleranceGroup, NodePlan, Plan, ResolvedTask, SpecError, WaitSet, WaitTarget,
+    MAX_INLINE_WAITS,
 };
 pub use resolve::{check_plugin_overlaps, resolve, ResolveRequest};
 

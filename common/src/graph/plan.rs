@@ -124,6 +124,11 @@ pub struct SpecError {
     pub task_type: String,
 }
 
+/// The most `all`-policy entries a task's [`TaskSpec::waits_for`] lists; a task waiting on more (Fuel's
+/// compute-to-every-compute dependencies) is gated instead and the controller answers from the shared
+/// [`WaitSet`], so lists stay small and the total stays linear in the number of nodes.
+pub const MAX_INLINE_WAITS: usize = 64;
+
 /// The agent's kind for a task type, if the agent runs it.
 pub fn task_kind(task_type: &TaskType) -> Option<TaskKind> {
     Some(match task_type {
@@ -150,9 +155,10 @@ impl Plan {
     }
 
     /// A node's tasks as the agent's [`TaskSpec`]s. `all`-policy waits become `waits_for` entries (other
-    /// nodes only); a task with an `any`-policy wait or a concurrency limit (one by one, or parallel with
-    /// an amount) is `gated`: the agent asks the controller before starting it. Fails on a task type the
-    /// agent does not run.
+    /// nodes only) when they are at most [`MAX_INLINE_WAITS`]; a task with more, with an `any`-policy
+    /// wait, or with a concurrency limit (one by one, or parallel with an amount) is `gated`: the agent
+    /// asks the controller, which decides from the plan's wait sets. Fails on a task type the agent does
+    /// not run.
     pub fn task_specs(&self, node: &NodePlan) -> Result<Vec<TaskSpec>, SpecError> {
         node.tasks
             .iter()
@@ -166,23 +172,28 @@ impl Plan {
                 let mut gated = t
                     .strategy
                     .is_some_and(|s| s.kind == StrategyKind::OneByOne || s.amount.is_some());
-                for &w in &t.waits {
-                    let Some(set) = self.wait_sets.get(w as usize) else {
+                let sets = || {
+                    t.waits
+                        .iter()
+                        .filter_map(|&w| self.wait_sets.get(w as usize))
+                };
+                let inline: usize = sets()
+                    .filter(|s| s.policy == Policy::All)
+                    .map(|s| s.targets.iter().map(|t| t.nodes.len()).sum::<usize>())
+                    .sum();
+                for set in sets() {
+                    let mut entries = set.entries_for(node.node_id).peekable();
+                    if entries.peek().is_none() {
                         continue;
-                    };
-                    match set.policy {
-                        Policy::All => {
-                            for (node_id, task) in set.entries_for(node.node_id) {
-                                waits_for.push(CrossDependency {
-                                    node_id,
-                                    task: task.to_string(),
-                                });
-                            }
-                        }
-                        Policy::Any => {
-                            gated |= set.entries_for(node.node_id).next().is_some();
-                        }
                     }
+                    if set.policy == Policy::Any || inline > MAX_INLINE_WAITS {
+                        gated = true;
+                        continue;
+                    }
+                    waits_for.extend(entries.map(|(node_id, task)| CrossDependency {
+                        node_id,
+                        task: task.to_string(),
+                    }));
                 }
                 gated |= !waits_for.is_empty();
                 Ok(TaskSpec {
