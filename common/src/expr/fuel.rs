@@ -120,11 +120,12 @@ pub fn structural_diff<'a>(a: &Value<'a>, b: &Value<'a>) -> Value<'a> {
     }
     let seq = |v: &Value<'a>| matches!(v.view(), View::JList(_) | View::List(_) | View::Set(_));
     if seq(a) && seq(b) {
-        let theirs = seq_items(b);
+        // Hashing keeps this linear for large node lists.
+        let theirs: indexmap::IndexSet<Value<'a>> = seq_items(b).into_iter().collect();
         return Value::list(
             seq_items(a)
                 .into_iter()
-                .filter(|x| !theirs.iter().any(|y| equal(x, y)))
+                .filter(|x| !theirs.contains(x))
                 .collect(),
         );
     }

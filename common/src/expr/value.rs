@@ -411,10 +411,27 @@ impl Hash for Value<'_> {
                     v.hash(state);
                 }
             }
-            View::JDict(_) | View::Dict(_) | View::Set(_) => {
-                // Order-independent: only the size goes in.
+            View::JDict(_) | View::Dict(_) => {
+                // Order-independent: the entries' own hashes are summed.
                 5u8.hash(state);
-                self.len().hash(state);
+                let mut acc = 0u64;
+                for (k, v) in dict_items(self) {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    k.hash(&mut h);
+                    v.hash(&mut h);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
+            }
+            View::Set(s) => {
+                8u8.hash(state);
+                let mut acc = 0u64;
+                for v in s.iter() {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    v.hash(&mut h);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
             }
             View::Regex(r) => {
                 6u8.hash(state);
