@@ -45,7 +45,7 @@ fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
             Ok(v) => Ok(v),
             Err(f)
                 if matches!(
-                    f.kind,
+                    *f.kind,
                     EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
                 ) =>
             {
