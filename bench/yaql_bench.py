@@ -11,7 +11,7 @@ runs the Rust benchmark (criterion) and prints both side by side with the speed-
 """
 
 import argparse
-import collections.abc  # noqa: F401  (YAQL's utils needs it imported first)
+import collections.abc  # YAQL's utils needs it imported first
 import json
 import os
 import subprocess
@@ -105,7 +105,7 @@ UNDEF = utils.NO_VALUE
 
 def materialize(x):
     """YAQL queries return lazy iterators; compare and diff their items, not the iterators."""
-    if utils.is_iterator(x):
+    if utils.is_iterator(x) or isinstance(x, (collections.abc.KeysView, collections.abc.ValuesView)):
         return tuple(materialize(i) for i in x)
     return x
 
