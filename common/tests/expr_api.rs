@@ -181,6 +181,10 @@ fn deep_nesting_is_refused_not_a_crash() {
 #[test]
 fn display_is_canonical_and_parses_back() {
     for text in [
+        "12 .5",
+        "$.1.5",
+        "$.1 .5",
+        "x.y (1)",
         "$.nodes.where($.status = 'ready' and 'controller' in $.roles).len()",
         "a  +b*(c-1)",
         "let(x => 1) -> $x",

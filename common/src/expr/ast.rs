@@ -236,7 +236,13 @@ impl fmt::Display for Node {
                 f.write_str(")")
             }
             Kind::Member { recv, rhs, safe } => {
-                write!(f, "{recv}{}{rhs}", if *safe { "?." } else { "." })
+                let (recv, rhs) = (recv.to_string(), rhs.to_string());
+                // `12 .5` must not read back as the float `12.5`.
+                let gap = !*safe
+                    && recv.ends_with(|c: char| c.is_ascii_digit())
+                    && rhs.starts_with(|c: char| c.is_ascii_digit());
+                let dot = if *safe { "?." } else { "." };
+                write!(f, "{recv}{}{dot}{rhs}", if gap { " " } else { "" })
             }
             Kind::Index(v, args) => {
                 write!(f, "{v}[")?;

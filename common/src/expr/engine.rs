@@ -438,7 +438,7 @@ impl Engine {
             },
         );
         let fail = |f: Fail| EvalError {
-            kind: f.kind,
+            kind: *f.kind,
             expr: expr.text.clone(),
             pos: f.pos.unwrap_or(0),
         };

@@ -15,15 +15,18 @@ use super::value::{seq_items, to_json, Gen, Lambda, Name, Value, View};
 /// An evaluation failure and, once known, where it happened.
 #[derive(Debug, Clone)]
 pub struct Fail {
-    /// What went wrong.
-    pub kind: EvalErrorKind,
+    /// What went wrong (boxed: keeps results small on the hot path).
+    pub kind: Box<EvalErrorKind>,
     /// Byte offset of the failing operation, filled in by the innermost node that knows it.
     pub pos: Option<usize>,
 }
 
 impl From<EvalErrorKind> for Fail {
     fn from(kind: EvalErrorKind) -> Self {
-        Fail { kind, pos: None }
+        Fail {
+            kind: Box::new(kind),
+            pos: None,
+        }
     }
 }
 
@@ -465,6 +468,12 @@ impl<'a> Interp<'a> {
 
     /// `value.key`: a dictionary's key, or the key of every item of a collection.
     pub fn member(&mut self, r: &Value<'a>, key: &'a str) -> R<Value<'a>> {
+        if let Value::Json(J::Object(m)) = r {
+            return match super::value::json_get(m, key) {
+                Some(v) => Ok(Value::from_json(v)),
+                None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
+            };
+        }
         if r.is_dict() {
             return r
                 .dict_get_str(key)
@@ -579,7 +588,7 @@ fn is_binder(node: &Node) -> bool {
     }
 }
 
-/// Binds `$`, `$1`, `$2`, ... and `$name` for a lambda call.
+/// Binds `$` (also `$1`), `$2`, ... and `$name` for a lambda call.
 pub fn bind_args<'a>(
     scope: &mut Vec<(Name<'a>, Value<'a>)>,
     pos: &[Value<'a>],
@@ -588,7 +597,7 @@ pub fn bind_args<'a>(
     if let Some(first) = pos.first() {
         scope.push((Name::Dollar, first.clone()));
     }
-    for (i, v) in pos.iter().enumerate() {
+    for (i, v) in pos.iter().enumerate().skip(1) {
         scope.push((Name::Pos(i + 1), v.clone()));
     }
     for (k, v) in named {

@@ -45,7 +45,7 @@ fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
             Ok(v) => Ok(v),
             Err(f)
                 if matches!(
-                    f.kind,
+                    *f.kind,
                     EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
                 ) =>
             {
@@ -120,11 +120,12 @@ pub fn structural_diff<'a>(a: &Value<'a>, b: &Value<'a>) -> Value<'a> {
     }
     let seq = |v: &Value<'a>| matches!(v.view(), View::JList(_) | View::List(_) | View::Set(_));
     if seq(a) && seq(b) {
-        let theirs = seq_items(b);
+        // Hashing keeps this linear for large node lists.
+        let theirs: indexmap::IndexSet<Value<'a>> = seq_items(b).into_iter().collect();
         return Value::list(
             seq_items(a)
                 .into_iter()
-                .filter(|x| !theirs.iter().any(|y| equal(x, y)))
+                .filter(|x| !theirs.contains(x))
                 .collect(),
         );
     }

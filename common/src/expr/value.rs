@@ -34,7 +34,7 @@ pub enum Gen<'a> {
 /// A variable name in scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Name<'a> {
-    /// `$` (also `$1` inside a lambda).
+    /// `$`, also written `$1`.
     Dollar,
     /// `$1`, `$2`, ...
     Pos(usize),
@@ -51,6 +51,8 @@ impl<'a> Name<'a> {
             return Name::Dollar;
         }
         match text.parse::<usize>() {
+            // `$1` is `$`, as in YAQL.
+            Ok(1) if text == "1" => Name::Dollar,
             Ok(n) if !text.starts_with('0') || text == "0" => Name::Pos(n),
             _ => Name::Named(text),
         }
@@ -127,6 +129,7 @@ pub enum View<'v, 'a> {
 
 impl<'a> Value<'a> {
     /// Wraps borrowed input data, copying only scalars.
+    #[inline]
     pub fn from_json(j: &'a J) -> Value<'a> {
         match j {
             J::Null => Value::Null,
@@ -150,6 +153,7 @@ impl<'a> Value<'a> {
     }
 
     /// The uniform view.
+    #[inline]
     pub fn view(&self) -> View<'_, 'a> {
         match self {
             Value::Undef => View::Undef,
@@ -180,6 +184,7 @@ impl<'a> Value<'a> {
     }
 
     /// The string, if this is one.
+    #[inline]
     pub fn as_str(&self) -> Option<&str> {
         match self.view() {
             View::Str(s) => Some(s),
@@ -188,6 +193,7 @@ impl<'a> Value<'a> {
     }
 
     /// True for lists, sets and lazy sequences (not strings or dictionaries).
+    #[inline]
     pub fn is_iterable(&self) -> bool {
         matches!(
             self.view(),
@@ -196,11 +202,13 @@ impl<'a> Value<'a> {
     }
 
     /// True for dictionaries.
+    #[inline]
     pub fn is_dict(&self) -> bool {
         matches!(self.view(), View::JDict(_) | View::Dict(_))
     }
 
     /// True for `null`.
+    #[inline]
     pub fn is_null(&self) -> bool {
         matches!(self.view(), View::Null)
     }
@@ -220,6 +228,7 @@ impl<'a> Value<'a> {
     }
 
     /// Python truthiness: null, false, zero, empty strings and collections are false.
+    #[inline]
     pub fn truthy(&self) -> bool {
         match self.view() {
             View::Undef | View::Null => false,
@@ -246,6 +255,7 @@ impl<'a> Value<'a> {
     }
 
     /// An integer (not a boolean).
+    #[inline]
     pub fn as_int(&self) -> Option<i64> {
         match self.view() {
             View::Int(i) => Some(i),
@@ -256,16 +266,20 @@ impl<'a> Value<'a> {
     /// Looks a key up in a dictionary; `None` when absent or not a dictionary.
     pub fn dict_get(&self, key: &Value<'a>) -> Option<Value<'a>> {
         match self.view() {
-            View::JDict(m) => key.as_str().and_then(|k| m.get(k)).map(Value::from_json),
+            View::JDict(m) => key
+                .as_str()
+                .and_then(|k| json_get(m, k))
+                .map(Value::from_json),
             View::Dict(d) => d.get(key).cloned(),
             _ => None,
         }
     }
 
     /// Looks a string key up in a dictionary.
+    #[inline]
     pub fn dict_get_str(&self, key: &str) -> Option<Value<'a>> {
         match self.view() {
-            View::JDict(m) => m.get(key).map(Value::from_json),
+            View::JDict(m) => json_get(m, key).map(Value::from_json),
             View::Dict(d) => d.get(&Value::str(key)).cloned(),
             _ => None,
         }
@@ -287,6 +301,19 @@ impl<'a> Value<'a> {
             View::Lambda => "lambda",
             View::Gen => "sequence",
         }
+    }
+}
+
+/// Looks a key up in a JSON object: a scan for small objects (cheaper than hashing the key),
+/// the hash index for large ones.
+#[inline]
+pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j J> {
+    if m.len() <= 16 {
+        m.iter()
+            .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        m.get(key)
     }
 }
 
@@ -411,10 +438,27 @@ impl Hash for Value<'_> {
                     v.hash(state);
                 }
             }
-            View::JDict(_) | View::Dict(_) | View::Set(_) => {
-                // Order-independent: only the size goes in.
+            View::JDict(_) | View::Dict(_) => {
+                // Order-independent: the entries' own hashes are summed.
                 5u8.hash(state);
-                self.len().hash(state);
+                let mut acc = 0u64;
+                for (k, v) in dict_items(self) {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    k.hash(&mut h);
+                    v.hash(&mut h);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
+            }
+            View::Set(s) => {
+                8u8.hash(state);
+                let mut acc = 0u64;
+                for v in s.iter() {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    v.hash(&mut h);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
             }
             View::Regex(r) => {
                 6u8.hash(state);

@@ -53,6 +53,10 @@ pub fn contains<'a>(it: &mut Interp<'a>, hay: &Value<'a>, needle: &Value<'a>) ->
         View::Str(s) => Ok(needle.as_str().map(|n| s.contains(n))),
         View::Set(s) => Ok(Some(s.contains(needle))),
         View::JDict(_) | View::Dict(_) => Ok(None),
+        View::JList(l) => {
+            it.tick(l.len() as u64)?;
+            Ok(Some(l.iter().any(|j| equal(&Value::from_json(j), needle))))
+        }
         _ => match it.items(hay)? {
             Some(items) => {
                 it.tick(items.len() as u64)?;
