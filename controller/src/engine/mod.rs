@@ -17,6 +17,7 @@ use crate::clock::now_ms;
 use crate::registry::NodeRegistry;
 use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
+use plinth_common::model::Policy;
 use plinth_common::strategy::{self, Action, NodeOutcome, Sequencer};
 use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
 use resolution::{Inputs, Resolved};
@@ -961,25 +962,49 @@ impl Engine {
             }
         }
         let phase = run.resolved.phases.get(&graph_type).cloned();
-        if let Some(any) = phase
-            .as_ref()
-            .and_then(|p| p.any_waits.get(&(node_id, task.to_string())))
-        {
-            let mut met = false;
-            let mut open = Vec::new();
-            for (n, t) in any {
-                match status(run, *n, t) {
-                    Some(ResultStatus::Succeeded | ResultStatus::Skipped) => met = true,
-                    Some(_) => {}
-                    None if settled(run, *n) => {}
-                    None => open.push(format!("{t} on node {n}")),
+        let sets = phase.as_ref().and_then(|p| {
+            p.gated_waits
+                .get(&(node_id, task.to_string()))
+                .map(|w| (p, w))
+        });
+        if let Some((phase, sets)) = sets {
+            for set in sets.iter().filter_map(|w| phase.wait_sets.get(*w as usize)) {
+                let mut met = false;
+                let mut open = Vec::new();
+                let mut failed = false;
+                for (n, t) in set.entries_for(node_id) {
+                    match status(run, n, t) {
+                        Some(ResultStatus::Succeeded | ResultStatus::Skipped) => met = true,
+                        Some(_) => failed = true,
+                        // A node that runs this graph type now and has not finished the task.
+                        None if run
+                            .current
+                            .get(&n)
+                            .is_some_and(|c| c.graph_type == graph_type && !c.settled) =>
+                        {
+                            open.push(format!("{t} on node {n}"))
+                        }
+                        // Settled without it, or not running this graph type (a later group).
+                        None if run
+                            .current
+                            .get(&n)
+                            .is_some_and(|c| c.graph_type == graph_type) =>
+                        {
+                            failed = true
+                        }
+                        None => {}
+                    }
                 }
-            }
-            if !met {
-                if open.is_empty() {
-                    blocked = true;
-                } else {
-                    waiting.push(format!("any of: {}", open.join(", ")));
+                match set.policy {
+                    Policy::All if failed => blocked = true,
+                    Policy::All => {
+                        if let Some(first) = open.first() {
+                            waiting.push(format!("{first} and {} more", open.len() - 1));
+                        }
+                    }
+                    Policy::Any if met => {}
+                    Policy::Any if open.is_empty() => blocked = failed,
+                    Policy::Any => waiting.push(format!("any of: {}", open.join(", "))),
                 }
             }
         }

@@ -9,7 +9,7 @@ use crate::store::Store;
 use plinth_common::deploy::{DeployData, NodeState, OldStates, YaqlFields};
 use plinth_common::graph::{
     check_deployment, merge_for_cluster, resolve, FaultToleranceGroup, FieldEvaluator, Finding,
-    Plan, ResolveRequest, Severity,
+    Plan, ResolveRequest, Severity, WaitSet,
 };
 use plinth_common::model::{
     default_node_filter, Cluster, Node, Plugin, Policy, Release, StrategyKind,
@@ -81,8 +81,11 @@ pub struct PhasePlan {
     pub specs: HashMap<u64, Vec<TaskSpec>>,
     /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
     pub limits: HashMap<String, usize>,
-    /// `any`-policy waits: (node, task) → the (node, task) pairs one of which must finish first.
-    pub any_waits: HashMap<(u64, String), Vec<(u64, String)>>,
+    /// The plan's shared wait sets.
+    pub wait_sets: Vec<WaitSet>,
+    /// Gated tasks' waits the list does not carry inline (`any` policy, or too many to list): (node,
+    /// task) → indexes into `wait_sets`.
+    pub gated_waits: HashMap<(u64, String), Vec<u32>>,
     /// Groups whose nodes' failures beyond their tolerance stop the deployment.
     pub fault_tolerance: Vec<FaultToleranceGroup>,
 }
@@ -249,6 +252,7 @@ pub fn resolve_all(
 fn phase_plan(plan: &Plan) -> Result<PhasePlan, StartError> {
     let mut out = PhasePlan {
         fault_tolerance: plan.fault_tolerance_groups.clone(),
+        wait_sets: plan.wait_sets.clone(),
         ..PhasePlan::default()
     };
     for node in &plan.nodes {
@@ -266,22 +270,23 @@ fn phase_plan(plan: &Plan) -> Result<PhasePlan, StartError> {
                     out.limits.insert(task.id.to_string(), limit);
                 }
             }
-            for &w in &task.waits {
-                let Some(set) = plan.wait_sets.get(w as usize) else {
-                    continue;
-                };
-                if set.policy == Policy::Any {
-                    let targets: Vec<(u64, String)> = set
-                        .entries_for(node.node_id)
-                        .map(|(n, t)| (n, t.to_string()))
-                        .collect();
-                    if !targets.is_empty() {
-                        out.any_waits
-                            .entry((node.node_id, task.id.to_string()))
-                            .or_default()
-                            .extend(targets);
-                    }
-                }
+        }
+        for (task, spec) in node.tasks.iter().zip(&specs) {
+            // Waits the list carries inline are checked from the list; the others from the sets.
+            let inline = !spec.waits_for.is_empty();
+            let sets: Vec<u32> = task
+                .waits
+                .iter()
+                .copied()
+                .filter(|&w| {
+                    plan.wait_sets
+                        .get(w as usize)
+                        .is_some_and(|s| s.policy == Policy::Any || !inline)
+                })
+                .collect();
+            if spec.gated && !sets.is_empty() {
+                out.gated_waits
+                    .insert((node.node_id, task.id.to_string()), sets);
             }
         }
         if !specs.is_empty() {
