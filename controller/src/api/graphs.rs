@@ -1,14 +1,21 @@
-//! Typed graphs of releases and clusters (seed 002): list, show, create (409 if it exists), replace, delete.
+//! Typed graphs of releases, plugins and clusters (seed 002): list, show, create (409 if it exists),
+//! replace, patch, delete (204), by owner and type or by graph id. Uploads are JSON or YAML, either a
+//! graph (`name`, `tasks`, `node_filter`) or a bare list of tasks as Fuel's `tasks.yaml` holds them;
+//! downloads are JSON, or YAML with `Accept: application/yaml` or `?format=yaml`. Every task must load as
+//! the model reads it (a task that does not is named with its position), or nothing is stored.
 
 use super::auth::Operator;
-use super::error::{ApiError, Json};
+use super::body::{Answer, Doc};
+use super::error::{ApiError, Json, Query};
+use crate::cluster_model::graph_model;
 use crate::state::AppState;
 use crate::store::{GraphBody, GraphOwner, GraphRecord};
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
 use std::sync::Arc;
 
-/// Graph types are names: letters, digits, `_`, `-`, `.`; 1 to 64 characters.
+/// Checks a graph type's spelling.
 pub fn check_graph_type(graph_type: &str) -> Result<(), ApiError> {
     let ok = !graph_type.is_empty()
         && graph_type.len() <= 64
@@ -24,7 +31,8 @@ pub fn check_graph_type(graph_type: &str) -> Result<(), ApiError> {
     }
 }
 
-fn owner(kind: &str, id: u64) -> Result<GraphOwner, ApiError> {
+/// The owner named by a path's collection and id.
+pub fn owner(kind: &str, id: u64) -> Result<GraphOwner, ApiError> {
     match kind {
         "releases" => Ok(GraphOwner::Release(id)),
         "clusters" => Ok(GraphOwner::Cluster(id)),
@@ -33,31 +41,68 @@ fn owner(kind: &str, id: u64) -> Result<GraphOwner, ApiError> {
     }
 }
 
-/// `GET /api/v1/{releases|clusters}/{id}/deployment_graphs/`.
+/// An uploaded graph: a whole graph, or only its tasks.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum GraphUpload {
+    /// Fuel's `tasks.yaml`: a list of tasks.
+    Tasks(Vec<serde_json::Value>),
+    /// `name`, `tasks`, `node_filter`.
+    Graph(GraphBody),
+}
+
+impl GraphUpload {
+    fn into_body(self) -> GraphBody {
+        match self {
+            GraphUpload::Tasks(tasks) => GraphBody {
+                tasks,
+                ..GraphBody::default()
+            },
+            GraphUpload::Graph(g) => g,
+        }
+    }
+}
+
+/// The download format.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormatQuery {
+    /// `yaml` or `json`.
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// `GET /api/v1/{kind}/{id}/deployment_graphs`.
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id)): Path<(String, u64)>,
-) -> Result<Json<Vec<GraphRecord>>, ApiError> {
+    headers: HeaderMap,
+    Query(q): Query<FormatQuery>,
+) -> Result<Answer<Vec<GraphRecord>>, ApiError> {
     let owner = owner(&kind, id)?;
-    state
-        .blocking(move |s| Ok(Json(s.store.list_graphs(owner)?)))
-        .await
+    let graphs = state
+        .blocking(move |s| Ok(s.store.list_graphs(owner)?))
+        .await?;
+    Ok(Answer::negotiated(graphs, &headers, q.format.as_deref()))
 }
 
-/// `GET .../deployment_graphs/{type}/`.
+/// `GET /api/v1/{kind}/{id}/deployment_graphs/{type}`.
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
-) -> Result<Json<GraphRecord>, ApiError> {
+    headers: HeaderMap,
+    Query(q): Query<FormatQuery>,
+) -> Result<Answer<GraphRecord>, ApiError> {
     let owner = owner(&kind, id)?;
-    state
-        .blocking(move |s| Ok(Json(s.store.get_graph(owner, &graph_type)?)))
-        .await
+    let graph = state
+        .blocking(move |s| Ok(s.store.get_graph(owner, &graph_type)?))
+        .await?;
+    Ok(Answer::negotiated(graph, &headers, q.format.as_deref()))
 }
 
-/// Checks an uploaded graph: a valid type name, and every task a mapping with a non-empty string `id`.
+/// Checks a graph: its type's spelling and every task as the model loads it.
 pub fn check_graph(graph_type: &str, body: &GraphBody) -> Result<(), ApiError> {
     check_graph_type(graph_type)?;
     for (i, task) in body.tasks.iter().enumerate() {
@@ -71,19 +116,18 @@ pub fn check_graph(graph_type: &str, body: &GraphBody) -> Result<(), ApiError> {
             )));
         }
     }
+    graph_model("the upload", graph_type, body)?;
     Ok(())
 }
 
 async fn put(
     state: Arc<AppState>,
-    kind: String,
-    id: u64,
+    owner: GraphOwner,
     graph_type: String,
     body: GraphBody,
     replace: bool,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
     check_graph(&graph_type, &body)?;
-    let owner = owner(&kind, id)?;
     state
         .blocking(move |s| {
             let g = s.store.put_graph(owner, &graph_type, &body, replace)?;
@@ -99,27 +143,71 @@ async fn put(
         .await
 }
 
-/// `POST .../deployment_graphs/{type}/`: creates; 409 if a graph of that type exists.
+/// `POST /api/v1/{kind}/{id}/deployment_graphs/{type}`: 409 when the owner has one of that type.
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
-    Json(body): Json<GraphBody>,
+    Doc(body): Doc<GraphUpload>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    put(state, kind, id, graph_type, body, false).await
+    put(
+        state,
+        owner(&kind, id)?,
+        graph_type,
+        body.into_body(),
+        false,
+    )
+    .await
 }
 
-/// `PUT .../deployment_graphs/{type}/`: creates or replaces.
+/// `PUT /api/v1/{kind}/{id}/deployment_graphs/{type}`: creates or replaces (every task is replaced).
 pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
-    Json(body): Json<GraphBody>,
+    Doc(body): Doc<GraphUpload>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    put(state, kind, id, graph_type, body, true).await
+    put(state, owner(&kind, id)?, graph_type, body.into_body(), true).await
 }
 
-/// `DELETE .../deployment_graphs/{type}/`.
+/// A partial change: the fields given replace the stored ones.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphPatch {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    tasks: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    node_filter: Option<String>,
+}
+
+/// `PATCH /api/v1/{kind}/{id}/deployment_graphs/{type}`: changes the name, tasks or node filter given.
+pub async fn patch(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((kind, id, graph_type)): Path<(String, u64, String)>,
+    Doc(change): Doc<GraphPatch>,
+) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    let owner = owner(&kind, id)?;
+    let gt = graph_type.clone();
+    let current = state
+        .blocking(move |s| Ok(s.store.get_graph(owner, &gt)?))
+        .await?;
+    let mut body = current.body;
+    if let Some(name) = change.name {
+        body.name = Some(name);
+    }
+    if let Some(tasks) = change.tasks {
+        body.tasks = tasks;
+    }
+    if let Some(filter) = change.node_filter {
+        body.node_filter = Some(filter);
+    }
+    put(state, owner, graph_type, body, true).await
+}
+
+/// `DELETE /api/v1/{kind}/{id}/deployment_graphs/{type}` (204).
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -129,6 +217,66 @@ pub async fn delete(
     state
         .blocking(move |s| {
             s.store.delete_graph(owner, &graph_type)?;
+            Ok(StatusCode::NO_CONTENT)
+        })
+        .await
+}
+
+/// `GET /api/v1/graphs`: every graph with its relation (owner and type).
+pub async fn all(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    headers: HeaderMap,
+    Query(q): Query<FormatQuery>,
+) -> Result<Answer<Vec<GraphRecord>>, ApiError> {
+    let graphs = state.blocking(|s| Ok(s.store.list_all_graphs()?)).await?;
+    Ok(Answer::negotiated(graphs, &headers, q.format.as_deref()))
+}
+
+/// `GET /api/v1/graphs/{id}`.
+pub async fn by_id(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    headers: HeaderMap,
+    Query(q): Query<FormatQuery>,
+) -> Result<Answer<GraphRecord>, ApiError> {
+    let graph = state
+        .blocking(move |s| Ok(s.store.graph_by_id(id)?))
+        .await?;
+    Ok(Answer::negotiated(graph, &headers, q.format.as_deref()))
+}
+
+/// `PUT /api/v1/graphs/{id}`: replaces the graph's name, tasks and node filter.
+pub async fn replace_by_id(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Doc(body): Doc<GraphUpload>,
+) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    let current = state
+        .blocking(move |s| Ok(s.store.graph_by_id(id)?))
+        .await?;
+    put(
+        state,
+        current.owner,
+        current.graph_type,
+        body.into_body(),
+        true,
+    )
+    .await
+}
+
+/// `DELETE /api/v1/graphs/{id}` (204).
+pub async fn delete_by_id(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .blocking(move |s| {
+            let g = s.store.graph_by_id(id)?;
+            s.store.delete_graph(g.owner, &g.graph_type)?;
             Ok(StatusCode::NO_CONTENT)
         })
         .await

@@ -16,6 +16,7 @@ pub mod plugins;
 pub mod releases;
 pub mod strategies;
 pub mod tags;
+pub mod views;
 
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
@@ -64,7 +65,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         get(graphs::show)
             .post(graphs::create)
             .put(graphs::replace)
+            .patch(graphs::patch)
             .delete(graphs::delete),
+    );
+    ops = both(ops, "/graphs", get(graphs::all));
+    ops = both(
+        ops,
+        "/graphs/{id}",
+        get(graphs::by_id)
+            .put(graphs::replace_by_id)
+            .delete(graphs::delete_by_id),
     );
     ops = both(ops, "/plugins", get(plugins::list).post(plugins::create));
     ops = both(
@@ -102,6 +112,23 @@ pub fn router(state: Arc<AppState>) -> Router {
         "/nodes/{id}/tags",
         post(tags::node_assign).delete(tags::node_unassign),
     );
+    ops = both(
+        ops,
+        "/clusters/{id}/deployment_tasks",
+        get(views::cluster_tasks),
+    );
+    ops = both(
+        ops,
+        "/{kind}/{id}/deployment_tasks",
+        get(views::class_tasks),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/serialized_tasks",
+        get(views::serialized),
+    );
+    ops = both(ops, "/clusters/{id}/checks", get(views::checks));
+    ops = ops.route("/clusters/{id}/deploy_tasks/graph.gv", get(views::dot));
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
     ops = both(ops, "/deployments/{id}/events", get(deployments::events));

@@ -395,6 +395,12 @@ impl Engine {
         resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)
     }
 
+    /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
+    pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
+        let (strategy, nodes) = self.request_nodes(req)?;
+        Ok(self.resolve_request(req, &strategy, &nodes)?.1)
+    }
+
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
         let (strategy, nodes) = self.request_nodes(req)?;

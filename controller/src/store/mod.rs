@@ -107,6 +107,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<GraphRecord>;
     /// Deletes a graph.
     fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()>;
+    /// Every graph of every owner, by id.
+    fn list_all_graphs(&self) -> StoreResult<Vec<GraphRecord>>;
+    /// One graph by its id.
+    fn graph_by_id(&self, id: u64) -> StoreResult<GraphRecord>;
 
     /// Replaces a release's data (roles_metadata, tags_metadata, ...) after `check` accepts the release
     /// as it would be, in one transaction.

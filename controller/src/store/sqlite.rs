@@ -593,6 +593,35 @@ impl Store for SqliteStore {
         })
     }
 
+    fn list_all_graphs(&self) -> StoreResult<Vec<GraphRecord>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, owner_kind, owner_id, graph_type, name, tasks, node_filter FROM graphs ORDER BY id",
+            )?;
+            let rows = stmt.query_map([], graph_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
+    fn graph_by_id(&self, graph_id: u64) -> StoreResult<GraphRecord> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, owner_kind, owner_id, graph_type, name, tasks, node_filter FROM graphs WHERE id = ?1",
+            )?;
+            match stmt.query_row([sql_id(graph_id)], graph_from_row).optional()? {
+                Some(r) => r,
+                None => Err(StoreError::NotFound {
+                    kind: "graph",
+                    id: graph_id.to_string(),
+                }),
+            }
+        })
+    }
+
     fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()> {
         self.tx(|tx| {
             graph_row(tx, owner, graph_type)?;
