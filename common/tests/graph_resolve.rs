@@ -481,3 +481,23 @@ fn resolution_is_deterministic() {
     assert_eq!(ids(&first, 4), ["s", "y", "x"]);
     assert_eq!(ids(&first, 1), ["s", "x", "z"]);
 }
+
+#[test]
+fn other_fields_are_computed_too() {
+    let graph = tasks(
+        "- id: t\n  type: shell\n  tags: [web]\n  test_post: {cmd: {yaql_exp: check}}\n  refresh_on: [a]\n",
+    );
+    let r = release(&[("web", &["web"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let eval = Eval(|c: &EvalContext<'_>, _: &str| -> Result<Value, String> {
+        Ok(json!(format!("check {} at {}", c.node_id, c.field_path)))
+    });
+    let plan = run(&graph, &catalog, &[node(7, &["web"])], &eval).unwrap();
+    let t = &plan.node(7).unwrap().tasks[0];
+    assert_eq!(
+        *t.extra,
+        *json!({"test_post": {"cmd": "check 7 at test_post.cmd"}, "refresh_on": ["a"]})
+            .as_object()
+            .unwrap()
+    );
+}

@@ -65,6 +65,14 @@ pub struct ResolvedTask {
     /// The group the task runs in on this node, when it belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<Arc<str>>,
+    /// The task's other fields (`test_pre`, `refresh_on`, ...), computed like the parameters (empty for
+    /// a skipped task). They do not reach the agent.
+    #[serde(default, skip_serializing_if = "map_is_empty")]
+    pub extra: Arc<Map<String, Value>>,
+}
+
+fn map_is_empty(map: &Arc<Map<String, Value>>) -> bool {
+    map.is_empty()
 }
 
 /// Tasks on other nodes that a task waits for.
