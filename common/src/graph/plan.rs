@@ -162,6 +162,31 @@ impl Plan {
             .map(|i| &self.nodes[i])
     }
 
+    /// True when every wait of `task` (a task of node `node_id`) is met, `done(node, task)` telling
+    /// which tasks have finished (successfully or skipped): an `all` set needs each of its entries on
+    /// other nodes, an `any` set one of them (a set with no entry on another node is met). The controller
+    /// answers gated tasks with this.
+    pub fn waits_met(
+        &self,
+        node_id: u64,
+        task: &ResolvedTask,
+        mut done: impl FnMut(u64, &str) -> bool,
+    ) -> bool {
+        task.waits.iter().all(|&w| {
+            let Some(set) = self.wait_sets.get(w as usize) else {
+                return true;
+            };
+            let mut entries = set.entries_for(node_id).peekable();
+            if entries.peek().is_none() {
+                return true;
+            }
+            match set.policy {
+                Policy::All => entries.all(|(n, t)| done(n, t)),
+                Policy::Any => entries.any(|(n, t)| done(n, t)),
+            }
+        })
+    }
+
     /// A node's tasks as the agent's [`TaskSpec`]s. `all`-policy waits become `waits_for` entries (other
     /// nodes only) when they are at most [`MAX_INLINE_WAITS`]; a task with more, with an `any`-policy
     /// wait, or with a concurrency limit (one by one, or parallel with an amount) is `gated`: the agent
