@@ -176,3 +176,16 @@ fn bad_input_names_the_file_and_line() {
     assert_eq!(graph.tasks.len(), 1);
     assert!(graph.node_filter.is_some());
 }
+
+#[test]
+fn fields_read_before_computing_refuse_expressions() {
+    let err = parse_tasks(
+        "- id: a\n  type: shell\n  requires: {yaql_exp: 'x'}\n",
+        "c.yaml",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "c.yaml:1: task 0 (a): expected a string or a list of strings, not a mapping (placement and requires/required_for are read as written and cannot be computed)"
+    );
+}

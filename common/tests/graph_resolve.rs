@@ -345,6 +345,16 @@ fn strategy_fault_tolerance_and_agent_specs() {
     assert_eq!(any.policy, Policy::Any);
     assert_eq!(any.targets[0].nodes, [3, 4]);
     assert_eq!(any.entries_for(3).collect::<Vec<_>>(), [(4, "web")]);
+    // The controller answers gated tasks from the shared sets.
+    let web = &plan.node(3).unwrap().tasks[0];
+    assert!(!plan.waits_met(3, web, |n, t| n == 1 && t == "db"));
+    assert!(plan.waits_met(3, web, |_, t| t == "db"));
+    let poll = &plan.node(3).unwrap().tasks[1];
+    assert!(
+        !plan.waits_met(3, poll, |n, _| n == 3),
+        "its own web does not count"
+    );
+    assert!(plan.waits_met(3, poll, |n, t| n == 4 && t == "web"));
     let ctl = plan.task_specs(plan.node(1).unwrap()).unwrap();
     assert_eq!(ctl[0].kind, TaskKind::Group);
     assert!(ctl[0].gated, "one_by_one is gated");
@@ -480,4 +490,24 @@ fn resolution_is_deterministic() {
     }
     assert_eq!(ids(&first, 4), ["s", "y", "x"]);
     assert_eq!(ids(&first, 1), ["s", "x", "z"]);
+}
+
+#[test]
+fn other_fields_are_computed_too() {
+    let graph = tasks(
+        "- id: t\n  type: shell\n  tags: [web]\n  test_post: {cmd: {yaql_exp: check}}\n  refresh_on: [a]\n",
+    );
+    let r = release(&[("web", &["web"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let eval = Eval(|c: &EvalContext<'_>, _: &str| -> Result<Value, String> {
+        Ok(json!(format!("check {} at {}", c.node_id, c.field_path)))
+    });
+    let plan = run(&graph, &catalog, &[node(7, &["web"])], &eval).unwrap();
+    let t = &plan.node(7).unwrap().tasks[0];
+    assert_eq!(
+        *t.extra,
+        *json!({"test_post": {"cmd": "check 7 at test_post.cmd"}, "refresh_on": ["a"]})
+            .as_object()
+            .unwrap()
+    );
 }

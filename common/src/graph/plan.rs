@@ -65,6 +65,14 @@ pub struct ResolvedTask {
     /// The group the task runs in on this node, when it belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<Arc<str>>,
+    /// The task's other fields (`test_pre`, `refresh_on`, ...), computed like the parameters (empty for
+    /// a skipped task). They do not reach the agent.
+    #[serde(default, skip_serializing_if = "map_is_empty")]
+    pub extra: Arc<Map<String, Value>>,
+}
+
+fn map_is_empty(map: &Arc<Map<String, Value>>) -> bool {
+    map.is_empty()
 }
 
 /// Tasks on other nodes that a task waits for.
@@ -152,6 +160,31 @@ impl Plan {
             .binary_search_by_key(&node_id, |n| n.node_id)
             .ok()
             .map(|i| &self.nodes[i])
+    }
+
+    /// True when every wait of `task` (a task of node `node_id`) is met, `done(node, task)` telling
+    /// which tasks have finished (successfully or skipped): an `all` set needs each of its entries on
+    /// other nodes, an `any` set one of them (a set with no entry on another node is met). The controller
+    /// answers gated tasks with this.
+    pub fn waits_met(
+        &self,
+        node_id: u64,
+        task: &ResolvedTask,
+        mut done: impl FnMut(u64, &str) -> bool,
+    ) -> bool {
+        task.waits.iter().all(|&w| {
+            let Some(set) = self.wait_sets.get(w as usize) else {
+                return true;
+            };
+            let mut entries = set.entries_for(node_id).peekable();
+            if entries.peek().is_none() {
+                return true;
+            }
+            match set.policy {
+                Policy::All => entries.all(|(n, t)| done(n, t)),
+                Policy::Any => entries.any(|(n, t)| done(n, t)),
+            }
+        })
     }
 
     /// A node's tasks as the agent's [`TaskSpec`]s. `all`-policy waits become `waits_for` entries (other

@@ -128,6 +128,9 @@ struct Shared {
     parameters: Arc<Map<String, serde_json::Value>>,
     computed: bool,
     strategy: Result<Option<Concurrency>, String>,
+    /// The other fields as written, and whether any is computed.
+    extra: Arc<Map<String, serde_json::Value>>,
+    extra_computed: bool,
 }
 
 /// Resolves a merged graph on a cluster: selects the nodes, computes their tags, places and orders
@@ -176,6 +179,14 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                 } else {
                     Concurrency::from_parameters(&t.task.parameters)
                 },
+                extra: Arc::new(
+                    t.task
+                        .extra
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                extra_computed: t.task.extra.values().any(contains_expression),
             }
         })
         .collect();
@@ -227,6 +238,13 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                             })?;
                     (task.task_type.clone(), s.parameters.clone(), strategy)
                 };
+                let extra = if skip.is_some() {
+                    empty.clone()
+                } else if s.extra_computed {
+                    Arc::new(compute_map(&s.extra, "", target, request.evaluator)?)
+                } else {
+                    s.extra.clone()
+                };
                 let group = groups[pos];
                 tasks.push(ResolvedTask {
                     id: s.id.clone(),
@@ -237,6 +255,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                     strategy,
                     fault_tolerance: group.and_then(|g| compiled.task(g).fault_tolerance),
                     group: group.map(|g| shared[g].id.clone()),
+                    extra,
                 });
             }
             nodes.push(NodePlan {

@@ -1,6 +1,6 @@
 //! One string or a list of strings, as Fuel writes `tags`, `role`, `groups`, `requires` and the like.
 
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
@@ -65,6 +65,12 @@ impl<'de> Deserialize<'de> for StringList {
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<StringList, D::Error> {
                 d.deserialize_any(V)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<StringList, A::Error> {
+                Err(de::Error::custom(
+                    "expected a string or a list of strings, not a mapping (placement and \
+                     requires/required_for are read as written and cannot be computed)",
+                ))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StringList, A::Error> {
                 let mut out = Vec::new();
