@@ -150,6 +150,53 @@ impl Client {
         Ok(value)
     }
 
+    /// GET an answer as text (YAML downloads, Graphviz), with an `Accept` header.
+    pub async fn get_text(&self, path: &str, accept: &str) -> Result<String> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self.http.get(&url).header("accept", accept);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        if resp.status().is_success() {
+            return resp
+                .text()
+                .await
+                .context("cannot read the controller's answer");
+        }
+        // The error body is JSON: let `answer` word it.
+        Self::answer(Method::GET, path, resp).await?;
+        bail!("GET {path}: unexpected answer")
+    }
+
+    /// Like [`Client::call`], but `None` when the controller answers 404.
+    pub async fn call_opt(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self.http.request(method.clone(), &url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Self::answer(method, path, resp).await.map(Some)
+    }
+
     /// GET and decode.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let v = self.call(Method::GET, path, None).await?;

@@ -1,9 +1,15 @@
 //! `plinthctl`: Plinth's command-line client. Talks to a controller's API, and works offline on files.
 
 mod client;
+mod expr;
+mod graph;
+mod inputs;
 mod output;
+mod plugins;
 mod quickstart;
+mod resolve;
 mod strategy;
+mod tags;
 mod watch;
 
 use anyhow::{Context, Result};
@@ -74,11 +80,72 @@ enum Command {
         #[command(subcommand)]
         command: StrategyCommand,
     },
+    /// Task graphs: offline on files (resolve, check) and on a controller (list, upload, download,
+    /// execute, dot, serialized).
+    Graph {
+        #[command(subcommand)]
+        command: graph::GraphCommand,
+    },
+    /// Expressions (YAQL), offline: evaluate one, or an interactive shell.
+    Expr {
+        #[command(subcommand)]
+        command: ExprCommand,
+    },
+    /// Tags of releases and clusters, and on nodes.
+    Tag {
+        #[command(subcommand)]
+        command: tags::TagCommand,
+    },
+    /// Plugins: list, show, register, delete, enable and disable in a cluster.
+    Plugin {
+        #[command(subcommand)]
+        command: plugins::PluginCommand,
+    },
     /// Start a local controller and agents, deploy a sample graph, and print the report.
     Quickstart {
         /// Keep the temporary directory (logs, databases, work directories).
         #[arg(long)]
         keep: bool,
+    },
+}
+
+/// The data options of the expression commands.
+#[derive(clap::Args, Debug, Clone)]
+struct ExprData {
+    /// The data `$` is (JSON or YAML; `-` for standard input).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// The last deployed state, for `changed()`, `old()`, ... (needs `--new`).
+    #[arg(long)]
+    old: Option<PathBuf>,
+    /// The new state (`$`), compared with `--old`.
+    #[arg(long)]
+    new: Option<PathBuf>,
+}
+
+impl ExprData {
+    fn files(&self) -> expr::DataFiles {
+        expr::DataFiles {
+            data: self.data.clone(),
+            old: self.old.clone(),
+            new: self.new.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum ExprCommand {
+    /// Evaluate an expression; print the result as JSON (a parse or evaluation error exits 2).
+    Eval {
+        /// The expression.
+        expression: String,
+        #[command(flatten)]
+        data: ExprData,
+    },
+    /// Read expressions line by line and print each result or error; ends at the end of input.
+    Shell {
+        #[command(flatten)]
+        data: ExprData,
     },
 }
 
@@ -163,6 +230,21 @@ enum ClusterCommand {
         cluster: u64,
         #[arg(long = "node", required = true)]
         nodes: Vec<String>,
+    },
+    /// The controller's pre-deployment checks of a graph type (exit 1 when a deployment would be refused).
+    Check {
+        cluster: u64,
+        /// The graph type.
+        #[arg(
+            long = "type",
+            short = 't',
+            alias = "graph-type",
+            default_value = "default"
+        )]
+        graph_type: String,
+        /// Node ids, comma-separated.
+        #[arg(long)]
+        nodes: Option<String>,
     },
 }
 
@@ -249,6 +331,19 @@ async fn run(cli: Cli) -> Result<bool> {
                     fail,
                 },
         } => return strategy::simulate(file, inventory, fail, cli.output),
+        Command::Graph { command } => {
+            if let Some(r) = graph::run_offline(command, cli.output) {
+                return r;
+            }
+        }
+        Command::Expr { command } => {
+            return match command {
+                ExprCommand::Eval { expression, data } => {
+                    expr::eval(expression, &data.files(), cli.output)
+                }
+                ExprCommand::Shell { data } => expr::shell(&data.files()),
+            }
+        }
         _ => {}
     }
     let token = match (&cli.token, &cli.token_file) {
@@ -290,7 +385,10 @@ async fn run(cli: Cli) -> Result<bool> {
         "/pending_roles",
     ];
     match cli.command {
-        Command::Quickstart { .. } => unreachable!("handled above"),
+        Command::Quickstart { .. } | Command::Expr { .. } => unreachable!("handled above"),
+        Command::Graph { command } => return graph::run(&client, command, f).await,
+        Command::Tag { command } => return tags::run(&client, command, f).await,
+        Command::Plugin { command } => return plugins::run(&client, command, f).await,
         Command::Strategy { command } => {
             let cols = ["cluster", "name", "groups"];
             let ptrs = ["/cluster_id", "/name", "/document/groups"];
@@ -455,6 +553,14 @@ async fn run(cli: Cli) -> Result<bool> {
                     .await?;
                 eprintln!("added {} node(s) to cluster {cluster}", nodes.len());
             }
+            ClusterCommand::Check {
+                cluster,
+                graph_type,
+                nodes,
+            } => {
+                return graph::cluster_check(&client, cluster, &graph_type, nodes.as_deref(), f)
+                    .await
+            }
         },
         Command::Deploy { command } => match command {
             DeployCommand::Start {
@@ -510,7 +616,8 @@ async fn run(cli: Cli) -> Result<bool> {
     Ok(true)
 }
 
-async fn finish_watch(client: &Client, id: u64, f: Format) -> Result<bool> {
+/// Follows a deployment, then prints its report; Ok(false) unless it succeeded.
+pub(crate) async fn finish_watch(client: &Client, id: u64, f: Format) -> Result<bool> {
     let r = watch::watch(client, id, f == Format::Table).await?;
     match f {
         Format::Json => output::json(&r),
@@ -539,5 +646,16 @@ fn main() -> ExitCode {
             eprintln!("plinthctl: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

@@ -1,0 +1,211 @@
+//! Reading the offline commands' files: documents (JSON or YAML, `-` for standard input), releases
+//! (Plinth's form or Nailgun's fixture, plus Fuel `tasks.yaml` files), plugins, clusters with their nodes,
+//! and old states. Every error names the file, and the line when the parser knows it.
+
+use anyhow::{anyhow, bail, Context, Result};
+use plinth_common::model::{
+    parse_release_fixture, parse_tasks, Cluster, Graph, Node, Plugin, Release, Task,
+    DEFAULT_GRAPH_TYPE,
+};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Reads a file, or standard input for `-`.
+pub fn read_text(path: &Path) -> Result<String> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("cannot read standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// The name a file goes by in messages.
+fn name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Parses YAML (JSON is YAML) into `T`; the error names the file and, when known, the line and column.
+fn parse_as<T: DeserializeOwned>(text: &str, source: &str) -> Result<T> {
+    serde_yaml_ng::from_str(text).map_err(|e| match e.location() {
+        Some(l) => anyhow!("{source}:{}:{}: {e}", l.line(), l.column()),
+        None => anyhow!("{source}: {e}"),
+    })
+}
+
+/// Reads a JSON or YAML document as JSON.
+pub fn read_doc(path: &Path) -> Result<Value> {
+    let text = read_text(path)?;
+    let v: Value = parse_as(&text, &name(path))?;
+    Ok(v)
+}
+
+/// Every `tasks.yaml` under a directory, sorted; a file stands for itself.
+fn task_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read the directory {}", path.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(task_files(&p)?);
+        } else if p.file_name().is_some_and(|n| n == "tasks.yaml") {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads Fuel `tasks.yaml` files (a directory stands for every `tasks.yaml` under it), in order.
+pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>> {
+    let mut tasks = Vec::new();
+    for path in paths {
+        for file in task_files(path)? {
+            let text = read_text(&file)?;
+            tasks.extend(parse_tasks(&text, &name(&file)).map_err(|e| anyhow!("{e}"))?);
+        }
+    }
+    Ok(tasks)
+}
+
+/// Reads a release: Plinth's form (a mapping with `name`, `roles_metadata`, `graphs`, ...) or
+/// Nailgun's fixture (`openstack.yaml`, a list of entries). `tasks`, when not empty, form the release's
+/// graph of `graph_type` (replacing the tasks of one the file has).
+pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<Release> {
+    let text = read_text(path)?;
+    let source = name(path);
+    let shape: Value = parse_as(&text, &source)?;
+    let mut release: Release = match shape {
+        Value::Array(_) => parse_release_fixture(&text, &source).map_err(|e| anyhow!("{e}"))?,
+        Value::Object(_) => parse_as(&text, &source)?,
+        _ => bail!("{source}: a release is a mapping (or Nailgun's fixture, a list of entries)"),
+    };
+    if !tasks.is_empty() {
+        let tasks = load_tasks(tasks)?;
+        release
+            .graphs
+            .entry(graph_type.to_string())
+            .or_insert_with(Graph::default)
+            .tasks = tasks;
+    }
+    Ok(release)
+}
+
+/// The part of a plugin file that is not [`Plugin`]: Fuel's `deployment_tasks.yaml`.
+#[derive(Deserialize)]
+struct PluginExtras {
+    #[serde(default)]
+    deployment_tasks: Option<Vec<Task>>,
+}
+
+/// Reads a plugin file: `name`, `version`, `node_roles`/`roles_metadata`, `tags_metadata`, `graphs`,
+/// and `deployment_tasks` (its `default` graph, as Fuel plugins ship it).
+pub fn load_plugin(path: &Path) -> Result<Plugin> {
+    let text = read_text(path)?;
+    let source = name(path);
+    let mut plugin: Plugin = parse_as(&text, &source)?;
+    let extras: PluginExtras = parse_as(&text, &source)?;
+    if let Some(tasks) = extras.deployment_tasks {
+        if plugin.graphs.contains_key(DEFAULT_GRAPH_TYPE) {
+            bail!("{source}: give the default graph either as `deployment_tasks` or under `graphs`, not both");
+        }
+        plugin
+            .graphs
+            .insert(DEFAULT_GRAPH_TYPE.to_string(), Graph::with_tasks(tasks));
+    }
+    if plugin.name.trim().is_empty() {
+        bail!("{source}: the plugin's `name` is empty");
+    }
+    Ok(plugin)
+}
+
+/// The parts of a cluster file that are not [`Cluster`].
+#[derive(Deserialize)]
+struct ClusterExtras {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    release: Option<String>,
+    #[serde(default)]
+    nodes: Vec<Node>,
+}
+
+/// A cluster file: the cluster, its id and its nodes.
+pub struct ClusterFile {
+    /// The cluster's id (`id`, else 1).
+    pub id: u64,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// Its nodes.
+    pub nodes: Vec<Node>,
+}
+
+/// Reads a cluster file: `name`, `release` (the release's name; absent: the release given), `plugins`
+/// (names), `settings`, `tags_metadata`, `graphs`, and `nodes` (each a node: `id`, `name`, `roles`,
+/// `pending_roles`, `tags_added`, `tags_removed`, `labels`, `rack`, `status`, `pending_addition`, ...).
+pub fn load_cluster(path: &Path, release_name: &str) -> Result<ClusterFile> {
+    let text = read_text(path)?;
+    let source = name(path);
+    let shape: Value = parse_as(&text, &source)?;
+    let Value::Object(mut map) = shape else {
+        bail!("{source}: a cluster is a mapping with `name`, `nodes`, ...");
+    };
+    let extras: ClusterExtras = parse_as(&text, &source)?;
+    let cluster: Cluster = if extras.release.is_none() {
+        map.insert("release".into(), Value::String(release_name.to_string()));
+        serde_json::from_value(Value::Object(map)).map_err(|e| anyhow!("{source}: {e}"))?
+    } else {
+        parse_as(&text, &source)?
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, n) in extras.nodes.iter().enumerate() {
+        if n.id == 0 {
+            bail!(
+                "{source}: nodes[{i}]: node id 0 names the controller's own host; give ids from 1"
+            );
+        }
+        if !seen.insert(n.id) {
+            bail!("{source}: nodes[{i}]: node id {} appears twice", n.id);
+        }
+    }
+    Ok(ClusterFile {
+        id: extras.id.unwrap_or(1),
+        cluster,
+        nodes: extras.nodes,
+    })
+}
+
+/// Reads an old-state file: a JSON or YAML mapping of node id → the state (`$`) its tasks last ran
+/// against.
+pub fn load_old(path: &Path) -> Result<BTreeMap<u64, Value>> {
+    let doc = read_doc(path)?;
+    let Value::Object(map) = doc else {
+        bail!(
+            "{}: old states are a mapping of node id to state",
+            name(path)
+        );
+    };
+    map.into_iter()
+        .map(|(k, v)| {
+            let id = k
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| anyhow!("{}: key {k:?} is not a node id", name(path)))?;
+            Ok((id, v))
+        })
+        .collect()
+}

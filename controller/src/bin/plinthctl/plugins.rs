@@ -1,0 +1,154 @@
+//! `plinthctl plugin ...`: registered plugins, and enabling them in clusters.
+
+use crate::client::Client;
+use crate::inputs;
+use crate::output::{self, Format};
+use anyhow::Result;
+use clap::Subcommand;
+use reqwest::Method;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// `plinthctl plugin ...`.
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// List registered plugins.
+    List,
+    /// Show a plugin.
+    Show {
+        /// The plugin's id.
+        id: u64,
+    },
+    /// Register a plugin from one file (YAML or JSON): `name`, `version`, `metadata`, `node_roles`,
+    /// `tags_metadata`, `volumes`, `graphs` and/or `deployment_tasks`.
+    Register {
+        /// The plugin file.
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// Delete a plugin.
+    Delete {
+        /// The plugin's id.
+        id: u64,
+    },
+    /// Enable a plugin in a cluster.
+    Enable {
+        /// The cluster.
+        #[arg(long, alias = "cluster")]
+        env: u64,
+        /// The plugin's id.
+        plugin_id: u64,
+    },
+    /// Disable a plugin in a cluster.
+    Disable {
+        /// The cluster.
+        #[arg(long, alias = "cluster")]
+        env: u64,
+        /// The plugin's id.
+        plugin_id: u64,
+    },
+}
+
+fn print_plugins(format: Format, v: &Value) {
+    match format {
+        Format::Json => output::json(v),
+        Format::Table => {
+            let items: Vec<&Value> = match v {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            let rows: Vec<Vec<String>> = items
+                .iter()
+                .map(|p| {
+                    let roles: Vec<String> = p
+                        .pointer("/data/roles_metadata")
+                        .and_then(Value::as_object)
+                        .map(|m| m.keys().cloned().collect())
+                        .unwrap_or_default();
+                    vec![
+                        output::cell(p, "/id"),
+                        output::cell(p, "/name"),
+                        output::cell(p, "/version"),
+                        if roles.is_empty() {
+                            "-".into()
+                        } else {
+                            roles.join(",")
+                        },
+                    ]
+                })
+                .collect();
+            output::table(&["id", "name", "version", "roles"], &rows);
+        }
+    }
+}
+
+/// The content type a plugin file is sent with.
+fn content_type(path: &std::path::Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("yaml") | Some("yml") => "application/yaml",
+        Some("json") => "application/json",
+        // Neither: YAML reads JSON too.
+        _ => "application/yaml",
+    }
+}
+
+/// Runs a plugin command.
+pub async fn run(client: &Client, command: PluginCommand, format: Format) -> Result<bool> {
+    match command {
+        PluginCommand::List => {
+            let v = client.call(Method::GET, "/plugins", None).await?;
+            print_plugins(format, &v);
+        }
+        PluginCommand::Show { id } => {
+            let v = client
+                .call(Method::GET, &format!("/plugins/{id}"), None)
+                .await?;
+            match format {
+                Format::Json => output::json(&v),
+                Format::Table => print!("{}", serde_yaml_ng::to_string(&v).unwrap_or_default()),
+            }
+        }
+        PluginCommand::Register { file } => {
+            // Check locally first, for a message naming the file and line.
+            inputs::load_plugin(&file)?;
+            let text = inputs::read_text(&file)?;
+            let v = client
+                .call_text(Method::POST, "/plugins", content_type(&file), text)
+                .await?;
+            print_plugins(format, &v);
+        }
+        PluginCommand::Delete { id } => {
+            client
+                .call(Method::DELETE, &format!("/plugins/{id}"), None)
+                .await?;
+            eprintln!("plugin {id} deleted");
+        }
+        PluginCommand::Enable { env, plugin_id } => {
+            let v = client
+                .call(
+                    Method::PUT,
+                    &format!("/clusters/{env}/plugins/{plugin_id}"),
+                    None,
+                )
+                .await?;
+            match format {
+                Format::Json => output::json(&v),
+                Format::Table => eprintln!("plugin {plugin_id} enabled in cluster {env}"),
+            }
+        }
+        PluginCommand::Disable { env, plugin_id } => {
+            let v = client
+                .call(
+                    Method::DELETE,
+                    &format!("/clusters/{env}/plugins/{plugin_id}"),
+                    None,
+                )
+                .await?;
+            match format {
+                Format::Json => output::json(&v),
+                Format::Table => eprintln!("plugin {plugin_id} disabled in cluster {env}"),
+            }
+        }
+    }
+    Ok(true)
+}

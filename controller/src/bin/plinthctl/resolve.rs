@@ -1,0 +1,395 @@
+//! `plinthctl graph resolve` and `graph check`: offline, on files, through the controller's own path
+//! (its catalog and deployment data, its expression engine, `merge_for_cluster`, its node selection,
+//! `check_deployment`, `resolve`, `to_dot`), so what prints here is what the controller would do.
+
+use crate::inputs;
+use crate::output::{self, Format};
+use anyhow::{bail, Result};
+use plinth_common::deploy::{NodeState, OldStates, YaqlFields};
+use plinth_common::graph::{
+    check_deployment, merge_for_cluster, resolve, to_dot, DotOptions, FieldEvaluator, Finding,
+    ResolveRequest, Severity,
+};
+use plinth_common::model::{default_node_filter, Plugin};
+use plinth_controller::engine::resolution::Inputs;
+use plinth_controller::expressions::Expressions;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The inputs of an offline resolution.
+pub struct Files {
+    /// The release file.
+    pub release: PathBuf,
+    /// Fuel `tasks.yaml` files (or directories) forming the release's graph.
+    pub tasks: Vec<PathBuf>,
+    /// Plugin files.
+    pub plugins: Vec<PathBuf>,
+    /// The cluster file.
+    pub cluster: PathBuf,
+    /// The graph type.
+    pub graph_type: String,
+    /// Node ids to run on (else the graph's node filter and pending changes choose).
+    pub nodes: Option<Vec<u64>>,
+    /// Old states: node id → state.
+    pub old: Option<PathBuf>,
+    /// Treat the old state as empty.
+    pub force: bool,
+}
+
+/// DOT output and its filters.
+#[derive(Default)]
+pub struct Dot {
+    /// Print the merged graph in Graphviz DOT.
+    pub enabled: bool,
+    /// The filters.
+    pub options: DotOptions,
+}
+
+/// What a resolution produced: the plan (JSON, as the API serves it), the findings and the drawing.
+pub struct Outcome {
+    plan: Option<Value>,
+    findings: Vec<Finding>,
+    dot: Option<String>,
+    graph_type: String,
+}
+
+impl Outcome {
+    fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}
+
+/// Parses `1,2,3`.
+pub fn node_list(text: &str) -> Result<Vec<u64>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| anyhow::anyhow!("--nodes: {s:?} is not a node id"))
+        })
+        .collect()
+}
+
+/// The nodes a graph runs on, by the controller's rule: the named ones, else those its node filter
+/// selects and those with pending changes, never a node pending deletion.
+fn selection(
+    inputs: &Inputs,
+    node_filter: Option<&str>,
+    evaluator: &dyn FieldEvaluator,
+) -> Result<Vec<u64>, String> {
+    if let Some(named) = &inputs.named {
+        return Ok(named.clone());
+    }
+    let mut out = Vec::new();
+    for node in &inputs.nodes {
+        if node.pending_deletion {
+            continue;
+        }
+        let pending = node.pending_addition || !node.pending_roles.is_empty();
+        let filtered = match node_filter {
+            Some(expr) => evaluator.node_filter(node, expr)?,
+            None => default_node_filter(node),
+        };
+        if pending || filtered {
+            out.push(node.id);
+        }
+    }
+    Ok(out)
+}
+
+fn load(files: &Files) -> Result<Inputs> {
+    let release = inputs::load_release(&files.release, &files.tasks, &files.graph_type)?;
+    let mut plugins: Vec<Plugin> = files
+        .plugins
+        .iter()
+        .map(|p| inputs::load_plugin(p))
+        .collect::<Result<_>>()?;
+    let cf = inputs::load_cluster(&files.cluster, &release.name)?;
+    let mut cluster = cf.cluster;
+    if cluster.plugins.is_empty() {
+        cluster.plugins = plugins.iter().map(|p| p.name.clone()).collect();
+    } else {
+        let mut enabled = Vec::new();
+        for name in &cluster.plugins {
+            match plugins.iter().position(|p| &p.name == name) {
+                Some(i) => enabled.push(plugins.remove(i)),
+                None => bail!(
+                    "{}: `plugins` names {name:?}, but no --plugin file defines it",
+                    files.cluster.display()
+                ),
+            }
+        }
+        for p in &plugins {
+            eprintln!(
+                "plinthctl: plugin {:?} is not enabled in {}; its graphs are left out",
+                p.name,
+                files.cluster.display()
+            );
+        }
+        plugins = enabled;
+    }
+    if let Some(named) = &files.nodes {
+        for id in named {
+            if !cf.nodes.iter().any(|n| n.id == *id) {
+                bail!("--nodes: node {id} is not in {}", files.cluster.display());
+            }
+        }
+    }
+    Ok(Inputs {
+        cluster_id: cf.id,
+        release,
+        plugins,
+        cluster,
+        nodes: cf.nodes,
+        named: files.nodes.clone(),
+        forced: files.force,
+    })
+}
+
+/// Resolves the files' graph type; errors are bad input, findings are in the outcome.
+pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
+    let inputs = load(files)?;
+    let graph_type = files.graph_type.as_str();
+    let defined = inputs.release.graphs.contains_key(graph_type)
+        || inputs.cluster.graphs.contains_key(graph_type)
+        || inputs
+            .plugins
+            .iter()
+            .any(|p| p.graphs.contains_key(graph_type));
+    if !defined {
+        bail!("graph type {graph_type:?} is defined by neither the release, an enabled plugin, nor the cluster");
+    }
+    let exprs = Expressions::standard();
+    let catalog = inputs.catalog();
+    let data = inputs.data(&catalog);
+    let plugins: Vec<&Plugin> = inputs.plugins.iter().collect();
+    let mut outcome = Outcome {
+        plan: None,
+        findings: Vec::new(),
+        dot: None,
+        graph_type: graph_type.to_string(),
+    };
+    let merged = match merge_for_cluster(&inputs.release, &plugins, &inputs.cluster, graph_type) {
+        Ok(m) => m,
+        Err(e) => {
+            outcome
+                .findings
+                .push(Finding::error("graph_error", e.to_string()));
+            return Ok(outcome);
+        }
+    };
+    let mut old = OldStates::new();
+    if let Some(path) = &files.old {
+        let empty = Arc::new(json!({}));
+        for (node, state) in inputs::load_old(path)? {
+            let state = Arc::new(state);
+            for t in &merged.tasks {
+                old.insert(
+                    node,
+                    t.task.id.clone(),
+                    NodeState {
+                        common: empty.clone(),
+                        node: state.clone(),
+                    },
+                );
+            }
+        }
+    }
+    let evaluator = YaqlFields::new(
+        exprs.engine.clone(),
+        exprs.cache.clone(),
+        data,
+        old,
+        inputs.forced,
+    );
+    if dot.enabled {
+        match to_dot(&merged, graph_type, &dot.options) {
+            Ok(text) => outcome.dot = Some(text),
+            Err(e) => outcome
+                .findings
+                .push(Finding::error("graph_error", e.to_string())),
+        }
+    }
+    let chosen = match selection(&inputs, merged.node_filter.as_deref(), &evaluator) {
+        Ok(c) => c,
+        Err(e) => {
+            outcome.findings.push(Finding::error("node_filter", e));
+            return Ok(outcome);
+        }
+    };
+    let request = ResolveRequest {
+        graph_type,
+        graph: &merged,
+        catalog: &catalog,
+        nodes: &inputs.nodes,
+        selection: Some(&chosen),
+        evaluator: &evaluator,
+    };
+    for f in check_deployment(&request) {
+        if !outcome.findings.contains(&f) {
+            outcome.findings.push(f);
+        }
+    }
+    match resolve(&request) {
+        Ok(plan) => outcome.plan = Some(serde_json::to_value(&plan)?),
+        Err(e) => {
+            let f = Finding::error("graph_error", e.to_string());
+            if !outcome.findings.iter().any(|x| x.message == f.message) {
+                outcome.findings.push(f);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// `plinthctl graph resolve`: prints every node's tasks, then the findings (or the DOT drawing with
+/// `--dot`). Ok(false) when a finding is an error.
+pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
+    let outcome = run(files, dot)?;
+    match format {
+        Format::Json => {
+            let plan = outcome.plan.clone().unwrap_or(Value::Null);
+            let mut v = json!({
+                "graph_type": outcome.graph_type,
+                "nodes": plan.get("nodes").cloned().unwrap_or(json!([])),
+                "wait_sets": plan.get("wait_sets").cloned().unwrap_or(json!([])),
+                "primaries": plan.get("primaries").cloned().unwrap_or(json!({})),
+                "fault_tolerance_groups": plan.get("fault_tolerance_groups").cloned().unwrap_or(json!([])),
+                "findings": outcome.findings,
+            });
+            if let Some(d) = &outcome.dot {
+                v["dot"] = Value::String(d.clone());
+            }
+            output::json(&v);
+        }
+        Format::Table => {
+            if let Some(d) = &outcome.dot {
+                print!("{d}");
+                for f in &outcome.findings {
+                    eprintln!("{f}");
+                }
+            } else {
+                if let Some(plan) = &outcome.plan {
+                    print_plan(plan);
+                }
+                print_findings(&outcome.findings);
+            }
+        }
+    }
+    Ok(!outcome.has_errors())
+}
+
+/// `plinthctl graph check`: only the findings.
+pub fn check_cmd(files: &Files, format: Format) -> Result<bool> {
+    let outcome = run(files, &Dot::default())?;
+    let ok = !outcome.has_errors();
+    match format {
+        Format::Json => output::json(&json!({"ok": ok, "findings": outcome.findings})),
+        Format::Table => print_findings(&outcome.findings),
+    }
+    Ok(ok)
+}
+
+/// Prints findings (serde form) as a table, or a line saying there are none.
+pub fn print_findings<T: serde::Serialize>(findings: &[T]) {
+    let values: Vec<Value> = findings
+        .iter()
+        .filter_map(|f| serde_json::to_value(f).ok())
+        .collect();
+    print_finding_values(&values);
+}
+
+/// Prints findings given as JSON values.
+pub fn print_finding_values(findings: &[Value]) {
+    if findings.is_empty() {
+        println!("No findings.");
+        return;
+    }
+    let errors = findings.iter().filter(|f| f["severity"] == "error").count();
+    println!(
+        "{} finding(s): {errors} error(s), {} warning(s)",
+        findings.len(),
+        findings.len() - errors
+    );
+    let rows: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| {
+            vec![
+                output::cell(f, "/severity"),
+                output::cell(f, "/code"),
+                output::cell(f, "/message"),
+            ]
+        })
+        .collect();
+    output::table(&["severity", "code", "message"], &rows);
+}
+
+/// How a task waits, from the plan's wait sets: `all: task@1,2; any: other@3`.
+fn waits_text(plan: &Value, task: &Value) -> String {
+    let sets = plan["wait_sets"].as_array();
+    let mut parts = Vec::new();
+    for w in task["waits"].as_array().into_iter().flatten() {
+        let Some(set) = w
+            .as_u64()
+            .and_then(|i| sets.and_then(|s| s.get(i as usize)))
+        else {
+            continue;
+        };
+        let targets: Vec<String> = set["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| format!("{}@{}", output::cell(t, "/task"), output::cell(t, "/nodes")))
+            .collect();
+        parts.push(format!(
+            "{}: {}",
+            output::cell(set, "/policy"),
+            targets.join(" ")
+        ));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Prints a plan (its serde form, as `serialized_tasks` serves it): each node, then its tasks in order.
+pub fn print_plan(plan: &Value) {
+    let nodes = plan["nodes"].as_array().cloned().unwrap_or_default();
+    if nodes.is_empty() {
+        println!("No node runs graph {}.", output::cell(plan, "/graph_type"));
+        println!();
+        return;
+    }
+    for n in &nodes {
+        let tasks = n["tasks"].as_array().cloned().unwrap_or_default();
+        println!(
+            "Node {} (id {}), tags {}: {} task(s)",
+            output::cell(n, "/name"),
+            output::cell(n, "/node_id"),
+            output::cell(n, "/tags"),
+            tasks.len()
+        );
+        let rows: Vec<Vec<String>> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                vec![
+                    (i + 1).to_string(),
+                    output::cell(t, "/id"),
+                    output::cell(t, "/type"),
+                    t.get("skip_reason")
+                        .and_then(Value::as_str)
+                        .map(|s| format!("skipped: {s}"))
+                        .unwrap_or_else(|| "-".into()),
+                    waits_text(plan, t),
+                ]
+            })
+            .collect();
+        output::table(&["#", "task", "type", "skip", "waits"], &rows);
+        println!();
+    }
+}
