@@ -240,5 +240,7 @@ fn a_custom_graph_runs_on_a_subset_with_cross_node_waits_and_one_by_one() {
             .any(|(_, n, t, _)| n == other && t == "db-migrate"),
         "only the primary controller runs db-migrate: {ev:?}"
     );
+    let cluster = c.api.get(&format!("/clusters/{cid}")).unwrap();
+    assert_eq!(cluster["status"], "operational", "{cluster}");
     let _: Value = report;
 }
