@@ -304,14 +304,25 @@ impl<'a> Value<'a> {
     }
 }
 
+/// String equality without a library call for short strings (keys, statuses, roles).
+#[inline]
+pub fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 24 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Looks a key up in a JSON object: a scan for small objects (cheaper than hashing the key),
 /// the hash index for large ones.
 #[inline]
 pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j J> {
     if m.len() <= 16 {
-        m.iter()
-            .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
-            .map(|(_, v)| v)
+        m.iter().find(|(k, _)| str_eq(k, key)).map(|(_, v)| v)
     } else {
         m.get(key)
     }
@@ -321,7 +332,7 @@ pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j 
 pub fn equal(a: &Value<'_>, b: &Value<'_>) -> bool {
     match (a.view(), b.view()) {
         (View::Undef, View::Undef) | (View::Null, View::Null) => true,
-        (View::Str(x), View::Str(y)) => x == y,
+        (View::Str(x), View::Str(y)) => str_eq(x, y),
         (View::Bool(x), View::Bool(y)) => x == y,
         (View::Int(x), View::Int(y)) => x == y,
         (View::Float(x), View::Float(y)) => x == y,
