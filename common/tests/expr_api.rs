@@ -179,6 +179,31 @@ fn deep_nesting_is_refused_not_a_crash() {
 }
 
 #[test]
+fn values_nested_a_hundred_thousand_deep_are_errors_not_crashes() {
+    let engine = Engine::new();
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert!(
+        run("range(100000).aggregate([$1], [])").is_err(),
+        "no JSON form that deep"
+    );
+    assert_eq!(
+        run("range(100000).aggregate([$1], []).len()").expect("len"),
+        json!(1)
+    );
+    assert_eq!(
+        run("let(x => range(20000).aggregate([$1], [])) -> $x = $x").expect("compares"),
+        json!(false)
+    );
+    assert_eq!(
+        run("[range(20000).aggregate({a => $1}, {})].distinct().len()").expect("hashes"),
+        json!(1)
+    );
+    assert!(run("range(20000).aggregate([$1], []).flatten()").is_err());
+    assert!(run("let(x => range(20000).aggregate({a => $1}, {})) -> $x.mergeWith($x)").is_err());
+    assert!(run("str(range(20000).aggregate([$1], []))").is_ok());
+}
+
+#[test]
 fn display_is_canonical_and_parses_back() {
     for text in [
         "12 .5",

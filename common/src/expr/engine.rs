@@ -448,7 +448,7 @@ impl Engine {
             _ => v,
         };
         to_json(&v).ok_or_else(|| {
-            fail(EvalErrorKind::Type(format!("a {} has no JSON form", v.type_name())).into())
+            fail(EvalErrorKind::Type(format!("a {} has no JSON form (lambdas have none, nor values nested deeper than 256 levels)", v.type_name())).into())
         })
     }
 

@@ -280,10 +280,10 @@ impl<'a> Interp<'a> {
 
     #[inline(never)]
     fn invoke(&mut self, callee: &'a Node, args: &'a [Arg]) -> R<Value<'a>> {
-        match self.eval(callee)? {
+        match &self.eval(callee)? {
             Value::Lambda(l) => {
                 let (pos, named) = self.eval_args(args)?;
-                self.call_lambda(&l, &pos, &named, None)
+                self.call_lambda(l, &pos, &named, None)
             }
             other => Err(EvalErrorKind::NoMatchingFunction(
                 "#call".into(),
@@ -398,7 +398,8 @@ impl<'a> Interp<'a> {
 
     /// Resolves and runs `name(args)`.
     fn call_function(&mut self, name: &'a str, args: &'a [Arg]) -> R<Value<'a>> {
-        if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)).cloned() {
+        if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)) {
+            let l = l.clone();
             let (pos, named) = self.eval_args(args)?;
             return self.call_lambda(&l, &pos, &named, Some(name));
         }

@@ -328,8 +328,19 @@ pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j 
     }
 }
 
+/// Values nested deeper than this are not compared, hashed or written out (no stack overflow).
+pub const MAX_NESTING: usize = 256;
+
 /// Python-like equality: `1 = 1.0`, `true = 1`, lists and dictionaries by content.
 pub fn equal(a: &Value<'_>, b: &Value<'_>) -> bool {
+    equal_at(a, b, 0)
+}
+
+fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
+    if depth > MAX_NESTING {
+        return false;
+    }
+    let equal = |x: &Value<'_>, y: &Value<'_>| equal_at(x, y, depth + 1);
     match (a.view(), b.view()) {
         (View::Undef, View::Undef) | (View::Null, View::Null) => true,
         (View::Str(x), View::Str(y)) => str_eq(x, y),
@@ -385,6 +396,13 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
 /// Orders two values as YAQL does: null below everything, numbers with numbers, strings with
 /// strings, booleans with booleans, lists lexicographically; `None` when incomparable.
 pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
+    compare_at(a, b, 0)
+}
+
+fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     match (a.view(), b.view()) {
         (View::Null, View::Null) => Some(Ordering::Equal),
         (View::Null, _) => Some(Ordering::Less),
@@ -399,7 +417,7 @@ pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
         (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
             let (xs, ys) = (seq_items(a), seq_items(b));
             for (x, y) in xs.iter().zip(ys.iter()) {
-                match compare(x, y)? {
+                match compare_at(x, y, depth + 1)? {
                     Ordering::Equal => continue,
                     o => return Some(o),
                 }
@@ -420,7 +438,17 @@ impl Eq for Value<'_> {}
 
 impl Hash for Value<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        match self.view() {
+        hash_at(self, state, 0)
+    }
+}
+
+fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    {
+        let this = value;
+        match this.view() {
             View::Undef => 0u8.hash(state),
             View::Null => 1u8.hash(state),
             View::Bool(b) => {
@@ -445,18 +473,18 @@ impl Hash for Value<'_> {
             }
             View::JList(_) | View::List(_) => {
                 4u8.hash(state);
-                for v in seq_items(self) {
-                    v.hash(state);
+                for v in seq_items(this) {
+                    hash_at(&v, state, depth + 1);
                 }
             }
             View::JDict(_) | View::Dict(_) => {
                 // Order-independent: the entries' own hashes are summed.
                 5u8.hash(state);
                 let mut acc = 0u64;
-                for (k, v) in dict_items(self) {
+                for (k, v) in dict_items(this) {
                     let mut h = std::collections::hash_map::DefaultHasher::new();
-                    k.hash(&mut h);
-                    v.hash(&mut h);
+                    hash_at(&k, &mut h, depth + 1);
+                    hash_at(&v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);
@@ -466,7 +494,7 @@ impl Hash for Value<'_> {
                 let mut acc = 0u64;
                 for v in s.iter() {
                     let mut h = std::collections::hash_map::DefaultHasher::new();
-                    v.hash(&mut h);
+                    hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);
@@ -492,6 +520,14 @@ fn key_text(k: &Value<'_>) -> String {
 /// Converts to JSON: sets become lists, non-string keys their JSON text, regexes their pattern,
 /// the undefined value `null`. Lambdas and lazy sequences have no JSON form (`None`).
 pub fn to_json(v: &Value<'_>) -> Option<J> {
+    to_json_at(v, 0)
+}
+
+fn to_json_at(v: &Value<'_>, depth: usize) -> Option<J> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    let to_json = |v: &Value<'_>| to_json_at(v, depth + 1);
     Some(match v {
         Value::Undef | Value::Null => J::Null,
         Value::Bool(b) => J::Bool(*b),
@@ -566,5 +602,47 @@ pub fn from_json_owned<'a>(j: &J) -> Value<'a> {
                 .map(|(k, v)| (Value::str(k), from_json_owned(v)))
                 .collect(),
         )),
+    }
+}
+
+impl Drop for Value<'_> {
+    /// Drops nested collections with a heap stack rather than recursion, so that a value nested
+    /// a million deep (an `aggregate` can build one) cannot overflow the thread's stack.
+    fn drop(&mut self) {
+        let mut stack: Vec<Value<'_>> = Vec::new();
+        detach(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            detach(&mut v, &mut stack);
+        }
+    }
+}
+
+/// Moves the children of a uniquely owned collection onto `stack`.
+fn detach<'a>(v: &mut Value<'a>, stack: &mut Vec<Value<'a>>) {
+    match v {
+        Value::List(l) | Value::Iter(l) => {
+            if let Some(items) = Rc::get_mut(l) {
+                stack.append(items);
+            }
+        }
+        Value::Dict(d) => {
+            if let Some(map) = Rc::get_mut(d) {
+                for (k, v) in map.drain(..) {
+                    stack.push(k);
+                    stack.push(v);
+                }
+            }
+        }
+        Value::Set(s) => {
+            if let Some(set) = Rc::get_mut(s) {
+                stack.extend(set.drain(..));
+            }
+        }
+        Value::Lambda(l) => {
+            if let Some(l) = Rc::get_mut(l) {
+                stack.extend(l.scope.drain(..).map(|(_, v)| v));
+            }
+        }
+        _ => {}
     }
 }
