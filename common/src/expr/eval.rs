@@ -192,6 +192,12 @@ impl<'a> Interp<'a> {
                 args,
                 safe,
             } => {
+                if !*safe && self.engine.lazy_queries() && matches!(name.as_str(), "first" | "any")
+                {
+                    if let Some(v) = self.lazy_query(recv, name, args)? {
+                        return Ok(v);
+                    }
+                }
                 let r = self.eval(recv)?;
                 if *safe && r.is_null() {
                     return Ok(Value::Null);
@@ -246,6 +252,92 @@ impl<'a> Interp<'a> {
                 }
             }
         })
+    }
+
+    /// `first()` and `any()` at the end of a chain of `where`/`select`/`.key` stop at the first
+    /// item found, as YAQL's lazy iterators do. `None` when the chain does not qualify.
+    #[inline(never)]
+    fn lazy_query(&mut self, recv: &'a Node, name: &str, args: &'a [Arg]) -> R<Option<Value<'a>>> {
+        enum Stage<'n> {
+            Where(&'n Node),
+            Select(&'n Node),
+            Key(&'n str),
+        }
+        if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
+            return Ok(None);
+        }
+        let mut stages = Vec::new();
+        let mut node = recv;
+        loop {
+            match &node.kind {
+                Kind::Method {
+                    name,
+                    args,
+                    safe: false,
+                    ..
+                } => match (name.as_str(), args.as_slice()) {
+                    ("where" | "filter", [Arg::Pos(p)]) => stages.push(Stage::Where(p)),
+                    ("select" | "map", [Arg::Pos(p)]) => stages.push(Stage::Select(p)),
+                    _ => break,
+                },
+                Kind::Member {
+                    rhs, safe: false, ..
+                } => match &rhs.kind {
+                    Kind::Word(k) => stages.push(Stage::Key(k)),
+                    _ => break,
+                },
+                _ => break,
+            }
+            node = match &node.kind {
+                Kind::Method { recv, .. } | Kind::Member { recv, .. } => recv,
+                _ => break,
+            };
+        }
+        if !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
+            return Ok(None);
+        }
+        stages.reverse();
+        let source = self.eval(node)?;
+        if matches!(source, Value::Gen(_)) || !source.is_iterable() {
+            return Ok(None);
+        }
+        let pred = match args.first() {
+            Some(Arg::Pos(p)) => Some(p),
+            _ => None,
+        };
+        let items = seq_items(&source);
+        'items: for item in items {
+            self.tick(1)?;
+            let mut item = item;
+            for stage in &stages {
+                match stage {
+                    Stage::Where(p) => {
+                        if !self.eval_with(p, std::slice::from_ref(&item))?.truthy() {
+                            continue 'items;
+                        }
+                    }
+                    Stage::Select(p) => item = self.eval_with(p, std::slice::from_ref(&item))?,
+                    Stage::Key(k) => item = self.member(&item, k)?,
+                }
+            }
+            if name == "first" {
+                return Ok(Some(item));
+            }
+            let found = match pred {
+                Some(p) => self.eval_with(p, std::slice::from_ref(&item))?.truthy(),
+                None => true,
+            };
+            if found {
+                return Ok(Some(Value::Bool(true)));
+            }
+        }
+        if name == "any" {
+            return Ok(Some(Value::Bool(false)));
+        }
+        match pred {
+            Some(default) => self.eval(default).map(Some),
+            None => Err(EvalErrorKind::Sequence("the collection is empty".into()).into()),
+        }
     }
 
     #[inline(never)]

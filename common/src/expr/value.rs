@@ -328,6 +328,37 @@ pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j 
     }
 }
 
+/// A small, fast, non-cryptographic hasher for the entries of dictionaries and sets (their
+/// per-entry hashes are summed so that order does not matter).
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Values nested deeper than this are not compared, hashed or written out (no stack overflow).
 pub const MAX_NESTING: usize = 256;
 
@@ -386,7 +417,7 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
     match v.view() {
         View::JDict(m) => m
             .iter()
-            .map(|(k, v)| (Value::str(k), Value::from_json(v)))
+            .map(|(k, v)| (Value::Text(k.as_str()), Value::from_json(v)))
             .collect(),
         View::Dict(d) => d.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         _ => Vec::new(),
@@ -482,7 +513,7 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 5u8.hash(state);
                 let mut acc = 0u64;
                 for (k, v) in dict_items(this) {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    let mut h = FxHasher(0);
                     hash_at(&k, &mut h, depth + 1);
                     hash_at(&v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
@@ -493,7 +524,7 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 8u8.hash(state);
                 let mut acc = 0u64;
                 for v in s.iter() {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    let mut h = FxHasher(0);
                     hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
