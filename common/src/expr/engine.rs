@@ -309,6 +309,7 @@ pub struct Engine {
     functions: HashMap<String, Entry>,
     methods: HashMap<String, Entry>,
     limits: Limits,
+    lazy: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -334,6 +335,7 @@ impl Engine {
             functions: HashMap::new(),
             methods: HashMap::new(),
             limits: Limits::default(),
+            lazy: false,
         }
     }
 
@@ -342,7 +344,14 @@ impl Engine {
         let mut e = Engine::empty();
         super::library::register_all(&mut e);
         super::fuel::register(&mut e);
+        e.lazy = true;
         e
+    }
+
+    /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
+    /// that `where(...).first()` may stop at the first match.
+    pub fn lazy_queries(&self) -> bool {
+        self.lazy
     }
 
     /// The limits every evaluation gets.
@@ -386,6 +395,12 @@ impl Engine {
     }
 
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
+        if matches!(
+            name,
+            "first" | "any" | "where" | "filter" | "select" | "map"
+        ) {
+            self.lazy = false;
+        }
         match form {
             Form::Function => {
                 self.functions.insert(name.to_string(), entry);
@@ -448,7 +463,7 @@ impl Engine {
             _ => v,
         };
         to_json(&v).ok_or_else(|| {
-            fail(EvalErrorKind::Type(format!("a {} has no JSON form", v.type_name())).into())
+            fail(EvalErrorKind::Type(format!("a {} has no JSON form (lambdas have none, nor values nested deeper than 256 levels)", v.type_name())).into())
         })
     }
 
