@@ -83,7 +83,7 @@ fn adding_a_controller_reruns_only_the_tasks_whose_condition_asks() {
     let first = c.api.deploy(cid, "");
     let report = c.api.wait_deployment(first, LONG);
     assert_eq!(report["status"], "success", "{report:#}\n{}", c.log());
-    let mut expected = vec![
+    let mut expected = [
         ("ctl-1", "haproxy-backends"),
         ("ctl-1", "ntp-server"),
         ("cmp-1", "nova-compute-conf"),

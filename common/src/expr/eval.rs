@@ -39,12 +39,12 @@ pub fn type_err<T>(msg: impl Into<String>) -> R<T> {
 }
 
 /// The deployment helpers' view of the states.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct States<'a> {
     /// The current state (`$` at the top of the evaluation).
-    pub new: Option<&'a J>,
+    pub new: Option<Value<'a>>,
     /// The last deployed state, if any.
-    pub old: Option<&'a J>,
+    pub old: Option<Value<'a>>,
     /// Forced deployment: everything counts as changed.
     pub forced: bool,
 }
