@@ -179,6 +179,60 @@ fn deep_nesting_is_refused_not_a_crash() {
 }
 
 #[test]
+fn values_nested_a_hundred_thousand_deep_are_errors_not_crashes() {
+    let engine = Engine::new();
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert!(
+        run("range(100000).aggregate([$1], [])").is_err(),
+        "no JSON form that deep"
+    );
+    assert_eq!(
+        run("range(100000).aggregate([$1], []).len()").expect("len"),
+        json!(1)
+    );
+    assert_eq!(
+        run("let(x => range(20000).aggregate([$1], [])) -> $x = $x").expect("compares"),
+        json!(false)
+    );
+    assert_eq!(
+        run("[range(20000).aggregate({a => $1}, {})].distinct().len()").expect("hashes"),
+        json!(1)
+    );
+    assert!(run("range(20000).aggregate([$1], []).flatten()").is_err());
+    assert!(run("let(x => range(20000).aggregate({a => $1}, {})) -> $x.mergeWith($x)").is_err());
+    assert!(run("str(range(20000).aggregate([$1], []))").is_ok());
+}
+
+#[test]
+fn first_and_any_stop_at_the_first_match_as_yaql_does() {
+    let engine = Engine::new();
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert_eq!(
+        run("[1, 0].where(1 / $ > 0).first()").expect("lazy"),
+        json!(1)
+    );
+    assert!(run("[0, 1].where(1 / $ > 0).first()").is_err());
+    assert_eq!(
+        run("[1, 0].where(1 / $ > 0).any()").expect("lazy"),
+        json!(true)
+    );
+    assert_eq!(
+        run("[{a => 1}, 3].where($ != 2).a.first()").expect("lazy"),
+        json!(1)
+    );
+    assert_eq!(run("[].where(true).first(7)").expect("default"), json!(7));
+    assert_eq!(
+        run("[1, 2, 3].where($ > 1).any($ > 2)").expect("predicate"),
+        json!(true)
+    );
+    assert_eq!(
+        run("[1, 2, 3].where($ > 5).any()").expect("none"),
+        json!(false)
+    );
+    assert!(run("[].where(true).first()").is_err());
+}
+
+#[test]
 fn display_is_canonical_and_parses_back() {
     for text in [
         "12 .5",

@@ -182,6 +182,19 @@ pub fn cluster_model(
         plugins: plugins.iter().map(|p| p.name.clone()).collect(),
         settings: record.settings.clone(),
         tags_metadata,
+        status: match record.data.status {
+            crate::store::ClusterStatus::New => plinth_common::model::ClusterStatus::New,
+            crate::store::ClusterStatus::Deployment => {
+                plinth_common::model::ClusterStatus::Deployment
+            }
+            crate::store::ClusterStatus::Operational => {
+                plinth_common::model::ClusterStatus::Operational
+            }
+            crate::store::ClusterStatus::PartiallyDeployed => {
+                plinth_common::model::ClusterStatus::PartiallyDeployed
+            }
+            crate::store::ClusterStatus::Error => plinth_common::model::ClusterStatus::Error,
+        },
         ..Cluster::default()
     })
 }

@@ -174,7 +174,7 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
     let bad = c.api.send(
         "POST",
         &path,
-        Some(&json!({"tasks": [{"id": "ok"}, {"type": "shell"}]})),
+        Some(&json!({"tasks": [{"id": "ok", "type": "stage"}, {"type": "shell"}]})),
     );
     assert_eq!(bad.status, 400);
     assert!(
@@ -186,8 +186,11 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
         bad.body
     );
     assert_eq!(c.api.send("GET", &path, None).status, 404);
-    c.api
-        .ok("POST", &path, Some(&json!({"tasks": [{"id": "ok"}]})));
+    c.api.ok(
+        "POST",
+        &path,
+        Some(&json!({"tasks": [{"id": "ok", "type": "stage"}]})),
+    );
     assert_eq!(
         c.api
             .send("POST", &path, Some(&json!({"tasks": []})))

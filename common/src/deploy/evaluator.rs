@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::data::{DeployData, NodeState};
 use super::restriction::restriction_to_yaql;
@@ -43,8 +43,6 @@ impl OldStates {
     }
 }
 
-type Merged = Arc<Value>;
-
 /// Evaluates computed fields, node filters and restrictions with YAQL, per node, with Nailgun's
 /// deployment helpers reading the old state of the task being resolved.
 pub struct YaqlFields {
@@ -55,8 +53,6 @@ pub struct YaqlFields {
     forced: bool,
     /// The models Nailgun's restriction conditions name (`settings`, `cluster`, `release`, `version`).
     models: Value,
-    merged_new: Mutex<HashMap<u64, Merged>>,
-    merged_old: Mutex<HashMap<(usize, usize), Merged>>,
 }
 
 impl std::fmt::Debug for YaqlFields {
@@ -91,8 +87,6 @@ impl YaqlFields {
             old,
             forced,
             models,
-            merged_new: Mutex::new(HashMap::new()),
-            merged_old: Mutex::new(HashMap::new()),
         }
     }
 
@@ -101,32 +95,11 @@ impl YaqlFields {
         &self.data
     }
 
-    fn new_state(&self, node_id: u64) -> Option<Merged> {
-        let mut cache = self.merged_new.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = cache.get(&node_id) {
-            return Some(m.clone());
-        }
-        let merged = Arc::new(self.data.state(node_id)?.merged());
-        cache.insert(node_id, merged.clone());
-        Some(merged)
-    }
-
-    fn old_state(&self, node_id: u64, task: &str) -> Option<Merged> {
+    fn old_state(&self, node_id: u64, task: &str) -> Option<&NodeState> {
         if self.forced {
             return None;
         }
-        let state = self.old.get(node_id, task)?;
-        let key = (
-            Arc::as_ptr(&state.common) as usize,
-            Arc::as_ptr(&state.node) as usize,
-        );
-        let mut cache = self.merged_old.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = cache.get(&key) {
-            return Some(m.clone());
-        }
-        let merged = Arc::new(state.merged());
-        cache.insert(key, merged.clone());
-        Some(merged)
+        self.old.get(node_id, task)
     }
 
     fn run(&self, text: &str, ctx: &Context<'_>) -> Result<Value, String> {
@@ -140,14 +113,15 @@ impl YaqlFields {
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
         let empty = Value::Object(Default::default());
-        let new = self.new_state(at.node_id);
-        let node_part = self.data.state(at.node_id).map(|s| s.node);
+        let own = self.data.state(at.node_id);
+        let common = self.data.common().as_ref();
+        let node_part = own.as_ref().map(|s| s.node.as_ref()).unwrap_or(&empty);
         let old = self.old_state(at.node_id, at.task_id);
-        let data = new.as_deref().unwrap_or(self.data.common().as_ref());
-        let ctx = Context::new(data)
-            .var("node", node_part.as_deref().unwrap_or(&empty))
-            .var("common", self.data.common().as_ref())
-            .old(old.as_deref())
+        // `$` is the cluster part with the node's keys over it, layered, not copied.
+        let ctx = Context::layered(common, node_part)
+            .var("node", node_part)
+            .var("common", common)
+            .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
             .forced(self.forced);
         self.run(expression, &ctx).map_err(|e| {
             format!(

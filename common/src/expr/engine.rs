@@ -309,6 +309,7 @@ pub struct Engine {
     functions: HashMap<String, Entry>,
     methods: HashMap<String, Entry>,
     limits: Limits,
+    lazy: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -334,6 +335,7 @@ impl Engine {
             functions: HashMap::new(),
             methods: HashMap::new(),
             limits: Limits::default(),
+            lazy: false,
         }
     }
 
@@ -342,7 +344,14 @@ impl Engine {
         let mut e = Engine::empty();
         super::library::register_all(&mut e);
         super::fuel::register(&mut e);
+        e.lazy = true;
         e
+    }
+
+    /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
+    /// that `where(...).first()` may stop at the first match.
+    pub fn lazy_queries(&self) -> bool {
+        self.lazy
     }
 
     /// The limits every evaluation gets.
@@ -386,6 +395,12 @@ impl Engine {
     }
 
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
+        if matches!(
+            name,
+            "first" | "any" | "where" | "filter" | "select" | "map"
+        ) {
+            self.lazy = false;
+        }
         match form {
             Form::Function => {
                 self.functions.insert(name.to_string(), entry);
@@ -423,17 +438,19 @@ impl Engine {
 
     /// Evaluates `expr` in a context (data, named variables, old state).
     pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<J, EvalError> {
-        let mut vars = Vec::with_capacity(ctx.vars.len() + 1);
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
         for (name, v) in &ctx.vars {
             vars.push((Name::Named(name.as_str()), Value::from_json(v)));
         }
-        vars.push((Name::Dollar, Value::from_json(ctx.data)));
+        let data = ctx.data.value();
+        vars.push((Name::Named("data"), data.clone()));
+        vars.push((Name::Dollar, data.clone()));
         let mut interp = Interp::new(
             self,
             vars,
             States {
-                new: Some(ctx.data),
-                old: ctx.old,
+                new: Some(data),
+                old: ctx.old.as_ref().map(Root::value),
                 forced: ctx.forced,
             },
         );
@@ -448,7 +465,7 @@ impl Engine {
             _ => v,
         };
         to_json(&v).ok_or_else(|| {
-            fail(EvalErrorKind::Type(format!("a {} has no JSON form", v.type_name())).into())
+            fail(EvalErrorKind::Type(format!("a {} has no JSON form (lambdas have none, nor values nested deeper than 256 levels)", v.type_name())).into())
         })
     }
 
@@ -463,21 +480,66 @@ impl Engine {
 /// deployment helpers, the old state.
 #[derive(Debug, Clone)]
 pub struct Context<'c> {
-    data: &'c J,
+    data: Root<'c>,
     vars: Vec<(String, &'c J)>,
-    old: Option<&'c J>,
+    old: Option<Root<'c>>,
     forced: bool,
+}
+
+/// A state: one document, or two layered (a dictionary with the top's keys over the base's), which
+/// costs nothing to build: a deployment's per-node state is the cluster part with the node's keys on
+/// top, and nothing of the (large) cluster part is copied per node.
+#[derive(Debug, Clone, Copy)]
+enum Root<'c> {
+    Json(&'c J),
+    Layered(&'c J, &'c J),
+}
+
+impl<'c> Root<'c> {
+    fn value(&self) -> Value<'c> {
+        match *self {
+            Root::Json(j) => Value::from_json(j),
+            Root::Layered(base, top) => {
+                let (J::Object(b), J::Object(t)) = (base, top) else {
+                    return Value::from_json(top);
+                };
+                let mut out: indexmap::IndexMap<Value<'c>, Value<'c>> =
+                    indexmap::IndexMap::with_capacity(b.len() + t.len());
+                for (k, v) in b.iter().chain(t.iter()) {
+                    out.insert(Value::Text(k.as_str()), Value::from_json(v));
+                }
+                Value::Dict(std::rc::Rc::new(out))
+            }
+        }
+    }
 }
 
 impl<'c> Context<'c> {
     /// A context with `$` bound to `data` (also reachable as `$data`).
     pub fn new(data: &'c J) -> Context<'c> {
         Context {
-            data,
-            vars: vec![("data".to_string(), data)],
+            data: Root::Json(data),
+            vars: Vec::new(),
             old: None,
             forced: false,
         }
+    }
+
+    /// A context with `$` bound to `base`'s keys with `top`'s over them (both mappings), without
+    /// copying either.
+    pub fn layered(base: &'c J, top: &'c J) -> Context<'c> {
+        Context {
+            data: Root::Layered(base, top),
+            vars: Vec::new(),
+            old: None,
+            forced: false,
+        }
+    }
+
+    /// Sets the last deployed state as two layers (see [`Context::layered`]).
+    pub fn old_layered(mut self, old: Option<(&'c J, &'c J)>) -> Self {
+        self.old = old.map(|(b, t)| Root::Layered(b, t));
+        self
     }
 
     /// Adds the variable `$name`.
@@ -488,7 +550,7 @@ impl<'c> Context<'c> {
 
     /// Sets the last deployed state for `old()`, `changed()` and the like.
     pub fn old(mut self, old: Option<&'c J>) -> Self {
-        self.old = old;
+        self.old = old.map(Root::Json);
         self
     }
 

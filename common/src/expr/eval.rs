@@ -39,12 +39,12 @@ pub fn type_err<T>(msg: impl Into<String>) -> R<T> {
 }
 
 /// The deployment helpers' view of the states.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct States<'a> {
     /// The current state (`$` at the top of the evaluation).
-    pub new: Option<&'a J>,
+    pub new: Option<Value<'a>>,
     /// The last deployed state, if any.
-    pub old: Option<&'a J>,
+    pub old: Option<Value<'a>>,
     /// Forced deployment: everything counts as changed.
     pub forced: bool,
 }
@@ -183,34 +183,8 @@ impl<'a> Interp<'a> {
                 .cloned()
                 .unwrap_or(Value::Null),
             Kind::Paren(n) => self.eval(n)?,
-            Kind::List(args) => {
-                let mut out = Vec::with_capacity(args.len());
-                for a in args {
-                    match a {
-                        Arg::Pos(n) => out.push(self.eval(n)?),
-                        Arg::Skip => out.push(Value::Null),
-                        Arg::Map(..) => return type_err("a list literal cannot hold `=>` pairs"),
-                    }
-                }
-                self.new_list(out)?
-            }
-            Kind::Dict(args) => {
-                let mut out = indexmap::IndexMap::with_capacity(args.len());
-                for a in args {
-                    match a {
-                        Arg::Map(k, v) => {
-                            let k = self.eval(k)?;
-                            let v = self.eval(v)?;
-                            out.insert(k, v);
-                        }
-                        _ => {
-                            return type_err("a dictionary literal holds only `key => value` pairs")
-                        }
-                    }
-                }
-                self.check_len(out.len())?;
-                Value::Dict(Rc::new(out))
-            }
+            Kind::List(args) => self.list_literal(args)?,
+            Kind::Dict(args) => self.dict_literal(args)?,
             Kind::Call(name, args) => self.call_function(name, args)?,
             Kind::Method {
                 recv,
@@ -218,6 +192,12 @@ impl<'a> Interp<'a> {
                 args,
                 safe,
             } => {
+                if !*safe && self.engine.lazy_queries() && matches!(name.as_str(), "first" | "any")
+                {
+                    if let Some(v) = self.lazy_query(recv, name, args)? {
+                        return Ok(v);
+                    }
+                }
                 let r = self.eval(recv)?;
                 if *safe && r.is_null() {
                     return Ok(Value::Null);
@@ -231,50 +211,15 @@ impl<'a> Interp<'a> {
                 }
                 match &rhs.kind {
                     Kind::Word(key) => self.member(&r, key)?,
-                    _ => {
-                        return Err(EvalErrorKind::NoMatchingFunction(
-                            "#operator_.".into(),
-                            "the right side of `.` must be a name or a method call".into(),
-                        )
-                        .into())
-                    }
+                    _ => return Err(bad_member()),
                 }
             }
             Kind::Index(v, args) => {
                 let target = self.eval(v)?;
                 self.index(target, args)?
             }
-            Kind::Invoke(callee, args) => {
-                let f = self.eval(callee)?;
-                match f {
-                    Value::Lambda(l) => {
-                        let (pos, named) = self.eval_args(args)?;
-                        self.call_lambda(&l, &pos, &named, None)?
-                    }
-                    other => {
-                        return Err(EvalErrorKind::NoMatchingFunction(
-                            "#call".into(),
-                            format!("a {} cannot be called", other.type_name()),
-                        )
-                        .into())
-                    }
-                }
-            }
-            Kind::Unary(op, n) => {
-                let v = self.eval(n)?;
-                match op {
-                    UnOp::Not => Value::Bool(!v.truthy()),
-                    UnOp::Plus => match v.view() {
-                        View::Int(_) | View::Float(_) => v,
-                        _ => return type_err(format!("unary + of a {}", v.type_name())),
-                    },
-                    UnOp::Minus => match v.view() {
-                        View::Int(i) => Value::Int(i.checked_neg().ok_or(EvalErrorKind::Overflow)?),
-                        View::Float(x) => Value::Float(-x),
-                        _ => return type_err(format!("unary - of a {}", v.type_name())),
-                    },
-                }
-            }
+            Kind::Invoke(callee, args) => self.invoke(callee, args)?,
+            Kind::Unary(op, n) => self.unary(*op, n)?,
             Kind::Binary(BinOp::And, l, r) => {
                 let l = self.eval(l)?;
                 if !l.truthy() {
@@ -300,8 +245,160 @@ impl<'a> Interp<'a> {
             Kind::Binary(op, l, r) => {
                 let l = self.eval(l)?;
                 let r = self.eval(r)?;
-                operators::binary(self, *op, l, r)?
+                match op {
+                    BinOp::Eq => Value::Bool(super::value::equal(&l, &r)),
+                    BinOp::Ne => Value::Bool(!super::value::equal(&l, &r)),
+                    _ => operators::binary(self, *op, l, r)?,
+                }
             }
+        })
+    }
+
+    /// `first()` and `any()` at the end of a chain of `where`/`select`/`.key` stop at the first
+    /// item found, as YAQL's lazy iterators do. `None` when the chain does not qualify.
+    #[inline(never)]
+    fn lazy_query(&mut self, recv: &'a Node, name: &str, args: &'a [Arg]) -> R<Option<Value<'a>>> {
+        enum Stage<'n> {
+            Where(&'n Node),
+            Select(&'n Node),
+            Key(&'n str),
+        }
+        if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
+            return Ok(None);
+        }
+        let mut stages = Vec::new();
+        let mut node = recv;
+        loop {
+            match &node.kind {
+                Kind::Method {
+                    name,
+                    args,
+                    safe: false,
+                    ..
+                } => match (name.as_str(), args.as_slice()) {
+                    ("where" | "filter", [Arg::Pos(p)]) => stages.push(Stage::Where(p)),
+                    ("select" | "map", [Arg::Pos(p)]) => stages.push(Stage::Select(p)),
+                    _ => break,
+                },
+                Kind::Member {
+                    rhs, safe: false, ..
+                } => match &rhs.kind {
+                    Kind::Word(k) => stages.push(Stage::Key(k)),
+                    _ => break,
+                },
+                _ => break,
+            }
+            node = match &node.kind {
+                Kind::Method { recv, .. } | Kind::Member { recv, .. } => recv,
+                _ => break,
+            };
+        }
+        if !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
+            return Ok(None);
+        }
+        stages.reverse();
+        let source = self.eval(node)?;
+        if matches!(source, Value::Gen(_)) || !source.is_iterable() {
+            return Ok(None);
+        }
+        let pred = match args.first() {
+            Some(Arg::Pos(p)) => Some(p),
+            _ => None,
+        };
+        let items = seq_items(&source);
+        'items: for item in items {
+            self.tick(1)?;
+            let mut item = item;
+            for stage in &stages {
+                match stage {
+                    Stage::Where(p) => {
+                        if !self.eval_with(p, std::slice::from_ref(&item))?.truthy() {
+                            continue 'items;
+                        }
+                    }
+                    Stage::Select(p) => item = self.eval_with(p, std::slice::from_ref(&item))?,
+                    Stage::Key(k) => item = self.member(&item, k)?,
+                }
+            }
+            if name == "first" {
+                return Ok(Some(item));
+            }
+            let found = match pred {
+                Some(p) => self.eval_with(p, std::slice::from_ref(&item))?.truthy(),
+                None => true,
+            };
+            if found {
+                return Ok(Some(Value::Bool(true)));
+            }
+        }
+        if name == "any" {
+            return Ok(Some(Value::Bool(false)));
+        }
+        match pred {
+            Some(default) => self.eval(default).map(Some),
+            None => Err(EvalErrorKind::Sequence("the collection is empty".into()).into()),
+        }
+    }
+
+    #[inline(never)]
+    fn list_literal(&mut self, args: &'a [Arg]) -> R<Value<'a>> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                Arg::Pos(n) => out.push(self.eval(n)?),
+                Arg::Skip => out.push(Value::Null),
+                Arg::Map(..) => return type_err("a list literal cannot hold `=>` pairs"),
+            }
+        }
+        self.new_list(out)
+    }
+
+    #[inline(never)]
+    fn dict_literal(&mut self, args: &'a [Arg]) -> R<Value<'a>> {
+        let mut out = indexmap::IndexMap::with_capacity(args.len());
+        for a in args {
+            match a {
+                Arg::Map(k, v) => {
+                    let k = self.eval(k)?;
+                    let v = self.eval(v)?;
+                    out.insert(k, v);
+                }
+                _ => return type_err("a dictionary literal holds only `key => value` pairs"),
+            }
+        }
+        self.check_len(out.len())?;
+        Ok(Value::Dict(Rc::new(out)))
+    }
+
+    #[inline(never)]
+    fn invoke(&mut self, callee: &'a Node, args: &'a [Arg]) -> R<Value<'a>> {
+        match &self.eval(callee)? {
+            Value::Lambda(l) => {
+                let (pos, named) = self.eval_args(args)?;
+                self.call_lambda(l, &pos, &named, None)
+            }
+            other => Err(EvalErrorKind::NoMatchingFunction(
+                "#call".into(),
+                format!("a {} cannot be called", other.type_name()),
+            )
+            .into()),
+        }
+    }
+
+    #[inline(never)]
+    fn unary(&mut self, op: UnOp, n: &'a Node) -> R<Value<'a>> {
+        let v = self.eval(n)?;
+        Ok(match op {
+            UnOp::Not => Value::Bool(!v.truthy()),
+            UnOp::Plus => match v.view() {
+                View::Int(_) | View::Float(_) => v,
+                _ => return type_err(format!("unary + of a {}", v.type_name())),
+            },
+            UnOp::Minus => match v.view() {
+                View::Int(i) => Value::Int(i.checked_neg().ok_or(EvalErrorKind::Overflow)?),
+                View::Float(x) => Value::Float(-x),
+                _ => return type_err(format!("unary - of a {}", v.type_name())),
+            },
         })
     }
 
@@ -393,7 +490,8 @@ impl<'a> Interp<'a> {
 
     /// Resolves and runs `name(args)`.
     fn call_function(&mut self, name: &'a str, args: &'a [Arg]) -> R<Value<'a>> {
-        if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)).cloned() {
+        if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)) {
+            let l = l.clone();
             let (pos, named) = self.eval_args(args)?;
             return self.call_lambda(&l, &pos, &named, Some(name));
         }
@@ -575,6 +673,15 @@ impl<'a> Interp<'a> {
             None => default.ok_or_else(|| EvalErrorKind::IndexOutOfRange(i).into()),
         }
     }
+}
+
+#[cold]
+fn bad_member() -> Fail {
+    EvalErrorKind::NoMatchingFunction(
+        "#operator_.".into(),
+        "the right side of `.` must be a name or a method call".into(),
+    )
+    .into()
 }
 
 /// True when `node` is a call to one of the binders, which return the undefined value after

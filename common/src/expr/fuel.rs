@@ -31,17 +31,17 @@ pub fn register(e: &mut Engine) {
 }
 
 fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    match it.states.new {
-        Some(data) => it.apply(c.slot(i), &[Value::from_json(data)]),
+    match it.states.new.clone() {
+        Some(data) => it.apply(c.slot(i), &[data]),
         None => need(it, c, i),
     }
 }
 
 /// The argument evaluated against the old state; undefined when that is impossible.
 fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    let States { old, forced, .. } = it.states;
+    let (old, forced) = (it.states.old.clone(), it.states.forced);
     match old {
-        Some(data) if !forced => match it.apply(c.slot(i), &[Value::from_json(data)]) {
+        Some(data) if !forced => match it.apply(c.slot(i), &[data]) {
             Ok(v) => Ok(v),
             Err(f)
                 if matches!(
@@ -56,8 +56,6 @@ fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
         _ => Ok(Value::Undef),
     }
 }
-
-use super::eval::States;
 
 fn has_old(it: &Interp<'_>) -> bool {
     it.states.old.is_some() && !it.states.forced

@@ -304,24 +304,77 @@ impl<'a> Value<'a> {
     }
 }
 
+/// String equality without a library call for short strings (keys, statuses, roles).
+#[inline]
+pub fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 24 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Looks a key up in a JSON object: a scan for small objects (cheaper than hashing the key),
 /// the hash index for large ones.
 #[inline]
 pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j J> {
     if m.len() <= 16 {
-        m.iter()
-            .find(|(k, _)| k.len() == key.len() && k.as_str() == key)
-            .map(|(_, v)| v)
+        m.iter().find(|(k, _)| str_eq(k, key)).map(|(_, v)| v)
     } else {
         m.get(key)
     }
 }
 
+/// A small, fast, non-cryptographic hasher for the entries of dictionaries and sets (their
+/// per-entry hashes are summed so that order does not matter).
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Values nested deeper than this are not compared, hashed or written out (no stack overflow).
+pub const MAX_NESTING: usize = 256;
+
 /// Python-like equality: `1 = 1.0`, `true = 1`, lists and dictionaries by content.
 pub fn equal(a: &Value<'_>, b: &Value<'_>) -> bool {
+    equal_at(a, b, 0)
+}
+
+fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
+    if depth > MAX_NESTING {
+        return false;
+    }
+    let equal = |x: &Value<'_>, y: &Value<'_>| equal_at(x, y, depth + 1);
     match (a.view(), b.view()) {
         (View::Undef, View::Undef) | (View::Null, View::Null) => true,
-        (View::Str(x), View::Str(y)) => x == y,
+        (View::Str(x), View::Str(y)) => str_eq(x, y),
         (View::Bool(x), View::Bool(y)) => x == y,
         (View::Int(x), View::Int(y)) => x == y,
         (View::Float(x), View::Float(y)) => x == y,
@@ -364,7 +417,7 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
     match v.view() {
         View::JDict(m) => m
             .iter()
-            .map(|(k, v)| (Value::str(k), Value::from_json(v)))
+            .map(|(k, v)| (Value::Text(k.as_str()), Value::from_json(v)))
             .collect(),
         View::Dict(d) => d.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         _ => Vec::new(),
@@ -374,6 +427,13 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
 /// Orders two values as YAQL does: null below everything, numbers with numbers, strings with
 /// strings, booleans with booleans, lists lexicographically; `None` when incomparable.
 pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
+    compare_at(a, b, 0)
+}
+
+fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     match (a.view(), b.view()) {
         (View::Null, View::Null) => Some(Ordering::Equal),
         (View::Null, _) => Some(Ordering::Less),
@@ -388,7 +448,7 @@ pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
         (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
             let (xs, ys) = (seq_items(a), seq_items(b));
             for (x, y) in xs.iter().zip(ys.iter()) {
-                match compare(x, y)? {
+                match compare_at(x, y, depth + 1)? {
                     Ordering::Equal => continue,
                     o => return Some(o),
                 }
@@ -409,7 +469,17 @@ impl Eq for Value<'_> {}
 
 impl Hash for Value<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        match self.view() {
+        hash_at(self, state, 0)
+    }
+}
+
+fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
+    if depth > MAX_NESTING {
+        return;
+    }
+    {
+        let this = value;
+        match this.view() {
             View::Undef => 0u8.hash(state),
             View::Null => 1u8.hash(state),
             View::Bool(b) => {
@@ -434,18 +504,18 @@ impl Hash for Value<'_> {
             }
             View::JList(_) | View::List(_) => {
                 4u8.hash(state);
-                for v in seq_items(self) {
-                    v.hash(state);
+                for v in seq_items(this) {
+                    hash_at(&v, state, depth + 1);
                 }
             }
             View::JDict(_) | View::Dict(_) => {
                 // Order-independent: the entries' own hashes are summed.
                 5u8.hash(state);
                 let mut acc = 0u64;
-                for (k, v) in dict_items(self) {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
-                    k.hash(&mut h);
-                    v.hash(&mut h);
+                for (k, v) in dict_items(this) {
+                    let mut h = FxHasher(0);
+                    hash_at(&k, &mut h, depth + 1);
+                    hash_at(&v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);
@@ -454,8 +524,8 @@ impl Hash for Value<'_> {
                 8u8.hash(state);
                 let mut acc = 0u64;
                 for v in s.iter() {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
-                    v.hash(&mut h);
+                    let mut h = FxHasher(0);
+                    hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);
@@ -481,6 +551,14 @@ fn key_text(k: &Value<'_>) -> String {
 /// Converts to JSON: sets become lists, non-string keys their JSON text, regexes their pattern,
 /// the undefined value `null`. Lambdas and lazy sequences have no JSON form (`None`).
 pub fn to_json(v: &Value<'_>) -> Option<J> {
+    to_json_at(v, 0)
+}
+
+fn to_json_at(v: &Value<'_>, depth: usize) -> Option<J> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    let to_json = |v: &Value<'_>| to_json_at(v, depth + 1);
     Some(match v {
         Value::Undef | Value::Null => J::Null,
         Value::Bool(b) => J::Bool(*b),
@@ -555,5 +633,47 @@ pub fn from_json_owned<'a>(j: &J) -> Value<'a> {
                 .map(|(k, v)| (Value::str(k), from_json_owned(v)))
                 .collect(),
         )),
+    }
+}
+
+impl Drop for Value<'_> {
+    /// Drops nested collections with a heap stack rather than recursion, so that a value nested
+    /// a million deep (an `aggregate` can build one) cannot overflow the thread's stack.
+    fn drop(&mut self) {
+        let mut stack: Vec<Value<'_>> = Vec::new();
+        detach(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            detach(&mut v, &mut stack);
+        }
+    }
+}
+
+/// Moves the children of a uniquely owned collection onto `stack`.
+fn detach<'a>(v: &mut Value<'a>, stack: &mut Vec<Value<'a>>) {
+    match v {
+        Value::List(l) | Value::Iter(l) => {
+            if let Some(items) = Rc::get_mut(l) {
+                stack.append(items);
+            }
+        }
+        Value::Dict(d) => {
+            if let Some(map) = Rc::get_mut(d) {
+                for (k, v) in map.drain(..) {
+                    stack.push(k);
+                    stack.push(v);
+                }
+            }
+        }
+        Value::Set(s) => {
+            if let Some(set) = Rc::get_mut(s) {
+                stack.extend(set.drain(..));
+            }
+        }
+        Value::Lambda(l) => {
+            if let Some(l) = Rc::get_mut(l) {
+                stack.extend(l.scope.drain(..).map(|(_, v)| v));
+            }
+        }
+        _ => {}
     }
 }

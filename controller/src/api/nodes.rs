@@ -17,6 +17,8 @@ pub struct NodeView {
     node: NodeRecord,
     /// Heard from within the offline threshold.
     online: bool,
+    /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
+    deployed_roles: Vec<String>,
 }
 
 fn view(state: &AppState, mut node: NodeRecord, with_facts: bool) -> NodeView {
@@ -28,7 +30,11 @@ fn view(state: &AppState, mut node: NodeRecord, with_facts: bool) -> NodeView {
     if !with_facts {
         node.facts = serde_json::Value::Null;
     }
-    NodeView { node, online }
+    NodeView {
+        deployed_roles: node.roles.clone(),
+        node,
+        online,
+    }
 }
 
 /// `GET /api/v1/nodes`.

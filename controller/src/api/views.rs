@@ -82,7 +82,7 @@ pub async fn cluster_tasks(
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
             let plugins: Vec<&Plugin> = model.plugins.iter().collect();
             let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(|e| StartError::Resolve(e))?;
+                .map_err(StartError::Resolve)?;
             Ok(serde_json::to_value(merged.task_list()).unwrap_or_default())
         })
         .await?;

@@ -180,6 +180,26 @@ pub struct ClusterData {
     pub plugins: Vec<u64>,
     /// Tags defined for this cluster only (`name` → metadata with `has_primary`).
     pub tags_metadata: serde_json::Map<String, serde_json::Value>,
+    /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
+    /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
+    pub status: ClusterStatus,
+}
+
+/// A cluster's life-cycle status, as Fuel names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterStatus {
+    /// Never deployed.
+    #[default]
+    New,
+    /// A deployment runs.
+    Deployment,
+    /// The last deployment succeeded.
+    Operational,
+    /// The last deployment ended with failed groups or nodes.
+    PartiallyDeployed,
+    /// A critical group of the last deployment failed.
+    Error,
 }
 
 /// A plugin to register.

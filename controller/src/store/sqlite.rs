@@ -655,6 +655,10 @@ impl Store for SqliteStore {
                 params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, to_json(&new.inputs)],
             )?;
             let dep_id = id(tx.last_insert_rowid());
+            tx.execute(
+                "UPDATE clusters SET data = json_set(data, '$.status', 'deployment') WHERE id = ?1",
+                [sql_id(new.cluster_id)],
+            )?;
             let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
             for node in &new.node_ids {
                 stmt.execute([sql_id(*node)])?;
@@ -731,6 +735,16 @@ impl Store for SqliteStore {
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
         self.tx(|tx| {
             set_state(tx, dep_id, end.state, end.status)?;
+            let cluster_status = match end.status {
+                DeploymentStatus::Success => "operational",
+                DeploymentStatus::SuccessWithFailures => "partially_deployed",
+                DeploymentStatus::Failed | DeploymentStatus::Running => "error",
+            };
+            tx.execute(
+                "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
+                 WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
+                params![sql_id(dep_id), cluster_status],
+            )?;
             append_events(tx, dep_id, end.events)?;
             for node_id in end.succeeded {
                 let node = one_node(tx, *node_id)?;

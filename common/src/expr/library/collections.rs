@@ -99,10 +99,10 @@ pub fn register(e: &mut Engine) {
 
 /// Spreads query results and lazy sequences; keeps lists and scalars as single items.
 fn spread<'a>(it: &mut Interp<'a>, v: Value<'a>, out: &mut Vec<Value<'a>>) -> R<()> {
-    match v {
+    match &v {
         Value::Iter(l) => out.extend(l.iter().cloned()),
         Value::Gen(_) => out.extend(it.seq(&v, "list")?),
-        v => out.push(v),
+        _ => out.push(v),
     }
     it.check_len(out.len())
 }
@@ -266,11 +266,15 @@ fn flatten_into<'a>(
     it: &mut Interp<'a>,
     v: Value<'a>,
     depth: i64,
+    level: usize,
     out: &mut Vec<Value<'a>>,
 ) -> R<()> {
     if depth != 0 && v.is_iterable() {
+        if level > crate::expr::value::MAX_NESTING {
+            return type_err("flatten: the collection is nested too deeply");
+        }
         for x in it.seq(&v, "flatten")? {
-            flatten_into(it, x, depth - 1, out)?;
+            flatten_into(it, x, depth - 1, level + 1, out)?;
         }
     } else {
         out.push(v);
@@ -284,7 +288,7 @@ fn flatten<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let items = this_items(it, c)?;
     let mut out = Vec::new();
     for v in items {
-        flatten_into(it, v, depth, &mut out)?;
+        flatten_into(it, v, depth, 0, &mut out)?;
     }
     it.new_iter(out)
 }

@@ -674,6 +674,9 @@ fn merge<'a>(
     max_levels: i64,
     level: i64,
 ) -> R<Value<'a>> {
+    if level > crate::expr::value::MAX_NESTING as i64 {
+        return type_err("mergeWith: the dictionaries are nested too deeply");
+    }
     let mut out: IndexMap<Value<'a>, Value<'a>> = dict_items(to).into_iter().collect();
     for (k, vf) in dict_items(from) {
         let merged = match out.get(&k) {
