@@ -99,7 +99,7 @@ pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<
         release
             .graphs
             .entry(graph_type.to_string())
-            .or_insert_with(Graph::default)
+            .or_default()
             .tasks = tasks;
     }
     Ok(release)
