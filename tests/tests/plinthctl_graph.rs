@@ -79,6 +79,10 @@ fn files(release: &str, cluster: &str) -> Files {
     }
 }
 
+fn json_of(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 fn task_ids(node: &Value) -> Vec<&str> {
     node["tasks"]
         .as_array()
@@ -653,6 +657,29 @@ fn tags_and_plugins_through_plinthctl_against_a_controller() {
     ]);
     assert_eq!(code, 0, "{err}");
     let _: Value = serde_json::from_str(&out).unwrap();
+
+    let (code, out, err) = ctl(&["graph", "list", "--plugin", &pid, "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_of(&out)[0]["graph_type"], "default");
+
+    // A real deployment: the id is printed, then followed to its end.
+    let (code, out, err) = ctl(&["graph", "execute", "--env", &cid, "--nodes", &node]);
+    assert_eq!(code, 0, "{err}");
+    let id: u64 = out
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("an id: {out}"));
+    let report = c
+        .api
+        .wait_deployment(id, std::time::Duration::from_secs(120));
+    assert_eq!(report["status"], "success", "{report}");
+    let (code, out, err) = ctl(&[
+        "graph", "execute", "--env", &cid, "--nodes", &node, "--watch", "-o", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report = json_of(&out);
+    assert_eq!(report["status"], "success", "{report}");
+    assert!(task_line(&report, "node-a", "post").is_some(), "{report}");
 
     let (code, _, err) = ctl(&["plugin", "disable", "--env", &cid, &pid]);
     assert_eq!(code, 0, "{err}");
