@@ -88,15 +88,20 @@ pub enum TagCommand {
 fn owner_text(t: &Value) -> String {
     match &t["owner"] {
         Value::String(s) => s.clone(),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => format!("{k} {s}"),
-                Value::Null => k.clone(),
-                other => format!("{k} {other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        // `{kind: plugin, name: p1}` reads `plugin p1`.
+        Value::Object(m) => {
+            let mut parts: Vec<String> = m
+                .get("kind")
+                .map(|k| output::cell(k, ""))
+                .into_iter()
+                .collect();
+            parts.extend(
+                m.iter()
+                    .filter(|(k, v)| k.as_str() != "kind" && !v.is_null())
+                    .map(|(_, v)| output::cell(v, "")),
+            );
+            parts.join(" ")
+        }
         Value::Null => "-".into(),
         other => other.to_string(),
     }
