@@ -37,7 +37,8 @@ pub fn spec() -> Value {
                 "parameters": [id.clone(), graph_type_param()],
                 "get": op("Show a graph", "graphs", "200"),
                 "post": op("Create a graph (409 if one of this type exists)", "graphs", "201"),
-                "put": op("Create or replace a graph", "graphs", "200"),
+                "put": op("Create or replace a graph (JSON or YAML; a graph or a bare task list)", "graphs", "200"),
+                "patch": op("Change a graph's name, tasks or node filter", "graphs", "200"),
                 "delete": op("Delete a graph", "graphs", "204")
             }),
         )
@@ -68,14 +69,38 @@ pub fn spec() -> Value {
             {"name": "graph_type", "in": "query", "schema": {"type": "string", "default": "default"}},
             {"name": "nodes", "in": "query", "schema": {"type": "string"}, "description": "comma-separated node ids"},
             {"name": "noop", "in": "query", "schema": {"type": "boolean"}},
-            {"name": "force", "in": "query", "schema": {"type": "boolean"}}],
+            {"name": "force", "in": "query", "schema": {"type": "boolean"}},
+            {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "resolve and report only (200)"}],
         "put": op("Deploy a graph type on the cluster or some of its nodes (409 if a deployment runs)", "deployments", "202")
     }));
-    for kind in ["releases", "clusters"] {
+    for kind in ["releases", "plugins", "clusters"] {
         let (a, av, b, bv) = graph_paths(kind);
         paths.insert(a, av);
         paths.insert(b, bv);
+        paths.insert(
+            format!("/{kind}/{{id}}/deployment_tasks/"),
+            json!({"parameters": [id], "get": op(if kind == "clusters" { "The merged tasks of a graph type (release, plugins, cluster)" } else { "This class's tasks of a graph type" }, "graphs", "200")}),
+        );
     }
+    paths.insert(
+        "/graphs/".into(),
+        json!({"get": op("List every graph with its owner and type", "graphs", "200")}),
+    );
+    paths.insert("/graphs/{id}/".into(), json!({"parameters": [id], "get": op("Show a graph", "graphs", "200"), "put": op("Replace a graph", "graphs", "200"), "delete": op("Delete a graph", "graphs", "204")}));
+    paths.insert("/clusters/{id}/serialized_tasks/".into(), json!({"parameters": [id], "get": op("Every node's resolved, ordered tasks", "graphs", "200")}));
+    paths.insert("/clusters/{id}/deploy_tasks/graph.gv".into(), json!({"parameters": [id], "get": op("The merged graph in Graphviz DOT (tasks=, parents_for=, remove=)", "graphs", "200")}));
+    paths.insert(
+        "/clusters/{id}/checks/".into(),
+        json!({"parameters": [id], "get": op("The pre-deployment checks", "graphs", "200")}),
+    );
+    paths.insert("/plugins/".into(), json!({"get": op("List plugins", "plugins", "200"), "post": op("Register a plugin from its files", "plugins", "201")}));
+    paths.insert("/plugins/{id}/".into(), json!({"parameters": [id], "get": op("Show a plugin", "plugins", "200"), "delete": op("Delete a plugin no cluster has enabled", "plugins", "204")}));
+    paths.insert("/clusters/{id}/plugins/{plugin_id}/".into(), json!({"parameters": [id, {"name": "plugin_id", "in": "path", "required": true, "schema": {"type": "integer"}}], "put": op("Enable a plugin", "plugins", "200"), "delete": op("Disable a plugin (409 while its roles are in use)", "plugins", "200")}));
+    for owner in ["releases", "clusters"] {
+        paths.insert(format!("/{owner}/{{id}}/tags/"), json!({"parameters": [id], "get": op("List tags", "tags", "200"), "post": op("Create a user-defined tag", "tags", "201")}));
+        paths.insert(format!("/{owner}/{{id}}/tags/{{name}}/"), json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}], "put": op("Modify a user-defined tag", "tags", "200"), "delete": op("Delete a user-defined tag (403 for role-owned)", "tags", "204")}));
+    }
+    paths.insert("/nodes/{id}/tags/".into(), json!({"parameters": [id], "post": op("Assign tags to a node", "tags", "200"), "delete": op("Unassign tags from a node", "tags", "200")}));
     paths.insert(
         "/deployments/".into(),
         json!({"get": op("List deployments", "deployments", "200")}),

@@ -274,13 +274,16 @@ impl Engine {
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
     pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
+        let (mut strategy, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
             .collect();
+        if req.strategy.is_none() {
+            tolerate_failures(&mut strategy, &resolved);
+        }
         let sequencer = Sequencer::new(&strategy, &inventory)
             .map_err(|e| StartError::Invalid(e.to_string()))?;
         let state = EngineState {
@@ -656,6 +659,10 @@ impl Engine {
             .filter_map(|n| run.ids.get(n).copied())
             .collect();
         untouched.extend(unselected);
+        let status = match (&run.stopped, status) {
+            (Some(_), _) => strategy::DeploymentStatus::Failed,
+            (None, s) => s,
+        };
         let status = report::store_status(status);
         self.save_task_states(run, &succeeded)?;
         let state = serde_json::to_value(&run.state).unwrap_or_default();
@@ -1057,10 +1064,58 @@ fn fold(run: &mut Running, node_id: u64, r: &TaskResult) {
     }
 }
 
+/// Without a strategy, the one `default` group needs every node, unless the graph's groups tolerate
+/// failures (`fault_tolerance`): then it tolerates as many failed nodes as they allow in all, and each
+/// group's own limit is enforced as its nodes fail (see [`fault_tolerance_exceeded`]).
+fn tolerate_failures(strategy: &mut strategy::Strategy, resolved: &Resolved) {
+    let allowed: usize = resolved
+        .phases
+        .values()
+        .flat_map(|p| &p.fault_tolerance)
+        .filter_map(|g| {
+            g.fault_tolerance
+                .map(|t| t.allowed_failures(g.node_ids.len()))
+        })
+        .sum();
+    if allowed == 0 {
+        return;
+    }
+    if let Some(group) = strategy.groups.first_mut() {
+        group.success_criteria = Some(strategy::SuccessCriteria {
+            maximum_failed_nodes: Some(allowed as u64),
+            ..strategy::SuccessCriteria::default()
+        });
+    }
+}
+
 /// Whether the failed nodes of a fault tolerance group of `graph_type` are more than it allows; the
 /// message says which group, how many failed and how many it allows.
 fn fault_tolerance_exceeded(run: &Running, graph_type: &str) -> Option<String> {
     let phase = run.resolved.phases.get(graph_type)?;
+    let tolerant = |node: &u64| {
+        phase
+            .fault_tolerance
+            .iter()
+            .any(|g| g.fault_tolerance.is_some() && g.node_ids.contains(node))
+    };
+    if run.state.strategy.is_none()
+        && phase
+            .fault_tolerance
+            .iter()
+            .any(|g| g.fault_tolerance.is_some())
+    {
+        let untolerated = run.current.iter().find(|(n, c)| {
+            c.graph_type == graph_type
+                && c.settled
+                && c.outcome() == Some(NodeOutcome::Failed)
+                && !tolerant(n)
+        });
+        if let Some((n, _)) = untolerated {
+            return Some(format!(
+                "node {n} failed and no group's fault_tolerance covers it; no further list is published"
+            ));
+        }
+    }
     for group in &phase.fault_tolerance {
         let Some(tolerance) = group.fault_tolerance else {
             continue;
