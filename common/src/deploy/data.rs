@@ -1,7 +1,8 @@
 //! The data expressions see during a deployment, in Nailgun's shape.
 //!
 //! `$common` is the cluster part: `cluster` (id, name, release, status, plugins), `release` (name,
-//! version), `settings` (also as `configs`), and `nodes`, one entry per node of the cluster. `$node` is the
+//! version), `settings` (also as `configs`, and each settings section at the top as well, as Nailgun's
+//! deployment data has them), and `nodes`, one entry per node of the cluster. `$node` is the
 //! node's own entry: `id`, `uid` (the id as text), `name`, `roles` (deployed and pending), `deployed_roles`,
 //! `pending_roles`, `tags`, `labels`, `rack`, `status`, `error_type`, `pending_addition`,
 //! `pending_deletion`, `facts`. `$` is the two merged, the node's keys winning.
@@ -84,7 +85,7 @@ impl DeployData {
             .iter()
             .map(|n| node_entry(n, tags.nodes.get(&n.id)))
             .collect();
-        let common = json!({
+        let mut common = json!({
             "cluster": {
                 "id": cluster_id,
                 "name": cluster.name,
@@ -97,6 +98,13 @@ impl DeployData {
             "configs": cluster.settings,
             "nodes": entries,
         });
+        // Nailgun's deployment data has the cluster's settings sections at the top (`$.storage`,
+        // `$.access`, ...): so does `$`, under the keys above.
+        if let (Value::Object(top), Value::Object(settings)) = (&mut common, &cluster.settings) {
+            for (k, v) in settings {
+                top.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
         let nodes = nodes
             .iter()
             .zip(entries)

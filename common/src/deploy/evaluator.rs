@@ -257,6 +257,17 @@ mod tests {
             json!(true)
         );
         assert!(f.node_filter(&nodes[0], "$.name = 'ctl-1'").unwrap());
+        let at1 = EvalContext {
+            node: None,
+            node_id: 1,
+            task_id: "t",
+            field_path: "condition",
+        };
+        assert_eq!(
+            f.evaluate(&at1, "$.storage.volumes_lvm.value").unwrap(),
+            json!(false),
+            "settings sections are at the top, as in Nailgun's deployment data"
+        );
         assert!(!f.node_filter(&nodes[0], "$.pending_deletion").unwrap());
     }
 }

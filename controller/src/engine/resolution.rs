@@ -147,11 +147,11 @@ pub fn blob_hash(value: &Value) -> String {
 
 /// The nodes a graph runs on: the named ones, else those its node filter selects and those with
 /// pending changes (added, or given roles), never a node pending deletion.
-fn selection(
+pub fn selection(
     inputs: &Inputs,
     node_filter: Option<&str>,
     evaluator: &dyn FieldEvaluator,
-) -> Result<Vec<u64>, StartError> {
+) -> Result<Vec<u64>, String> {
     if let Some(named) = &inputs.named {
         return Ok(named.clone());
     }
@@ -162,9 +162,7 @@ fn selection(
         }
         let pending = node.pending_addition || !node.pending_roles.is_empty();
         let filtered = match node_filter {
-            Some(expr) => evaluator
-                .node_filter(node, expr)
-                .map_err(StartError::Invalid)?,
+            Some(expr) => evaluator.node_filter(node, expr)?,
             None => default_node_filter(node),
         };
         if pending || filtered {
@@ -223,7 +221,8 @@ pub fn resolve_all(
             )));
         }
         let merged = merge_for_cluster(&inputs.release, &plugins, &inputs.cluster, graph_type)?;
-        let chosen = selection(inputs, merged.node_filter.as_deref(), &evaluator)?;
+        let chosen = selection(inputs, merged.node_filter.as_deref(), &evaluator)
+            .map_err(StartError::Invalid)?;
         let request = ResolveRequest {
             graph_type,
             graph: &merged,

@@ -7,10 +7,10 @@ use crate::output::{self, Format};
 use anyhow::{bail, Result};
 use plinth_common::deploy::{NodeState, OldStates, YaqlFields};
 use plinth_common::graph::{
-    check_deployment, merge_for_cluster, resolve, to_dot, DotOptions, FieldEvaluator, Finding,
-    ResolveRequest, Severity,
+    check_deployment, merge_for_cluster, resolve, to_dot, DotOptions, Finding, ResolveRequest,
+    Severity,
 };
-use plinth_common::model::{default_node_filter, Plugin};
+use plinth_common::model::Plugin;
 use plinth_controller::engine::resolution::Inputs;
 use plinth_controller::expressions::Expressions;
 use serde_json::{json, Value};
@@ -70,33 +70,6 @@ pub fn node_list(text: &str) -> Result<Vec<u64>> {
                 .map_err(|_| anyhow::anyhow!("--nodes: {s:?} is not a node id"))
         })
         .collect()
-}
-
-/// The nodes a graph runs on, by the controller's rule: the named ones, else those its node filter
-/// selects and those with pending changes, never a node pending deletion.
-fn selection(
-    inputs: &Inputs,
-    node_filter: Option<&str>,
-    evaluator: &dyn FieldEvaluator,
-) -> Result<Vec<u64>, String> {
-    if let Some(named) = &inputs.named {
-        return Ok(named.clone());
-    }
-    let mut out = Vec::new();
-    for node in &inputs.nodes {
-        if node.pending_deletion {
-            continue;
-        }
-        let pending = node.pending_addition || !node.pending_roles.is_empty();
-        let filtered = match node_filter {
-            Some(expr) => evaluator.node_filter(node, expr)?,
-            None => default_node_filter(node),
-        };
-        if pending || filtered {
-            out.push(node.id);
-        }
-    }
-    Ok(out)
 }
 
 fn load(files: &Files) -> Result<Inputs> {
@@ -212,7 +185,11 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
                 .push(Finding::error("graph_error", e.to_string())),
         }
     }
-    let chosen = match selection(&inputs, merged.node_filter.as_deref(), &evaluator) {
+    let chosen = match plinth_controller::engine::resolution::selection(
+        &inputs,
+        merged.node_filter.as_deref(),
+        &evaluator,
+    ) {
         Ok(c) => c,
         Err(e) => {
             outcome.findings.push(Finding::error("node_filter", e));
