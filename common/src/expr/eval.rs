@@ -205,6 +205,15 @@ impl<'a> Interp<'a> {
                 self.call_method(name, r, args)?
             }
             Kind::Member { recv, rhs, safe } => {
+                // Fast path for the commonest form, `$var.key` on input data.
+                if let (Kind::Var(v), Kind::Word(key)) = (&recv.kind, &rhs.kind) {
+                    if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
+                        return match super::value::json_get(m, key) {
+                            Some(j) => Ok(Value::from_json(j)),
+                            None => Err(EvalErrorKind::KeyNotFound(key.clone()).into()),
+                        };
+                    }
+                }
                 let r = self.eval(recv)?;
                 if *safe && r.is_null() {
                     return Ok(Value::Null);
