@@ -651,11 +651,21 @@ impl<'a> Interp<'a> {
             )
             .into());
         };
+        if default.is_some() {
+            return Err(EvalErrorKind::NoMatchingFunction(
+                "#indexer".into(),
+                "a default applies to dictionaries only".into(),
+            )
+            .into());
+        }
         let items: Vec<Value<'a>> = match target.view() {
-            View::Str(s) => s
-                .chars()
-                .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-                .collect(),
+            View::Str(_) => {
+                return Err(EvalErrorKind::NoMatchingFunction(
+                    "#indexer".into(),
+                    "strings cannot be indexed".into(),
+                )
+                .into())
+            }
             View::JList(l) => {
                 let n = l.len() as i64;
                 let j = if i < 0 { i + n } else { i };

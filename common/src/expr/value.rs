@@ -425,8 +425,8 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
     }
 }
 
-/// Orders two values as YAQL does: null below everything, numbers with numbers, strings with
-/// strings, booleans with booleans, lists lexicographically; `None` when incomparable.
+/// Orders two values as YAQL's comparison operators do: null below everything, numbers with
+/// numbers, strings with strings; `None` for anything else (booleans, lists, dictionaries).
 pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
     compare_at(a, b, 0)
 }
@@ -445,17 +445,6 @@ fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
             .zip(b.as_f64())
             .and_then(|(x, y)| x.partial_cmp(&y)),
         (View::Str(x), View::Str(y)) => Some(x.cmp(y)),
-        (View::Bool(x), View::Bool(y)) => Some(x.cmp(&y)),
-        (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
-            let (xs, ys) = (seq_items(a), seq_items(b));
-            for (x, y) in xs.iter().zip(ys.iter()) {
-                match compare_at(x, y, depth + 1)? {
-                    Ordering::Equal => continue,
-                    o => return Some(o),
-                }
-            }
-            Some(xs.len().cmp(&ys.len()))
-        }
         _ => None,
     }
 }

@@ -31,7 +31,7 @@ pub fn register(e: &mut Engine) {
     e.register("last", Form::Method, Spec::new(&["default"], 0), last);
     e.register("single", Form::Method, Spec::new(&[], 0), single);
     e.register("len", Form::Both, Spec::new(&[], 0), len);
-    e.register("count", Form::Method, Spec::new(&[], 0), len);
+    e.register("count", Form::Method, Spec::new(&[], 0), count);
     e.register(
         "distinct",
         Form::Both,
@@ -293,6 +293,10 @@ fn len<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     }
 }
 
+fn count<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    Ok(Value::Int(this_items(it, c)?.len() as i64))
+}
+
 fn distinct<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let items = this_items(it, c)?;
     let mut seen = IndexSet::new();
@@ -517,7 +521,7 @@ fn sum<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         Some(v) => v,
         None => match iter.next() {
             Some(v) => v,
-            None => return Ok(Value::Int(0)),
+            None => return type_err("sum of an empty collection with no initial value"),
         },
     };
     for v in iter {
