@@ -161,6 +161,20 @@ fn deep_nesting_is_refused_not_a_crash() {
         let deep = format!("{}1", open.repeat(5000));
         assert!(Expression::parse(&deep).is_err(), "{open}");
     }
+    let long = vec!["1"; 100_000].join(" + ");
+    assert!(
+        Expression::parse(&long).is_err(),
+        "operator chains are bounded too"
+    );
+    let fine = vec!["$.a"; 100].join(" and ");
+    let e = Expression::parse(&fine).expect("a 100-term chain parses");
+    assert_eq!(e.to_string(), fine);
+    assert_eq!(
+        Engine::new()
+            .evaluate(&e, &json!({"a": 1}))
+            .expect("evaluates"),
+        json!(1)
+    );
     let ok = format!("{}1{}", "(".repeat(60), ")".repeat(60));
     assert!(Expression::parse(&ok).is_ok());
     let engine = Engine::new();
