@@ -247,6 +247,32 @@ fn first_and_any_stop_at_the_first_match_as_yaql_does() {
 }
 
 #[test]
+fn extreme_integers_are_errors_or_results_never_panics() {
+    let engine = Engine::new();
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert!(run("range(9223372036854775807)").is_err());
+    assert!(run("range(-9223372036854775807, 9223372036854775807, 4611686018427387904)").is_ok());
+    assert_eq!(
+        run("[1].enumerate(9223372036854775807)").expect("saturates"),
+        json!([[i64::MAX, 1]])
+    );
+    assert_eq!(
+        run("abcdef.substring(2, 9223372036854775807)").expect("to the end"),
+        json!("cdef")
+    );
+    assert_eq!(
+        run("abcdef.indexOf(c, 1, 9223372036854775807)").expect("found"),
+        json!(2)
+    );
+    assert!(run("9223372036854775807 + 1").is_err());
+    assert!(run("-9223372036854775807 - 2").is_err());
+    assert!(run("abs(-9223372036854775807 - 1)").is_err());
+    assert!(run("pow(2, 64)").is_err());
+    assert!(run("shiftBitsLeft(1, 64)").is_err());
+    assert!(run("(-9223372036854775807 - 1) / -1").is_err());
+}
+
+#[test]
 fn display_is_canonical_and_parses_back() {
     for text in [
         "12 .5",

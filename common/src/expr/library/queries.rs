@@ -574,7 +574,7 @@ fn enumerate<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let out = items
         .into_iter()
         .enumerate()
-        .map(|(i, v)| Value::list(vec![Value::Int(start + i as i64), v]))
+        .map(|(i, v)| Value::list(vec![Value::Int(start.saturating_add(i as i64)), v]))
         .collect();
     it.new_iter(out)
 }
@@ -589,13 +589,19 @@ fn range<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     if step == 0 {
         return Err(EvalErrorKind::Value("range step cannot be zero".into()).into());
     }
+    let (start, stop, step) = (i128::from(start), i128::from(stop), i128::from(step));
     let n = if step > 0 {
         (stop - start + step - 1).max(0) / step
     } else {
         (start - stop - step - 1).max(0) / -step
     };
     it.check_len(usize::try_from(n).unwrap_or(usize::MAX))?;
-    it.new_iter((0..n).map(|i| Value::Int(start + i * step)).collect())
+    // Every item lies between start and stop, both i64, so the casts are exact.
+    it.new_iter(
+        (0..n)
+            .map(|i| Value::Int((start + i * step) as i64))
+            .collect(),
+    )
 }
 
 fn sequence<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {

@@ -278,7 +278,7 @@ fn substring<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let end = if length < 0 {
         n
     } else {
-        (start + length).min(n)
+        start.saturating_add(length).min(n)
     };
     Ok(Value::str(
         &chars[start as usize..end.max(start) as usize]
@@ -362,7 +362,11 @@ fn window(start: i64, length: i64, n: i64) -> (usize, usize) {
     } else {
         start.min(n)
     };
-    let e = if length < 0 { n } else { (s + length).min(n) };
+    let e = if length < 0 {
+        n
+    } else {
+        s.saturating_add(length).min(n)
+    };
     (s as usize, e.max(s) as usize)
 }
 
