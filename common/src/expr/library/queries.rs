@@ -7,9 +7,10 @@ use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items, truth};
 use crate::expr::ast::BinOp;
-use crate::expr::engine::{Call, Engine, Form, Spec};
+use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
 use crate::expr::errors::EvalErrorKind;
 use crate::expr::eval::{type_err, Interp, R};
+use crate::expr::fastpath;
 use crate::expr::value::{compare, dict_items, Gen, Value, View};
 
 /// Registers the queries.
@@ -177,10 +178,25 @@ fn where_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
     // Fast path: borrowed lists are filtered without collecting them first.
     if let View::JList(l) = this.view() {
+        let fast = match c.slot(0) {
+            Slot::Ast(n) => fastpath::compile(n).filter(fastpath::reads_keys),
+            _ => None,
+        };
         let mut out = Vec::new();
         for j in l {
             let v = Value::from_json(j);
-            if truth(it, c, 0, std::slice::from_ref(&v))? {
+            let shortcut = match (&fast, j) {
+                (Some(f), serde_json::Value::Object(m)) => fastpath::run(f, m).map(|r| r.truthy()),
+                _ => None,
+            };
+            let keep = match shortcut {
+                Some(k) => {
+                    it.tick(1)?;
+                    k
+                }
+                None => truth(it, c, 0, std::slice::from_ref(&v))?,
+            };
+            if keep {
                 out.push(v);
             }
         }
