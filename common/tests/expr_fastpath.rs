@@ -11,7 +11,7 @@ fn where_shortcut_matches_the_general_evaluator() {
         {"status": "discover", "roles": [], "n": null, "f": 1, "b": false, "s": "xbz"},
         {"status": "ready", "roles": ["compute"], "n": 7, "f": -1.5, "b": null, "s": ""},
         {"status": null, "roles": "controller", "n": "7", "f": 0, "b": 1, "s": null},
-        {"roles": ["controller"], "n": 1, "f": 1.0, "b": true, "s": "b"},
+        {"status": "error", "roles": ["controller"], "n": 1, "f": 1.0, "b": true, "s": "b"},
         [1, 2],
         "text",
         null
