@@ -161,6 +161,20 @@ fn deep_nesting_is_refused_not_a_crash() {
         let deep = format!("{}1", open.repeat(5000));
         assert!(Expression::parse(&deep).is_err(), "{open}");
     }
+    let long = vec!["1"; 100_000].join(" + ");
+    assert!(
+        Expression::parse(&long).is_err(),
+        "operator chains are bounded too"
+    );
+    let fine = vec!["$.a"; 100].join(" and ");
+    let e = Expression::parse(&fine).expect("a 100-term chain parses");
+    assert_eq!(e.to_string(), fine);
+    assert_eq!(
+        Engine::new()
+            .evaluate(&e, &json!({"a": 1}))
+            .expect("evaluates"),
+        json!(1)
+    );
     let ok = format!("{}1{}", "(".repeat(60), ")".repeat(60));
     assert!(Expression::parse(&ok).is_ok());
     let engine = Engine::new();
@@ -230,6 +244,32 @@ fn first_and_any_stop_at_the_first_match_as_yaql_does() {
         json!(false)
     );
     assert!(run("[].where(true).first()").is_err());
+}
+
+#[test]
+fn extreme_integers_are_errors_or_results_never_panics() {
+    let engine = Engine::new();
+    let run = |text: &str| engine.evaluate(&Expression::parse(text).expect("parses"), &json!(null));
+    assert!(run("range(9223372036854775807)").is_err());
+    assert!(run("range(-9223372036854775807, 9223372036854775807, 4611686018427387904)").is_ok());
+    assert_eq!(
+        run("[1].enumerate(9223372036854775807)").expect("saturates"),
+        json!([[i64::MAX, 1]])
+    );
+    assert_eq!(
+        run("abcdef.substring(2, 9223372036854775807)").expect("to the end"),
+        json!("cdef")
+    );
+    assert_eq!(
+        run("abcdef.indexOf(c, 1, 9223372036854775807)").expect("found"),
+        json!(2)
+    );
+    assert!(run("9223372036854775807 + 1").is_err());
+    assert!(run("-9223372036854775807 - 2").is_err());
+    assert!(run("abs(-9223372036854775807 - 1)").is_err());
+    assert!(run("pow(2, 64)").is_err());
+    assert!(run("shiftBitsLeft(1, 64)").is_err());
+    assert!(run("(-9223372036854775807 - 1) / -1").is_err());
 }
 
 #[test]

@@ -14,7 +14,12 @@ fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     ENGINE.get_or_init(|| {
         let mut e = Engine::new();
-        e.set_limits(Limits { max_collection: 1000, memory_quota: 100_000, max_steps: 100_000, max_depth: 64 });
+        e.set_limits(Limits {
+            max_collection: 1000,
+            memory_quota: 100_000,
+            max_steps: 100_000,
+            max_depth: 64,
+        });
         e
     })
 }
@@ -36,11 +41,18 @@ fn states() -> &'static (Value, Value) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(expr) = Expression::parse(text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(expr) = Expression::parse(text) else {
+        return;
+    };
     let canonical = expr.to_string();
     match Expression::parse(&canonical) {
-        Ok(again) => assert!(again == expr, "canonical text {canonical:?} of {text:?} parses differently"),
+        Ok(again) => assert!(
+            again == expr,
+            "canonical text {canonical:?} of {text:?} parses differently"
+        ),
         Err(e) => panic!("canonical text {canonical:?} of {text:?} does not parse: {e}"),
     }
     let (new, old) = states();

@@ -9,6 +9,34 @@ pub struct Node {
     pub kind: Kind,
     /// Byte offset in the source text, for error carets.
     pub pos: usize,
+    /// Height of the subtree (1 for a leaf); the parser bounds it.
+    pub depth: u32,
+}
+
+impl Node {
+    /// A node over already built children, its height computed from theirs.
+    pub fn new(kind: Kind, pos: usize) -> Node {
+        let arg = |a: &Arg| match a {
+            Arg::Pos(n) => n.depth,
+            Arg::Map(k, v) => k.depth.max(v.depth),
+            Arg::Skip => 0,
+        };
+        let args = |args: &[Arg]| args.iter().map(arg).max().unwrap_or(0);
+        let below = match &kind {
+            Kind::Paren(n) | Kind::Unary(_, n) => n.depth,
+            Kind::Binary(_, l, r) => l.depth.max(r.depth),
+            Kind::Member { recv, rhs, .. } => recv.depth.max(rhs.depth),
+            Kind::Method { recv, args: a, .. } => recv.depth.max(args(a)),
+            Kind::Index(v, a) | Kind::Invoke(v, a) => v.depth.max(args(a)),
+            Kind::Call(_, a) | Kind::List(a) | Kind::Dict(a) => args(a),
+            _ => 0,
+        };
+        Node {
+            kind,
+            pos,
+            depth: below + 1,
+        }
+    }
 }
 
 impl PartialEq for Node {

@@ -55,6 +55,9 @@ impl fmt::Display for Expression {
     }
 }
 
+/// Function names are short and trusted: a fast hasher for the registry.
+type Fx = std::hash::BuildHasherDefault<super::value::FxHasher>;
+
 /// How a library entry may be called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
@@ -306,8 +309,8 @@ impl<'a> Call<'a> {
 /// and the deployment helpers), add your own helpers, then share it (`Engine` is `Send + Sync`).
 #[derive(Clone)]
 pub struct Engine {
-    functions: HashMap<String, Entry>,
-    methods: HashMap<String, Entry>,
+    functions: HashMap<String, Entry, Fx>,
+    methods: HashMap<String, Entry, Fx>,
     limits: Limits,
     lazy: bool,
 }
@@ -332,8 +335,8 @@ impl Engine {
     /// An engine with no functions at all.
     pub fn empty() -> Engine {
         Engine {
-            functions: HashMap::new(),
-            methods: HashMap::new(),
+            functions: HashMap::default(),
+            methods: HashMap::default(),
             limits: Limits::default(),
             lazy: false,
         }

@@ -205,6 +205,15 @@ impl<'a> Interp<'a> {
                 self.call_method(name, r, args)?
             }
             Kind::Member { recv, rhs, safe } => {
+                // Fast path for the commonest form, `$var.key` on input data.
+                if let (Kind::Var(v), Kind::Word(key)) = (&recv.kind, &rhs.kind) {
+                    if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
+                        return match super::value::json_get(m, key) {
+                            Some(j) => Ok(Value::from_json(j)),
+                            None => Err(EvalErrorKind::KeyNotFound(key.clone()).into()),
+                        };
+                    }
+                }
                 let r = self.eval(recv)?;
                 if *safe && r.is_null() {
                     return Ok(Value::Null);
@@ -642,11 +651,21 @@ impl<'a> Interp<'a> {
             )
             .into());
         };
+        if default.is_some() {
+            return Err(EvalErrorKind::NoMatchingFunction(
+                "#indexer".into(),
+                "a default applies to dictionaries only".into(),
+            )
+            .into());
+        }
         let items: Vec<Value<'a>> = match target.view() {
-            View::Str(s) => s
-                .chars()
-                .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-                .collect(),
+            View::Str(_) => {
+                return Err(EvalErrorKind::NoMatchingFunction(
+                    "#indexer".into(),
+                    "strings cannot be indexed".into(),
+                )
+                .into())
+            }
             View::JList(l) => {
                 let n = l.len() as i64;
                 let j = if i < 0 { i + n } else { i };

@@ -25,6 +25,7 @@ pub mod cache;
 pub mod engine;
 pub mod errors;
 pub mod eval;
+pub mod fastpath;
 pub mod fuel;
 pub mod lexer;
 pub mod library;

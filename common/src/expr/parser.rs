@@ -8,6 +8,9 @@ use super::lexer::{tokenize, Tok, Token};
 /// Nesting deeper than this is refused (keeps the parser's stack bounded).
 pub const MAX_DEPTH: usize = 64;
 
+/// Trees taller than this are refused (keeps printing, comparing and dropping them bounded).
+pub const MAX_HEIGHT: usize = 256;
+
 struct Parser<'t> {
     text: &'t str,
     toks: Vec<Token>,
@@ -66,6 +69,22 @@ impl Parser<'_> {
         }
     }
 
+    /// Builds a node, refusing trees taller than [`MAX_HEIGHT`] (long operator chains included).
+    fn node(&self, kind: Kind, pos: usize) -> Result<Node, ParseError> {
+        let n = Node::new(kind, pos);
+        if n.depth as usize > MAX_HEIGHT {
+            return Err(ParseError {
+                kind: ParseErrorKind::Grammar,
+                message: format!(
+                    "expression too deep: more than {MAX_HEIGHT} levels of operators and calls"
+                ),
+                expr: self.text.to_string(),
+                pos,
+            });
+        }
+        Ok(n)
+    }
+
     fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -89,10 +108,10 @@ impl Parser<'_> {
             self.enter()?;
             let right = self.then();
             self.depth -= 1;
-            return Ok(Node {
-                kind: Kind::Binary(BinOp::Then, Box::new(left), Box::new(right?)),
+            return self.node(
+                Kind::Binary(BinOp::Then, Box::new(left), Box::new(right?)),
                 pos,
-            });
+            );
         }
         Ok(left)
     }
@@ -110,10 +129,7 @@ impl Parser<'_> {
             let pos = self.pos();
             self.bump();
             let right = next(self)?;
-            left = Node {
-                kind: Kind::Binary(op, Box::new(left), Box::new(right)),
-                pos,
-            };
+            left = self.node(Kind::Binary(op, Box::new(left), Box::new(right)), pos)?;
         }
     }
 
@@ -132,10 +148,7 @@ impl Parser<'_> {
             self.enter()?;
             let inner = self.not();
             self.depth -= 1;
-            return Ok(Node {
-                kind: Kind::Unary(UnOp::Not, Box::new(inner?)),
-                pos,
-            });
+            return self.node(Kind::Unary(UnOp::Not, Box::new(inner?)), pos);
         }
         self.comparison()
     }
@@ -193,10 +206,7 @@ impl Parser<'_> {
                 self.enter()?;
                 let inner = self.unary();
                 self.depth -= 1;
-                Ok(Node {
-                    kind: Kind::Unary(op, Box::new(inner?)),
-                    pos,
-                })
+                self.node(Kind::Unary(op, Box::new(inner?)), pos)
             }
             None => self.postfix(),
         }
@@ -212,40 +222,34 @@ impl Parser<'_> {
                 if let Tok::Func(name) = self.peek().clone() {
                     self.bump();
                     let args = self.args(")")?;
-                    node = Node {
-                        kind: Kind::Method {
+                    node = self.node(
+                        Kind::Method {
                             recv: Box::new(node),
                             name,
                             args,
                             safe,
                         },
                         pos,
-                    };
+                    )?;
                 } else {
                     let rhs = self.primary()?;
-                    node = Node {
-                        kind: Kind::Member {
+                    node = self.node(
+                        Kind::Member {
                             recv: Box::new(node),
                             rhs: Box::new(rhs),
                             safe,
                         },
                         pos,
-                    };
+                    )?;
                 }
             } else if self.is_op("[") {
                 self.bump();
                 let args = self.args("]")?;
-                node = Node {
-                    kind: Kind::Index(Box::new(node), args),
-                    pos,
-                };
+                node = self.node(Kind::Index(Box::new(node), args), pos)?;
             } else if self.is_op("(") {
                 self.bump();
                 let args = self.args(")")?;
-                node = Node {
-                    kind: Kind::Invoke(Box::new(node), args),
-                    pos,
-                };
+                node = self.node(Kind::Invoke(Box::new(node), args), pos)?;
             } else {
                 return Ok(node);
             }
@@ -266,10 +270,7 @@ impl Parser<'_> {
             Tok::Func(name) => {
                 self.bump();
                 let args = self.args(")")?;
-                return Ok(Node {
-                    kind: Kind::Call(name, args),
-                    pos,
-                });
+                return self.node(Kind::Call(name, args), pos);
             }
             Tok::Op("(") => {
                 self.bump();
@@ -278,31 +279,22 @@ impl Parser<'_> {
                     return Err(self.error("expected `)`"));
                 }
                 self.bump();
-                return Ok(Node {
-                    kind: Kind::Paren(Box::new(inner)),
-                    pos,
-                });
+                return self.node(Kind::Paren(Box::new(inner)), pos);
             }
             Tok::Op("[") => {
                 self.bump();
                 let args = self.args("]")?;
-                return Ok(Node {
-                    kind: Kind::List(args),
-                    pos,
-                });
+                return self.node(Kind::List(args), pos);
             }
             Tok::Op("{") => {
                 self.bump();
                 let args = self.args("}")?;
-                return Ok(Node {
-                    kind: Kind::Dict(args),
-                    pos,
-                });
+                return self.node(Kind::Dict(args), pos);
             }
             _ => return Err(self.error("expected a value")),
         };
         self.bump();
-        Ok(Node { kind, pos })
+        self.node(kind, pos)
     }
 
     /// Parses arguments up to and including `close`: positional ones (some possibly skipped),

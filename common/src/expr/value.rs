@@ -330,7 +330,8 @@ pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j 
 
 /// A small, fast, non-cryptographic hasher for the entries of dictionaries and sets (their
 /// per-entry hashes are summed so that order does not matter).
-struct FxHasher(u64);
+#[derive(Default)]
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     #[inline]
@@ -424,8 +425,8 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
     }
 }
 
-/// Orders two values as YAQL does: null below everything, numbers with numbers, strings with
-/// strings, booleans with booleans, lists lexicographically; `None` when incomparable.
+/// Orders two values as YAQL's comparison operators do: null below everything, numbers with
+/// numbers, strings with strings; `None` for anything else (booleans, lists, dictionaries).
 pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
     compare_at(a, b, 0)
 }
@@ -444,17 +445,6 @@ fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
             .zip(b.as_f64())
             .and_then(|(x, y)| x.partial_cmp(&y)),
         (View::Str(x), View::Str(y)) => Some(x.cmp(y)),
-        (View::Bool(x), View::Bool(y)) => Some(x.cmp(&y)),
-        (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
-            let (xs, ys) = (seq_items(a), seq_items(b));
-            for (x, y) in xs.iter().zip(ys.iter()) {
-                match compare_at(x, y, depth + 1)? {
-                    Ordering::Equal => continue,
-                    o => return Some(o),
-                }
-            }
-            Some(xs.len().cmp(&ys.len()))
-        }
         _ => None,
     }
 }
@@ -502,20 +492,38 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 3u8.hash(state);
                 s.hash(state)
             }
-            View::JList(_) | View::List(_) => {
+            View::JList(l) => {
                 4u8.hash(state);
-                for v in seq_items(this) {
-                    hash_at(&v, state, depth + 1);
+                for j in l {
+                    hash_at(&Value::from_json(j), state, depth + 1);
                 }
             }
-            View::JDict(_) | View::Dict(_) => {
+            View::List(l) => {
+                4u8.hash(state);
+                for v in l {
+                    hash_at(v, state, depth + 1);
+                }
+            }
+            View::JDict(m) => {
                 // Order-independent: the entries' own hashes are summed.
                 5u8.hash(state);
                 let mut acc = 0u64;
-                for (k, v) in dict_items(this) {
-                    let mut h = FxHasher(0);
-                    hash_at(&k, &mut h, depth + 1);
-                    hash_at(&v, &mut h, depth + 1);
+                for (k, v) in m {
+                    let mut h = FxHasher::default();
+                    3u8.hash(&mut h);
+                    k.as_str().hash(&mut h);
+                    hash_at(&Value::from_json(v), &mut h, depth + 1);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
+            }
+            View::Dict(d) => {
+                5u8.hash(state);
+                let mut acc = 0u64;
+                for (k, v) in d {
+                    let mut h = FxHasher::default();
+                    hash_at(k, &mut h, depth + 1);
+                    hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);
@@ -524,7 +532,7 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 8u8.hash(state);
                 let mut acc = 0u64;
                 for v in s.iter() {
-                    let mut h = FxHasher(0);
+                    let mut h = FxHasher::default();
                     hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
@@ -639,39 +647,67 @@ pub fn from_json_owned<'a>(j: &J) -> Value<'a> {
 impl Drop for Value<'_> {
     /// Drops nested collections with a heap stack rather than recursion, so that a value nested
     /// a million deep (an `aggregate` can build one) cannot overflow the thread's stack.
+    #[inline]
     fn drop(&mut self) {
-        let mut stack: Vec<Value<'_>> = Vec::new();
-        detach(self, &mut stack);
-        while let Some(mut v) = stack.pop() {
-            detach(&mut v, &mut stack);
+        if is_container(self) {
+            drop_nested(self);
         }
     }
 }
 
-/// Moves the children of a uniquely owned collection onto `stack`.
+#[inline]
+fn is_container(v: &Value<'_>) -> bool {
+    matches!(
+        v,
+        Value::List(_) | Value::Iter(_) | Value::Dict(_) | Value::Set(_) | Value::Lambda(_)
+    )
+}
+
+#[inline(never)]
+fn drop_nested(v: &mut Value<'_>) {
+    let mut stack: Vec<Value<'_>> = Vec::new();
+    detach(v, &mut stack);
+    while let Some(mut v) = stack.pop() {
+        detach(&mut v, &mut stack);
+    }
+}
+
+/// Moves the nested collections held by a uniquely owned collection onto `stack` (scalars are
+/// left to the ordinary drop).
 fn detach<'a>(v: &mut Value<'a>, stack: &mut Vec<Value<'a>>) {
+    let mut take = |x: &mut Value<'a>| {
+        if is_container(x) {
+            stack.push(std::mem::replace(x, Value::Null));
+        }
+    };
     match v {
         Value::List(l) | Value::Iter(l) => {
             if let Some(items) = Rc::get_mut(l) {
-                stack.append(items);
+                items.iter_mut().for_each(take);
             }
         }
         Value::Dict(d) => {
             if let Some(map) = Rc::get_mut(d) {
-                for (k, v) in map.drain(..) {
-                    stack.push(k);
-                    stack.push(v);
+                if map.keys().any(is_container) {
+                    for (k, v) in map.drain(..) {
+                        stack.push(k);
+                        stack.push(v);
+                    }
+                } else {
+                    map.values_mut().for_each(take);
                 }
             }
         }
         Value::Set(s) => {
             if let Some(set) = Rc::get_mut(s) {
-                stack.extend(set.drain(..));
+                if set.iter().any(is_container) {
+                    stack.extend(set.drain(..));
+                }
             }
         }
         Value::Lambda(l) => {
             if let Some(l) = Rc::get_mut(l) {
-                stack.extend(l.scope.drain(..).map(|(_, v)| v));
+                l.scope.iter_mut().for_each(|(_, v)| take(v));
             }
         }
         _ => {}

@@ -491,10 +491,10 @@ fn set_remove<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 
 fn is_list<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let v = need(it, c, 0)?;
-    Ok(Value::Bool(matches!(
-        v.view(),
-        View::JList(_) | View::List(_)
-    )))
+    // A query result is an iterator in YAQL, not a list.
+    Ok(Value::Bool(
+        !matches!(v, Value::Iter(_)) && matches!(v.view(), View::JList(_) | View::List(_)),
+    ))
 }
 
 fn is_dict<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {

@@ -7,9 +7,10 @@ use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items, truth};
 use crate::expr::ast::BinOp;
-use crate::expr::engine::{Call, Engine, Form, Spec};
+use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
 use crate::expr::errors::EvalErrorKind;
 use crate::expr::eval::{type_err, Interp, R};
+use crate::expr::fastpath;
 use crate::expr::value::{compare, dict_items, Gen, Value, View};
 
 /// Registers the queries.
@@ -31,7 +32,7 @@ pub fn register(e: &mut Engine) {
     e.register("last", Form::Method, Spec::new(&["default"], 0), last);
     e.register("single", Form::Method, Spec::new(&[], 0), single);
     e.register("len", Form::Both, Spec::new(&[], 0), len);
-    e.register("count", Form::Method, Spec::new(&[], 0), len);
+    e.register("count", Form::Method, Spec::new(&[], 0), count);
     e.register(
         "distinct",
         Form::Both,
@@ -177,10 +178,25 @@ fn where_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
     // Fast path: borrowed lists are filtered without collecting them first.
     if let View::JList(l) = this.view() {
+        let fast = match c.slot(0) {
+            Slot::Ast(n) => fastpath::compile(n).filter(fastpath::reads_keys),
+            _ => None,
+        };
         let mut out = Vec::new();
         for j in l {
             let v = Value::from_json(j);
-            if truth(it, c, 0, std::slice::from_ref(&v))? {
+            let shortcut = match (&fast, j) {
+                (Some(f), serde_json::Value::Object(m)) => fastpath::run(f, m).map(|r| r.truthy()),
+                _ => None,
+            };
+            let keep = match shortcut {
+                Some(k) => {
+                    it.tick(1)?;
+                    k
+                }
+                None => truth(it, c, 0, std::slice::from_ref(&v))?,
+            };
+            if keep {
                 out.push(v);
             }
         }
@@ -291,6 +307,10 @@ fn len<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         Some(n) => Ok(Value::Int(n as i64)),
         None => Err(c.no_match(format!("a {} has no length", this.type_name()))),
     }
+}
+
+fn count<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    Ok(Value::Int(this_items(it, c)?.len() as i64))
 }
 
 fn distinct<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
@@ -517,7 +537,7 @@ fn sum<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         Some(v) => v,
         None => match iter.next() {
             Some(v) => v,
-            None => return Ok(Value::Int(0)),
+            None => return type_err("sum of an empty collection with no initial value"),
         },
     };
     for v in iter {
@@ -570,7 +590,7 @@ fn enumerate<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let out = items
         .into_iter()
         .enumerate()
-        .map(|(i, v)| Value::list(vec![Value::Int(start + i as i64), v]))
+        .map(|(i, v)| Value::list(vec![Value::Int(start.saturating_add(i as i64)), v]))
         .collect();
     it.new_iter(out)
 }
@@ -585,13 +605,19 @@ fn range<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     if step == 0 {
         return Err(EvalErrorKind::Value("range step cannot be zero".into()).into());
     }
+    let (start, stop, step) = (i128::from(start), i128::from(stop), i128::from(step));
     let n = if step > 0 {
         (stop - start + step - 1).max(0) / step
     } else {
         (start - stop - step - 1).max(0) / -step
     };
     it.check_len(usize::try_from(n).unwrap_or(usize::MAX))?;
-    it.new_iter((0..n).map(|i| Value::Int(start + i * step)).collect())
+    // Every item lies between start and stop, both i64, so the casts are exact.
+    it.new_iter(
+        (0..n)
+            .map(|i| Value::Int((start + i * step) as i64))
+            .collect(),
+    )
 }
 
 fn sequence<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {

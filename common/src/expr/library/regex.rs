@@ -59,6 +59,11 @@ thread_local! {
 
 /// Compiles a pattern with inline flags (`i`, `m`, `s`), reusing recent compilations.
 pub fn compile(pattern: &str, flags: &str) -> R<Rc<regex::Regex>> {
+    if flags.is_empty() {
+        if let Some(re) = CACHE.with(|c| c.borrow().get(pattern).cloned()) {
+            return Ok(re);
+        }
+    }
     let full = if flags.is_empty() {
         pattern.to_string()
     } else {

@@ -148,12 +148,7 @@ fn right_split<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     it.new_list(strings(parts))
 }
 
-fn join_strings<'a>(
-    it: &mut Interp<'a>,
-    c: &Call<'a>,
-    items: Vec<Value<'a>>,
-    sep: &str,
-) -> R<Value<'a>> {
+fn join_strings<'a>(it: &mut Interp<'a>, items: Vec<Value<'a>>, sep: &str) -> R<Value<'a>> {
     let mut out = String::new();
     for (i, v) in items.iter().enumerate() {
         if i > 0 {
@@ -161,7 +156,7 @@ fn join_strings<'a>(
         }
         match v.as_str() {
             Some(s) => out.push_str(s),
-            None => return Err(c.no_match(format!("join needs strings, not a {}", v.type_name()))),
+            None => out.push_str(&display_string(v)),
         }
         it.check_bytes(out.len())?;
     }
@@ -192,10 +187,10 @@ fn join<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         return it.new_iter(out);
     }
     if let (Some(sep), Some(items)) = (this.as_str(), it.items(&other)?) {
-        return join_strings(it, c, items, sep);
+        return join_strings(it, items, sep);
     }
     match (it.items(&this)?, other.as_str()) {
-        (Some(items), Some(sep)) => join_strings(it, c, items, sep),
+        (Some(items), Some(sep)) => join_strings(it, items, sep),
         _ => Err(c.no_match("join(separator) on a list of strings, or separator.join(list)")),
     }
 }
@@ -283,7 +278,7 @@ fn substring<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let end = if length < 0 {
         n
     } else {
-        (start + length).min(n)
+        start.saturating_add(length).min(n)
     };
     Ok(Value::str(
         &chars[start as usize..end.max(start) as usize]
@@ -367,7 +362,11 @@ fn window(start: i64, length: i64, n: i64) -> (usize, usize) {
     } else {
         start.min(n)
     };
-    let e = if length < 0 { n } else { (s + length).min(n) };
+    let e = if length < 0 {
+        n
+    } else {
+        s.saturating_add(length).min(n)
+    };
     (s as usize, e.max(s) as usize)
 }
 
