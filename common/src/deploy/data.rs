@@ -72,6 +72,26 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
     })
 }
 
+/// A settings section as Nailgun serializes it for deployment: `metadata` left out, each attribute
+/// written as `{value: x, ...}` replaced by `x`.
+fn flatten_section(section: &Value) -> Value {
+    let Value::Object(attrs) = section else {
+        return section.clone();
+    };
+    let mut out = Map::new();
+    for (name, attr) in attrs {
+        if name == "metadata" {
+            continue;
+        }
+        let value = match attr {
+            Value::Object(a) if a.contains_key("value") => a["value"].clone(),
+            other => other.clone(),
+        };
+        out.insert(name.clone(), value);
+    }
+    Value::Object(out)
+}
+
 impl DeployData {
     /// Builds the data for a cluster's nodes (`tags` from [`crate::tags::cluster_tags`], with primaries).
     pub fn build(
@@ -99,11 +119,43 @@ impl DeployData {
             "nodes": entries,
         });
         // Nailgun's deployment data has the cluster's settings sections at the top (`$.storage`,
-        // `$.access`, ...): so does `$`, under the keys above.
+        // `$.access`, ...), each attribute given as `{value: x}` read as `x`: so does `$`, under the keys
+        // above. `$.settings` keeps them as written (role restrictions read `settings:a.b.value`).
         if let (Value::Object(top), Value::Object(settings)) = (&mut common, &cluster.settings) {
             for (k, v) in settings {
-                top.entry(k.clone()).or_insert_with(|| v.clone());
+                top.entry(k.clone()).or_insert_with(|| flatten_section(v));
             }
+        }
+        // Fuel's tasks read the nodes through `network_metadata` (Nailgun's network serializer): keyed
+        // by name, with `uid`, `name`, `fqdn`, `node_roles`; networks and VIPs are whatever the settings
+        // give (Plinth manages no networks), empty otherwise.
+        if let Value::Object(top) = &mut common {
+            let by_name: Map<String, Value> = nodes
+                .iter()
+                .map(|n| {
+                    let mut roles = n.roles.clone();
+                    roles.extend(
+                        n.pending_roles
+                            .iter()
+                            .filter(|r| !n.roles.contains(r))
+                            .cloned(),
+                    );
+                    (
+                        n.name.clone(),
+                        json!({"uid": n.id.to_string(), "name": n.name, "fqdn": n.name,
+                               "node_roles": roles, "network_roles": {}}),
+                    )
+                })
+                .collect();
+            top.entry("network_metadata")
+                .or_insert_with(|| json!({"nodes": by_name, "vips": {}}));
+            // Also Nailgun's: the enabled plugins, and whether the cluster was deployed before.
+            let plugins: Vec<Value> = cluster.plugins.iter().map(|p| json!({"name": p})).collect();
+            top.entry("plugins")
+                .or_insert_with(|| Value::Array(plugins));
+            let before = cluster.status != crate::model::ClusterStatus::New;
+            top.entry("deployed_before")
+                .or_insert_with(|| json!({"value": before}));
         }
         let nodes = nodes
             .iter()

@@ -264,7 +264,7 @@ mod tests {
             field_path: "condition",
         };
         assert_eq!(
-            f.evaluate(&at1, "$.storage.volumes_lvm.value").unwrap(),
+            f.evaluate(&at1, "$.storage.volumes_lvm").unwrap(),
             json!(false),
             "settings sections are at the top, as in Nailgun's deployment data"
         );

@@ -40,20 +40,23 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
 /// The argument evaluated against the old state; undefined when that is impossible.
 fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
     let (old, forced) = (it.states.old.clone(), it.states.forced);
-    match old {
-        Some(data) if !forced => match it.apply(c.slot(i), &[data]) {
-            Ok(v) => Ok(v),
+    // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`: `old($)` is an
+    // empty dictionary and `old($.x)` is undefined.
+    let old = match old {
+        Some(data) if !forced => data,
+        _ => Value::Dict(Rc::new(IndexMap::new())),
+    };
+    match it.apply(c.slot(i), &[old]) {
+        Ok(v) => Ok(v),
+        Err(f)
+            if matches!(
+                *f.kind,
+                EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
+            ) =>
+        {
             Err(f)
-                if matches!(
-                    *f.kind,
-                    EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
-                ) =>
-            {
-                Err(f)
-            }
-            Err(_) => Ok(Value::Undef),
-        },
-        _ => Ok(Value::Undef),
+        }
+        Err(_) => Ok(Value::Undef),
     }
 }
 
