@@ -67,4 +67,9 @@ fn failures_within_a_groups_fault_tolerance_do_not_fail_the_deployment() {
 fn failures_beyond_it_fail_the_deployment() {
     let report = run(&["cmp-1", "cmp-3"]);
     assert_eq!(report["status"], "failed", "{report:#}");
+    let notices = report["notices"].to_string();
+    assert!(
+        notices.contains("fault_tolerance allows 1"),
+        "the report says why: {report:#}"
+    );
 }

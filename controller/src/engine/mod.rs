@@ -842,10 +842,11 @@ impl Engine {
             run.stopped = fault_tolerance_exceeded(run, &graph_type);
             if let Some(why) = &run.stopped {
                 tracing::warn!(deployment = run.record.id, reason = %why, "deployment stopped");
-                self.events.send(
-                    run.record.id,
-                    &[json!({"event": "stopped", "message": why})],
-                );
+                let event = [json!({"event": "stopped", "message": why})];
+                if let Err(e) = self.store.append_events(run.record.id, &event) {
+                    tracing::error!(deployment = run.record.id, error = %e, "cannot record why the deployment stopped");
+                }
+                self.events.send(run.record.id, &event);
             }
         }
         if let Some(name) = run.nodes.get(&node_id).map(|n| n.name.clone()) {

@@ -119,6 +119,9 @@ pub struct Report {
     pub nodes: Vec<NodeLine>,
     /// Nodes of the deployment that no group selects.
     pub unselected_nodes: Vec<String>,
+    /// What the pre-deployment checks warned about, and why the controller stopped it, if it did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<serde_json::Value>,
 }
 
 /// Builds the report of a deployment (blocking).
@@ -260,6 +263,12 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
         groups,
         nodes,
         unselected_nodes: plan.unselected_nodes.clone(),
+        notices: store
+            .events(dep.id, 0)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .filter(|e| matches!(e["event"].as_str(), Some("warning" | "stopped")))
+            .collect(),
     })
 }
 

@@ -123,6 +123,9 @@ fn diagram_line(e: &Value) -> Option<String> {
         )),
         "group_succeeded" => Some(format!("V {} succeeded", s("group"))),
         "deployment_finished" => Some(format!("Finish ({})", s("status"))),
+        "warning" => Some(format!("! warning ({}): {}", s("code"), s("message"))),
+        "stopped" => Some(format!("! stopped: {}", s("message"))),
+        "node_error" => Some(format!("! node {}: {}", s("node"), s("message"))),
         _ => None,
     }
 }
