@@ -147,4 +147,23 @@ fn adding_a_controller_reruns_only_the_tasks_whose_condition_asks() {
         7,
         "forced: every task on every node"
     );
+
+    // A graph's node filter is an expression too: this one picks the ready computes.
+    std::fs::remove_file(&log).unwrap();
+    c.api.ok(
+        "POST",
+        &format!("/clusters/{cid}/deployment_graphs/refresh"),
+        Some(&json!({
+            "node_filter": "$.status = 'ready' and 'compute' in $.roles",
+            "tasks": [task("refresh", &["*"], None)]
+        })),
+    );
+    let filtered = c.api.deploy(cid, "graph_type=refresh");
+    let report = c.api.wait_deployment(filtered, LONG);
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(
+        ran(&log, &agents),
+        vec![("cmp-1".to_string(), "refresh".to_string())],
+        "only the nodes the filter selects"
+    );
 }
