@@ -219,3 +219,54 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
         0
     );
 }
+
+#[test]
+fn bad_documents_for_the_model_are_refused_with_what_and_where() {
+    let c = Controller::start();
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&serde_json::json!({"name": "r", "version": "1"})),
+    );
+    let rid = release["id"].as_u64().unwrap();
+    let yaml = |path: &str, text: &str| {
+        c.api.raw(
+            "POST",
+            path,
+            Some(&c.api.token),
+            Some(("application/yaml", text.as_bytes().to_vec())),
+        )
+    };
+    let broken = yaml("/plugins", "name: p\nversion: 1\nnode_roles: [unclosed\n");
+    assert_eq!(broken.status, 400, "{}", broken.body);
+    assert!(broken.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("line"));
+    let unknown = yaml("/plugins", "name: p\nversion: '1'\ncolour: red\n");
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert!(unknown.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("colour"));
+    let no_type = yaml(
+        &format!("/releases/{rid}/deployment_graphs/custom"),
+        "- id: a\n  type: shell\n- id: b\n",
+    );
+    assert_eq!(no_type.status, 422, "{}", no_type.body);
+    let message = no_type.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("task 1 (b)") && message.contains("type"),
+        "{message}"
+    );
+    let bad_tag = c.api.send(
+        "POST",
+        &format!("/releases/{rid}/tags"),
+        Some(&serde_json::json!({"name": "primary-x"})),
+    );
+    assert_eq!(bad_tag.status, 400, "{}", bad_tag.body);
+    assert_eq!(c.api.get("/plugins").unwrap(), serde_json::json!([]));
+    assert_eq!(c.api.get("/graphs").unwrap(), serde_json::json!([]));
+    let tags = c.api.get(&format!("/releases/{rid}/tags")).unwrap();
+    assert_eq!(tags, serde_json::json!([]), "nothing was written");
+}
