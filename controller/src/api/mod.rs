@@ -87,25 +87,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         "/clusters/{id}/plugins/{plugin_id}",
         put(plugins::enable).delete(plugins::disable),
     );
+    ops = both(ops, "/{kind}/{id}/tags", get(tags::list).post(tags::create));
     ops = both(
         ops,
-        "/releases/{id}/tags",
-        get(tags::release_list).post(tags::release_create),
-    );
-    ops = both(
-        ops,
-        "/releases/{id}/tags/{name}",
-        put(tags::release_modify).delete(tags::release_delete),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/tags",
-        get(tags::cluster_list).post(tags::cluster_create),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/tags/{name}",
-        put(tags::cluster_modify).delete(tags::cluster_delete),
+        "/{kind}/{id}/tags/{name}",
+        put(tags::modify).delete(tags::delete),
     );
     ops = both(
         ops,

@@ -97,17 +97,45 @@ fn owned_by(catalog: &Catalog, name: &str, owner: &Owner) -> Result<(), ApiError
     }
 }
 
-/// `GET /api/v1/releases/{id}/tags`.
-pub async fn release_list(
+/// Whose tags a request is about.
+#[derive(Debug, Clone, Copy)]
+enum TagOwner {
+    Release(u64),
+    Cluster(u64),
+}
+
+impl TagOwner {
+    fn parse(kind: &str, id: u64) -> Result<TagOwner, ApiError> {
+        match kind {
+            "releases" => Ok(TagOwner::Release(id)),
+            "clusters" => Ok(TagOwner::Cluster(id)),
+            other => Err(ApiError::not_found(format!(
+                "{other:?} has no tags (releases and clusters do)"
+            ))),
+        }
+    }
+}
+
+/// The tags an owner knows: a release's own, or everything a cluster knows (release, plugins, its own).
+fn catalog_of(s: &AppState, owner: TagOwner) -> Result<Catalog, ApiError> {
+    Ok(match owner {
+        TagOwner::Release(id) => {
+            let release = release_model(&s.store.get_release(id)?)?;
+            Catalog::new(&release, &[], None)
+        }
+        TagOwner::Cluster(id) => ClusterModel::load(s.store.as_ref(), id, &[])?.catalog(),
+    })
+}
+
+/// `GET /api/v1/{releases|clusters}/{id}/tags`.
+pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path(id): Path<u64>,
+    Path((kind, id)): Path<(String, u64)>,
 ) -> Result<Json<Vec<TagView>>, ApiError> {
+    let owner = TagOwner::parse(&kind, id)?;
     state
-        .blocking(move |s| {
-            let release = release_model(&s.store.get_release(id)?)?;
-            Ok(Json(views(&Catalog::new(&release, &[], None))))
-        })
+        .blocking(move |s| Ok(Json(views(&catalog_of(s, owner)?))))
         .await
 }
 
@@ -163,131 +191,85 @@ fn not_assigned(nodes: &[NodeRecord], name: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-async fn edit_release(
+/// Checks an edit against the owner's catalog and writes it in one transaction.
+async fn edit(
     state: Arc<AppState>,
-    id: u64,
+    owner: TagOwner,
     edit: Edit,
 ) -> Result<Json<Vec<TagView>>, ApiError> {
     state
         .blocking(move |s| {
-            let release = release_model(&s.store.get_release(id)?)?;
-            check_edit(&Catalog::new(&release, &[], None), &edit, &Owner::Release)?;
-            if let Edit::Delete(name) = &edit {
-                not_assigned(&s.store.list_nodes()?, name)?;
+            let catalog = catalog_of(s, owner)?;
+            match owner {
+                TagOwner::Release(id) => {
+                    check_edit(&catalog, &edit, &Owner::Release)?;
+                    if let Edit::Delete(name) = &edit {
+                        not_assigned(&s.store.list_nodes()?, name)?;
+                    }
+                    s.store.update_release_data(id, &mut |r| {
+                        let data = r.data.as_object_mut().ok_or_else(|| {
+                            StoreError::Corrupt(format!("release {id} data is not a mapping"))
+                        })?;
+                        let tags = data
+                            .entry("tags_metadata")
+                            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                        if let serde_json::Value::Object(tags) = tags {
+                            apply_edit(tags, &edit);
+                        }
+                        Ok(())
+                    })?;
+                }
+                TagOwner::Cluster(id) => {
+                    check_edit(&catalog, &edit, &Owner::Cluster)?;
+                    s.store.modify_cluster(id, &mut |cluster, nodes| {
+                        if let Edit::Delete(name) = &edit {
+                            not_assigned(nodes, name)?;
+                        }
+                        apply_edit(&mut cluster.data.tags_metadata, &edit);
+                        Ok(())
+                    })?;
+                }
             }
-            let updated = s.store.update_release_data(id, &mut |r| {
-                let data = r.data.as_object_mut().ok_or_else(|| {
-                    StoreError::Corrupt(format!("release {id} data is not a mapping"))
-                })?;
-                let tags = data
-                    .entry("tags_metadata")
-                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
-                if let serde_json::Value::Object(tags) = tags {
-                    apply_edit(tags, &edit);
-                }
-                Ok(())
-            })?;
-            let release = release_model(&updated)?;
-            Ok(Json(views(&Catalog::new(&release, &[], None))))
+            Ok(Json(views(&catalog_of(s, owner)?)))
         })
         .await
 }
 
-/// `POST /api/v1/releases/{id}/tags`: a user-defined tag for every cluster of the release (201).
-pub async fn release_create(
+/// `POST /api/v1/{releases|clusters}/{id}/tags`: a user-defined tag, for every cluster of a release or
+/// for one cluster only (201).
+pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path(id): Path<u64>,
+    Path((kind, id)): Path<(String, u64)>,
     Doc(tag): Doc<NewTag>,
 ) -> Result<(StatusCode, Json<Vec<TagView>>), ApiError> {
-    let out = edit_release(state, id, Edit::Create(tag)).await?;
+    let out = edit(state, TagOwner::parse(&kind, id)?, Edit::Create(tag)).await?;
     Ok((StatusCode::CREATED, out))
 }
 
-/// `PUT /api/v1/releases/{id}/tags/{name}`: changes a user-defined tag's metadata.
-pub async fn release_modify(
+/// `PUT /api/v1/{releases|clusters}/{id}/tags/{name}`: changes a user-defined tag's metadata.
+pub async fn modify(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, name)): Path<(u64, String)>,
+    Path((kind, id, name)): Path<(String, u64, String)>,
     Doc(change): Doc<TagChange>,
 ) -> Result<Json<Vec<TagView>>, ApiError> {
-    edit_release(state, id, Edit::Modify(name, change)).await
+    edit(
+        state,
+        TagOwner::parse(&kind, id)?,
+        Edit::Modify(name, change),
+    )
+    .await
 }
 
-/// `DELETE /api/v1/releases/{id}/tags/{name}`: deletes a user-defined tag (403 for role-owned ones).
-pub async fn release_delete(
+/// `DELETE /api/v1/{releases|clusters}/{id}/tags/{name}`: deletes a user-defined tag (403 for
+/// role-owned ones, 409 while a node has it).
+pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, name)): Path<(u64, String)>,
+    Path((kind, id, name)): Path<(String, u64, String)>,
 ) -> Result<StatusCode, ApiError> {
-    edit_release(state, id, Edit::Delete(name)).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// `GET /api/v1/clusters/{id}/tags`: every tag the cluster knows (release, plugins, its own).
-pub async fn cluster_list(
-    State(state): State<Arc<AppState>>,
-    _op: Operator,
-    Path(id): Path<u64>,
-) -> Result<Json<Vec<TagView>>, ApiError> {
-    state
-        .blocking(move |s| {
-            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
-            Ok(Json(views(&model.catalog())))
-        })
-        .await
-}
-
-async fn edit_cluster(
-    state: Arc<AppState>,
-    id: u64,
-    edit: Edit,
-) -> Result<Json<Vec<TagView>>, ApiError> {
-    state
-        .blocking(move |s| {
-            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
-            check_edit(&model.catalog(), &edit, &Owner::Cluster)?;
-            s.store.modify_cluster(id, &mut |cluster, nodes| {
-                if let Edit::Delete(name) = &edit {
-                    not_assigned(nodes, name)?;
-                }
-                apply_edit(&mut cluster.data.tags_metadata, &edit);
-                Ok(())
-            })?;
-            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
-            Ok(Json(views(&model.catalog())))
-        })
-        .await
-}
-
-/// `POST /api/v1/clusters/{id}/tags`: a user-defined tag for this cluster only (201).
-pub async fn cluster_create(
-    State(state): State<Arc<AppState>>,
-    _op: Operator,
-    Path(id): Path<u64>,
-    Doc(tag): Doc<NewTag>,
-) -> Result<(StatusCode, Json<Vec<TagView>>), ApiError> {
-    let out = edit_cluster(state, id, Edit::Create(tag)).await?;
-    Ok((StatusCode::CREATED, out))
-}
-
-/// `PUT /api/v1/clusters/{id}/tags/{name}`.
-pub async fn cluster_modify(
-    State(state): State<Arc<AppState>>,
-    _op: Operator,
-    Path((id, name)): Path<(u64, String)>,
-    Doc(change): Doc<TagChange>,
-) -> Result<Json<Vec<TagView>>, ApiError> {
-    edit_cluster(state, id, Edit::Modify(name, change)).await
-}
-
-/// `DELETE /api/v1/clusters/{id}/tags/{name}`.
-pub async fn cluster_delete(
-    State(state): State<Arc<AppState>>,
-    _op: Operator,
-    Path((id, name)): Path<(u64, String)>,
-) -> Result<StatusCode, ApiError> {
-    edit_cluster(state, id, Edit::Delete(name)).await?;
+    edit(state, TagOwner::parse(&kind, id)?, Edit::Delete(name)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
