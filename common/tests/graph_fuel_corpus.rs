@@ -11,41 +11,12 @@ use plinth_common::graph::{
     merge, resolve, EvalContext, FieldEvaluator, GraphSource, MergedGraph, Origin, Plan,
     ResolveRequest, MASTER_NODE_ID,
 };
-use plinth_common::model::{parse_release_fixture, parse_tasks, Graph, Node, Release, Task};
+use plinth_common::model::{parse_release_fixture, Graph, Node, Release};
 use plinth_common::tags::Catalog;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
-fn corpus() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).to_path_buf()
-}
-
-fn tasks_under(dir: &Path) -> Vec<Task> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .expect("corpus folder")
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.file_name().is_some_and(|n| n == "tasks.yaml") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, &mut files);
-    files
-        .iter()
-        .flat_map(|f| {
-            let text = std::fs::read_to_string(f).expect("readable");
-            parse_tasks(&text, &f.display().to_string()).expect("loads")
-        })
-        .collect()
-}
+mod support;
+use support::{corpus, tasks_under};
 
 /// Conditions true, other computed values null, cluster expressions false.
 struct Stub;

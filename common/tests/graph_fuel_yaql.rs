@@ -10,32 +10,13 @@
 use plinth_common::deploy::{DeployData, OldStates, YaqlFields};
 use plinth_common::expr::{Engine, ExprCache};
 use plinth_common::graph::{merge_for_cluster, resolve, ResolveRequest, MASTER_NODE_ID};
-use plinth_common::model::{parse_release_fixture, parse_tasks, Cluster, Graph, Node, Task};
+use plinth_common::model::{parse_release_fixture, Cluster, Graph, Node};
 use plinth_common::tags::{cluster_tags, Catalog};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-fn corpus() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).to_path_buf()
-}
-
-fn tasks_under(dir: &Path, out: &mut Vec<Task>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("corpus folder")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            tasks_under(&p, out);
-        } else if p.file_name().is_some_and(|n| n == "tasks.yaml") {
-            let text = std::fs::read_to_string(&p).expect("readable");
-            out.extend(parse_tasks(&text, &p.display().to_string()).expect("loads"));
-        }
-    }
-}
+mod support;
+use support::{corpus, tasks_under};
 
 /// `attributes_metadata.editable` of the fixture's first release.
 fn editable(fixture: &Value) -> Value {
@@ -57,8 +38,7 @@ fn editable(fixture: &Value) -> Value {
 fn fuels_graph_resolves_with_every_expression_evaluated() {
     let text = std::fs::read_to_string(corpus().join("fuel-web/openstack.yaml")).expect("fixture");
     let mut release = parse_release_fixture(&text, "openstack.yaml").expect("release");
-    let mut tasks = Vec::new();
-    tasks_under(&corpus().join("fuel-library/deployment"), &mut tasks);
+    let tasks = tasks_under(&corpus().join("fuel-library/deployment"));
     release
         .graphs
         .insert("default".into(), Graph::with_tasks(tasks));

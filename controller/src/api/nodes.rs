@@ -21,11 +21,15 @@ pub struct NodeView {
     deployed_roles: Vec<String>,
 }
 
-fn view(state: &AppState, mut node: NodeRecord, with_facts: bool) -> NodeView {
+/// The offline threshold in force, in milliseconds (read once per request).
+fn offline_after_ms(state: &AppState) -> i64 {
+    i64::try_from(state.config().offline_after.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool) -> NodeView {
     if let Some(seen) = state.nodes.last_seen_of(node.id) {
         node.last_seen_ms = node.last_seen_ms.max(seen);
     }
-    let threshold = i64::try_from(state.config().offline_after.as_millis()).unwrap_or(i64::MAX);
     let online = now_ms() - node.last_seen_ms <= threshold;
     if !with_facts {
         node.facts = serde_json::Value::Null;
@@ -44,11 +48,12 @@ pub async fn list(
 ) -> Result<Json<Vec<NodeView>>, ApiError> {
     state
         .blocking(|s| {
+            let threshold = offline_after_ms(s);
             Ok(Json(
                 s.store
                     .list_nodes()?
                     .into_iter()
-                    .map(|n| view(s, n, false))
+                    .map(|n| view(s, threshold, n, false))
                     .collect(),
             ))
         })
@@ -62,7 +67,14 @@ pub async fn show(
     Path(id): Path<u64>,
 ) -> Result<Json<NodeView>, ApiError> {
     state
-        .blocking(move |s| Ok(Json(view(s, s.store.get_node(id)?, true))))
+        .blocking(move |s| {
+            Ok(Json(view(
+                s,
+                offline_after_ms(s),
+                s.store.get_node(id)?,
+                true,
+            )))
+        })
         .await
 }
 
@@ -77,7 +89,7 @@ pub async fn accept(
             let node = s.store.set_admission(id, NodeAdmission::Accepted)?;
             s.nodes.upsert(&node);
             tracing::info!(node = id, "node accepted");
-            Ok(Json(view(s, node, false)))
+            Ok(Json(view(s, offline_after_ms(s), node, false)))
         })
         .await
 }

@@ -605,19 +605,20 @@ impl Engine {
                 })
                 .clone()
         };
+        // Each node's succeeded tasks, in one pass over the deployment's results.
+        let mut by_node: HashMap<u64, Vec<&String>> = HashMap::new();
+        for ((n, _, task), status) in &run.done {
+            if *status == ResultStatus::Succeeded {
+                by_node.entry(*n).or_default().push(task);
+            }
+        }
         for node_id in succeeded {
             let Some(state) = run.resolved.states.get(node_id) else {
                 continue;
             };
-            let tasks: Vec<&String> = run
-                .done
-                .iter()
-                .filter(|((n, _, _), s)| n == node_id && **s == ResultStatus::Succeeded)
-                .map(|((_, _, t), _)| t)
-                .collect();
-            if tasks.is_empty() {
+            let Some(tasks) = by_node.remove(node_id) else {
                 continue;
-            }
+            };
             let reference = json!({
                 "common": hash_of(&state.common, &mut blobs),
                 "node": hash_of(&state.node, &mut blobs),

@@ -110,16 +110,14 @@ pub struct Resolved {
 /// Loads the old states of these nodes' tasks.
 pub fn old_states(store: &dyn Store, node_ids: &[u64]) -> Result<OldStates, StartError> {
     let rows = store.task_states(node_ids)?;
-    let mut hashes: Vec<String> = Vec::new();
-    for (_, _, r) in &rows {
-        for key in ["common", "node"] {
-            if let Some(h) = r.get(key).and_then(Value::as_str) {
-                if !hashes.iter().any(|x| x == h) {
-                    hashes.push(h.to_string());
-                }
-            }
-        }
-    }
+    let hashes: Vec<String> = rows
+        .iter()
+        .flat_map(|(_, _, r)| ["common", "node"].map(|key| r.get(key).and_then(Value::as_str)))
+        .flatten()
+        .collect::<std::collections::BTreeSet<&str>>()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let blobs: HashMap<String, Arc<Value>> = store
         .state_blobs(&hashes)?
         .into_iter()
