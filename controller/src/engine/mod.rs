@@ -142,7 +142,7 @@ struct Running {
     /// Every node's lists, resolved at the start (and identically at a resume).
     resolved: Arc<Resolved>,
     /// The last word of every task of the deployment, by (node, graph type, task).
-    done: HashMap<(u64, String, String), ResultStatus>,
+    done: Finals,
     /// Nodes holding a slot of a concurrency-limited task, by (graph type, task).
     slots: HashMap<(String, String), HashSet<u64>>,
     /// Set when a fault tolerance was exceeded: no further list is published.
@@ -345,7 +345,7 @@ impl Engine {
             current: HashMap::new(),
             noop: req.options.noop,
             resolved: Arc::new(resolved),
-            done: HashMap::new(),
+            done: Finals::default(),
             slots: HashMap::new(),
             stopped: None,
         };
@@ -607,9 +607,9 @@ impl Engine {
         };
         // Each node's succeeded tasks, in one pass over the deployment's results.
         let mut by_node: HashMap<u64, Vec<&String>> = HashMap::new();
-        for ((n, _, task), status) in &run.done {
-            if *status == ResultStatus::Succeeded {
-                by_node.entry(*n).or_default().push(task);
+        for (n, task, status) in run.done.iter() {
+            if status == ResultStatus::Succeeded {
+                by_node.entry(n).or_default().push(task);
             }
         }
         for node_id in succeeded {
@@ -740,7 +740,7 @@ impl Engine {
                 current: HashMap::new(),
                 noop,
                 resolved: Arc::new(resolved),
-                done: HashMap::new(),
+                done: Finals::default(),
                 slots: HashMap::new(),
                 stopped: None,
             };
@@ -793,8 +793,7 @@ impl Engine {
                         .and_then(|p| run.state.phase_graph.get(p))
                         .cloned()
                         .unwrap_or_default();
-                    run.done
-                        .insert((*node, graph_type, r.task_id.clone()), r.status);
+                    run.done.insert(&graph_type, *node, &r.task_id, r.status);
                 }
                 fold(&mut run, *node, r);
             }
@@ -960,11 +959,7 @@ impl Engine {
         let cur = run.current.get(&node_id)?;
         let spec = cur.list.tasks.iter().find(|t| t.id == task)?;
         let graph_type = cur.graph_type.clone();
-        let status = |run: &Running, node: u64, task: &str| {
-            run.done
-                .get(&(node, graph_type.clone(), task.to_string()))
-                .copied()
-        };
+        let status = |run: &Running, node: u64, task: &str| run.done.get(&graph_type, node, task);
         let settled = |run: &Running, node: u64| run.current.get(&node).is_none_or(|c| c.settled);
         let mut waiting = Vec::new();
         let mut blocked = false;
@@ -1046,6 +1041,35 @@ impl Engine {
     }
 }
 
+/// The last word of every task of a deployment, by graph type, node and task; looked up without
+/// allocating (the gate asks on every poll of every waiting agent).
+#[derive(Debug, Default)]
+struct Finals(HashMap<String, HashMap<u64, HashMap<String, ResultStatus>>>);
+
+impl Finals {
+    fn insert(&mut self, graph_type: &str, node: u64, task: &str, status: ResultStatus) {
+        self.0
+            .entry(graph_type.to_string())
+            .or_default()
+            .entry(node)
+            .or_default()
+            .insert(task.to_string(), status);
+    }
+
+    fn get(&self, graph_type: &str, node: u64, task: &str) -> Option<ResultStatus> {
+        self.0.get(graph_type)?.get(&node)?.get(task).copied()
+    }
+
+    /// Every (node, task, status), across graph types.
+    fn iter(&self) -> impl Iterator<Item = (u64, &String, ResultStatus)> {
+        self.0.values().flat_map(|nodes| {
+            nodes
+                .iter()
+                .flat_map(|(n, tasks)| tasks.iter().map(move |(t, s)| (*n, t, *s)))
+        })
+    }
+}
+
 /// Records a node's outcome in the sequencer; a refusal there is a bug worth a log line, not a crash.
 fn record(seq: &mut Sequencer, group: &str, phase: &str, node: &str, outcome: NodeOutcome) {
     if let Err(e) = seq.record_result(group, phase, node, outcome) {
@@ -1061,7 +1085,7 @@ fn fold(run: &mut Running, node_id: u64, r: &TaskResult) {
             if let Some(holders) = run.slots.get_mut(&key) {
                 holders.remove(&node_id);
             }
-            run.done.insert((node_id, key.0, key.1), r.status);
+            run.done.insert(&key.0, node_id, &key.1, r.status);
         }
     }
 }
@@ -1162,10 +1186,7 @@ fn phase_tasks(
     let mut specs = specs.clone();
     for spec in &mut specs {
         spec.waits_for.retain(|w| {
-            starting.contains(&w.node_id)
-                || run
-                    .done
-                    .contains_key(&(w.node_id, graph_type.to_string(), w.task.clone()))
+            starting.contains(&w.node_id) || run.done.get(graph_type, w.node_id, &w.task).is_some()
         });
     }
     specs
