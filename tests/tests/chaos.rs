@@ -20,6 +20,9 @@ fn a_short_chaos_soak_finishes_every_deployment_and_loses_nothing() {
     let summary: serde_json::Value = serde_json::from_str(&stdout).expect("a JSON summary");
     assert_eq!(summary["results_lost"], 0, "{summary:#}");
     assert!(summary["deployments_finished"].as_u64().unwrap() >= 1);
-    assert!(summary["controller_kills"].as_u64().unwrap() >= 1, "{summary:#}");
+    assert!(
+        summary["controller_kills"].as_u64().unwrap() >= 1,
+        "{summary:#}"
+    );
     assert!(summary["agent_kills"].as_u64().unwrap() >= 1, "{summary:#}");
 }

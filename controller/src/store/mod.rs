@@ -1,7 +1,7 @@
 //! Durable state behind one narrow interface.
 //!
 //! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
-//! backend (one file, WAL); a PostgreSQL backend for several controllers implements the same trait. Every
+//! backend (one file, WAL), and the only one today. Every
 //! method is one transaction: a method that fails changes nothing.
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
