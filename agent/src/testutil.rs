@@ -55,6 +55,7 @@ pub fn list(revision: u64, tasks: Vec<TaskSpec>) -> TaskList {
         expires_at: NOW + 3600,
         nonce: NONCE.into(),
         noop: false,
+        cancel: false,
         tasks,
     }
 }

@@ -64,6 +64,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         put(clusters::assign).delete(clusters::unassign),
     );
     ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
+    ops = both(
+        ops,
+        "/clusters/{id}/stop_deployment",
+        put(clusters::stop_deployment),
+    );
     ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     ops = both(
         ops,
@@ -124,6 +129,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
     ops = both(ops, "/deployments/{id}/events", get(deployments::events));
+    ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
+    ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
     ops = both(
         ops,
         "/clusters/{id}/strategies",
