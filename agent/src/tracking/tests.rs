@@ -1,0 +1,129 @@
+use super::*;
+use std::process::Stdio;
+
+fn key(task: &str) -> AttemptKey {
+    AttemptKey {
+        deployment_id: 4,
+        revision: 9,
+        task_id: task.into(),
+        attempt: 1,
+    }
+}
+
+/// Lines in a file, 0 when missing.
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Starts a writer as a task would (a grandchild in a session of its own that appends a line every 50 ms)
+/// and leaves it as a killed agent would: held, recorded, never released.
+async fn abandon_a_writer(tracker: &Tracker, file: &Path) -> u32 {
+    let mut hold = tracker.hold(key("writer")).unwrap();
+    let mut command = tokio::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "setsid sh -c 'while :; do echo x >> {f}; sleep 0.05; done' & \
+             while :; do echo y >> {f}; sleep 0.05; done",
+            f = file.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    hold.prepare(&mut command);
+    let child = command.spawn().unwrap();
+    let pid = child.id().unwrap();
+    hold.started(pid).unwrap();
+    std::mem::forget(hold);
+    drop(child);
+    let start = std::time::Instant::now();
+    while lines(file) < 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the writer never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pid
+}
+
+async fn assert_sweep_ends_the_writer(state: &Path, file: &Path, fresh: Tracker) {
+    let swept = fresh.sweep(Duration::from_millis(500)).await;
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    assert_eq!(swept[0].attempt, key("writer"));
+    assert!(swept[0].ended >= 2, "both writers were found: {swept:?}");
+    assert_eq!(swept[0].remaining, 0);
+    assert_eq!(fresh.swept(&key("writer")), Some(swept[0].clone()));
+    assert_eq!(fresh.swept(&key("other")), None);
+    let after = lines(file);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(lines(file), after, "a writer still writes");
+    assert!(
+        Records::new(state).load().0.is_empty(),
+        "the record is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_agents_command_is_ended_by_the_next_start_through_its_cgroup() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let tracker = Tracker::detect(&state);
+    if tracker.containment() != Containment::Cgroup {
+        eprintln!("no usable cgroup2 here: only process groups are tested");
+        return;
+    }
+    let file = dir.path().join("out");
+    abandon_a_writer(&tracker, &file).await;
+    let cgroup = Records::new(&state).load().0[0].cgroup.clone().unwrap();
+    assert!(cgroup.is_dir());
+    assert_sweep_ends_the_writer(&state, &file, Tracker::detect(&state)).await;
+    assert!(!cgroup.exists(), "the cgroup is removed");
+}
+
+#[tokio::test]
+async fn a_killed_agents_command_is_ended_by_the_next_start_through_its_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let tracker = Tracker::with_process_groups(&state);
+    let file = dir.path().join("out");
+    abandon_a_writer(&tracker, &file).await;
+    assert_sweep_ends_the_writer(&state, &file, Tracker::with_process_groups(&state)).await;
+}
+
+#[tokio::test]
+async fn a_reused_pid_is_not_taken_for_the_recorded_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    // A live process leading its own group, recorded with another start time: the pid was reused.
+    let mut stranger = std::process::Command::new("sleep");
+    std::os::unix::process::CommandExt::process_group(&mut stranger, 0);
+    let mut stranger = stranger.arg("30").spawn().unwrap();
+    let pid = stranger.id() as i32;
+    let start = procfs::stat(pid).unwrap().start_time;
+    Records::new(&state)
+        .save(&Record {
+            id: "0000000000000001".into(),
+            attempt: key("old"),
+            cgroup: None,
+            group: Some(GroupId {
+                pgid: pid,
+                leader_start: start + 1,
+            }),
+            left_running: false,
+        })
+        .unwrap();
+    let swept = Tracker::with_process_groups(&state)
+        .sweep(Duration::from_millis(200))
+        .await;
+    assert_eq!(swept.len(), 1);
+    assert_eq!(swept[0].ended, 0, "{swept:?}");
+    assert!(
+        stranger.try_wait().unwrap().is_none(),
+        "a process that only shares the pid was killed"
+    );
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+}
