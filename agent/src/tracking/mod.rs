@@ -9,8 +9,9 @@
 //!   and whatever session, process group or parent its descendants move to, they stay in it;
 //! - **its own process group**, and `PR_SET_PDEATHSIG` (SIGTERM) on the command's first process, so it
 //!   hears of the agent's death at once. Where no cgroup can be made (no cgroup2, not allowed) this is
-//!   the whole containment, and descendants that left the group are found through their parents while
-//!   these live.
+//!   the whole containment: descendants that left the group are found through their parents while these
+//!   live, and through the [`TAG_VARIABLE`] entry they inherit in their environment (unless they
+//!   cleared it).
 //!
 //! Before the command's first instruction runs, its [`Record`] (the cgroup's path; then the group id and
 //! its leader's start time, so a reused pid is never taken for it) is durably in
@@ -40,6 +41,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The environment variable that tags every process of a command with its record's id, so that where no
+/// cgroup holds them, descendants that left the process group and lost their parent are still found.
+pub const TAG_VARIABLE: &str = "PLINTH_ATTEMPT_TAG";
 /// The directory under the agent's own cgroup that holds its commands' cgroups.
 pub const TASKS_CGROUP: &str = "plinth-tasks";
 /// How long processes are given to disappear after SIGKILL (one stuck in the kernel goes when its I/O
@@ -161,7 +165,13 @@ impl Tracker {
             if let Some(c) = &cgroup {
                 let _ = c.remove();
             }
-            return Err(e);
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot record the command's processes in {}: {e}",
+                    self.records.dir().display()
+                ),
+            ));
         }
         Ok(Hold {
             records: self.records.clone(),
@@ -193,10 +203,7 @@ impl Tracker {
                 }
                 continue;
             }
-            let members = Members {
-                cgroup: cgroup.clone(),
-                group: record.group,
-            };
+            let members = Members::of(&record);
             let (ended, remaining) = end(&members, grace).await;
             if ended > 0 {
                 tracing::warn!(
@@ -265,7 +272,7 @@ impl Hold {
     /// that started it dies (the runner starts commands from the agent's main thread, which lives as long
     /// as the agent).
     pub fn prepare(&self, command: &mut tokio::process::Command) {
-        command.process_group(0);
+        command.process_group(0).env(TAG_VARIABLE, &self.record.id);
         let procs_fd = self.procs.as_ref().map(|f| f.as_raw_fd());
         let agent = nix::unistd::getpid();
         // SAFETY: the closure runs in the forked child before `exec`, where only async-signal-safe calls
@@ -301,10 +308,7 @@ impl Hold {
 
     /// The command's processes, as they can be found now.
     pub fn members(&self) -> Members {
-        Members {
-            cgroup: self.cgroup.clone(),
-            group: self.record.group,
-        }
+        Members::of(&self.record)
     }
 
     /// Ends the hold once the command has ended and, if it was stopped, its processes are gone. Processes
@@ -329,20 +333,31 @@ impl Hold {
     }
 }
 
-/// The processes of one command, found through its cgroup and its process group.
+/// The processes of one command, found through its cgroup, its process group and its tag.
 #[derive(Debug, Clone, Default)]
 pub struct Members {
     cgroup: Option<Cgroup>,
     group: Option<GroupId>,
+    /// `PLINTH_ATTEMPT_TAG=<id>`.
+    tag: String,
 }
 
 impl Members {
-    /// The live processes: the cgroup's, the group's (when the group is still the recorded one), and in a
-    /// group without cgroup, the descendants of its members that left it.
+    /// The processes of the command a record names.
+    pub fn of(record: &Record) -> Members {
+        Members {
+            cgroup: record.cgroup.clone().map(Cgroup::at),
+            group: record.group,
+            tag: format!("{TAG_VARIABLE}={}", record.id),
+        }
+    }
+
+    /// The live processes: the cgroup's, the group's (when the group is still the recorded one), and
+    /// without a cgroup, the descendants of the group's members and the processes carrying the tag.
     pub fn pids(&self) -> Vec<Pid> {
         let mut pids = match &self.cgroup {
             Some(c) => c.pids(),
-            None => Vec::new(),
+            None => procfs::with_env_entry(&self.tag),
         };
         if let Some(group) = self.group.filter(|g| group_is_ours(*g)) {
             let members = procfs::group_members(group.pgid);

@@ -1,5 +1,6 @@
 //! What `/proc` tells about processes: a process's state, parent, process group and start time (from
-//! `/proc/<pid>/stat`), the members of a process group and the descendants of a set of processes.
+//! `/proc/<pid>/stat`), the members of a process group, the descendants of a set of processes, and the
+//! processes whose environment carries a given entry.
 
 use nix::unistd::Pid;
 
@@ -69,6 +70,23 @@ pub fn group_members(pgrp: i32) -> Vec<Pid> {
         .collect()
 }
 
+/// Every live process (but this one) whose environment holds the entry `entry` (`NAME=value`), as it was
+/// when the process started (`/proc/<pid>/environ`).
+pub fn with_env_entry(entry: &str) -> Vec<Pid> {
+    let me = std::process::id() as i32;
+    let needle = entry.as_bytes();
+    all()
+        .into_iter()
+        .filter(|(pid, s)| pid.as_raw() != me && !s.is_zombie())
+        .filter(|(pid, _)| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|e| e == needle))
+                .unwrap_or(false)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
 /// Every live process descending from `roots` (not the roots themselves).
 pub fn descendants(roots: &[Pid]) -> Vec<Pid> {
     if roots.is_empty() {
@@ -118,5 +136,20 @@ mod tests {
         assert!(!s.is_zombie());
         assert_eq!(stat(-5), None);
         assert!(group_members(s.pgrp).contains(&Pid::from_raw(me)));
+    }
+
+    #[test]
+    fn processes_are_found_by_an_environment_entry() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("PLINTH_TEST_TAG", "f00d")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        let found = with_env_entry("PLINTH_TEST_TAG=f00d");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(found, vec![pid]);
+        assert!(with_env_entry("PLINTH_TEST_TAG=f00").is_empty());
     }
 }

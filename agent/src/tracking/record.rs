@@ -65,6 +65,11 @@ impl Records {
         }
     }
 
+    /// The directory holding the records.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
     }

@@ -20,6 +20,12 @@ fn lines(path: &Path) -> usize {
 /// Starts a writer as a task would (a grandchild in a session of its own that appends a line every 50 ms)
 /// and leaves it as a killed agent would: held, recorded, never released.
 async fn abandon_a_writer(tracker: &Tracker, file: &Path) -> u32 {
+    abandon(tracker, file, false).await
+}
+
+/// As [`abandon_a_writer`]; with `leader_dies`, the command's first process is killed as the agent's
+/// death signal would, so the writer in its own session has no parent left to be found through.
+async fn abandon(tracker: &Tracker, file: &Path, leader_dies: bool) -> u32 {
     let mut hold = tracker.hold(key("writer")).unwrap();
     let mut command = tokio::process::Command::new("/bin/sh");
     command
@@ -37,6 +43,9 @@ async fn abandon_a_writer(tracker: &Tracker, file: &Path) -> u32 {
     let pid = child.id().unwrap();
     hold.started(pid).unwrap();
     std::mem::forget(hold);
+    if leader_dies {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
     drop(child);
     let start = std::time::Instant::now();
     while lines(file) < 4 {
@@ -90,6 +99,16 @@ async fn a_killed_agents_command_is_ended_by_the_next_start_through_its_process_
     let tracker = Tracker::with_process_groups(&state);
     let file = dir.path().join("out");
     abandon_a_writer(&tracker, &file).await;
+    assert_sweep_ends_the_writer(&state, &file, Tracker::with_process_groups(&state)).await;
+}
+
+#[tokio::test]
+async fn without_a_cgroup_an_orphan_in_its_own_session_is_found_by_its_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let tracker = Tracker::with_process_groups(&state);
+    let file = dir.path().join("out");
+    abandon(&tracker, &file, true).await;
     assert_sweep_ends_the_writer(&state, &file, Tracker::with_process_groups(&state)).await;
 }
 
