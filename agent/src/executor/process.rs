@@ -331,4 +331,40 @@ mod tests {
             .0
             .is_empty());
     }
+
+    /// What holding a command costs: `/bin/true` run through [`run`] (cgroup made, record written twice
+    /// with fsync, cgroup and record removed) against a bare spawn. A figure for docs/BENCHMARKS.md:
+    /// `cargo test -p plinth-agent --release --lib -- --ignored held_command_overhead --nocapture`.
+    #[tokio::test]
+    #[ignore]
+    async fn held_command_overhead() {
+        const N: u32 = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let (_t, sd) = crate::shutdown::channel();
+        let ctx = crate::testutil::attempt(dir.path(), sd);
+        let started = std::time::Instant::now();
+        for _ in 0..N {
+            tokio::process::Command::new("/bin/true")
+                .status()
+                .await
+                .unwrap();
+        }
+        let bare = started.elapsed() / N;
+        let started = std::time::Instant::now();
+        for _ in 0..N {
+            let f = run(
+                tokio::process::Command::new("/bin/true"),
+                &ctx,
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+            assert!(matches!(f.end, End::Exited(s) if s.success()));
+        }
+        let held = started.elapsed() / N;
+        println!(
+            "containment {}: bare spawn {bare:?} per command, held {held:?} per command",
+            ctx.services.tracker.containment().name()
+        );
+    }
 }

@@ -334,7 +334,7 @@ impl Hold {
 }
 
 /// The processes of one command, found through its cgroup, its process group and its tag.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Members {
     cgroup: Option<Cgroup>,
     group: Option<GroupId>,

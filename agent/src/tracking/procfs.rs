@@ -73,6 +73,13 @@ pub fn group_members(pgrp: i32) -> Vec<Pid> {
 /// Every live process (but this one) whose environment holds the entry `entry` (`NAME=value`), as it was
 /// when the process started (`/proc/<pid>/environ`).
 pub fn with_env_entry(entry: &str) -> Vec<Pid> {
+    // An entry is `NAME=value`; an empty one would match the end of every environment.
+    if entry
+        .split_once('=')
+        .is_none_or(|(name, _)| name.is_empty())
+    {
+        return Vec::new();
+    }
     let me = std::process::id() as i32;
     let needle = entry.as_bytes();
     all()
@@ -151,5 +158,6 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(found, vec![pid]);
         assert!(with_env_entry("PLINTH_TEST_TAG=f00").is_empty());
+        assert!(with_env_entry("").is_empty());
     }
 }
