@@ -159,6 +159,7 @@ impl Tracker {
             attempt,
             cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
             group: None,
+            boot_id: current_boot(),
             left_running: false,
         };
         if let Err(e) = self.records.save(&record) {
@@ -190,7 +191,24 @@ impl Tracker {
             self.records.discard(&path);
         }
         let mut found = Vec::new();
+        let boot = current_boot();
         for record in records {
+            if record.boot_id.is_some() && record.boot_id != boot {
+                // The node rebooted since: the command's processes went with the old boot.
+                let _ = self.records.remove(&record.id);
+                if !record.left_running {
+                    found.push(Swept {
+                        attempt: record.attempt,
+                        containment: match record.cgroup {
+                            Some(_) => Containment::Cgroup,
+                            None => Containment::ProcessGroup,
+                        },
+                        ended: 0,
+                        remaining: 0,
+                    });
+                }
+                continue;
+            }
             let cgroup = record.cgroup.clone().map(Cgroup::at);
             let containment = match cgroup {
                 Some(_) => Containment::Cgroup,
@@ -501,6 +519,14 @@ fn probe(dir: &Path) -> io::Result<()> {
     // The probe has exited; its cgroup is empty.
     let _ = cgroup.remove();
     joined
+}
+
+/// This boot's id, when the kernel tells it.
+fn current_boot() -> Option<String> {
+    std::fs::read_to_string(crate::executor::services::DEFAULT_BOOT_ID_PATH)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// 64 random bits in hex.

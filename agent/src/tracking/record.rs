@@ -45,6 +45,10 @@ pub struct Record {
     /// The command's process group, once it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupId>,
+    /// The boot the command started in (`/proc/sys/kernel/random/boot_id`): after a reboot its processes
+    /// are gone, and its pids and start times name nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// The command ended by itself and left processes running (a daemon it started): they are not the
     /// attempt's to end; the record stays only so the empty cgroup is removed later.
     #[serde(default)]
@@ -141,6 +145,7 @@ mod tests {
                 pgid: 77,
                 leader_start: 99,
             }),
+            boot_id: Some("b".into()),
             left_running: false,
         };
         records.save(&r).unwrap();

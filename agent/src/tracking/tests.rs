@@ -140,6 +140,7 @@ async fn a_reused_pid_is_not_taken_for_the_recorded_group() {
                 pgid: pid,
                 leader_start: start + 1,
             }),
+            boot_id: current_boot(),
             left_running: false,
         })
         .unwrap();
@@ -154,4 +155,78 @@ async fn a_reused_pid_is_not_taken_for_the_recorded_group() {
     );
     stranger.kill().unwrap();
     stranger.wait().unwrap();
+}
+
+#[tokio::test]
+async fn a_record_from_an_earlier_boot_names_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    // A live group leader recorded with its true start time, but in another boot.
+    let mut sleeper = std::process::Command::new("sleep");
+    std::os::unix::process::CommandExt::process_group(&mut sleeper, 0);
+    let mut sleeper = sleeper.arg("30").spawn().unwrap();
+    let pid = sleeper.id() as i32;
+    Records::new(&state)
+        .save(&Record {
+            id: "0000000000000002".into(),
+            attempt: key("before-reboot"),
+            cgroup: None,
+            group: Some(GroupId {
+                pgid: pid,
+                leader_start: procfs::stat(pid).unwrap().start_time,
+            }),
+            boot_id: Some("another-boot".into()),
+            left_running: false,
+        })
+        .unwrap();
+    let swept = Tracker::with_process_groups(&state)
+        .sweep(Duration::from_millis(200))
+        .await;
+    assert_eq!(swept.len(), 1);
+    assert_eq!(swept[0].ended, 0, "{swept:?}");
+    assert!(Records::new(&state).load().0.is_empty());
+    assert!(
+        sleeper.try_wait().unwrap().is_none(),
+        "a process of this boot was taken for one of the last"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn the_first_process_of_a_command_hears_of_the_death_of_the_thread_that_started_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::with_process_groups(&dir.path().join("state"));
+    let hold = tracker.hold(key("orphaned")).unwrap();
+    // The command is started from a thread that then ends, as the agent's would when it dies.
+    let pid = std::thread::scope(|s| {
+        s.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut command = tokio::process::Command::new("sleep");
+                command.arg("60");
+                hold.prepare(&mut command);
+                let child = command.spawn().unwrap();
+                let pid = child.id().unwrap() as i32;
+                std::mem::forget(child);
+                pid
+            })
+        })
+        .join()
+        .unwrap()
+    });
+    let start = std::time::Instant::now();
+    // SIGTERM ends `sleep`; it stays a zombie of this process until reaped.
+    while procfs::stat(pid).is_some_and(|s| !s.is_zombie()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the command outlived the thread that started it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+    hold.release();
 }
