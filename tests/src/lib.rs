@@ -343,6 +343,34 @@ impl Api {
         Ok(a.body)
     }
 
+    /// Follows a deployment's event stream (`GET /deployments/{id}/events`) on a thread of its own
+    /// until the deployment finishes; the thread returns every event (live ones, such as `task_result`,
+    /// are only seen by a follower that was there).
+    pub fn follow_events(&self, id: u64) -> std::thread::JoinHandle<Vec<Value>> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let pem = std::fs::read(&self.cert).expect("controller certificate");
+        let client = reqwest::blocking::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .timeout(None::<Duration>)
+            .build()
+            .expect("client");
+        let request = client
+            .get(format!("{}/api/v1/deployments/{id}/events", self.url))
+            .bearer_auth(&self.token);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let response = request.send().expect("the event stream opens");
+            std::io::BufReader::new(response)
+                .lines()
+                .map_while(|l| l.ok())
+                .filter_map(|l| {
+                    l.strip_prefix("data:")
+                        .and_then(|d| serde_json::from_str(d.trim()).ok())
+                })
+                .collect()
+        })
+    }
+
     /// A request that must succeed (2xx).
     pub fn ok(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
         let a = self.send(method, path, body);

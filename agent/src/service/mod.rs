@@ -1,4 +1,5 @@
-//! The long-running agent (`plinth-agent run`): collect facts, register, resume an interrupted list, then
+//! The long-running agent (`plinth-agent run`): collect facts, end what a killed run left running, register,
+//! resume an interrupted list, then
 //! long-poll for signed task lists, verify them, persist their revision and run them, while the sender
 //! uploads results and heartbeats flow; stop cleanly on SIGTERM/SIGINT.
 //!
@@ -27,6 +28,7 @@ use crate::journal::{Journal, JournalError, SharedJournal};
 use crate::runner::{RunEnd, Runner, RunnerSettings};
 use crate::sender::Sender;
 use crate::shutdown::{self, Shutdown};
+use crate::tracking::Tracker;
 use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
 use crate::verify::{Refused, StateError, Verifier};
 use adapters::{ControllerFiles, ControllerGate, ControllerSink};
@@ -89,6 +91,8 @@ struct Agent {
     shutdown: Shutdown,
     /// Settings as reloads change them.
     live: watch::Receiver<Settings>,
+    /// Holds the commands tasks run.
+    tracker: Arc<Tracker>,
 }
 
 /// Runs the agent until SIGTERM/SIGINT, reloading the configuration from `source` on SIGHUP. Returns
@@ -153,6 +157,16 @@ pub async fn run(
         );
     }
     let journal = SharedJournal::new(journal);
+    // What a killed agent left running ends before anything resumes or starts.
+    let tracker = Arc::new(Tracker::detect(&settings.state_dir));
+    systemd.status("ending what the last run left running");
+    let swept = tracker.sweep(settings.kill_grace).await;
+    tracing::info!(
+        containment = tracker.containment().name(),
+        commands_left_by_the_last_run = swept.len(),
+        processes_ended = swept.iter().map(|s| s.ended).sum::<usize>(),
+        "task commands are held"
+    );
     let mut agent = Agent {
         settings,
         controller,
@@ -162,6 +176,7 @@ pub async fn run(
         systemd,
         shutdown,
         live,
+        tracker,
     };
     let pending = agent.pending_list()?;
     agent
@@ -427,6 +442,7 @@ impl Agent {
                 registrar: self.registrar.clone(),
             }),
             journal: Some(self.journal.clone()),
+            tracker: self.tracker.clone(),
         }
     }
 
