@@ -49,6 +49,10 @@ enum Command {
         /// Seconds without a poll or heartbeat after which a node is offline.
         #[arg(long, env = "PLINTH_OFFLINE_AFTER")]
         offline_after: Option<u64>,
+        /// A name or address agents and operators use to reach the controller, for the self-signed
+        /// certificate made on first start (repeatable or comma-separated; added to `tls_names`).
+        #[arg(long = "tls-name", env = "PLINTH_TLS_NAMES", value_delimiter = ',')]
+        tls_names: Vec<String>,
     },
     /// The task list signing key.
     Key {
@@ -136,6 +140,7 @@ fn main() -> Result<()> {
             enrollment_token,
             phase_timeout,
             offline_after,
+            tls_names,
         } => {
             let over = Overrides {
                 listen: *listen,
@@ -143,7 +148,8 @@ fn main() -> Result<()> {
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,
                 offline_after_secs: *offline_after,
-                ..Default::default()
+                tls_names: tls_names.clone(),
+                data_dir: None,
             };
             let config = load_config(&cli, over.clone())?;
             let (config_path, data_dir) = (cli.config.clone(), cli.data_dir.clone());

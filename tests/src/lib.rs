@@ -5,6 +5,7 @@
 //! script does it).
 
 pub mod attacker;
+pub mod netns;
 
 use anyhow::{bail, Context, Result};
 use plinth_common::signing;
