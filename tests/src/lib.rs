@@ -174,10 +174,12 @@ impl Controller {
             .expect("the controller starts");
         self.child = Some(child);
         let token_path = self.data_dir().join("admin.token");
+        let cert_path = self.cert_path();
+        // The token is written before the certificate is made: wait for both.
         wait_until(
-            "the controller's admin token",
+            "the controller's admin token and certificate",
             Duration::from_secs(30),
-            || token_path.exists(),
+            || token_path.exists() && cert_path.exists(),
         );
         self.api = Api {
             url: self.url.clone(),

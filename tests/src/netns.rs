@@ -38,10 +38,11 @@ pub fn unique(n: u32) -> String {
     format!("{:x}{n}", std::process::id() % 0xfffff)
 }
 
-/// A subnet `10.213.X.0/24` for this test process: `X` comes from the process id, so two test binaries
-/// running at once do not share one.
-pub fn subnet_octet() -> u8 {
-    u8::try_from(std::process::id() % 200 + 20).unwrap_or(20)
+/// The third octet of a subnet `10.213.X.0/24` for this test process's bridge number `index` (0 or 1):
+/// `X` comes from the process id, so two test binaries running at once, and two tests of one binary, do
+/// not share one.
+pub fn subnet_octet(index: u8) -> u8 {
+    u8::try_from(std::process::id() % 110 * 2 + 20 + u32::from(index % 2)).unwrap_or(20)
 }
 
 /// A network namespace, deleted on drop.
@@ -92,9 +93,9 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Makes the bridge `name` with `10.213.<subnet_octet>.1/24`.
-    pub fn new(name: &str) -> Bridge {
-        let prefix = format!("10.213.{}", subnet_octet());
+    /// Makes the bridge `name` with `10.213.<subnet_octet(index)>.1/24`.
+    pub fn new(name: &str, index: u8) -> Bridge {
+        let prefix = format!("10.213.{}", subnet_octet(index));
         let _ = run("ip", &["link", "delete", name]);
         ip(&["link", "add", name, "type", "bridge"]);
         let b = Bridge {

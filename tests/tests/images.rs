@@ -7,7 +7,7 @@
 //! it. Then one node's image is replaced by a new one and the node rebooted: it keeps its identity and is
 //! not discovered again. Needs root; everything is torn down at the end, also on failure.
 
-use plinth_e2e::images::{base_rootfs, copy_tree, inject, Container};
+use plinth_e2e::images::{base_rootfs, copy_tree, inject, Container, Scratch};
 use plinth_e2e::netns::{require_root, unique, Bridge, Netns};
 use plinth_e2e::*;
 use serde_json::{json, Value};
@@ -69,7 +69,7 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
     require_root("booting images");
     let base = base_rootfs();
     let u = unique(0);
-    let bridge = Bridge::new(&format!("plbr{u}"));
+    let bridge = Bridge::new(&format!("plbr{u}"), 0);
     // No auto-accept: the nodes come in discovered and an operator accepts them.
     let c = Controller::start_listening(&bridge.address, &[]);
     let key = c.public_key();
@@ -79,7 +79,7 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
     std::fs::write(files.join("site.pp"), MANIFEST).unwrap();
 
     // The image: the base, the agent injected; nothing node-specific in it.
-    let work = tempfile::tempdir().unwrap();
+    let work = Scratch::new("3G");
     let image = work.path().join("image-1");
     copy_tree(&base, &image);
     let (out, _) = inject(&[
@@ -274,4 +274,141 @@ fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The newest Debian kernel and its initramfs in `/boot` (scripts/test.sh installs linux-image-amd64).
+fn debian_kernel() -> (String, String) {
+    let mut kernels: Vec<String> = std::fs::read_dir("/boot")
+        .expect("/boot")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("vmlinuz-"))
+        .collect();
+    kernels.sort();
+    let kernel = kernels
+        .pop()
+        .expect("a Debian kernel in /boot (apt-get install linux-image-amd64)");
+    let version = kernel.trim_start_matches("vmlinuz-");
+    let initrd = format!("/boot/initrd.img-{version}");
+    assert!(
+        std::path::Path::new(&initrd).exists(),
+        "{initrd} is missing"
+    );
+    (format!("/boot/{kernel}"), initrd)
+}
+
+#[test]
+#[ignore = "slow: boots a virtual machine under TCG; scripts/test.sh runs it with --ignored"]
+fn slow_a_disk_image_boots_under_qemu_and_registers_from_the_kernel_command_line() {
+    require_root("booting images");
+    let base = base_rootfs();
+    let (kernel, initrd) = debian_kernel();
+    let u = unique(9);
+    let bridge = Bridge::new(&format!("plbq{u}"), 1);
+    // Admission by the enrollment token alone: no auto-accept, no operator.
+    let token = "enrol-7d1c2b";
+    let c = Controller::start_listening(&bridge.address, &["--enrollment-token", token]);
+    let work = Scratch::new("2G");
+
+    // An ext4 disk image of the root file system; the agent injected into it with --disk, without the
+    // controller's address, tags or token: the kernel command line gives them.
+    let disk = work.path().join("disk.raw");
+    let ok = std::process::Command::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-d"])
+        .arg(&base)
+        .arg(&disk)
+        .arg("1G")
+        .status()
+        .expect("mke2fs runs");
+    assert!(ok.success());
+    let (out, _) = inject(&[
+        "--disk",
+        &disk.display().to_string(),
+        "--controller-public-key",
+        &c.public_key(),
+        "--controller-cert",
+        &c.cert_path().display().to_string(),
+    ]);
+    assert!(out.contains("/etc/plinth/agent.toml"), "{out}");
+
+    // The network: a namespace holding a bridge with the machine's tap and a veth to the controller's
+    // bridge.
+    let ns = Netns::new(&format!("plq{u}"));
+    bridge.plug(&ns, &format!("plvq{u}"), "uplink", None);
+    for args in [
+        vec!["link", "add", "br0", "type", "bridge"],
+        vec!["link", "set", "br0", "up"],
+        vec!["link", "set", "uplink", "master", "br0"],
+        vec!["tuntap", "add", "tap0", "mode", "tap"],
+        vec!["link", "set", "tap0", "master", "br0"],
+        vec!["link", "set", "tap0", "up"],
+    ] {
+        let mut full = vec!["-n", ns.name.as_str()];
+        full.extend(args);
+        plinth_e2e::netns::ip(&full);
+    }
+    let address = bridge.host(50);
+    let cmdline = format!(
+        "root=/dev/vda rw console=ttyS0 net.ifnames=0 ip={address}:::255.255.255.0::eth0:off \
+         plinth.controller={} plinth.tags=vm,qemu plinth.token={token} plinth.name=vm1",
+        c.url
+    );
+    let console = work.path().join("console.log");
+    let booted = Instant::now();
+    let _vm = plinth_e2e::netns::Guarded::new(
+        ns.command("qemu-system-x86_64")
+            .args(["-accel", "tcg", "-m", "768", "-smp", "1", "-no-reboot"])
+            .args(["-display", "none", "-monitor", "none"])
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .args(["-kernel", &kernel, "-initrd", &initrd, "-append", &cmdline])
+            .arg("-drive")
+            .arg(format!("file={},format=raw,if=virtio", disk.display()))
+            .args(["-netdev", "tap,id=n0,ifname=tap0,script=no,downscript=no"])
+            .args(["-device", "virtio-net-pci,netdev=n0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(work.path().join("qemu.err")).unwrap())
+            .spawn()
+            .expect("qemu starts"),
+        Duration::from_secs(5),
+    );
+    let mut listed = Value::Null;
+    let registered = wait_for(Duration::from_secs(900), || {
+        listed = c.api.get("/nodes").unwrap_or(Value::Null);
+        listed.as_array().is_some_and(|a| !a.is_empty())
+    });
+    let console_text = || {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default()).into_owned();
+        let err = std::fs::read_to_string(work.path().join("qemu.err")).unwrap_or_default();
+        format!("{}\nqemu: {err}", tail(&text, 60))
+    };
+    assert!(registered, "the machine registers: {}", console_text());
+    eprintln!(
+        "the machine registered {:.1} s after qemu started (TCG)",
+        booted.elapsed().as_secs_f64()
+    );
+    let line = node(&listed, "vm1");
+    assert_eq!(
+        line["admission"], "accepted",
+        "the token admits it: {line:#}"
+    );
+    let tags: Vec<&str> = line["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(tags, ["vm", "qemu"], "{line:#}");
+    // The node reports the interface the kernel command line's ip= named as the one it booted from.
+    let shown = c.api.get(&format!("/nodes/{}", line["id"])).unwrap();
+    let nics = shown["facts"]["nics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        nics.iter().any(|n| n["name"] == "eth0" && n["pxe"] == true),
+        "{shown:#}"
+    );
 }
