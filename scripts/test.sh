@@ -30,3 +30,8 @@ fi
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"
+# The slow booted-image test: Debian's kernel under qemu without KVM (TCG), about half a minute.
+# PLINTH_SKIP_SLOW=1 leaves it out.
+if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
+  cargo test -p plinth-e2e --test images --locked -- --ignored
+fi

@@ -88,6 +88,17 @@ pub fn copy_tree(from: &Path, dest: &Path) {
     assert!(ok.success(), "cp -a {} {}", from.display(), dest.display());
 }
 
+/// Runs `packaging/make-image` with arguments; returns its standard error.
+pub fn make_image(args: &[&str]) -> String {
+    let out = Command::new(workspace().join("packaging/make-image"))
+        .args(args)
+        .output()
+        .expect("make-image runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "make-image {args:?} failed:\n{err}");
+    err
+}
+
 /// Runs `plinth-agent image inject` as an image builder would; returns its standard output and error.
 pub fn inject(args: &[&str]) -> (String, String) {
     let out = Command::new(crate::bin("plinth-agent"))

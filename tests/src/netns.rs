@@ -38,11 +38,11 @@ pub fn unique(n: u32) -> String {
     format!("{:x}{n}", std::process::id() % 0xfffff)
 }
 
-/// The third octet of a subnet `10.213.X.0/24` for this test process's bridge number `index` (0 or 1):
-/// `X` comes from the process id, so two test binaries running at once, and two tests of one binary, do
+/// The third octet of a subnet `10.213.X.0/24` for this test process's bridge number `index` (0 to 3):
+/// `X` comes from the process id, so two test binaries running at once, and the tests of one binary, do
 /// not share one.
 pub fn subnet_octet(index: u8) -> u8 {
-    u8::try_from(std::process::id() % 110 * 2 + 20 + u32::from(index % 2)).unwrap_or(20)
+    u8::try_from(std::process::id() % 55 * 4 + 20 + u32::from(index % 4)).unwrap_or(20)
 }
 
 /// A network namespace, deleted on drop.

@@ -7,7 +7,7 @@
 //! it. Then one node's image is replaced by a new one and the node rebooted: it keeps its identity and is
 //! not discovered again. Needs root; everything is torn down at the end, also on failure.
 
-use plinth_e2e::images::{base_rootfs, copy_tree, inject, Container, Scratch};
+use plinth_e2e::images::{base_rootfs, copy_tree, inject, make_image, Container, Scratch};
 use plinth_e2e::netns::{require_root, unique, Bridge, Netns};
 use plinth_e2e::*;
 use serde_json::{json, Value};
@@ -198,11 +198,14 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
 
     // A new image (the agent injected again, with a new tag) replaces plnode1's root file system; the
     // node boots from it, keeps its key on its persistent state, and is the same accepted node.
+    // The new image is made in one command by make-image, from the same base.
     let image2 = work.path().join("image-2");
-    copy_tree(&base, &image2);
-    inject(&[
-        "--root",
-        &image2.display().to_string(),
+    let agent = bin("plinth-agent").display().to_string();
+    make_image(&[
+        "--from",
+        &base.display().to_string(),
+        "--agent",
+        &agent,
         "--controller",
         &c.url,
         "--controller-public-key",
@@ -211,6 +214,7 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
         &cert,
         "--tags",
         "web,image-2",
+        &image2.display().to_string(),
     ]);
     let key_before = std::fs::read(nodes[0].state().join("node.key")).unwrap();
     let line_before = node(&listed, "plnode1").clone();
@@ -313,14 +317,14 @@ fn slow_a_disk_image_boots_under_qemu_and_registers_from_the_kernel_command_line
     // An ext4 disk image of the root file system; the agent injected into it with --disk, without the
     // controller's address, tags or token: the kernel command line gives them.
     let disk = work.path().join("disk.raw");
-    let ok = std::process::Command::new("mke2fs")
-        .args(["-q", "-F", "-t", "ext4", "-d"])
-        .arg(&base)
-        .arg(&disk)
-        .arg("1G")
-        .status()
-        .expect("mke2fs runs");
-    assert!(ok.success());
+    make_image(&[
+        "--from",
+        &base.display().to_string(),
+        "--no-agent",
+        "--format",
+        "ext4",
+        &disk.display().to_string(),
+    ]);
     let (out, _) = inject(&[
         "--disk",
         &disk.display().to_string(),
@@ -410,5 +414,60 @@ fn slow_a_disk_image_boots_under_qemu_and_registers_from_the_kernel_command_line
     assert!(
         nics.iter().any(|n| n["name"] == "eth0" && n["pxe"] == true),
         "{shown:#}"
+    );
+}
+
+#[test]
+fn a_failing_test_leaves_no_container_namespace_bridge_or_mount_behind() {
+    require_root("booting images");
+    let base = base_rootfs();
+    let u = unique(5);
+    let names: std::sync::Mutex<Option<(String, String, std::path::PathBuf)>> = Default::default();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let bridge = Bridge::new(&format!("plbf{u}"), 2);
+        let work = Scratch::new("1G");
+        let ns = Arc::new(Netns::new(&format!("plf{u}")));
+        bridge.plug(&ns, &format!("plvf{u}"), "pl0", Some(10));
+        *names.lock().unwrap() = Some((
+            bridge.name.clone(),
+            ns.name.clone(),
+            work.path().to_path_buf(),
+        ));
+        let image = work.path().join("image");
+        copy_tree(&base, &image);
+        let node = Container::boot("plfail", work.path(), ns, &image);
+        let up = wait_for(Duration::from_secs(300), || {
+            node.console().contains("Reached target")
+        });
+        assert!(up, "the node boots: {}", node.console());
+        panic!("a test fails while its node runs");
+    }));
+    assert!(failed.is_err(), "the test body failed");
+    let (bridge, ns, scratch) = names.lock().unwrap().clone().expect("the names");
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&netns.stdout).contains(&ns),
+        "the namespace is gone"
+    );
+    let link = std::process::Command::new("ip")
+        .args(["link", "show", &bridge])
+        .output()
+        .unwrap();
+    assert!(!link.status.success(), "the bridge is gone");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(&scratch.display().to_string()),
+        "nothing stays mounted: {mounts}"
+    );
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ps.stdout).contains("--machine=plfail"),
+        "the container is stopped"
     );
 }
