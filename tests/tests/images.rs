@@ -82,7 +82,10 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
     let work = Scratch::new("3G");
     let image = work.path().join("image-1");
     copy_tree(&base, &image);
-    let (out, _) = inject(&[
+    // The builder left an SSH host key in the tree (as installing openssh-server does): inject says so.
+    std::fs::create_dir_all(image.join("etc/ssh")).unwrap();
+    std::fs::write(image.join("etc/ssh/ssh_host_ed25519_key"), "builder's key").unwrap();
+    let (out, err) = inject(&[
         "--root",
         &image.display().to_string(),
         "--controller",
@@ -95,6 +98,12 @@ fn three_nodes_from_one_image_deploy_reboot_and_keep_their_identity_across_a_new
         "web",
     ]);
     assert!(out.contains("/usr/bin/plinth-agent"), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("warning: node-specific file in the image: /etc/ssh/ssh_host_ed25519_key"),
+        "{err}"
+    );
+    std::fs::remove_file(image.join("etc/ssh/ssh_host_ed25519_key")).unwrap();
     assert!(!image.join("etc/hostname").exists());
     assert_eq!(std::fs::read(image.join("etc/machine-id")).unwrap(), b"");
     assert!(!image.join("var/lib/plinth-agent/node.key").exists());
