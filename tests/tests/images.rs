@@ -484,3 +484,41 @@ fn a_failing_test_leaves_no_container_namespace_bridge_or_mount_behind() {
         "the container is stopped"
     );
 }
+
+#[test]
+fn make_image_refuses_bad_arguments_naming_what_is_wrong() {
+    require_root("make-image");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(
+            plinth_e2e::images::workspace().join("packaging/make-image"),
+        )
+        .args(args)
+        .output()
+        .expect("make-image runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--format", "zip", "out"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--format is dir, ext4 or qcow2, not zip"),
+        "{err}"
+    );
+    let (code, err) = run(&["--no-agent"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("name OUT"), "{err}");
+    let empty = tempfile::tempdir().unwrap();
+    let (code, err) = run(&[
+        "--no-agent",
+        "--from",
+        &empty.path().display().to_string(),
+        &empty.path().join("out").display().to_string(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("is not a root file system tree"), "{err}");
+    let (code, err) = run(&["--bogus", "out"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown option --bogus"), "{err}");
+}
