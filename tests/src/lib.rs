@@ -5,6 +5,8 @@
 //! script does it).
 
 pub mod attacker;
+pub mod images;
+pub mod netns;
 pub mod rogue;
 
 use anyhow::{bail, Context, Result};
@@ -79,6 +81,7 @@ pub struct Controller {
     pub dir: tempfile::TempDir,
     /// `https://127.0.0.1:PORT`.
     pub url: String,
+    host: String,
     port: u16,
     extra: Vec<String>,
     child: Option<Child>,
@@ -94,12 +97,19 @@ impl Controller {
 
     /// Starts a controller with extra `serve` flags.
     pub fn start_with(extra: &[&str]) -> Controller {
+        Self::start_listening("127.0.0.1", extra)
+    }
+
+    /// Starts a controller listening on `host` (an address of this machine, e.g. a test bridge's), with
+    /// extra `serve` flags.
+    pub fn start_listening(host: &str, extra: &[&str]) -> Controller {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
-        let url = format!("https://127.0.0.1:{port}");
+        let url = format!("https://{host}:{port}");
         let mut c = Controller {
             dir,
             url: url.clone(),
+            host: host.to_string(),
             port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
@@ -155,7 +165,7 @@ impl Controller {
         let child = Command::new(bin("plinth-controller"))
             .arg("--data-dir")
             .arg(self.data_dir())
-            .args(["serve", "--listen", &format!("127.0.0.1:{}", self.port)])
+            .args(["serve", "--listen", &format!("{}:{}", self.host, self.port)])
             .args(&self.extra)
             .env("PLINTH_LOG", "info,plinth_controller=debug")
             .stdin(Stdio::null())
@@ -166,6 +176,7 @@ impl Controller {
         self.child = Some(child);
         let token_path = self.data_dir().join("admin.token");
         let cert_path = self.cert_path();
+        // The token is written before the certificate is made: wait for both.
         wait_until(
             "the controller's admin token and certificate",
             Duration::from_secs(30),
