@@ -427,24 +427,7 @@ impl Engine {
                 ..(*c.list).clone()
             })
             .collect();
-        let report = run.state.sequencer.report();
-        let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
-        for n in &report.nodes {
-            let Some(id) = run.ids.get(&n.name).copied() else {
-                continue;
-            };
-            match n.status {
-                strategy::NodeStatus::Success => succeeded.push(id),
-                strategy::NodeStatus::Failure => failed.push(id),
-                _ => untouched.push(id),
-            }
-        }
-        untouched.extend(
-            report
-                .unselected_nodes
-                .iter()
-                .filter_map(|n| run.ids.get(n).copied()),
-        );
+        let (succeeded, failed, untouched) = node_outcomes(&run);
         let message = format!("cancelled by {by}");
         let events = vec![json!({"event": "cancelled", "message": message, "by": by})];
         let saved = self.save_task_states(&run, &succeeded).and_then(|()| {
@@ -766,26 +749,7 @@ impl Engine {
         status: strategy::DeploymentStatus,
         events: Vec<Value>,
     ) -> Result<(), StoreError> {
-        let report = run.state.sequencer.report();
-        let mut succeeded = Vec::new();
-        let mut failed = Vec::new();
-        let mut untouched = Vec::new();
-        for n in &report.nodes {
-            let Some(id) = run.ids.get(&n.name).copied() else {
-                continue;
-            };
-            match n.status {
-                strategy::NodeStatus::Success => succeeded.push(id),
-                strategy::NodeStatus::Failure => failed.push(id),
-                _ => untouched.push(id),
-            }
-        }
-        let unselected: Vec<u64> = report
-            .unselected_nodes
-            .iter()
-            .filter_map(|n| run.ids.get(n).copied())
-            .collect();
-        untouched.extend(unselected);
+        let (succeeded, failed, untouched) = node_outcomes(run);
         let status = match (&run.stopped, status) {
             (Some(_), _) => strategy::DeploymentStatus::Failed,
             (None, s) => s,
@@ -1214,6 +1178,30 @@ impl Finals {
                 .flat_map(|(n, tasks)| tasks.iter().map(move |(t, s)| (*n, t, *s)))
         })
     }
+}
+
+/// The deployment's nodes by how they ended: (succeeded, failed, untouched: not started, not finished, or
+/// selected by no group).
+fn node_outcomes(run: &Running) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let report = run.state.sequencer.report();
+    let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
+    for n in &report.nodes {
+        let Some(id) = run.ids.get(&n.name).copied() else {
+            continue;
+        };
+        match n.status {
+            strategy::NodeStatus::Success => succeeded.push(id),
+            strategy::NodeStatus::Failure => failed.push(id),
+            _ => untouched.push(id),
+        }
+    }
+    untouched.extend(
+        report
+            .unselected_nodes
+            .iter()
+            .filter_map(|n| run.ids.get(n).copied()),
+    );
+    (succeeded, failed, untouched)
 }
 
 /// Records a node's outcome in the sequencer; a refusal there is a bug worth a log line, not a crash.
