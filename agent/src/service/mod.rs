@@ -250,7 +250,7 @@ impl Agent {
                 deployment = list.deployment_id,
                 "resuming the interrupted task list"
             );
-            if !self.run_list(&list).await? {
+            if !self.run_lists(list).await? {
                 return Ok(());
             }
         }
@@ -286,7 +286,7 @@ impl Agent {
                     match self.verifier.accept(&envelope, &nonce, now_secs()) {
                         Ok(list) => {
                             idle_status_sent = false;
-                            if !self.run_list(&list).await? {
+                            if !self.run_lists(list).await? {
                                 break;
                             }
                             Duration::ZERO
@@ -331,8 +331,25 @@ impl Agent {
         Ok(())
     }
 
-    /// Runs an accepted list; returns false when the agent is stopping.
-    async fn run_list(&mut self, list: &TaskList) -> Result<bool, ServiceError> {
+    /// Runs an accepted list, and the lists that supersede it while it runs; returns false when the
+    /// agent is stopping.
+    async fn run_lists(&mut self, list: TaskList) -> Result<bool, ServiceError> {
+        let mut next = Some(list);
+        while let Some(list) = next.take() {
+            match self.run_list(&list).await? {
+                After::Stop => return Ok(false),
+                After::Poll => {}
+                After::Run(newer) => next = Some(newer),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs an accepted list. A newer signed list that arrives meanwhile supersedes it (the controller
+    /// moved on: the deployment was cancelled, or its phase ended without this node): the running task
+    /// is ended and nothing more of this list starts; an order to stop (`cancel`) runs nothing in its
+    /// place, any other list runs next.
+    async fn run_list(&mut self, list: &TaskList) -> Result<After, ServiceError> {
         self.systemd.status(&format!(
             "running revision {} of deployment {} ({} tasks)",
             list.revision,
@@ -390,21 +407,31 @@ impl Agent {
         };
         let end = end?;
         if let Some((envelope, nonce)) = order.filter(|_| !self.shutdown.is_triggered()) {
-            // Cancelled: the order itself is accepted (its revision persisted) and has nothing to run.
-            tracing::warn!(
-                revision = list.revision,
-                deployment = list.deployment_id,
-                "the controller cancelled the deployment: the running task was ended, the rest not started"
-            );
-            match self.verifier.accept(&envelope, &nonce, now_secs()) {
-                Ok(order) => self.verifier.mark_finished(order.revision)?,
-                Err(refused) => {
-                    tracing::error!(error = %refused, "the order to stop cannot be stored");
-                    self.verifier.mark_finished(list.revision)?;
-                }
-            }
+            self.verifier.mark_finished(list.revision)?;
             self.journal.with(|j| j.set_active_revision(None));
-            return Ok(true);
+            return match self.verifier.accept(&envelope, &nonce, now_secs()) {
+                Ok(newer) if newer.cancel => {
+                    tracing::warn!(
+                        revision = list.revision,
+                        deployment = list.deployment_id,
+                        "the controller cancelled the deployment: the running task was ended, the rest not started"
+                    );
+                    self.verifier.mark_finished(newer.revision)?;
+                    Ok(After::Poll)
+                }
+                Ok(newer) => {
+                    tracing::warn!(
+                        revision = list.revision,
+                        newer = newer.revision,
+                        "a newer list superseded the running one: the controller moved on"
+                    );
+                    Ok(After::Run(newer))
+                }
+                Err(refused) => {
+                    tracing::error!(error = %refused, "the list that stopped the running one cannot be stored");
+                    Ok(After::Poll)
+                }
+            };
         }
         match end {
             RunEnd::Completed { failed_task } => {
@@ -419,14 +446,14 @@ impl Agent {
                         "task list ended: every task succeeded"
                     ),
                 }
-                Ok(true)
+                Ok(After::Poll)
             }
             RunEnd::Stopped => {
                 tracing::info!(
                     revision = list.revision,
                     "stopping in the middle of the task list; it resumes on the next start"
                 );
-                Ok(false)
+                Ok(After::Stop)
             }
         }
     }
@@ -483,9 +510,19 @@ struct CancelWatch {
     deployment_id: u64,
 }
 
-/// Long-polls while a list runs; when a signed order to stop this list's deployment arrives, pulls the
-/// list's stop trigger and returns the order (its envelope and the poll's nonce) so it can be accepted.
-/// A newer list that is not such an order is left for after the run. Ends with the agent.
+/// What the agent does after a list.
+enum After {
+    /// It is stopping.
+    Stop,
+    /// Poll for the next list.
+    Poll,
+    /// Run this list, which superseded the last.
+    Run(TaskList),
+}
+
+/// Long-polls while a list runs; when a newer signed list arrives (an order to stop this list's
+/// deployment, or the next work: the controller moved on), pulls the list's stop trigger and returns it
+/// (its envelope and the poll's nonce) so it can be accepted. Ends with the agent.
 async fn watch_for_cancel(
     mut w: CancelWatch,
     trigger: Arc<shutdown::Trigger>,
@@ -505,12 +542,17 @@ async fn watch_for_cancel(
             }
             Ok(PollAnswer::List(envelope)) => {
                 match w.checker.check(&envelope, &nonce, now_secs(), w.revision) {
-                    Ok(order) if order.cancel && order.deployment_id == w.deployment_id => {
+                    Ok(newer) => {
+                        tracing::info!(
+                            running = w.revision,
+                            deployment = w.deployment_id,
+                            newer = newer.revision,
+                            cancel = newer.cancel,
+                            "a newer list arrived while a list runs"
+                        );
                         trigger.trigger();
                         return Some((envelope, nonce));
                     }
-                    // Work for after this run: asked for again then.
-                    Ok(_) => w.wait,
                     Err(refused) => {
                         tracing::warn!(error = %refused, "a list received while running another was refused");
                         w.backoff.next_delay()
