@@ -191,10 +191,14 @@ pub async fn deploy(
             }
             let dep = s.engine.start(&request)?;
             tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
-            Ok((
-                StatusCode::ACCEPTED,
-                Json(serde_json::to_value(&dep).unwrap_or_default()),
-            ))
+            let mut body = serde_json::to_value(&dep).unwrap_or_default();
+            // What it runs, as `plinthctl deploy start` tells the operator: strategy, how chosen, timeouts.
+            if let Ok(engine_state) =
+                serde_json::from_value::<crate::engine::EngineState>(dep.state.clone())
+            {
+                body["strategy"] = engine_state.summary();
+            }
+            Ok((StatusCode::ACCEPTED, Json(body)))
         })
         .await
 }

@@ -79,15 +79,29 @@ pub struct DeployRequest {
 pub struct EngineState {
     /// The strategy's state machine.
     pub sequencer: Sequencer,
-    /// The strategy's name, if one was named.
+    /// The strategy's name, if one was named or configured.
     #[serde(default)]
     pub strategy: Option<String>,
+    /// How the strategy and its timeouts were chosen, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
     /// When each running phase times out (ms), by `group/phase`.
     #[serde(default)]
     pub deadlines: BTreeMap<String, i64>,
     /// The graph type each phase runs, by phase name.
     #[serde(default)]
     pub phase_graph: BTreeMap<String, String>,
+}
+
+impl EngineState {
+    /// What the deployment runs: strategy, how it was chosen, phases with their timeouts.
+    pub fn summary(&self) -> Value {
+        plan::summary(
+            self.sequencer.strategy(),
+            self.strategy.as_deref(),
+            self.chosen_by.as_deref(),
+        )
+    }
 }
 
 fn phase_key(group: &str, phase: &str) -> String {
@@ -218,7 +232,7 @@ impl Engine {
     fn request_nodes(
         &self,
         req: &DeployRequest,
-    ) -> Result<(strategy::Strategy, Vec<NodeRecord>), StartError> {
+    ) -> Result<(plan::Chosen, Vec<NodeRecord>), StartError> {
         self.store.get_cluster(req.cluster_id)?;
         let all: Vec<NodeRecord> = self
             .store
@@ -262,33 +276,35 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let strategy = plan::strategy_for(
+        let chosen = plan::strategy_for(
             self.store.as_ref(),
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
-        Ok((strategy, nodes))
+        Ok((chosen, nodes))
     }
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
     pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
-        let (mut strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let mut strategy = chosen.strategy;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
             .collect();
-        if req.strategy.is_none() {
+        if chosen.name.is_none() {
             tolerate_failures(&mut strategy, &resolved);
         }
         let sequencer = Sequencer::new(&strategy, &inventory)
             .map_err(|e| StartError::Invalid(e.to_string()))?;
         let state = EngineState {
             sequencer,
-            strategy: req.strategy.clone(),
+            strategy: chosen.name.clone(),
+            chosen_by: Some(chosen.chosen_by),
             deadlines: BTreeMap::new(),
             phase_graph: strategy
                 .phases
@@ -315,7 +331,7 @@ impl Engine {
             })
             .collect();
         self.store.save_primaries(&primaries)?;
-        let graph_type = match &req.strategy {
+        let graph_type = match &chosen.name {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
         };
@@ -400,13 +416,14 @@ impl Engine {
 
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
     pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
-        Ok(self.resolve_request(req, &strategy, &nodes)?.1)
+        let (chosen, nodes) = self.request_nodes(req)?;
+        Ok(self.resolve_request(req, &chosen.strategy, &nodes)?.1)
     }
 
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let strategy = chosen.strategy;
         let (_, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {

@@ -79,6 +79,11 @@ pub struct GroupLine {
     /// Why it failed, as data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureReason>,
+    /// The groups it depends on.
+    pub depends_on: Vec<String>,
+    /// Its success criteria (none: it always succeeds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_criteria: Option<strategy::SuccessCriteria>,
     /// Every node it selects.
     pub nodes: Vec<String>,
     /// Nodes that finished every phase.
@@ -214,10 +219,14 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
                         ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
                     )
             });
-            Some(match (task, p.failure) {
-                (Some(t), _) => format!("task {} {} in phase {failed}", t.id, t.status_word()),
-                (None, Some(outcome)) => format!("{outcome} in phase {failed}"),
-                (None, None) => format!("failed phase {failed}"),
+            Some(match (task, p.failure, &p.failure_detail) {
+                // The phase reached its timeout: "timed out after N s".
+                (_, _, Some(detail)) => format!("{detail} in phase {failed}"),
+                (Some(t), _, None) => {
+                    format!("task {} {} in phase {failed}", t.id, t.status_word())
+                }
+                (None, Some(outcome), None) => format!("{outcome} in phase {failed}"),
+                (None, None, None) => format!("failed phase {failed}"),
             })
         });
         nodes.push(NodeLine {
@@ -243,6 +252,8 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             current_phase: g.current_phase.clone(),
             reason: g.reason.as_ref().map(ToString::to_string),
             failure: g.reason.clone(),
+            depends_on: g.depends_on.clone(),
+            success_criteria: g.success_criteria.clone(),
             nodes: g.nodes.clone(),
             succeeded: g.succeeded.clone(),
             prepared: g.prepared.clone(),

@@ -120,4 +120,13 @@ CREATE TABLE state_blobs (
 );
 ALTER TABLE deployments ADD COLUMN inputs TEXT NOT NULL DEFAULT '{}';
 "#,
+    r#"
+ALTER TABLE strategies ADD COLUMN source TEXT NOT NULL DEFAULT 'null';
+CREATE TABLE deployment_configurations (
+    cluster_id    INTEGER PRIMARY KEY REFERENCES clusters(id),
+    name          TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    source        TEXT NOT NULL
+);
+"#,
 ];
