@@ -189,7 +189,15 @@ impl DeploymentConfiguration {
                 },
                 unknown => {
                     let mut message = "unknown field".to_string();
-                    if let Some(near) = super::parse::closest(unknown, PHYSICAL_KEYS) {
+                    // Names operators reach for that Shipyard spells otherwise, then likely typos.
+                    let near = match unknown {
+                        "deploy_node_timeout" => Some("deploy_timeout"),
+                        "deploy_node_interval" => Some("deploy_interval"),
+                        "prepare_timeout" => Some("prepare_node_timeout"),
+                        "prepare_interval" => Some("prepare_node_interval"),
+                        _ => super::parse::closest(unknown, PHYSICAL_KEYS),
+                    };
+                    if let Some(near) = near {
                         message.push_str(&format!(" (did you mean {near:?}?)"));
                     }
                     message.push_str("; kept, and not used by Plinth");

@@ -58,7 +58,7 @@ pub use model::{
     DEFAULT_MAX_CONCURRENT_GROUPS, DEFAULT_PHASE_TIMEOUT_SECS, SHIPYARD_SCHEMA,
 };
 pub use parse::{parse_strategy, strategy_from_value};
-pub use report::{GroupReport, NodeReport, PhaseReport, Report};
+pub use report::{GroupReport, NodeReport, PhaseReport, Report, Step};
 pub use sequencer::{InFlightPhase, SequenceError, Sequencer};
 pub use status::{
     Action, DeploymentStatus, Event, FailureReason, GroupState, NodeOutcome, NodeResult,

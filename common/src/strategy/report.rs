@@ -103,7 +103,57 @@ pub struct NodeReport {
     pub failure_detail: Option<String>,
 }
 
+/// One step of a deployment as Shipyard's `describe action` lists them: a phase of a group, in the order
+/// groups were processed (groups not reached yet last, in document order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based position.
+    pub index: usize,
+    /// `PHASE GROUP`, as the seed's processing diagram names it.
+    pub name: String,
+    /// The group.
+    pub group: String,
+    /// The phase.
+    pub phase: String,
+    /// `pending`, `running`, `success`, `failed` or `skipped`.
+    pub state: String,
+    /// How it went, in the seed's words (`SUCCESS`, `FAILED, due to dependency (ntp-node)`, ...).
+    pub detail: String,
+}
+
 impl Report {
+    /// The deployment's steps: each phase of each group, in processing order.
+    pub fn steps(&self) -> Vec<Step> {
+        let listed = |name: &str| self.order.iter().any(|processed| processed == name);
+        let unprocessed = self.groups.iter().filter(|group| !listed(&group.name));
+        self.order
+            .iter()
+            .filter_map(|name| self.group(name))
+            .chain(unprocessed)
+            .flat_map(|group| {
+                group.phases.iter().map(move |phase| {
+                    let state = match &phase.outcome {
+                        PhaseOutcome::Pending => "pending",
+                        PhaseOutcome::Running => "running",
+                        PhaseOutcome::Succeeded { .. } => "success",
+                        PhaseOutcome::Failed { .. } => "failed",
+                        PhaseOutcome::Skipped { .. } => "skipped",
+                    };
+                    (group, phase, state)
+                })
+            })
+            .enumerate()
+            .map(|(index, (group, phase, state))| Step {
+                index: index + 1,
+                name: format!("{} {}", phase.phase, group.name),
+                group: group.name.clone(),
+                phase: phase.phase.clone(),
+                state: state.to_string(),
+                detail: phase_text(&phase.outcome),
+            })
+            .collect()
+    }
+
     /// The group with this name.
     pub fn group(&self, name: &str) -> Option<&GroupReport> {
         self.groups.iter().find(|group| group.name == name)

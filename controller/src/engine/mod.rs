@@ -70,6 +70,8 @@ pub struct DeployRequest {
     pub node_ids: Option<Vec<u64>>,
     /// A strategy stored for the cluster.
     pub strategy: Option<String>,
+    /// Shipyard's action (`deploy_site`, `update_site`, `redeploy_server` of one node), if asked for.
+    pub action: Option<plan::SiteAction>,
     /// Options.
     pub options: DeployOptions,
 }
@@ -85,6 +87,9 @@ pub struct EngineState {
     /// How the strategy and its timeouts were chosen, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_by: Option<String>,
+    /// Shipyard's action this deployment runs, if one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// When each running phase times out (ms), by `group/phase`.
     #[serde(default)]
     pub deadlines: BTreeMap<String, i64>,
@@ -240,7 +245,30 @@ impl Engine {
             .into_iter()
             .filter(|n| n.cluster_id == Some(req.cluster_id))
             .collect();
-        let nodes: Vec<NodeRecord> = match &req.node_ids {
+        if req.action.is_some() && req.graph_type.is_some() {
+            return Err(StartError::Invalid(
+                "an action runs the strategy's phases: leave out graph_type".into(),
+            ));
+        }
+        let redeploy = match &req.action {
+            Some(plan::SiteAction::RedeployServer { node }) => {
+                if req.node_ids.is_some() {
+                    return Err(StartError::Invalid(
+                        "redeploy_server names its node: leave out nodes".into(),
+                    ));
+                }
+                let found = all.iter().find(|n| &n.name == node).ok_or_else(|| {
+                    StartError::Invalid(format!(
+                        "redeploy_server: cluster {} has no node named {node:?}",
+                        req.cluster_id
+                    ))
+                })?;
+                Some(found.id)
+            }
+            _ => None,
+        };
+        let node_ids = redeploy.map(|id| vec![id]).or_else(|| req.node_ids.clone());
+        let nodes: Vec<NodeRecord> = match &node_ids {
             None => all
                 .into_iter()
                 .filter(|n| !n.model.pending_deletion)
@@ -276,13 +304,16 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let chosen = plan::strategy_for(
+        let mut chosen = plan::strategy_for(
             self.store.as_ref(),
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
+        if let Some(plan::SiteAction::RedeployServer { node }) = &req.action {
+            chosen = plan::redeploy(chosen, node);
+        }
         Ok((chosen, nodes))
     }
 
@@ -305,6 +336,7 @@ impl Engine {
             sequencer,
             strategy: chosen.name.clone(),
             chosen_by: Some(chosen.chosen_by),
+            action: req.action.as_ref().map(|a| a.name().to_string()),
             deadlines: BTreeMap::new(),
             phase_graph: strategy
                 .phases

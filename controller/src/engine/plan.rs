@@ -179,3 +179,85 @@ pub fn summary(
         })).collect::<Vec<_>>(),
     })
 }
+
+/// Shipyard's actions as Plinth runs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteAction {
+    /// `deploy_site`: every group of the strategy through its phases.
+    DeploySite,
+    /// `update_site`: the same on a deployed site (nodes whose tasks have not changed have nothing to do).
+    UpdateSite,
+    /// `redeploy_server`: one node through prepare and deploy, outside any group of the strategy.
+    RedeployServer {
+        /// The node's name.
+        node: String,
+    },
+}
+
+impl SiteAction {
+    /// Shipyard's name of the action.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SiteAction::DeploySite => "deploy_site",
+            SiteAction::UpdateSite => "update_site",
+            SiteAction::RedeployServer { .. } => "redeploy_server",
+        }
+    }
+
+    /// The action named `name` (`node` for `redeploy_server`, and only there).
+    pub fn parse(name: &str, node: Option<&str>) -> Result<SiteAction, String> {
+        match (name, node) {
+            ("deploy_site", None) => Ok(SiteAction::DeploySite),
+            ("update_site", None) => Ok(SiteAction::UpdateSite),
+            ("redeploy_server", Some(node)) if !node.is_empty() => Ok(SiteAction::RedeployServer {
+                node: node.to_string(),
+            }),
+            ("redeploy_server", _) => Err("redeploy_server needs the node's name (`node`)".into()),
+            ("deploy_site" | "update_site", Some(_)) => Err(format!(
+                "{name} runs every group; `node` goes with redeploy_server only"
+            )),
+            (other, _) => Err(format!(
+                "{other:?} is not an action; use deploy_site, update_site or redeploy_server"
+            )),
+        }
+    }
+}
+
+/// The name of the one group `redeploy_server` runs.
+pub const REDEPLOY_GROUP: &str = "redeploy_server";
+
+/// `redeploy_server`: the node alone in one critical group that needs it, through the strategy's phases
+/// (prepare and deploy when every node ran at once), with the chosen timeouts.
+pub fn redeploy(chosen: Chosen, node: &str) -> Chosen {
+    let mut phases = chosen.strategy.phases.clone();
+    if chosen.name.is_none() {
+        phases = Phase::defaults();
+        for phase in &mut phases {
+            phase.timeout = Some(chosen.strategy.phase_timeout);
+        }
+    }
+    let mut strategy = Strategy::from_groups(vec![plinth_common::strategy::Group {
+        name: REDEPLOY_GROUP.to_string(),
+        critical: true,
+        depends_on: Vec::new(),
+        selectors: vec![plinth_common::strategy::Selector {
+            node_names: vec![node.to_string()],
+            ..Default::default()
+        }],
+        success_criteria: Some(plinth_common::strategy::SuccessCriteria {
+            minimum_successful_nodes: Some(1),
+            ..Default::default()
+        }),
+    }]);
+    strategy.name = chosen.strategy.name.clone();
+    strategy.phases = phases;
+    strategy.phase_timeout = chosen.strategy.phase_timeout;
+    Chosen {
+        strategy,
+        name: chosen.name,
+        chosen_by: format!(
+            "redeploy_server: node {node:?} alone through the phases of {}",
+            chosen.chosen_by
+        ),
+    }
+}

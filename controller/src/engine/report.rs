@@ -108,6 +108,14 @@ pub struct Report {
     /// The strategy named, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+    /// How the strategy and its timeouts were chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// Shipyard's action it runs (`deploy_site`, `update_site`, `redeploy_server`), if one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Each phase of each group, in processing order, as Shipyard's `describe action` lists steps.
+    pub steps: Vec<strategy::Step>,
     /// Status.
     pub status: DeploymentStatus,
     /// Started (ms).
@@ -266,6 +274,9 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
         cluster_id: dep.cluster_id,
         graph_type: dep.graph_type.clone(),
         strategy: state.strategy.clone(),
+        chosen_by: state.chosen_by.clone(),
+        action: state.action.clone(),
+        steps: plan.steps(),
         status: dep.status,
         created_at_ms: dep.created_at_ms,
         finished_at_ms: dep.finished_at_ms,

@@ -312,9 +312,16 @@ enum DeployCommand {
         /// Node ids, comma-separated.
         #[arg(long)]
         nodes: Option<String>,
-        /// A strategy stored for the cluster (its phases choose the graph types).
+        /// A strategy stored for the cluster (its phases choose the graph types); without it, the one the
+        /// cluster's deployment configuration names (default `deployment-strategy`) when stored.
         #[arg(long, conflicts_with = "graph_type")]
         strategy: Option<String>,
+        /// Shipyard's action: deploy_site, update_site, or redeploy_server (with --node).
+        #[arg(long, conflicts_with = "graph_type", value_parser = ["deploy_site", "update_site", "redeploy_server"])]
+        action: Option<String>,
+        /// The node redeploy_server redeploys, by name (prepare and deploy, outside any group).
+        #[arg(long, requires = "action", conflicts_with = "nodes")]
+        node: Option<String>,
         /// Run puppet in no-op mode.
         #[arg(long)]
         noop: bool,
@@ -696,6 +703,8 @@ async fn run(cli: Cli) -> Result<bool> {
                 graph_type,
                 nodes,
                 strategy,
+                action,
+                node,
                 noop,
                 force,
                 watch: follow,
@@ -709,6 +718,12 @@ async fn run(cli: Cli) -> Result<bool> {
                 }
                 if let Some(n) = nodes {
                     path.push_str(&format!("&nodes={n}"));
+                }
+                if let Some(a) = action {
+                    path.push_str(&format!("&action={a}"));
+                }
+                if let Some(n) = node {
+                    path.push_str(&format!("&node={n}"));
                 }
                 let dep = client.call(Method::PUT, &path, None).await?;
                 if f == Format::Table {
