@@ -22,23 +22,20 @@ fn read(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
 }
 
-/// A test file of group documents (a list of groups, or one group) made into a plain strategy.
-fn groups_doc(name: &str) -> String {
-    let text = read(name);
-    let list = if text.trim_start().starts_with("- ") {
-        text
-    } else {
-        // One group: make it the only item of the list.
-        let mut item = String::new();
-        for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-            item.push_str(if i == 0 { "- " } else { "  " });
-            item.push_str(line);
-            item.push('\n');
-        }
-        item
+/// A test file of group documents (a list of groups, or one group) made into a plain strategy (JSON),
+/// with `extra` groups after the file's.
+fn groups_with(name: &str, extra: &[serde_json::Value]) -> String {
+    let value: serde_json::Value = serde_yaml_ng::from_str(&read(name)).unwrap();
+    let mut groups = match value {
+        serde_json::Value::Array(items) => items,
+        one => vec![one],
     };
-    let indented: String = list.lines().map(|l| format!("  {l}\n")).collect();
-    format!("groups:\n{indented}")
+    groups.extend(extra.iter().cloned());
+    serde_json::json!({ "groups": groups }).to_string()
+}
+
+fn groups_doc(name: &str) -> String {
+    groups_with(name, &[])
 }
 
 /// The nodes the group tests select from: ntp on node3 (rack1); node1 and node2 in rack1; control nodes
@@ -383,4 +380,117 @@ fn the_treasuremap_site_strategy_replaces_the_global_one() {
     );
     // Either global document alone is a strategy of its own.
     assert_eq!(parse_strategy(&v4).unwrap().groups.len(), 2);
+}
+
+#[test]
+fn each_single_group_fixture_selects_and_ends_as_the_seed_says() {
+    // (file, the group's nodes, a failure to inject, the group's state)
+    let cases: &[(&str, &[&str], Option<&str>, GroupState)] = &[
+        (
+            "GROUP_YAML_1.yaml",
+            &["node4", "node5", "node6"],
+            None,
+            GroupState::Succeeded,
+        ),
+        // 2 of 3 is 66%, below 90%; one failure is within `maximum_failed_nodes: 1`.
+        (
+            "GROUP_YAML_1.yaml",
+            &["node4", "node5", "node6"],
+            Some("node5:deploy"),
+            GroupState::Failed,
+        ),
+        // No selectors, or a selector with only empty criteria: every node.
+        (
+            "GROUP_YAML_ALL_SELECTOR.yaml",
+            &[],
+            None,
+            GroupState::Succeeded,
+        ),
+        (
+            "GROUP_YAML_ALL_SELECTOR_2.yaml",
+            &[],
+            None,
+            GroupState::Succeeded,
+        ),
+        // No node: 100% of nothing, but 0 successes miss the minimum of 3.
+        (
+            "GROUP_YAML_EXCLUDES_ALL.yaml",
+            &[],
+            None,
+            GroupState::Failed,
+        ),
+        (
+            "GROUP_YAML_MINIMAL_SUCC_CRITERIA.yaml",
+            &["node4", "node5", "node6", "node7"],
+            Some("node7:prepare"),
+            GroupState::Succeeded,
+        ),
+        (
+            "GROUP_YAML_MULTI_SELECTOR.yaml",
+            &["node4", "node5", "node6", "node7"],
+            Some("node7:prepare"),
+            GroupState::Failed,
+        ),
+        // No criteria: processing continues as if nothing is wrong, even when its only node fails.
+        (
+            "GROUP_YAML_NO_SUCC_CRITERIA.yaml",
+            &["node7"],
+            Some("node7:deploy"),
+            GroupState::Succeeded,
+        ),
+    ];
+    for (file, members, failure, state) in cases {
+        let ntp = serde_json::json!({"name": "ntp-node", "critical": true, "depends_on": [],
+                                     "selectors": [{"node_names": ["node3"]}]});
+        let text = groups_with(&format!("deployment_group_tests/{file}"), &[ntp]);
+        let strategy = parse_strategy(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let failures: Vec<SimulatedFailure> = failure.iter().map(|f| fail(f)).collect();
+        let sim = simulate(&strategy, &inventory(), &failures).unwrap();
+        assert!(sim.unused_failures.is_empty(), "{file}");
+        let control = sim.report.group("control-nodes").unwrap();
+        let expected: Vec<String> = if members.is_empty() && file.contains("ALL_SELECTOR") {
+            inventory().iter().map(|n| n.name.clone()).collect()
+        } else {
+            members.iter().map(|m| m.to_string()).collect()
+        };
+        assert_eq!(control.nodes, expected, "{file}");
+        assert_eq!(
+            control.state, *state,
+            "{file} with {failure:?}: {:?}",
+            control.reason
+        );
+    }
+}
+
+#[test]
+fn substitutions_are_out_of_scope_and_said_so() {
+    let global = read("treasuremap/global-deployment-strategy.yaml");
+    let secret_user = "---\nschema: armada/Chart/v1\nmetadata:\n  name: chart\n  layeringDefinition: {abstract: false, layer: global}\n  \
+                       substitutions:\n    - {src: {schema: deckhand/Passphrase/v1, name: pw, path: .}, dest: {path: .values.pw}}\ndata: {}\n";
+    // Another document asks for substitutions: the strategy loads, with a warning naming that document.
+    let loaded = load_strategy(&[
+        Source::new("g", &global),
+        Source::new("chart.yaml", secret_user),
+    ])
+    .unwrap();
+    assert!(
+        loaded.warnings.iter().any(|w| w
+            .message
+            .contains("armada/Chart/v1 \"chart\" (chart.yaml document 1")
+            && w.message.contains("Plinth does not render substitutions")),
+        "{:?}",
+        loaded.warnings
+    );
+    // The strategy itself asks: refused, saying so.
+    let asking = global.replace(
+        "  storagePolicy: cleartext",
+        "  storagePolicy: cleartext\n  substitutions:\n    - {src: {schema: deckhand/CertificateAuthority/v1, name: ca, path: .}, dest: {path: '.groups[0].name'}}",
+    );
+    let error = load_strategy(&[Source::new("s.yaml", &asking)]).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("does not render substitutions: render the site with Deckhand first"),
+        "{error}"
+    );
 }

@@ -47,7 +47,8 @@ fn phase_graphs() -> Value {
         json!({"id": format!("{phase}-node"), "type": "shell", "tags": ["*"],
                "parameters": {"cmd": format!("echo {phase} >> phases"), "retries": 0, "timeout": 60}})
     };
-    json!({"prepare": {"tasks": [task("prepare")]}, "deploy": {"tasks": [task("deploy")]}})
+    json!({"prepare": {"tasks": [task("prepare")]}, "deploy": {"tasks": [task("deploy")]},
+           "default": {"tasks": [task("default")]}})
 }
 
 const CONFIGURATION: &str = r#"
@@ -262,6 +263,26 @@ fn a_site_design_with_its_configuration_deploys_through_shipyards_actions() {
     assert_eq!(code, 2);
     assert!(
         err.contains("names strategy \"stl2-strategy\"") && err.contains("does not have"),
+        "{err}"
+    );
+    // Shipyard's own configuration samples: the bad one is refused naming the field; the full one says
+    // `all-at-once`, which no stored strategy is named: every node at once, with its deploy_timeout.
+    let sample = |name: &str| corpus().join("shipyard").join(name);
+    let bad = sample("deploymentConfiguration_bad_manifest.yaml");
+    let (code, _, err) = ctl(&c, &["config", "set", &cl, bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("data.armada.manifest"), "{err}");
+    let full = sample("deploymentConfiguration_full_valid.yaml");
+    assert_eq!(
+        ctl(&c, &["config", "set", &cl, full.to_str().unwrap()]).0,
+        0
+    );
+    let (code, out, err) = ctl(&c, &["deploy", "start", &cl, "--watch"]);
+    assert_eq!(code, 0, "{err}{out}");
+    assert!(
+        err.contains("strategy: none (every node at once)")
+            && err.contains("says \"all-at-once\"")
+            && err.contains("phase deploy (graph type default): times out after 3600 s"),
         "{err}"
     );
     // Shipyard's documents load as PyYAML reads them; unknown group fields are kept and named.

@@ -233,7 +233,7 @@ pub fn load_configuration(sources: &[Source<'_>]) -> Result<LoadedConfiguration,
         }
         [only] => only.value.clone(),
         _ => {
-            let found = concrete(&docs, CONFIGURATION_SCHEMA)?;
+            let found = concrete(&docs, CONFIGURATION_SCHEMA, &mut warnings)?;
             match found.as_slice() {
                 [only] => only.value.clone(),
                 other => {

@@ -51,6 +51,9 @@ pub struct Rendered {
     pub origin: Origin,
     /// Where its data came from, in words.
     pub provenance: String,
+    /// When the document or one of its parents asks for substitutions, which Plinth does not render: the
+    /// sentence saying so. Such a document's data is not usable as it is.
+    pub unrendered: Option<String>,
 }
 
 const LAYERING_POLICY: &str = "deckhand/LayeringPolicy/v1";
@@ -73,17 +76,12 @@ fn label(doc: &SourcedDoc) -> String {
 /// child is layered onto its parent. The order of the stream is kept.
 pub fn render(docs: &[SourcedDoc]) -> Result<Vec<Rendered>, String> {
     let layers = layer_order(docs)?;
-    for doc in docs {
-        if let Some(subs) = doc.value.pointer("/metadata/substitutions") {
-            if subs.as_array().is_some_and(|s| !s.is_empty()) {
-                return Err(format!(
-                    "{} asks for substitutions (values from secrets or other documents); Plinth does not render \
-                     substitutions: render the site with Deckhand first, or write the values in the document",
-                    label(doc)
-                ));
-            }
-        }
-    }
+    let substitutes = |doc: &SourcedDoc| {
+        doc.value
+            .pointer("/metadata/substitutions")
+            .and_then(Value::as_array)
+            .is_some_and(|s| !s.is_empty())
+    };
     let layer_of = |doc: &SourcedDoc| -> Result<Option<usize>, String> {
         match doc.value.pointer("/metadata/layeringDefinition/layer") {
             None | Some(Value::Null) => Ok(None),
@@ -140,6 +138,26 @@ pub fn render(docs: &[SourcedDoc]) -> Result<Vec<Rendered>, String> {
             continue;
         }
         let (data, provenance) = layered_data(docs, &parents, index, 0)?;
+        let mut lineage = Some(index);
+        let mut asking = None;
+        let mut steps = 0;
+        while let (Some(at), None) = (lineage, asking) {
+            if substitutes(&docs[at]) {
+                asking = Some(at);
+            }
+            lineage = parents[at];
+            steps += 1;
+            if steps > docs.len() {
+                break;
+            }
+        }
+        let unrendered = asking.map(|at| {
+            format!(
+                "{} asks for substitutions (values from secrets or other documents); Plinth does not render \
+                 substitutions: render the site with Deckhand first, or write the values in the document",
+                label(&docs[at])
+            )
+        });
         let mut value = doc.value.clone();
         if let Some(map) = value.as_object_mut() {
             map.insert("data".to_string(), data);
@@ -148,6 +166,7 @@ pub fn render(docs: &[SourcedDoc]) -> Result<Vec<Rendered>, String> {
             value,
             origin: doc.origin.clone(),
             provenance,
+            unrendered,
         });
     }
     Ok(out)
@@ -539,7 +558,8 @@ mod tests {
     fn refusals_say_why() {
         let mut subs = global();
         subs["metadata"]["substitutions"] = json!([{"src": {"schema": "deckhand/Passphrase/v1"}}]);
-        let e = render(&[doc(subs, 1)]).unwrap_err();
+        let out = render(&[doc(subs, 1)]).unwrap();
+        let e = out[0].unrendered.as_deref().unwrap();
         assert!(e.contains("does not render substitutions"), "{e}");
         let orphan = site(json!([]), true, json!({}));
         let e = render(&[doc(orphan, 1)]).unwrap_err();

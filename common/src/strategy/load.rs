@@ -93,16 +93,29 @@ pub(crate) fn read_sources(
     Ok(docs)
 }
 
-/// The concrete documents of the given schema after layering (a lone document is taken as it is).
+/// The concrete documents of the given schema after layering. A document asking for substitutions (which
+/// Plinth does not render) is refused when it is one of them, and named in a warning otherwise.
 pub(crate) fn concrete(
     docs: &[SourcedDoc],
     schema: &str,
+    warnings: &mut Vec<Finding>,
 ) -> Result<Vec<layering::Rendered>, StrategyError> {
     let rendered = layering::render(docs).map_err(StrategyError::Syntax)?;
-    Ok(rendered
-        .into_iter()
-        .filter(|doc| doc.value.get("schema").and_then(Value::as_str) == Some(schema))
-        .collect())
+    let mut wanted = Vec::new();
+    for doc in rendered {
+        let is_wanted = doc.value.get("schema").and_then(Value::as_str) == Some(schema);
+        match (&doc.unrendered, is_wanted) {
+            (Some(why), true) => return Err(StrategyError::Syntax(why.clone())),
+            (Some(why), false) => warnings.push(Finding::new(
+                None,
+                "",
+                format!("{why} (not needed here: it is not a {schema} document)"),
+            )),
+            (None, true) => wanted.push(doc),
+            (None, false) => {}
+        }
+    }
+    Ok(wanted)
 }
 
 /// Loads a strategy from one or several texts (each YAML or JSON, each one document or a stream).
@@ -121,9 +134,11 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
         }
         [only] => {
             // Substitutions and abstract documents are refused even alone.
-            if layering::render(docs.as_slice())
-                .map_err(StrategyError::Syntax)?
-                .is_empty()
+            let rendered = layering::render(docs.as_slice()).map_err(StrategyError::Syntax)?;
+            if let Some(why) = rendered.first().and_then(|r| r.unrendered.clone()) {
+                return Err(StrategyError::Syntax(why));
+            }
+            if rendered.is_empty()
                 && only.value.get("schema").and_then(Value::as_str) == Some(SHIPYARD_SCHEMA)
             {
                 return Err(StrategyError::Syntax(format!(
@@ -136,7 +151,7 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
         }
         _ => {
             let count = docs.len();
-            let strategies = concrete(&docs, SHIPYARD_SCHEMA)?;
+            let strategies = concrete(&docs, SHIPYARD_SCHEMA, &mut warnings)?;
             match strategies.as_slice() {
                 [only] => (only.value.clone(), only.provenance.clone()),
                 [] => {
