@@ -225,6 +225,12 @@ fn a_site_design_with_its_configuration_deploys_through_shipyards_actions() {
     assert_eq!(code, 0, "{err}{out}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["action"], "redeploy_server");
+    let chosen_by = report["chosen_by"].as_str().unwrap();
+    assert!(
+        chosen_by.starts_with("redeploy_server: node \"stl1r01s06\" alone")
+            && chosen_by.contains("prepare_node_timeout 1200 s, deploy_timeout 2400 s"),
+        "{chosen_by}"
+    );
     let groups: Vec<&str> = report["groups"]
         .as_array()
         .unwrap()

@@ -49,10 +49,16 @@ enum Frame {
     },
     Map {
         map: Map<String, Value>,
-        key: Option<(String, usize)>,
+        key: Option<(Key, usize)>,
         merges: Vec<Value>,
         anchor: usize,
     },
+}
+
+/// A mapping's pending key: a merge (`<<` written plain) or a name.
+enum Key {
+    Merge,
+    Name(String),
 }
 
 #[derive(Default)]
@@ -66,7 +72,7 @@ struct Builder {
     error: Option<String>,
 }
 
-/// A merge key's marker among the pending key slot (kept apart from real keys).
+/// The merge key, when written plain.
 const MERGE: &str = "<<";
 
 impl Builder {
@@ -81,15 +87,12 @@ impl Builder {
             Some(Frame::Map {
                 map, key, merges, ..
             }) => match key.take() {
-                None => {
-                    let text = key_text(&value);
-                    *key = Some((text, line));
-                }
-                Some((name, _)) if name == MERGE => match value {
+                None => *key = Some((Key::Name(key_text(&value)), line)),
+                Some((Key::Merge, _)) => match value {
                     Value::Array(sources) => merges.extend(sources),
                     other => merges.push(other),
                 },
-                Some((name, key_line)) => {
+                Some((Key::Name(name), key_line)) => {
                     if map.insert(name.clone(), value).is_some() {
                         self.warnings.push(format!(
                             "line {key_line}: key {name:?} appears twice in one mapping; the last value counts \
@@ -136,21 +139,18 @@ impl MarkedEventReceiver for Builder {
                 }
             },
             Event::Scalar(text, style, anchor, tag) => {
-                let value = if self.expecting_key() {
+                if self.expecting_key() {
                     if style == TScalarStyle::Plain && tag.is_none() && text == MERGE {
-                        Value::String(MERGE.to_string())
-                    } else {
-                        // A key `<<` that is quoted is an ordinary key; mark it apart from the merge.
-                        Value::String(if text == MERGE {
-                            format!("{MERGE} ")
-                        } else {
-                            text
-                        })
+                        if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
+                            *key = Some((Key::Merge, mark.line()));
+                        }
+                        return;
                     }
+                    // Keys keep their text (a quoted `<<` is an ordinary key).
+                    self.push(Value::String(text), anchor, mark.line());
                 } else {
-                    scalar(text, style, tag.as_ref())
-                };
-                self.push(value, anchor, mark.line());
+                    self.push(scalar(text, style, tag.as_ref()), anchor, mark.line());
+                }
             }
             Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq {
                 items: Vec::new(),
@@ -196,10 +196,6 @@ impl MarkedEventReceiver for Builder {
                     }
                     for (k, v) in merged {
                         map.entry(k).or_insert(v);
-                    }
-                    // A quoted `<<` key was kept apart; give it its own name back.
-                    if let Some(v) = map.remove(&format!("{MERGE} ")) {
-                        map.insert(MERGE.to_string(), v);
                     }
                     self.push(Value::Object(map), anchor, mark.line());
                 }

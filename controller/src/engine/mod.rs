@@ -304,16 +304,14 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let mut chosen = plan::strategy_for(
+        let chosen = plan::strategy_for(
             self.store.as_ref(),
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
+            req.action.as_ref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
-        if let Some(plan::SiteAction::RedeployServer { node }) = &req.action {
-            chosen = plan::redeploy(chosen, node);
-        }
         Ok((chosen, nodes))
     }
 

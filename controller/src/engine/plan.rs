@@ -50,6 +50,7 @@ pub fn strategy_for(
     cluster_id: u64,
     name: Option<&str>,
     graph_type: Option<&str>,
+    action: Option<&SiteAction>,
     phase_timeout_secs: u64,
 ) -> Result<Chosen, StartError> {
     let configuration = match store.get_configuration(cluster_id) {
@@ -131,6 +132,9 @@ pub fn strategy_for(
             }
         }
     };
+    if let Some(SiteAction::RedeployServer { node }) = action {
+        chosen = redeploy(chosen, node);
+    }
     if let Some(configuration) = &configuration {
         configuration.apply(&mut chosen.strategy);
         chosen.chosen_by.push_str(&format!(
@@ -227,15 +231,12 @@ impl SiteAction {
 pub const REDEPLOY_GROUP: &str = "redeploy_server";
 
 /// `redeploy_server`: the node alone in one critical group that needs it, through the strategy's phases
-/// (prepare and deploy when every node ran at once), with the chosen timeouts.
-pub fn redeploy(chosen: Chosen, node: &str) -> Chosen {
-    let mut phases = chosen.strategy.phases.clone();
-    if chosen.name.is_none() {
-        phases = Phase::defaults();
-        for phase in &mut phases {
-            phase.timeout = Some(chosen.strategy.phase_timeout);
-        }
-    }
+/// (prepare and deploy when every node would run at once); the configuration's timeouts apply afterwards.
+fn redeploy(chosen: Chosen, node: &str) -> Chosen {
+    let phases = match chosen.name {
+        Some(_) => chosen.strategy.phases.clone(),
+        None => Phase::defaults(),
+    };
     let mut strategy = Strategy::from_groups(vec![plinth_common::strategy::Group {
         name: REDEPLOY_GROUP.to_string(),
         critical: true,
