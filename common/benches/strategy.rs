@@ -8,7 +8,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use plinth_common::strategy::{
     load_strategy, parse_strategy, simulate, strategy_from_value, Action, Group, InventoryNode,
-    Label, NodeOutcome, NodeResult, Selector, Sequencer, SimulatedFailure, Strategy,
+    Label, NodeOutcome, NodeResult, Selector, Sequencer, SimulatedFailure, Source, Strategy,
     SuccessCriteria,
 };
 
