@@ -402,6 +402,50 @@ fn simulate_reports_failures_that_never_apply_and_speaks_in_sentences() {
     )
     .unwrap();
     let (s, inv) = (strategy.to_str().unwrap(), inventory.to_str().unwrap());
+    // A site design's two layers, offline: the site strategy replaces the global one.
+    let site_inventory = dir.path().join("site.yaml");
+    std::fs::write(
+        &site_inventory,
+        "- {name: m1, tags: [masters]}\n- {name: stl1r01s05, tags: [workers]}\n- {name: w9, tags: [workers]}\n",
+    )
+    .unwrap();
+    let global = corpus().join("shipyard/treasuremap/global-deployment-strategy.yaml");
+    let site = corpus().join("shipyard/treasuremap/stl1-deployment-strategy.yaml");
+    let (code, out, err) = plinthctl(&[
+        "strategy",
+        "check",
+        global.to_str().unwrap(),
+        site.to_str().unwrap(),
+        "--inventory",
+        site_inventory.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("worker_group_0") && out.contains("stl1r01s05"),
+        "{out}"
+    );
+    assert!(
+        err.contains("replacing") && err.contains("global-deployment-strategy.yaml"),
+        "{err}"
+    );
+    let (code, out, _) = plinthctl(&[
+        "strategy",
+        "simulate",
+        "-f",
+        global.to_str().unwrap(),
+        "-f",
+        site.to_str().unwrap(),
+        "--inventory",
+        site_inventory.to_str().unwrap(),
+        "--fail",
+        "w9:deploy",
+        "-o",
+        "json",
+    ]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    // workers needs 60%: 1 of 2 is 50%, and workers is critical.
+    assert_eq!((code, report["status"].as_str()), (1, Some("failed")));
+
     // ntp01 fails prepare, so ctl01 never reaches deploy and spare is in no group.
     let (code, out, err) = plinthctl(&[
         "strategy",
