@@ -337,10 +337,10 @@ fn a_phase_reaching_its_timeout_fails_its_group_and_withdraws_unfinished_lists()
     });
     let cluster = c.api.cluster_with_graph("t", graphs, &ids);
     // Stored under the default name, the strategy is used without naming it. Two of three nodes meet the
-    // criteria; the timeout fails the group all the same.
+    // criteria; the timeout fails the group all the same. (15 s: ample for the two live nodes' one task.)
     let strategy = "groups:\n  - {name: all, critical: true, depends_on: [], selectors: [], \
                     success_criteria: {percent_successful_nodes: 50}}\n\
-                    phases: [{name: deploy, graph_type: deploy, timeout: 3}]\n";
+                    phases: [{name: deploy, graph_type: deploy, timeout: 15}]\n";
     let r = c.api.raw(
         "PUT",
         &format!("/clusters/{cluster}/strategies/deployment-strategy/"),
@@ -352,19 +352,19 @@ fn a_phase_reaching_its_timeout_fails_its_group_and_withdraws_unfinished_lists()
         .api
         .ok("PUT", &format!("/clusters/{cluster}/deploy/"), None);
     assert_eq!(started["strategy"]["name"], "deployment-strategy");
-    assert_eq!(started["strategy"]["phases"][0]["timeout_secs"], 3);
+    assert_eq!(started["strategy"]["phases"][0]["timeout_secs"], 15);
     let first = started["id"].as_u64().unwrap();
     let report = c.api.wait_deployment(first, LONG);
     assert_eq!(report["status"], "failed", "{report:#}");
     let group = &report["groups"][0];
     assert_eq!(
         group["reason"],
-        "deploy timed out after 3 s with 1 node unfinished (late)"
+        "deploy timed out after 15 s with 1 node unfinished (late)"
     );
     assert_eq!(node_line(&report, "n1").unwrap()["status"], "success");
     let late_line = node_line(&report, "late").unwrap();
     assert_eq!(late_line["status"], "failure");
-    assert_eq!(late_line["reason"], "timed out after 3 s in phase deploy");
+    assert_eq!(late_line["reason"], "timed out after 15 s in phase deploy");
 
     // The late node's list was withdrawn: back online, it runs the next deployment, never the old list.
     late.restart();
