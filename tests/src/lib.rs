@@ -191,8 +191,9 @@ impl Controller {
             cert: self.cert_path(),
         };
         let api = self.api.clone();
+        // The token is written before the certificate: wait for both before the first request.
         wait_until("the controller's API", Duration::from_secs(30), || {
-            api.get("/nodes").is_ok()
+            api.cert.exists() && api.get("/nodes").is_ok()
         });
     }
 

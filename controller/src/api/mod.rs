@@ -6,6 +6,7 @@ pub mod agent;
 pub mod auth;
 pub mod body;
 pub mod clusters;
+pub mod configuration;
 pub mod deployments;
 pub mod error;
 pub mod files;
@@ -147,6 +148,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         get(strategies::show)
             .put(strategies::replace)
             .delete(strategies::delete),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/deployment_configuration",
+        get(configuration::show)
+            .put(configuration::put)
+            .delete(configuration::delete),
     );
     let ops = ops
         .layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))

@@ -69,6 +69,8 @@ pub struct DeployRequest {
     pub node_ids: Option<Vec<u64>>,
     /// A strategy stored for the cluster.
     pub strategy: Option<String>,
+    /// Shipyard's action (`deploy_site`, `update_site`, `redeploy_server` of one node), if asked for.
+    pub action: Option<plan::SiteAction>,
     /// Options.
     pub options: DeployOptions,
     /// Resolve from the inputs stored with this earlier deployment instead of the cluster now (a retry).
@@ -80,15 +82,32 @@ pub struct DeployRequest {
 pub struct EngineState {
     /// The strategy's state machine.
     pub sequencer: Sequencer,
-    /// The strategy's name, if one was named.
+    /// The strategy's name, if one was named or configured.
     #[serde(default)]
     pub strategy: Option<String>,
+    /// How the strategy and its timeouts were chosen, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// Shipyard's action this deployment runs, if one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// When each running phase times out (ms), by `group/phase`.
     #[serde(default)]
     pub deadlines: BTreeMap<String, i64>,
     /// The graph type each phase runs, by phase name.
     #[serde(default)]
     pub phase_graph: BTreeMap<String, String>,
+}
+
+impl EngineState {
+    /// What the deployment runs: strategy, how it was chosen, phases with their timeouts.
+    pub fn summary(&self) -> Value {
+        plan::summary(
+            self.sequencer.strategy(),
+            self.strategy.as_deref(),
+            self.chosen_by.as_deref(),
+        )
+    }
 }
 
 fn phase_key(group: &str, phase: &str) -> String {
@@ -216,7 +235,7 @@ impl Engine {
     fn request_nodes(
         &self,
         req: &DeployRequest,
-    ) -> Result<(strategy::Strategy, Vec<NodeRecord>), StartError> {
+    ) -> Result<(plan::Chosen, Vec<NodeRecord>), StartError> {
         self.store.get_cluster(req.cluster_id)?;
         let all: Vec<NodeRecord> = self
             .store
@@ -224,7 +243,30 @@ impl Engine {
             .into_iter()
             .filter(|n| n.cluster_id == Some(req.cluster_id))
             .collect();
-        let nodes: Vec<NodeRecord> = match &req.node_ids {
+        if req.action.is_some() && req.graph_type.is_some() {
+            return Err(StartError::Invalid(
+                "an action runs the strategy's phases: leave out graph_type".into(),
+            ));
+        }
+        let redeploy = match &req.action {
+            Some(plan::SiteAction::RedeployServer { node }) => {
+                if req.node_ids.is_some() {
+                    return Err(StartError::Invalid(
+                        "redeploy_server names its node: leave out nodes".into(),
+                    ));
+                }
+                let found = all.iter().find(|n| &n.name == node).ok_or_else(|| {
+                    StartError::Invalid(format!(
+                        "redeploy_server: cluster {} has no node named {node:?}",
+                        req.cluster_id
+                    ))
+                })?;
+                Some(found.id)
+            }
+            _ => None,
+        };
+        let node_ids = redeploy.map(|id| vec![id]).or_else(|| req.node_ids.clone());
+        let nodes: Vec<NodeRecord> = match &node_ids {
             None => all
                 .into_iter()
                 .filter(|n| !n.model.pending_deletion)
@@ -260,33 +302,37 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let strategy = plan::strategy_for(
+        let chosen = plan::strategy_for(
             self.store.as_ref(),
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
+            req.action.as_ref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
-        Ok((strategy, nodes))
+        Ok((chosen, nodes))
     }
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
     pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
-        let (mut strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let mut strategy = chosen.strategy;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
             .collect();
-        if req.strategy.is_none() {
+        if chosen.name.is_none() {
             tolerate_failures(&mut strategy, &resolved);
         }
         let sequencer = Sequencer::new(&strategy, &inventory)
             .map_err(|e| StartError::Invalid(e.to_string()))?;
         let state = EngineState {
             sequencer,
-            strategy: req.strategy.clone(),
+            strategy: chosen.name.clone(),
+            chosen_by: Some(chosen.chosen_by),
+            action: req.action.as_ref().map(|a| a.name().to_string()),
             deadlines: BTreeMap::new(),
             phase_graph: strategy
                 .phases
@@ -313,7 +359,7 @@ impl Engine {
             })
             .collect();
         self.store.save_primaries(&primaries)?;
-        let graph_type = match &req.strategy {
+        let graph_type = match &chosen.name {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
         };
@@ -496,6 +542,7 @@ impl Engine {
             node_ids: Some(nodes),
             strategy,
             options,
+            action: None,
             inputs_from: Some(deployment_id),
         })
     }
@@ -512,13 +559,14 @@ impl Engine {
 
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
     pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
-        Ok(self.resolve_request(req, &strategy, &nodes)?.1)
+        let (chosen, nodes) = self.request_nodes(req)?;
+        Ok(self.resolve_request(req, &chosen.strategy, &nodes)?.1)
     }
 
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let strategy = chosen.strategy;
         let (_, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {

@@ -249,6 +249,7 @@ pub trait Store: Send + Sync + 'static {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord>;
     /// A cluster's strategies, by name.
@@ -257,6 +258,12 @@ pub trait Store: Send + Sync + 'static {
     fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord>;
     /// Deletes a strategy.
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()>;
+    /// Creates or replaces the cluster's deployment configuration (one per cluster).
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord>;
+    /// The cluster's deployment configuration (not found when it has none).
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord>;
+    /// Deletes the cluster's deployment configuration.
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()>;
 
     // --- Operator tokens -----------------------------------------------------------------------------
 

@@ -439,6 +439,24 @@ pub struct StrategyRecord {
     pub name: String,
     /// The document (plain form: `groups`, `phases`, ...).
     pub document: serde_json::Value,
+    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
+    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
+    /// before these were kept.
+    #[serde(default)]
+    pub source: serde_json::Value,
+}
+
+/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigurationRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The document's `metadata.name`.
+    pub name: String,
+    /// What Plinth uses: the strategy's name and the phase timeouts.
+    pub configuration: serde_json::Value,
+    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
+    pub source: serde_json::Value,
 }
 
 /// Something a node sent that was refused, to record.

@@ -1003,6 +1003,7 @@ impl Store for SqliteStore {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord> {
         self.tx(|tx| {
@@ -1014,9 +1015,10 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute(
-                "INSERT INTO strategies (cluster_id, name, document) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document",
-                params![sql_id(cluster_id), name, to_json(document)],
+                "INSERT INTO strategies (cluster_id, name, document, source) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document, \
+                 source = excluded.source",
+                params![sql_id(cluster_id), name, to_json(document), to_json(source)],
             )?;
             strategy_row(tx, cluster_id, name)
         })
@@ -1038,6 +1040,39 @@ impl Store for SqliteStore {
 
     fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
         self.tx(|tx| strategy_row(tx, cluster_id, name))
+    }
+
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| {
+            cluster_row(tx, record.cluster_id)?;
+            tx.execute(
+                "INSERT INTO deployment_configurations (cluster_id, name, configuration, source) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (cluster_id) DO UPDATE SET name = excluded.name, \
+                 configuration = excluded.configuration, source = excluded.source",
+                params![
+                    sql_id(record.cluster_id),
+                    record.name,
+                    to_json(&record.configuration),
+                    to_json(&record.source)
+                ],
+            )?;
+            configuration_row(tx, record.cluster_id)
+        })
+    }
+
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| configuration_row(tx, cluster_id))
+    }
+
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()> {
+        self.tx(|tx| {
+            configuration_row(tx, cluster_id)?;
+            tx.execute(
+                "DELETE FROM deployment_configurations WHERE cluster_id = ?1",
+                [sql_id(cluster_id)],
+            )?;
+            Ok(())
+        })
     }
 
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()> {
@@ -1307,14 +1342,14 @@ fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> 
 }
 
 fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
-    let doc: Option<String> = tx
+    let row: Option<(String, String)> = tx
         .query_row(
-            "SELECT document FROM strategies WHERE cluster_id = ?1 AND name = ?2",
+            "SELECT document, source FROM strategies WHERE cluster_id = ?1 AND name = ?2",
             params![sql_id(cluster_id), name],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let doc = doc.ok_or_else(|| StoreError::NotFound {
+    let (doc, source) = row.ok_or_else(|| StoreError::NotFound {
         kind: "strategy",
         id: format!("{name:?} of cluster {cluster_id}"),
     })?;
@@ -1322,6 +1357,27 @@ fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<Str
         cluster_id,
         name: name.to_string(),
         document: from_json(&doc, "strategy")?,
+        source: from_json(&source, "strategy source")?,
+    })
+}
+
+fn configuration_row(tx: &Connection, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+    let row: Option<(String, String, String)> = tx
+        .query_row(
+            "SELECT name, configuration, source FROM deployment_configurations WHERE cluster_id = ?1",
+            [sql_id(cluster_id)],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let (name, configuration, source) = row.ok_or_else(|| StoreError::NotFound {
+        kind: "deployment configuration",
+        id: format!("of cluster {cluster_id}"),
+    })?;
+    Ok(ConfigurationRecord {
+        cluster_id,
+        name,
+        configuration: from_json(&configuration, "deployment configuration")?,
+        source: from_json(&source, "deployment configuration source")?,
     })
 }
 
