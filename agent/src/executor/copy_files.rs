@@ -11,7 +11,7 @@
 
 use super::params;
 use super::placement::Owner;
-use super::transfer::{plain_relative, pull_into_place, Placed, Placement};
+use super::transfer::{plain_relative, pull_into_place, Destination, Placed, Placement};
 use super::upload_file::{self, DEFAULT_DIR_MODE};
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
 use plinth_common::wire::{ResultStatus, TaskSpec};
@@ -159,7 +159,15 @@ impl CopyFiles {
                     done,
                 );
             };
-            match pull_into_place(source, &spec.src, remote, &spec.dst, spec.placement).await {
+            let (dst, dir_mode) = (spec.dst.clone(), spec.placement.dir_mode);
+            let dest = match tokio::task::spawn_blocking(move || Destination::of(&dst, dir_mode))
+                .await
+            {
+                Ok(Ok(dest)) => dest,
+                Ok(Err(e)) => return failed(e, done),
+                Err(e) => return failed(format!("cannot write {}: {e}", spec.dst.display()), done),
+            };
+            match pull_into_place(source, &spec.src, remote, dest, spec.placement).await {
                 Ok(placed) => {
                     if matches!(placed, Placed::Written(_)) {
                         written += 1;

@@ -3,10 +3,11 @@
 //! its hash checked against the one the controller announced (and the manifest's), then given its mode
 //! and owner and renamed into place (see [`super::placement`]).
 
-use super::placement::{Owner, Staged};
+use super::nofollow::Dir;
+use super::placement::{self, Owner, Staged};
 use super::services::{FileSource, RemoteFile};
-use super::upload_file::already_in_place;
-use std::path::{Component, Path};
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
 
 /// What pulling one file did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,29 +29,63 @@ pub struct Placement {
     pub owner: Owner,
 }
 
+/// Where a pulled file goes: its open directory (reached without following planted links, see
+/// [`super::nofollow`]) and its name there.
+#[derive(Debug)]
+pub struct Destination {
+    /// The directory.
+    pub dir: Dir,
+    /// The file's name in it.
+    pub name: OsString,
+}
+
+impl Destination {
+    /// The destination's path, for messages.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
+
+    /// The destination of the absolute file path `dest`, making missing directories with `dir_mode`.
+    pub fn of(dest: &Path, dir_mode: u32) -> Result<Destination, String> {
+        match placement::destination(dest, Some(dir_mode)) {
+            Ok(Some((dir, name))) => Ok(Destination { dir, name }),
+            Ok(None) => Err(format!(
+                "cannot write {}: no such directory",
+                dest.display()
+            )),
+            Err(e) => Err(format!("cannot write {}: {e}", dest.display())),
+        }
+    }
+}
+
 /// Pulls `src` into `dest`. `expected` is the file's manifest entry.
 pub async fn pull_into_place(
     source: &dyn FileSource,
     src: &str,
     expected: &RemoteFile,
-    dest: &Path,
+    dest: Destination,
     how: Placement,
 ) -> Result<Placed, String> {
     let mode = how.mode.unwrap_or(expected.mode & 0o7777);
-    {
-        let (dest, sha, owner) = (dest.to_path_buf(), expected.sha256.clone(), how.owner);
-        let same = tokio::task::spawn_blocking(move || already_in_place(&dest, &sha, mode, owner))
-            .await
-            .unwrap_or(false);
-        if same {
-            return Ok(Placed::Unchanged);
-        }
-    }
-    let staged = Staged::create(dest, how.dir_mode)
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let shown = dest.path();
+    let staged = {
+        let (sha, owner) = (expected.sha256.clone(), how.owner);
+        tokio::task::spawn_blocking(move || {
+            if placement::in_place(&dest.dir, &dest.name, &sha, mode, owner) {
+                return Ok(None);
+            }
+            Staged::create_in(dest.dir, &dest.name).map(Some)
+        })
+        .await
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))?
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))?
+    };
+    let Some(staged) = staged else {
+        return Ok(Placed::Unchanged);
+    };
     let mut handle = staged
         .async_handle()
-        .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))?;
     let pulled = source
         .pull(src, &mut handle)
         .await
@@ -69,11 +104,10 @@ pub async fn pull_into_place(
         ));
     }
     let mode = how.mode.or(pulled.mode).unwrap_or(mode);
-    let dest_owned = dest.to_path_buf();
     tokio::task::spawn_blocking(move || staged.commit(mode, how.owner))
         .await
-        .map_err(|e| format!("cannot write {}: {e}", dest_owned.display()))?
-        .map_err(|e| format!("cannot write {}: {e}", dest_owned.display()))?;
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))?
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))?;
     Ok(Placed::Written(pulled.size))
 }
 
