@@ -52,6 +52,9 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         nodes.clone(),
         config.list_ttl,
         config.phase_timeout,
+        Arc::new(crate::catalog::Catalog::new(
+            config.data_dir.join(crate::api::files::FILES_DIR),
+        )),
     ));
     let resumed = engine.resume()?;
     if resumed > 0 {

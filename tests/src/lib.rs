@@ -163,11 +163,11 @@ impl Controller {
             .spawn()
             .expect("the controller starts");
         self.child = Some(child);
-        let token_path = self.data_dir().join("admin.token");
+        let (token_path, cert_path) = (self.data_dir().join("admin.token"), self.cert_path());
         wait_until(
-            "the controller's admin token",
+            "the controller's admin token and certificate",
             Duration::from_secs(30),
-            || token_path.exists(),
+            || token_path.exists() && cert_path.exists(),
         );
         self.api = Api {
             url: self.url.clone(),

@@ -11,7 +11,9 @@
 
 use super::nofollow::{Dir, Kind};
 use super::params;
-use super::transfer::{plain_relative, pull_into_place, Destination, Placed, Placement};
+use super::transfer::{
+    check_sealed, plain_relative, pull_into_place, sealed_digest, Destination, Placed, Placement,
+};
 use super::upload_file::{self, DEFAULT_DIR_MODE};
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
 use plinth_common::wire::{ResultStatus, TaskSpec};
@@ -52,6 +54,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
     Ok(Prepared {
         policy,
         executor: Box::new(Sync {
+            sealed: sealed_digest(task, &src),
             src,
             dst,
             delete,
@@ -69,6 +72,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
 #[derive(Debug, Clone)]
 pub struct Sync {
     src: String,
+    sealed: Option<String>,
     dst: PathBuf,
     delete: bool,
     placement: Placement,
@@ -101,6 +105,9 @@ impl Sync {
             Ok(m) => m,
             Err(e) => return fail(format!("{}: {e}", self.src)),
         };
+        if let Err(e) = check_sealed(&self.src, &manifest, self.sealed.as_deref()) {
+            return fail(e);
+        }
         let directory = manifest.kind == plinth_common::wire::ManifestKind::Directory;
         let mut wanted = BTreeSet::new();
         for f in &manifest.files {
@@ -238,7 +245,9 @@ mod tests {
     use std::sync::Arc;
 
     async fn run(files: Arc<FakeFiles>, params: serde_json::Value, state: &Path) -> Outcome {
-        let prepared = prepare(&task("sync", TaskKind::Sync, params)).unwrap();
+        let mut t = task("sync", TaskKind::Sync, params);
+        files.seal(&mut t);
+        let prepared = prepare(&t).unwrap();
         let mut services = Services::local(state.to_path_buf());
         services.files = files;
         let (_t, sd) = crate::shutdown::channel();

@@ -329,6 +329,7 @@ impl Agent {
             controller: self.controller.clone(),
             registrar: self.registrar.clone(),
             wait: self.settings.poll_wait,
+            verifier: &self.verifier,
         };
         let runner = Runner::new(
             self.journal.clone(),

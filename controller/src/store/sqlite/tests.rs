@@ -253,6 +253,7 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         }],
     };
     let state = serde_json::json!({"step": 1});
