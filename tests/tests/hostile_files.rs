@@ -41,16 +41,40 @@ fn sync_never_follows_a_link_planted_in_its_destination() {
     std::os::unix::fs::symlink(elsewhere.path(), dst.join("a")).unwrap();
     std::os::unix::fs::symlink(elsewhere.path().join("precious"), dst.join("b.conf")).unwrap();
 
+    // On the way to a copy's destination, a link someone else owns (root can give it away) is not
+    // followed either; links root or the agent owns are (the system's own, such as /lib -> usr/lib).
+    let root = nix::unistd::geteuid().is_root();
+    let theirs = node.path().join("theirs");
+    std::os::unix::fs::symlink(elsewhere.path(), &theirs).unwrap();
+    if root {
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &theirs,
+            Some(nix::unistd::Uid::from_raw(65534)),
+            None,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+    }
+
     let agent = Agent::start(&c, "node-1", &["node"]);
     let ids: Vec<u64> = c.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
     let graph = json!({"default": {"tasks": [
         task("sync-tree", "sync", &[], json!({"src": "tree", "dst": dst, "retries": 0})),
+        task("copy-through", "copy_files", &["sync-tree"], json!({"retries": 0,
+            "files": [{"src": "tree/b.conf", "dst": theirs.join("b.conf")}]})),
     ]}});
     let cid = c.api.cluster_with_graph("links", graph, &ids);
     let dep = c.api.deploy(cid, "graph_type=default");
     let report = c.api.wait_deployment(dep, LONG);
     let line = task_line(&report, "node-1", "sync-tree").unwrap();
     assert_eq!(line["status"], "succeeded", "{line:#}\n{}", agent.log());
+    if root {
+        let copy = task_line(&report, "node-1", "copy-through").unwrap();
+        assert_eq!(copy["status"], "failed", "{copy:#}");
+        let message = copy["message"].as_str().unwrap_or("");
+        assert!(message.contains("owned by uid 65534"), "{message}");
+    }
 
     // Elsewhere is exactly as it was: nothing written into it, nothing removed from it.
     assert_eq!(names(elsewhere.path()), ["precious"]);

@@ -66,25 +66,32 @@ pub struct InScope {
     pub digest: Option<String>,
 }
 
-/// Whether `list` names `requested` (normalised, relative): a source of one of its file tasks, or a
-/// path below a `sync` source.
+/// Whether `list` names `requested` (normalised, relative): a source of one of its file tasks (first
+/// choice, so that its own sealed digest is found), or a path below a `sync` source.
 pub fn scope(list: &TaskList, requested: &str) -> Option<InScope> {
-    list.tasks.iter().find_map(|task| {
-        let tree = task.kind == TaskKind::Sync;
-        sources(task)
-            .into_iter()
-            .find(|s| {
-                requested == s
-                    || (tree
-                        && requested
+    let found = |below: bool| {
+        list.tasks.iter().find_map(|task| {
+            if below && task.kind != TaskKind::Sync {
+                return None;
+            }
+            sources(task)
+                .into_iter()
+                .find(|s| {
+                    if below {
+                        requested
                             .strip_prefix(s.as_str())
-                            .is_some_and(|rest| rest.starts_with('/')))
-            })
-            .map(|source| InScope {
-                digest: task.manifests.get(&source).cloned(),
-                source,
-            })
-    })
+                            .is_some_and(|rest| rest.starts_with('/'))
+                    } else {
+                        requested == s
+                    }
+                })
+                .map(|source| InScope {
+                    digest: task.manifests.get(&source).cloned(),
+                    source,
+                })
+        })
+    };
+    found(false).or_else(|| found(true))
 }
 
 /// `GET /agent/v1/files/{*path}`.
@@ -241,6 +248,11 @@ mod tests {
                     serde_json::json!({"files": [{"src": "bin/tool", "dst": "/t"}]}),
                     &[],
                 ),
+                task(
+                    TaskKind::CopyFiles,
+                    serde_json::json!({"files": [{"src": "modules/one.pp", "dst": "/o"}]}),
+                    &[("modules/one.pp", "d2")],
+                ),
             ],
         };
         let found = scope(&list, "modules/ntp/init.pp").unwrap();
@@ -249,6 +261,12 @@ mod tests {
             ("modules", Some("d1"))
         );
         assert_eq!(scope(&list, "modules").unwrap().source, "modules");
+        // A copy's own source is found as such, even below a sync source.
+        let own = scope(&list, "modules/one.pp").unwrap();
+        assert_eq!(
+            (own.source.as_str(), own.digest.as_deref()),
+            ("modules/one.pp", Some("d2"))
+        );
         assert_eq!(scope(&list, "bin/tool").unwrap().digest, None);
         for outside in ["modulesX/a", "bin/tool/x", "bin", "secret/key.pem", "x"] {
             assert_eq!(scope(&list, outside), None, "{outside}");
