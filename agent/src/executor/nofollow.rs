@@ -17,6 +17,10 @@
 //! - Files are opened with `O_NOFOLLOW` and checked to be regular before they are read; new files are
 //!   made with `O_CREAT | O_EXCL | O_NOFOLLOW`, and their owner and mode are set on the open
 //!   descriptor.
+//!
+//! Walking one component at a time with `O_NOFOLLOW` is what `openat2`'s `RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS` would do in one call, and works on every kernel the agent runs on, so the agent
+//! does not depend on `openat2` (Linux 5.6) being there.
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, readlinkat, renameat, AtFlags, OFlag};
