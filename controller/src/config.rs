@@ -32,6 +32,15 @@ pub struct FileConfig {
     pub phase_timeout_secs: Option<u64>,
     /// Log format: `text` or `json`.
     pub log_format: Option<String>,
+    /// The most nodes waiting as discovered; registrations of new nodes beyond it are refused (503).
+    pub max_discovered_nodes: Option<u64>,
+    /// New registrations allowed per source address per minute (bursts of a quarter of it).
+    pub registrations_per_minute: Option<u32>,
+    /// The most connections at once that are neither from an accepted node nor yet authenticated as
+    /// an operator; the oldest not yet authenticated makes room for a new one.
+    pub max_untrusted_connections: Option<usize>,
+    /// The most such connections from one address.
+    pub max_connections_per_address: Option<usize>,
 }
 
 /// The effective configuration.
@@ -55,6 +64,32 @@ pub struct Config {
     pub list_ttl: Duration,
     /// Phase timeout.
     pub phase_timeout: Duration,
+    /// Unauthenticated traffic's bounds.
+    pub limits: Limits,
+}
+
+/// Bounds on what unauthenticated peers can make the controller hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most discovered nodes.
+    pub max_discovered_nodes: u64,
+    /// New registrations per source address per minute.
+    pub registrations_per_minute: u32,
+    /// The most untrusted connections at once.
+    pub max_untrusted_connections: usize,
+    /// The most untrusted connections from one address.
+    pub max_connections_per_address: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_discovered_nodes: 10_000,
+            registrations_per_minute: 600,
+            max_untrusted_connections: 1024,
+            max_connections_per_address: 64,
+        }
+    }
 }
 
 /// Defaults.
@@ -120,6 +155,14 @@ pub struct Overrides {
     pub phase_timeout_secs: Option<u64>,
     /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
     pub offline_after_secs: Option<u64>,
+    /// `--max-discovered-nodes` / `PLINTH_MAX_DISCOVERED_NODES`.
+    pub max_discovered_nodes: Option<u64>,
+    /// `--registrations-per-minute` / `PLINTH_REGISTRATIONS_PER_MINUTE`.
+    pub registrations_per_minute: Option<u32>,
+    /// `--max-untrusted-connections` / `PLINTH_MAX_UNTRUSTED_CONNECTIONS`.
+    pub max_untrusted_connections: Option<usize>,
+    /// `--max-connections-per-address` / `PLINTH_MAX_CONNECTIONS_PER_ADDRESS`.
+    pub max_connections_per_address: Option<usize>,
 }
 
 impl Config {
@@ -176,6 +219,43 @@ impl Config {
                     .or(file.phase_timeout_secs)
                     .unwrap_or(3600),
             )?,
+            limits: {
+                let d = Limits::default();
+                let at_least_one = |name: &str, v: u64| {
+                    if v == 0 {
+                        Err(ConfigError::Setting(format!("{name} must be at least 1")))
+                    } else {
+                        Ok(v)
+                    }
+                };
+                Limits {
+                    max_discovered_nodes: over
+                        .max_discovered_nodes
+                        .or(file.max_discovered_nodes)
+                        .unwrap_or(d.max_discovered_nodes),
+                    registrations_per_minute: at_least_one(
+                        "registrations_per_minute",
+                        u64::from(
+                            over.registrations_per_minute
+                                .or(file.registrations_per_minute)
+                                .unwrap_or(d.registrations_per_minute),
+                        ),
+                    )? as u32,
+                    max_untrusted_connections: at_least_one(
+                        "max_untrusted_connections",
+                        over.max_untrusted_connections
+                            .or(file.max_untrusted_connections)
+                            .unwrap_or(d.max_untrusted_connections) as u64,
+                    )? as usize,
+                    max_connections_per_address: at_least_one(
+                        "max_connections_per_address",
+                        over.max_connections_per_address
+                            .or(file.max_connections_per_address)
+                            .unwrap_or(d.max_connections_per_address)
+                            as u64,
+                    )? as usize,
+                }
+            },
         })
     }
 }

@@ -6,6 +6,7 @@
 //! | [`datadir`] | what lives in the data directory and its modes |
 //! | [`tls`] | the server certificate and the agent client-certificate check |
 //! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
+//! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
 //! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
 //! | [`store`] | the storage interface and its SQLite backend |
 //! | [`registry`] | the in-memory index of node keys |
@@ -24,6 +25,7 @@ pub mod config;
 pub mod datadir;
 pub mod engine;
 pub mod expressions;
+pub mod limits;
 pub mod registry;
 pub mod server;
 pub mod state;

@@ -37,7 +37,10 @@ fn manifest_costs_first_again_and_sealed() {
     const ASKS: usize = 1_000;
     let t = Instant::now();
     for _ in 0..ASKS {
-        let bytes = catalog.sealed_manifest("modules", &digest).unwrap().unwrap();
+        let bytes = catalog
+            .sealed_manifest("modules", &digest)
+            .unwrap()
+            .unwrap();
         assert!(!bytes.is_empty());
     }
     let sealed_us = t.elapsed().as_secs_f64() * 1e6 / ASKS as f64;

@@ -5,6 +5,7 @@
 //! script does it).
 
 pub mod attacker;
+pub mod rogue;
 
 use anyhow::{bail, Context, Result};
 use plinth_common::signing;
@@ -163,7 +164,8 @@ impl Controller {
             .spawn()
             .expect("the controller starts");
         self.child = Some(child);
-        let (token_path, cert_path) = (self.data_dir().join("admin.token"), self.cert_path());
+        let token_path = self.data_dir().join("admin.token");
+        let cert_path = self.cert_path();
         wait_until(
             "the controller's admin token and certificate",
             Duration::from_secs(30),
@@ -181,6 +183,41 @@ impl Controller {
         wait_until("the controller's API", Duration::from_secs(30), || {
             api.get("/nodes").is_ok()
         });
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The resident memory of the process, in KiB (from `/proc`).
+    pub fn rss_kib(&self) -> u64 {
+        let Some(pid) = self.pid() else { return 0 };
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// Runs `plinth-controller ARGS` on this controller's data directory; returns (success, stdout,
+    /// stderr).
+    pub fn command(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bin("plinth-controller"))
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(args)
+            .output()
+            .expect("plinth-controller runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// Kills the process at once (SIGKILL), as a crash would.

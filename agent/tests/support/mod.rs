@@ -246,14 +246,24 @@ async fn results(State(s): State<Arc<Shared>>, Json(batch): Json<ResultsBatch>) 
     if forgotten(&s) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let acked = batch.results.iter().map(TaskResult::key).collect();
     let mut log = s.log.lock().unwrap();
+    let mut verdicts = Vec::new();
     for r in batch.results {
-        if !log.results.iter().any(|x| x.key() == r.key()) {
+        let verdict = if log.results.iter().any(|x| x.key() == r.key()) {
+            Verdict::Duplicate
+        } else {
+            Verdict::Accepted
+        };
+        verdicts.push(ResultVerdict {
+            key: r.key(),
+            verdict,
+            reason: None,
+        });
+        if verdict == Verdict::Accepted {
             log.results.push(r);
         }
     }
-    Json(ResultAck { acked }).into_response()
+    Json(ResultAck { verdicts }).into_response()
 }
 
 async fn refusals(State(s): State<Arc<Shared>>, Json(r): Json<Refusal>) -> StatusCode {

@@ -14,7 +14,6 @@ pub mod resolution;
 
 use crate::board::Board;
 use crate::clock::now_ms;
-use crate::registry::NodeRegistry;
 use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
 use plinth_common::model::Policy;
@@ -153,7 +152,6 @@ struct Running {
 pub struct Engine {
     store: Arc<dyn Store>,
     board: Arc<Board>,
-    registry: Arc<NodeRegistry>,
     /// Live events.
     pub events: EventHub,
     list_ttl_secs: std::sync::atomic::AtomicI64,
@@ -167,12 +165,11 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// An engine over a store, a board and the node registry.
+    /// An engine over a store and a board.
     pub fn new(
         exprs: crate::expressions::Expressions,
         store: Arc<dyn Store>,
         board: Arc<Board>,
-        registry: Arc<NodeRegistry>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
         files: Arc<crate::catalog::Catalog>,
@@ -180,7 +177,6 @@ impl Engine {
         Engine {
             store,
             board,
-            registry,
             events: EventHub::default(),
             list_ttl_secs: std::sync::atomic::AtomicI64::new(
                 i64::try_from(list_ttl.as_secs()).unwrap_or(600),
@@ -354,6 +350,7 @@ impl Engine {
             stopped: None,
         };
         let id = record.id;
+        self.events.open(id);
         // Results for the first lists can arrive as soon as they are on the board: hold the lock until the
         // deployment is in the map, so none is folded before it is there.
         let mut map = self.lock();
@@ -502,18 +499,14 @@ impl Engine {
                                     progressed = true;
                                 }
                                 Ok(tasks) => {
-                                    let floor = self
-                                        .registry
-                                        .get(&node.node_key)
-                                        .map(|e| e.after())
-                                        .unwrap_or(0);
                                     lists.push(TaskList {
                                         format: TASK_LIST_FORMAT,
                                         node_key: node.node_key.clone(),
                                         node_id: node.id,
                                         deployment_id: run.record.id,
                                         phase: phase.clone(),
-                                        revision: floor,
+                                        // Assigned by the store when the list is published.
+                                        revision: 0,
                                         issued_at: 0,
                                         expires_at: 0,
                                         nonce: String::new(),
@@ -713,6 +706,7 @@ impl Engine {
             }
             count += 1;
             let id = record.id;
+            self.events.open(id);
             let state: EngineState = match serde_json::from_value(record.state.clone()) {
                 Ok(s) => s,
                 Err(e) => {
@@ -820,13 +814,32 @@ impl Engine {
         Ok(count)
     }
 
-    /// Whether `node_id` was given this result's list in a running deployment (`None` when the deployment
-    /// is not running here).
-    pub fn owns(&self, node_id: u64, r: &TaskResult) -> Option<bool> {
+    /// Whether `node_id` holds this result's list now, in a deployment running here (the fast path of
+    /// the ownership check: false only means "not known here", and the store is asked).
+    pub fn owns(&self, node_id: u64, r: &TaskResult) -> bool {
         let map = self.lock();
-        let run = map.get(&r.deployment_id)?;
-        let cur = run.current.get(&node_id)?;
-        (cur.list.revision == r.revision).then(|| cur.list.tasks.iter().any(|t| t.id == r.task_id))
+        map.get(&r.deployment_id)
+            .and_then(|run| run.current.get(&node_id))
+            .is_some_and(|cur| {
+                cur.list.revision == r.revision && cur.list.tasks.iter().any(|t| t.id == r.task_id)
+            })
+    }
+
+    /// Whether a deployment is running here.
+    pub fn is_running(&self, deployment_id: u64) -> bool {
+        self.lock().contains_key(&deployment_id)
+    }
+
+    /// Records events of a running deployment (refusals a node caused) and sends them to its watchers;
+    /// a deployment that is not running is left as it is (its record is final).
+    pub fn note_events(&self, deployment_id: u64, events: &[Value]) -> Result<(), StoreError> {
+        let map = self.lock();
+        if !map.contains_key(&deployment_id) {
+            return Ok(());
+        }
+        self.store.append_events(deployment_id, events)?;
+        self.events.send(deployment_id, events);
+        Ok(())
     }
 
     /// Records a node's outcome once its list is complete.

@@ -119,7 +119,8 @@ pub struct Report {
     pub nodes: Vec<NodeLine>,
     /// Nodes of the deployment that no group selects.
     pub unselected_nodes: Vec<String>,
-    /// What the pre-deployment checks warned about, and why the controller stopped it, if it did.
+    /// What the pre-deployment checks warned about, why the controller stopped it if it did, and what
+    /// its nodes sent that was refused (results, and lists an agent refused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<serde_json::Value>,
 }
@@ -267,7 +268,12 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             .events(dep.id, 0)?
             .into_iter()
             .map(|(_, e)| e)
-            .filter(|e| matches!(e["event"].as_str(), Some("warning" | "stopped")))
+            .filter(|e| {
+                matches!(
+                    e["event"].as_str(),
+                    Some("warning" | "stopped" | "result_refused" | "list_refused")
+                )
+            })
             .collect(),
     })
 }

@@ -474,12 +474,7 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         }
         Command::Nodes { command } => match command {
-            NodesCommand::List => print(
-                f,
-                &client.call(Method::GET, "/nodes", None).await?,
-                &node_cols,
-                &node_ptrs,
-            ),
+            NodesCommand::List => print(f, &all_nodes(&client).await?, &node_cols, &node_ptrs),
             NodesCommand::Show { id } => output::json(
                 &client
                     .call(Method::GET, &format!("/nodes/{id}"), None)
@@ -645,6 +640,32 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("plinthctl: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Every node, page by page.
+async fn all_nodes(client: &client::Client) -> Result<Value> {
+    const PAGE: usize = 1000;
+    let mut all = Vec::new();
+    let mut marker = 0u64;
+    loop {
+        let page = client
+            .call(
+                Method::GET,
+                &format!("/nodes?limit={PAGE}&marker={marker}"),
+                None,
+            )
+            .await?;
+        let items = page.as_array().cloned().unwrap_or_default();
+        let done = items.len() < PAGE;
+        marker = items
+            .last()
+            .and_then(|n| n["id"].as_u64())
+            .unwrap_or(marker);
+        all.extend(items);
+        if done {
+            return Ok(Value::Array(all));
         }
     }
 }
