@@ -139,7 +139,7 @@ fn a_node_reads_only_the_files_its_current_list_names() {
         task("copy", "copy_files", &[], json!({"files": [{"src": "allowed.txt", "dst": copied}]})),
         task("mods", "sync", &["copy"], json!({"src": "mods", "dst": node.path().join("mods")})),
         // Keeps the list current while the test reads as the node.
-        task("hold", "shell", &["mods"], json!({"cmd": "sleep 30"})),
+        task("hold", "shell", &["mods"], json!({"cmd": "sleep 300"})),
     ]}});
     let cid = c.api.cluster_with_graph("scoped", graph, &ids);
     c.api.deploy(cid, "graph_type=default");
