@@ -181,6 +181,8 @@ pub struct Engine {
     exprs: crate::expressions::Expressions,
     needs_resume: AtomicBool,
     published: AtomicU64,
+    /// The files root: file tasks' sources are sealed into their lists when published.
+    pub files: Arc<crate::catalog::Catalog>,
 }
 
 impl Engine {
@@ -191,6 +193,7 @@ impl Engine {
         board: Arc<Board>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
+        files: Arc<crate::catalog::Catalog>,
     ) -> Self {
         Engine {
             store,
@@ -204,6 +207,7 @@ impl Engine {
             exprs,
             needs_resume: AtomicBool::new(false),
             published: AtomicU64::new(0),
+            files,
         }
     }
 
@@ -701,6 +705,9 @@ impl Engine {
                     .map(|e| serde_json::to_value(e).unwrap_or_default()),
             );
             if !lists.is_empty() {
+                for list in &mut lists {
+                    self.files.seal(&mut list.tasks);
+                }
                 let state = serde_json::to_value(&run.state).unwrap_or_default();
                 self.store
                     .publish_lists(run.record.id, &mut lists, &state, &events)?;
