@@ -10,6 +10,9 @@ command -v facter >/dev/null 2>&1 || need+=(facter)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
 command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
+# The web console's tests drive a headless browser.
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing test dependencies: ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then

@@ -13,6 +13,7 @@
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
+//! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
@@ -29,3 +30,4 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod tls;
+pub mod ui;

@@ -5,6 +5,7 @@
 //! script does it).
 
 pub mod attacker;
+pub mod browser;
 pub mod rogue;
 
 use anyhow::{bail, Context, Result};

@@ -125,11 +125,24 @@ pub struct Report {
     pub notices: Vec<serde_json::Value>,
 }
 
-/// Builds the report of a deployment (blocking).
+/// Builds the report of a deployment from the database alone (blocking).
 pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
-    let state: EngineState = serde_json::from_value(dep.state.clone()).map_err(|e| {
-        crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
-    })?;
+    build_with(store, dep, None)
+}
+
+/// Builds the report of a deployment (blocking), from `live` (the engine's state in memory, while the
+/// deployment runs here) or else from the state stored with it.
+pub fn build_with(
+    store: &dyn Store,
+    dep: &DeploymentRecord,
+    live: Option<EngineState>,
+) -> StoreResult<Report> {
+    let state: EngineState = match live {
+        Some(state) => state,
+        None => serde_json::from_value(dep.state.clone()).map_err(|e| {
+            crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
+        })?,
+    };
     let plan = state.sequencer.report();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;

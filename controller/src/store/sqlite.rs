@@ -455,6 +455,10 @@ impl Store for SqliteStore {
                  OR EXISTS (SELECT 1 FROM json_each(nodes.model, '$.tags_added') WHERE value = ?{n}))"
             ));
         }
+        if let Some(name) = &f.name {
+            args.push(Box::new(name.to_ascii_lowercase()));
+            clauses.push(format!("instr(lower(name), ?{}) > 0", args.len()));
+        }
         args.push(Box::new(i64::try_from(f.limit).unwrap_or(i64::MAX)));
         let sql = format!(
             "WHERE {} ORDER BY id LIMIT ?{}",
