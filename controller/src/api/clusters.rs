@@ -183,6 +183,7 @@ pub async fn deploy(
             noop: q.noop,
             force: q.force,
         },
+        inputs_from: None,
     };
     state
         .blocking(move |s| {
@@ -194,6 +195,33 @@ pub async fn deploy(
             Ok((
                 StatusCode::ACCEPTED,
                 Json(serde_json::to_value(&dep).unwrap_or_default()),
+            ))
+        })
+        .await
+}
+
+/// `PUT /api/v1/clusters/{id}/stop_deployment/` (Nailgun's path): cancels the cluster's running
+/// deployment (202 with it); 409 when none runs.
+pub async fn stop_deployment(
+    State(state): State<Arc<AppState>>,
+    op: crate::api::auth::Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<crate::store::DeploymentRecord>), ApiError> {
+    let by = format!("token {}", op.name);
+    state
+        .blocking(move |s| {
+            s.store.get_cluster(id)?;
+            let running = s
+                .store
+                .list_deployments(Some(id))?
+                .into_iter()
+                .find(|d| d.status == crate::store::DeploymentStatus::Running)
+                .ok_or_else(|| {
+                    ApiError::conflict(format!("cluster {id} has no running deployment"))
+                })?;
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(s.engine.cancel(running.id, &by)?),
             ))
         })
         .await

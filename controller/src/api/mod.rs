@@ -64,6 +64,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         put(clusters::assign).delete(clusters::unassign),
     );
     ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
+    ops = both(
+        ops,
+        "/clusters/{id}/stop_deployment",
+        put(clusters::stop_deployment),
+    );
     ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     ops = both(
         ops,
@@ -131,6 +136,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         get(deployments::node),
     );
     ops = both(ops, "/whoami", get(auth::whoami));
+    ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
+    ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
     ops = both(
         ops,
         "/clusters/{id}/strategies",

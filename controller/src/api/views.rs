@@ -116,6 +116,7 @@ fn request(cluster_id: u64, q: &ViewQuery) -> Result<DeployRequest, ApiError> {
         node_ids: node_ids(q.nodes.as_deref())?,
         strategy: None,
         options: DeployOptions::default(),
+        inputs_from: None,
     })
 }
 

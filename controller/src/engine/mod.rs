@@ -72,6 +72,8 @@ pub struct DeployRequest {
     pub strategy: Option<String>,
     /// Options.
     pub options: DeployOptions,
+    /// Resolve from the inputs stored with this earlier deployment instead of the cluster now (a retry).
+    pub inputs_from: Option<u64>,
 }
 
 /// The orchestration state stored with a deployment.
@@ -376,20 +378,150 @@ impl Engine {
             .map(|p| p.graph_type.clone())
             .collect();
         let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
-        let model = crate::cluster_model::ClusterModel::load(
-            self.store.as_ref(),
-            req.cluster_id,
-            &type_refs,
-        )?;
         let named = req
             .node_ids
             .as_ref()
             .map(|_| nodes.iter().map(|n| n.id).collect());
-        let inputs = Inputs::from_model(model, named, req.options.force);
+        let inputs = match req.inputs_from {
+            Some(earlier) => {
+                let mut inputs: Inputs = serde_json::from_value(
+                    self.store.deployment_inputs(earlier)?,
+                )
+                .map_err(|e| {
+                    StartError::Invalid(format!(
+                        "the inputs stored with deployment {earlier} cannot be read: {e}"
+                    ))
+                })?;
+                inputs.named = named;
+                inputs
+            }
+            None => {
+                let model = crate::cluster_model::ClusterModel::load(
+                    self.store.as_ref(),
+                    req.cluster_id,
+                    &type_refs,
+                )?;
+                Inputs::from_model(model, named, req.options.force)
+            }
+        };
         let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
         let old = resolution::old_states(self.store.as_ref(), &ids)?;
         let resolved = resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)?;
         Ok((inputs, resolved))
+    }
+
+    /// Stops a running deployment for the operator `by`: nothing new starts, every node still running
+    /// its list is sent a signed order to stop (its running task terminated, the rest not started), and
+    /// the deployment ends `cancelled`, with who cancelled it in its events and report. Nodes that had
+    /// finished every phase keep their success (their pending roles become deployed roles).
+    pub fn cancel(&self, deployment_id: u64, by: &str) -> Result<DeploymentRecord, StoreError> {
+        let mut map = self.lock();
+        let Some(mut run) = map.remove(&deployment_id) else {
+            let dep = self.store.get_deployment(deployment_id)?;
+            return Err(StoreError::Conflict(format!(
+                "deployment {deployment_id} is not running (it is {})",
+                dep.status.as_str()
+            )));
+        };
+        let mut orders: Vec<TaskList> = run
+            .current
+            .values()
+            .filter(|c| !c.settled)
+            .map(|c| TaskList {
+                tasks: Vec::new(),
+                cancel: true,
+                revision: 0,
+                ..(*c.list).clone()
+            })
+            .collect();
+        let report = run.state.sequencer.report();
+        let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
+        for n in &report.nodes {
+            let Some(id) = run.ids.get(&n.name).copied() else {
+                continue;
+            };
+            match n.status {
+                strategy::NodeStatus::Success => succeeded.push(id),
+                strategy::NodeStatus::Failure => failed.push(id),
+                _ => untouched.push(id),
+            }
+        }
+        untouched.extend(
+            report
+                .unselected_nodes
+                .iter()
+                .filter_map(|n| run.ids.get(n).copied()),
+        );
+        let message = format!("cancelled by {by}");
+        let events = vec![json!({"event": "cancelled", "message": message, "by": by})];
+        let saved = self.save_task_states(&run, &succeeded).and_then(|()| {
+            let state = serde_json::to_value(&run.state).unwrap_or_default();
+            self.store.cancel_deployment(
+                deployment_id,
+                &DeploymentEnd {
+                    state: &state,
+                    status: crate::store::DeploymentStatus::Cancelled,
+                    events: &events,
+                    succeeded: &succeeded,
+                    failed: &failed,
+                    untouched: &untouched,
+                },
+                &mut orders,
+            )
+        });
+        if let Err(e) = saved {
+            map.insert(deployment_id, run);
+            return Err(e);
+        }
+        run.stopped = Some(message);
+        for node in run.nodes.keys() {
+            self.board.withdraw(*node, deployment_id);
+        }
+        for order in orders {
+            self.board.publish(Arc::new(order));
+        }
+        self.events.send(deployment_id, &events);
+        self.events.close(deployment_id);
+        drop(map);
+        tracing::info!(deployment = deployment_id, by, "deployment cancelled");
+        self.store.get_deployment(deployment_id)
+    }
+
+    /// Starts a new deployment of an ended one's failed and not-started nodes, with the same graph type
+    /// or strategy, options and inputs (the cluster as it was resolved then).
+    pub fn retry(&self, deployment_id: u64) -> Result<DeploymentRecord, StartError> {
+        let dep = self.store.get_deployment(deployment_id)?;
+        if dep.status == crate::store::DeploymentStatus::Running {
+            return Err(StartError::Invalid(format!(
+                "deployment {deployment_id} is still running: cancel it first, or wait"
+            )));
+        }
+        let report = report::build(self.store.as_ref(), &dep)?;
+        let nodes: Vec<u64> = report
+            .nodes
+            .iter()
+            .filter(|n| n.status != "success")
+            .map(|n| n.id)
+            .collect();
+        if nodes.is_empty() {
+            return Err(StartError::Invalid(format!(
+                "every node of deployment {deployment_id} succeeded: there is nothing to retry"
+            )));
+        }
+        let (graph_type, strategy) = match dep.graph_type.strip_prefix("strategy:") {
+            Some(name) => (None, Some(name.to_string())),
+            None => (Some(dep.graph_type.clone()), None),
+        };
+        let options: DeployOptions =
+            serde_json::from_value(dep.options.clone()).unwrap_or_default();
+        self.start(&DeployRequest {
+            cluster_id: dep.cluster_id,
+            graph_type,
+            node_ids: Some(nodes),
+            strategy,
+            options,
+            inputs_from: Some(deployment_id),
+        })
     }
 
     /// Resolves a running deployment again from its stored inputs (after a restart).
@@ -514,6 +646,7 @@ impl Engine {
                                         expires_at: 0,
                                         nonce: String::new(),
                                         noop: run.noop,
+                                        cancel: false,
                                         tasks,
                                     });
                                     placed.push((group.clone(), phase.clone(), graph_type.clone()));

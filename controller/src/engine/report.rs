@@ -177,14 +177,25 @@ pub fn build_with(
                 if let Some((r, attempts)) =
                     latest.get(&(*node_id, list.revision, spec.id.as_str()))
                 {
+                    // A task still running when its deployment was cancelled was ended by the cancel.
+                    let cut_short = dep.status == DeploymentStatus::Cancelled
+                        && r.status == ResultStatus::Running;
                     tasks.push(TaskLine {
                         phase: list.phase.clone(),
                         id: spec.id.clone(),
-                        status: r.status,
+                        status: if cut_short {
+                            ResultStatus::Interrupted
+                        } else {
+                            r.status
+                        },
                         attempts: *attempts,
                         exit_code: r.exit_code,
                         duration_ms: r.duration_ms,
-                        message: r.message.clone(),
+                        message: if cut_short {
+                            "ended: the deployment was cancelled while it ran".into()
+                        } else {
+                            r.message.clone()
+                        },
                         stdout_tail: r.stdout_tail.clone(),
                         stderr_tail: r.stderr_tail.clone(),
                         details: r.details.clone(),
@@ -284,7 +295,7 @@ pub fn build_with(
             .filter(|e| {
                 matches!(
                     e["event"].as_str(),
-                    Some("warning" | "stopped" | "result_refused" | "list_refused")
+                    Some("warning" | "stopped" | "cancelled" | "result_refused" | "list_refused")
                 )
             })
             .collect(),

@@ -213,6 +213,14 @@ pub trait Store: Send + Sync + 'static {
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
+    /// Cancels a running deployment: publishes `lists` (the orders to stop, with fresh revisions) and ends
+    /// it as [`Store::finish_deployment`] does, atomically; a conflict when it is not running.
+    fn cancel_deployment(
+        &self,
+        id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
     fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.

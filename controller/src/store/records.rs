@@ -316,6 +316,8 @@ pub enum DeploymentStatus {
     SuccessWithFailures,
     /// A critical group failed.
     Failed,
+    /// An operator stopped it: nothing new started, running tasks were ended.
+    Cancelled,
 }
 
 impl DeploymentStatus {
@@ -326,6 +328,7 @@ impl DeploymentStatus {
             DeploymentStatus::Success => "success",
             DeploymentStatus::SuccessWithFailures => "success_with_failures",
             DeploymentStatus::Failed => "failed",
+            DeploymentStatus::Cancelled => "cancelled",
         }
     }
     /// Reads the stored text.
@@ -334,6 +337,7 @@ impl DeploymentStatus {
             "running" => DeploymentStatus::Running,
             "success" => DeploymentStatus::Success,
             "success_with_failures" => DeploymentStatus::SuccessWithFailures,
+            "cancelled" => DeploymentStatus::Cancelled,
             "failed" => DeploymentStatus::Failed,
             _ => return None,
         })

@@ -796,75 +796,39 @@ impl Store for SqliteStore {
         self.tx(|tx| {
             set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
             append_events(tx, deployment_id, events)?;
-            let mut next = tx.prepare_cached(
-                "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
-            )?;
-            let mut bump = tx.prepare_cached(
-                "UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision",
-            )?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for list in lists.iter_mut() {
-                let next: i64 = next.query_row([], |r| r.get(0))?;
-                let revision: Option<i64> = bump
-                    .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
-                    .optional()?;
-                let revision =
-                    revision.ok_or_else(|| StoreError::NotFound { kind: "node", id: list.node_id.to_string() })?;
-                list.revision = id(revision);
-                insert.execute(params![sql_id(deployment_id), sql_id(list.node_id), revision, to_json(&*list)])?;
-            }
-            Ok(())
+            insert_lists(tx, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+        self.tx(|tx| finish(tx, dep_id, end))
+    }
+
+    fn cancel_deployment(
+        &self,
+        dep_id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()> {
         self.tx(|tx| {
-            set_state(tx, dep_id, end.state, end.status)?;
-            let cluster_status = match end.status {
-                DeploymentStatus::Success => "operational",
-                DeploymentStatus::SuccessWithFailures => "partially_deployed",
-                DeploymentStatus::Failed | DeploymentStatus::Running => "error",
-            };
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
-                 WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
-                params![sql_id(dep_id), cluster_status],
-            )?;
-            append_events(tx, dep_id, end.events)?;
-            for node_id in end.succeeded {
-                let node = one_node(tx, *node_id)?;
-                let mut roles = node.roles.clone();
-                for role in &node.pending_roles {
-                    if !roles.contains(role) {
-                        roles.push(role.clone());
-                    }
-                }
-                let mut fields = node.model.clone();
-                fields.pending_addition = false;
-                fields.error_type = None;
-                tx.execute(
-                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
-                )?;
+            let status: String = tx
+                .query_row(
+                    "SELECT status FROM deployments WHERE id = ?1",
+                    [sql_id(dep_id)],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if status != DeploymentStatus::Running.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {status})"
+                )));
             }
-            for node_id in end.failed {
-                let mut fields = one_node(tx, *node_id)?.model;
-                fields.error_type = Some("deploy".into());
-                tx.execute(
-                    "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&fields)],
-                )?;
-            }
-            for node_id in end.untouched {
-                tx.execute(
-                    "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
-                     WHERE id = ?1 AND status = 'deploying'",
-                    [sql_id(*node_id)],
-                )?;
-            }
-            Ok(())
+            insert_lists(tx, dep_id, lists)?;
+            finish(tx, dep_id, end)
         })
     }
 
@@ -1233,6 +1197,88 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
         settings: from_json(&row.3, "cluster settings")?,
         data: from_json(&row.4, "cluster data")?,
     })
+}
+
+/// Inserts lists, each with the next revision of the controller-wide counter.
+fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
+    let mut next = tx.prepare_cached(
+        "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
+    )?;
+    let mut bump =
+        tx.prepare_cached("UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision")?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for list in lists.iter_mut() {
+        let next: i64 = next.query_row([], |r| r.get(0))?;
+        let revision: Option<i64> = bump
+            .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
+            .optional()?;
+        let revision = revision.ok_or_else(|| StoreError::NotFound {
+            kind: "node",
+            id: list.node_id.to_string(),
+        })?;
+        list.revision = id(revision);
+        insert.execute(params![
+            sql_id(deployment_id),
+            sql_id(list.node_id),
+            revision,
+            to_json(&*list)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Ends a deployment (see [`Store::finish_deployment`]).
+fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+    set_state(tx, dep_id, end.state, end.status)?;
+    // A cancelled deployment leaves the cluster's status as it was.
+    let cluster_status = match end.status {
+        DeploymentStatus::Success => Some("operational"),
+        DeploymentStatus::SuccessWithFailures => Some("partially_deployed"),
+        DeploymentStatus::Failed | DeploymentStatus::Running => Some("error"),
+        DeploymentStatus::Cancelled => None,
+    };
+    if let Some(cluster_status) = cluster_status {
+        tx.execute(
+            "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
+             WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
+            params![sql_id(dep_id), cluster_status],
+        )?;
+    }
+    append_events(tx, dep_id, end.events)?;
+    for node_id in end.succeeded {
+        let node = one_node(tx, *node_id)?;
+        let mut roles = node.roles.clone();
+        for role in &node.pending_roles {
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
+        }
+        let mut fields = node.model.clone();
+        fields.pending_addition = false;
+        fields.error_type = None;
+        tx.execute(
+            "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.failed {
+        let mut fields = one_node(tx, *node_id)?.model;
+        fields.error_type = Some("deploy".into());
+        tx.execute(
+            "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.untouched {
+        tx.execute(
+            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+             WHERE id = ?1 AND status = 'deploying'",
+            [sql_id(*node_id)],
+        )?;
+    }
+    Ok(())
 }
 
 fn set_state(

@@ -277,6 +277,15 @@ enum DeployCommand {
     Report { id: u64 },
     /// List deployments.
     List,
+    /// Stop a running deployment: nothing new starts, running tasks are ended (SIGTERM, then SIGKILL).
+    Cancel { id: u64 },
+    /// Deploy again the failed and not-started nodes of an ended deployment, with the same inputs.
+    Retry {
+        id: u64,
+        /// Follow it until it ends.
+        #[arg(long)]
+        watch: bool,
+    },
 }
 
 fn read_doc(path: &PathBuf) -> Result<Value> {
@@ -606,6 +615,31 @@ async fn run(cli: Cli) -> Result<bool> {
                 &["id", "cluster", "graph", "status", "nodes"],
                 &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
             ),
+            DeployCommand::Cancel { id } => {
+                let d = client
+                    .call(Method::POST, &format!("/deployments/{id}/cancel"), None)
+                    .await?;
+                match f {
+                    Format::Json => output::json(&d),
+                    Format::Table => println!("deployment {id} {}", output::cell(&d, "/status")),
+                }
+            }
+            DeployCommand::Retry { id, watch } => {
+                let d = client
+                    .call(Method::POST, &format!("/deployments/{id}/retry"), None)
+                    .await?;
+                let new_id = d["id"].as_u64().unwrap_or_default();
+                if watch {
+                    return finish_watch(&client, new_id, f).await;
+                }
+                match f {
+                    Format::Json => output::json(&d),
+                    Format::Table => println!(
+                        "deployment {new_id} started: nodes {} of deployment {id} again",
+                        output::cell(&d, "/node_ids")
+                    ),
+                }
+            }
         },
     }
     Ok(true)

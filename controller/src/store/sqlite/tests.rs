@@ -272,6 +272,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
         expires_at: 0,
         nonce: String::new(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "t".into(),
             kind: TaskKind::Shell,
