@@ -30,13 +30,16 @@ fn sign_in(b: &Browser, url: &str, token: &str) {
 
 #[test]
 fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
-    let c = Controller::start();
+    // Nodes wait as discovered until accepted: one is accepted in the browser.
+    let c = Controller::start_with(&[]);
     let gate = tempfile::tempdir().unwrap();
     let go = gate.path().join("go");
     let _a = Agent::start(&c, "web-1", &["a"]);
     let _b = Agent::start(&c, "db-1", &["b"]);
     let ids = c.api.wait_nodes(2);
     let id_of = |n: &str| ids.iter().find(|(name, _)| name == n).unwrap().1;
+    c.api
+        .ok("POST", &format!("/nodes/{}/accept", id_of("web-1")), None);
     let hold = format!(
         "echo holding; while [ ! -e {} ]; do sleep 0.2; done",
         go.display()
@@ -50,19 +53,8 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     ]}});
     // A name that would be markup if the console ever put text into HTML.
     let evil = "<img src=x id=pwn>lab";
-    let cluster = c
-        .api
-        .cluster_with_graph(evil, graph, &[id_of("web-1"), id_of("db-1")]);
-    let strategy = "groups:\n  - {name: databases, critical: false, depends_on: [], selectors: [{node_tags: [b]}], success_criteria: {percent_successful_nodes: 100}}\n  - {name: web, critical: true, depends_on: [], selectors: [{node_tags: [a]}]}\nphases: [{name: deploy, graph_type: deploy}]\nmax_concurrent_groups: 2\n";
-    let r = c.api.raw(
-        "PUT",
-        &format!("/clusters/{cluster}/strategies/rollout/"),
-        Some(&c.api.token),
-        Some(("application/yaml", strategy.as_bytes().to_vec())),
-    );
-    assert_eq!(r.status, 200, "{}", r.body);
-
     let b = Browser::start().unwrap();
+    let strategy = "groups:\n  - {name: databases, critical: false, depends_on: [], selectors: [{node_tags: [b]}], success_criteria: {percent_successful_nodes: 100}}\n  - {name: web, critical: true, depends_on: [], selectors: [{node_tags: [a]}]}\nphases: [{name: deploy, graph_type: deploy}]\nmax_concurrent_groups: 2\n";
     // The console is served with its policy; the token is not in the page or its address.
     let page = c.api.http().get(format!("{}/ui/", c.url)).send().unwrap();
     assert_eq!(page.status(), 200);
@@ -83,6 +75,32 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.wait_text("#login-error", WAIT, |t| t.contains("unknown or revoked"))
         .unwrap();
     sign_in(&b, &c.url, &c.api.token);
+
+    // Accept the discovered node from the nodes page.
+    b.goto(&format!("{}/ui/#/nodes?admission=discovered", c.url))
+        .unwrap();
+    b.wait_text("#node-count", WAIT, |t| t == "1 node(s)")
+        .unwrap();
+    b.click("#nodes-list .vrow").unwrap();
+    b.wait_for("#node-accept", WAIT).unwrap();
+    b.click("#node-accept").unwrap();
+    wait_until("db-1 accepted", WAIT, || {
+        c.api.get(&format!("/nodes/{}", id_of("db-1"))).unwrap()["admission"] == "accepted"
+    });
+    b.wait_text("#node-count", WAIT, |t| t == "0 node(s)")
+        .unwrap();
+
+    let cluster = c
+        .api
+        .cluster_with_graph(evil, graph, &[id_of("web-1"), id_of("db-1")]);
+    let r = c.api.raw(
+        "PUT",
+        &format!("/clusters/{cluster}/strategies/rollout/"),
+        Some(&c.api.token),
+        Some(("application/yaml", strategy.as_bytes().to_vec())),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    b.goto(&format!("{}/ui/#/clusters", c.url)).unwrap();
     b.wait_for("#clusters .cluster-name", WAIT).unwrap();
     assert_eq!(b.text("#clusters .cluster-name").unwrap(), evil);
     assert_eq!(b.count("#pwn").unwrap(), 0, "a cluster name became markup");
@@ -260,45 +278,27 @@ fn console_with_a_big_fleet() {
         "4096",
     ]);
     let token_file = c.data_dir().join("admin.token");
+    let log = c.dir.path().join("loadgen.log");
     let loadgen = |args: &[&str]| {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         std::process::Command::new(bin("plinth-loadgen"))
             .args(args)
             .args(["--controller", &c.url, "--cert"])
             .arg(c.cert_path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
             .spawn()
             .expect("plinth-loadgen starts")
     };
-    let mut reg = loadgen(&["poll", "--nodes", "10000", "--seconds", "1"]);
-    assert!(
-        reg.wait().unwrap().success(),
-        "registering 10,000 nodes failed"
-    );
+    let loadgen_log = || std::fs::read_to_string(&log).unwrap_or_default();
     let b = Browser::start().unwrap();
     sign_in(&b, &c.url, &c.api.token);
 
-    b.goto(&format!("{}/ui/#/nodes", c.url)).unwrap();
-    b.wait_text("#node-count", Duration::from_secs(120), |t| {
-        t == "10000 node(s)"
-    })
-    .unwrap();
-    let first = b.eval("return window.plinthFirstPageMs").unwrap();
-    let all = b.eval("return window.plinthNodesLoadedMs").unwrap();
-    // Scrolling the list: the time to draw a new window of rows.
-    let scroll = b
-        .eval("const box = document.querySelector('#nodes-list .vlist'); const t = []; for (let i = 1; i <= 50; i++) { const s = performance.now(); box.scrollTop = i * 5000; box.dispatchEvent(new Event('scroll')); document.querySelector('#nodes-list .vlist-spacer').getBoundingClientRect(); t.push(performance.now() - s); } return t;")
-        .unwrap();
-    let filter_start = Instant::now();
-    b.type_into("#filter-name", "sim-999").unwrap();
-    b.click("#filter-apply").unwrap();
-    b.wait_text("#node-count", WAIT, |t| t == "11 node(s)")
-        .unwrap();
-    let filtered = filter_start.elapsed();
-    b.screenshot("nodes-10000").unwrap();
-    println!("nodes page, 10,000 nodes: first page (2,000) shown {first} ms; all loaded {all} ms; scroll redraw {}; name filter round trip {:.0} ms", stats(&scroll), filtered.as_secs_f64() * 1000.0);
-
-    // A live deployment of 1,000 simulated nodes answering after about 2 s each.
+    // A live deployment of 1,000 simulated nodes (the seed's five groups) answering after about 2 s.
     let mut phases = loadgen(&[
         "phases",
         "--nodes",
@@ -309,7 +309,10 @@ fn console_with_a_big_fleet() {
         token_file.to_str().unwrap(),
     ]);
     let mut dep = 0;
-    wait_until("a running deployment", Duration::from_secs(180), || {
+    wait_until("a running deployment", Duration::from_secs(300), || {
+        if let Ok(Some(status)) = phases.try_wait() {
+            panic!("plinth-loadgen phases ended ({status}): {}", loadgen_log());
+        }
         dep = c
             .api
             .get("/deployments")
@@ -326,10 +329,41 @@ fn console_with_a_big_fleet() {
     b.wait_text("#live", WAIT, |t| t == "live" || t == "ended")
         .unwrap();
     b.screenshot("deployment-1000").unwrap();
-    b.wait_text("#dep-status", Duration::from_secs(300), |t| t != "running")
+    b.wait_text("#dep-status", Duration::from_secs(600), |t| t != "running")
         .unwrap();
     let refresh = b.eval("return window.plinthRefreshMs").unwrap();
     let draw = b.eval("return window.plinthDrawMs").unwrap();
-    assert!(phases.wait().unwrap().success());
-    println!("deployment page, 1,000 nodes: first render {first} ms; refresh (summary fetch + draw) {}; draw alone {}", stats(&refresh), stats(&draw));
+    assert!(phases.wait().unwrap().success(), "{}", loadgen_log());
+    println!(
+        "deployment page, 1,000 nodes: first render {first} ms; refresh (summary fetch + draw) {}; draw alone {}",
+        stats(&refresh),
+        stats(&draw)
+    );
+
+    // 10,000 nodes (the 1,000 above and 9,000 more) on the nodes page.
+    let mut reg = loadgen(&["poll", "--nodes", "10000", "--seconds", "1"]);
+    assert!(reg.wait().unwrap().success(), "{}", loadgen_log());
+    b.goto(&format!("{}/ui/#/nodes", c.url)).unwrap();
+    b.wait_text("#node-count", Duration::from_secs(120), |t| {
+        t == "10000 node(s)"
+    })
+    .unwrap();
+    let first = b.eval("return window.plinthFirstPageMs").unwrap();
+    let all = b.eval("return window.plinthNodesLoadedMs").unwrap();
+    // Scrolling the list: the time to draw a new window of rows and lay it out.
+    let scroll = b
+        .eval("const list = window.plinthNodesList; const box = list.el; const t = []; for (let i = 1; i <= 50; i++) { box.scrollTop = i * 5000; const s = performance.now(); list.refresh(); void box.lastChild.lastChild.offsetTop; t.push(performance.now() - s); } return t;")
+        .unwrap();
+    let filter_start = Instant::now();
+    b.type_into("#filter-name", "sim-999").unwrap();
+    b.click("#filter-apply").unwrap();
+    b.wait_text("#node-count", WAIT, |t| t == "11 node(s)")
+        .unwrap();
+    let filtered = filter_start.elapsed();
+    b.screenshot("nodes-10000").unwrap();
+    println!(
+        "nodes page, 10,000 nodes: first page (2,000) shown {first} ms; all loaded {all} ms; scroll redraw {}; name filter round trip {:.0} ms",
+        stats(&scroll),
+        filtered.as_secs_f64() * 1000.0
+    );
 }

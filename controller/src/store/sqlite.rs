@@ -430,6 +430,18 @@ impl Store for SqliteStore {
         self.tx(|tx| query_nodes(tx, "", &[]))
     }
 
+    fn node_names(&self) -> StoreResult<Vec<(u64, String)>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached("SELECT id, name FROM nodes ORDER BY id")?;
+            let rows = stmt.query_map([], |row| Ok((id(row.get(0)?), row.get::<_, String>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row?);
+            }
+            Ok(out)
+        })
+    }
+
     fn list_nodes_page(&self, f: &NodeFilter) -> StoreResult<Vec<NodeRecord>> {
         let mut clauses = vec!["id > ?1".to_string()];
         let mut args: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(sql_id(f.after_id))];

@@ -36,6 +36,7 @@ export async function nodesPage(main, params) {
     onClick: (n) => showNode(detail, n.id, () => load()),
   });
 
+  window.plinthNodesList = list; // for the benchmark: its redraw cost
   let generation = 0;
   async function load() {
     const mine = ++generation;
