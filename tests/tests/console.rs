@@ -4,7 +4,7 @@
 //! read-only token sees but cannot act; nothing a user wrote becomes markup. Screenshots of each page
 //! go to `target/console-screenshots/`.
 //!
-//! `console_with_a_big_fleet` (ignored; run by hand, see docs/BENCHMARKS.md) measures the nodes page
+//! Roles are assigned from the browser too. `console_with_a_big_fleet` (ignored; run by hand, see docs/BENCHMARKS.md) measures the nodes page
 //! with 10,000 nodes and the live deployment page with 1,000.
 
 use plinth_e2e::browser::{screenshot_dir, Browser};
@@ -90,9 +90,37 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.wait_text("#node-count", WAIT, |t| t == "0 node(s)")
         .unwrap();
 
-    let cluster = c
-        .api
-        .cluster_with_graph(evil, graph, &[id_of("web-1"), id_of("db-1")]);
+    // A release with a role, a cluster holding web-1; db-1 joins it with that role from the browser.
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "lab", "version": "1", "graphs": graph,
+                     "roles_metadata": {"database": {"name": "Database"}}})),
+    );
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": evil, "release_id": release["id"]})),
+    )["id"]
+        .as_u64()
+        .unwrap();
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cluster}/nodes"),
+        Some(&json!({"nodes": [{"id": id_of("web-1")}]})),
+    );
+    b.goto(&format!("{}/ui/#/nodes?name=db", c.url)).unwrap();
+    b.wait_text("#node-count", WAIT, |t| t == "1 node(s)")
+        .unwrap();
+    b.click("#nodes-list .vrow").unwrap();
+    b.wait_for("#node-assign", WAIT).unwrap();
+    b.type_into("#node-cluster", &cluster.to_string()).unwrap();
+    b.type_into("#node-roles", "database").unwrap();
+    b.click("#node-assign button").unwrap();
+    wait_until("db-1 assigned with its role", WAIT, || {
+        let n = c.api.get(&format!("/nodes/{}", id_of("db-1"))).unwrap();
+        n["cluster_id"] == cluster && n["pending_roles"] == json!(["database"])
+    });
     let r = c.api.raw(
         "PUT",
         &format!("/clusters/{cluster}/strategies/rollout/"),
