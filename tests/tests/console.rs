@@ -4,7 +4,9 @@
 //! read-only token sees but cannot act; nothing a user wrote becomes markup. Screenshots of each page
 //! go to `target/console-screenshots/`.
 //!
-//! Roles are assigned from the browser too. `console_with_a_big_fleet` (ignored; run by hand, see docs/BENCHMARKS.md) measures the nodes page
+//! Nodes are accepted and given roles from the browser too.
+//!
+//! `console_with_a_big_fleet` (ignored; run by hand, see docs/BENCHMARKS.md) measures the nodes page
 //! with 10,000 nodes and the live deployment page with 1,000.
 
 use plinth_e2e::browser::{screenshot_dir, Browser};
@@ -184,7 +186,16 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.click("#checks-run").unwrap();
     b.wait_for("#checks .badge", WAIT).unwrap();
     b.screenshot("cluster").unwrap();
+    // A dry run first: resolved and shown, nothing started.
     b.select("#deploy-strategy", "rollout").unwrap();
+    b.click("#deploy-dry-run").unwrap();
+    b.click("#deploy-start").unwrap();
+    b.wait_text("#dry-run-output [data-node=db-1]", WAIT, |t| {
+        t.contains("prepare \u{2192} boom")
+    })
+    .unwrap();
+    assert_eq!(c.api.get("/deployments").unwrap(), json!([]));
+    b.click("#deploy-dry-run").unwrap();
     b.click("#deploy-start").unwrap();
     b.wait_for("#dep-head", WAIT).unwrap();
     let marker = b
@@ -263,6 +274,10 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     let report: Value = c.api.get(&format!("/deployments/{dep}")).unwrap();
     assert_eq!(report["status"], "cancelled", "{report:#}");
     b.screenshot("deployment-cancelled").unwrap();
+    b.goto(&format!("{}/ui/#/deployments", c.url)).unwrap();
+    b.wait_text("#deployments", WAIT, |t| t.contains("cancelled"))
+        .unwrap();
+    b.screenshot("deployments").unwrap();
     std::fs::write(&go, "").unwrap();
     // Nothing was blocked by the page's policy and no script failed along the way.
     assert_eq!(b.eval("return window.plinthErrors").unwrap(), json!([]));

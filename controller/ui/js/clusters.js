@@ -77,7 +77,7 @@ function deployForm(id, types, strategies) {
     try {
       const r = await api.put(`/clusters/${id}/deploy${query}`);
       if (dry.checked) {
-        fill(out, h('h3', {}, 'Dry run'), h('pre', { id: 'dry-run-output' }, JSON.stringify(r, null, 2)));
+        fill(out, h('h3', {}, 'Dry run: what each node would run'), dryRun(r));
       } else {
         toast(`Deployment ${r.id} started`);
         location.hash = `#/deployment/${r.id}`;
@@ -132,4 +132,18 @@ export function strategyCard(name, check) {
 export function criteria(c) {
   if (!c) return '';
   return Object.entries(c).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${v}`).join('; ');
+}
+
+/** A dry run's answer: per phase and node, the tasks in order; then the checks' findings. */
+function dryRun(r) {
+  const rows = [];
+  for (const [phase, nodes] of Object.entries(r.nodes || {})) {
+    for (const [node, tasks] of Object.entries(nodes)) {
+      rows.push(h('tr', { dataset: { node } }, h('td', {}, phase), h('td', {}, node),
+        h('td', {}, list(tasks).map((t) => t.id).join(' \u2192 '))));
+    }
+  }
+  return h('div', { id: 'dry-run-output' },
+    h('table', {}, h('tr', {}, ['Phase', 'Node', 'Tasks'].map((t) => h('th', {}, t))), rows),
+    list(r.findings).map((f) => h('div', {}, badge(f.severity), ` ${f.code}: ${f.message}`)));
 }
