@@ -1,6 +1,7 @@
 //! The deployment report: per group its state and why (criteria, dependency, timeout), its succeeded,
 //! prepared, failed and not-started nodes; per node its status and each task's latest result. Built from
-//! the database alone, so it reads the same during a deployment, after it, and after a restart.
+//! the database, with the engine's orchestration state in memory while the deployment runs here (the
+//! stored state is saved only when lists are published, so node outcomes in between would not show).
 
 use super::EngineState;
 use crate::store::{DeploymentRecord, DeploymentStatus, Store, StoreResult};

@@ -81,11 +81,17 @@ export async function deploymentPage(main, id) {
     const want = statusFilter.value;
     fill(statusFilter, h('option', { value: '' }, 'all nodes'), statuses.map((s) => h('option', { value: s, selected: s === want }, s)));
     nodes.set(want ? summary.nodes.filter((n) => n.status === want) : summary.nodes);
+    // The pre-deployment checks' warnings, why it stopped, refused results: shown while it runs too.
+    const notices = summary.notices.length ? h('div', { id: 'notices' }, h('h3', {}, 'Checks and notices'),
+      summary.notices.map((n) => h('div', { class: 'notice' }, badge(n.event), ` ${n.code ? `${n.code}: ` : ''}${n.message ?? n.reason ?? ''}`))) : null;
     if (summary.status !== 'running') {
       fill(finalBox, h('div', { class: 'card', id: 'final' }, h('h2', {}, 'Final report'),
         h('p', {}, badge(summary.status), summary.finished_at_ms ? ` finished ${new Date(summary.finished_at_ms).toLocaleString()}, after ${Math.round((summary.finished_at_ms - summary.created_at_ms) / 1000)} s` : ''),
-        summary.notices.map((n) => h('div', { class: 'muted' }, `${n.event}: ${n.message ?? n.reason ?? ''}`)),
+        h('p', {}, Object.entries(summary.counts).map(([k, v]) => `${v} ${k}`).join(', ')),
+        notices,
         summary.unselected_nodes.length ? h('p', { class: 'muted' }, `Not selected by any group: ${summary.unselected_nodes.join(', ')}`) : null));
+    } else {
+      fill(finalBox, notices ? h('div', { class: 'card' }, notices) : '');
     }
     (window.plinthDrawMs ||= []).push(performance.now() - t);
   }
