@@ -52,6 +52,9 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         {"id": "boom", "type": "shell", "tags": ["b"], "requires": ["prepare"],
          "parameters": {"cmd": "echo boom-out; echo 'boom-err <b>not bold</b>' >&2; exit 3", "timeout": 60, "retries": 0}},
         {"id": "finish", "type": "shell", "tags": ["a"], "requires": ["hold"], "parameters": {"cmd": "true", "timeout": 60, "retries": 0}},
+    ]}, "maintenance": {"tasks": [
+        {"id": "drain", "type": "shell", "tags": ["b"], "parameters": {"cmd": "true"}},
+        {"id": "restart", "type": "shell", "tags": ["a"], "cross_depends": [{"name": "drain", "tags": ["b"]}], "parameters": {"cmd": "true"}},
     ]}});
     // A name that would be markup if the console ever put text into HTML.
     let evil = "<img src=x id=pwn>lab";
@@ -172,6 +175,15 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         .unwrap();
     assert_eq!(b.count("#graph .gnode.hl").unwrap(), 2);
     b.screenshot("graph").unwrap();
+    // A cross-node wait is drawn as its own (dashed) edge.
+    b.goto(&format!(
+        "{}/ui/#/cluster/{cluster}/graph/maintenance",
+        c.url
+    ))
+    .unwrap();
+    b.wait_text("#graph-info", WAIT, |t| t == "2 tasks, 1 edges")
+        .unwrap();
+    assert_eq!(b.count("#graph path.edge.cross").unwrap(), 1);
 
     // The cluster: the strategy's groups with the nodes each selects; checks; then a deployment.
     b.goto(&format!("{}/ui/#/cluster/{cluster}", c.url))
