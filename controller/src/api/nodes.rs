@@ -20,6 +20,58 @@ pub struct NodeView {
     online: bool,
     /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
     deployed_roles: Vec<String>,
+    /// The tags in force: its own and those an operator added, less those an operator removed.
+    effective_tags: Vec<String>,
+    /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
+    hardware: Hardware,
+}
+
+/// A node's hardware in a few numbers, for lists.
+#[derive(Debug, Default, Serialize)]
+pub struct Hardware {
+    /// Processor threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus: Option<u64>,
+    /// Memory, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_bytes: Option<u64>,
+    /// Disks.
+    disks: usize,
+    /// All disks together, in bytes.
+    disk_bytes: u64,
+    /// Network interfaces (not virtual ones).
+    nics: usize,
+}
+
+impl Hardware {
+    fn of(facts: &serde_json::Value) -> Hardware {
+        let disks = facts["disks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let nics = facts["nics"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        Hardware {
+            cpus: facts["cpu"]["threads"].as_u64(),
+            memory_bytes: facts["memory"]["total_bytes"].as_u64(),
+            disks: disks.len(),
+            disk_bytes: disks
+                .iter()
+                .filter_map(|d| d["size_bytes"].as_u64())
+                .fold(0, u64::saturating_add),
+            nics: nics
+                .iter()
+                .filter(|n| !n["virtual_device"].as_bool().unwrap_or(false))
+                .count(),
+        }
+    }
+}
+
+/// Its own tags and the ones added, less the ones removed, in that order, each once.
+fn effective_tags(node: &NodeRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in node.tags.iter().chain(&node.model.tags_added) {
+        if !node.model.tags_removed.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
 }
 
 /// The offline threshold in force, in milliseconds (read once per request).
@@ -32,11 +84,14 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
         node.last_seen_ms = node.last_seen_ms.max(seen);
     }
     let online = now_ms() - node.last_seen_ms <= threshold;
+    let hardware = Hardware::of(&node.facts);
     if !with_facts {
         node.facts = serde_json::Value::Null;
     }
     NodeView {
         deployed_roles: node.roles.clone(),
+        effective_tags: effective_tags(&node),
+        hardware,
         node,
         online,
     }
@@ -68,9 +123,12 @@ pub struct NodesQuery {
     /// Only nodes holding this tag or role.
     #[serde(default)]
     pub tag: Option<String>,
+    /// Only nodes whose name contains this text (ignoring ASCII case).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
-/// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=`: a page of nodes by id (an
+/// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=&name=`: a page of nodes by id (an
 /// array, as Nailgun answers). When more nodes follow, `X-Next-Marker` holds the marker of the next
 /// page and `Link` its address.
 pub async fn list(
@@ -91,6 +149,7 @@ pub async fn list(
         admission: q.admission,
         cluster_id: q.cluster_id,
         tag: q.tag.clone(),
+        name: q.name.clone().filter(|n| !n.is_empty()),
     };
     let (nodes, more) = state
         .blocking(move |s| {

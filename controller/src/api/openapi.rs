@@ -153,6 +153,22 @@ pub fn spec() -> Value {
         "/deployments/{id}/".into(),
         json!({"parameters": [id], "get": op("A deployment's report", "deployments", "200")}),
     );
+    paths.insert(
+        "/deployments/{id}/summary/".into(),
+        json!({"parameters": [id], "get": op("A deployment's summary: status, groups with counts, every node's status, phase and progress, no task output", "deployments", "200")}),
+    );
+    paths.insert(
+        "/deployments/{id}/nodes/{node_id}/".into(),
+        json!({"parameters": [id, {"name": "node_id", "in": "path", "required": true, "schema": {"type": "integer"}}], "get": op("One node's part of a deployment's report, with its tasks' output", "deployments", "200")}),
+    );
+    paths.insert(
+        "/clusters/{id}/strategies/{name}/check/".into(),
+        json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}], "get": op("A stored strategy checked against the cluster's nodes (each group's nodes)", "strategies", "200")}),
+    );
+    paths.insert(
+        "/whoami/".into(),
+        json!({"get": op("What the presented token may do (`admin` or `read_only`)", "auth", "200")}),
+    );
     json!({
         "openapi": "3.1.0",
         "info": {"title": "Plinth controller API", "version": env!("CARGO_PKG_VERSION")},

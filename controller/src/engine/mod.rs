@@ -11,6 +11,7 @@ pub mod events;
 pub mod plan;
 pub mod report;
 pub mod resolution;
+pub mod summary;
 
 use crate::board::Board;
 use crate::clock::now_ms;
@@ -233,6 +234,12 @@ impl Engine {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The orchestration state of a deployment running here, as it is in memory now (the stored one
+    /// catches up only when lists are published or the deployment finishes); `None` when not running.
+    pub fn live_state(&self, id: u64) -> Option<EngineState> {
+        self.lock().get(&id).map(|run| run.state.clone())
     }
 
     /// The strategy and the nodes of a request, checked: nodes of the cluster, accepted.
