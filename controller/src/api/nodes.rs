@@ -5,7 +5,7 @@ use super::error::{ApiError, Json, Query};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{NodeAdmission, NodeFilter, NodeRecord, NodeStatus, RefusalRecord};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -135,6 +135,7 @@ pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Query(q): Query<NodesQuery>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
@@ -169,8 +170,16 @@ pub async fn list(
     if let Some(next) = next {
         let headers = response.headers_mut();
         headers.insert("x-next-marker", HeaderValue::from(next));
+        // The next page keeps the filters, as they were sent.
+        let filters: String = raw
+            .as_deref()
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("limit=") && !p.starts_with("marker="))
+            .map(|p| format!("&{p}"))
+            .collect();
         if let Ok(link) = HeaderValue::from_str(&format!(
-            "</api/v1/nodes?limit={limit}&marker={next}>; rel=\"next\""
+            "</api/v1/nodes?limit={limit}&marker={next}{filters}>; rel=\"next\""
         )) {
             headers.insert(header::LINK, link);
         }

@@ -232,7 +232,9 @@ fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value
             e.to_string(),
         )
     })?;
-    Ok(json!({"valid": true, "strategy": document(parsed), "check": report, "text": report.to_text()}))
+    Ok(
+        json!({"valid": true, "strategy": document(parsed), "check": report, "text": report.to_text()}),
+    )
 }
 
 /// `GET /api/v1/clusters/{id}/strategies/{name}/check`: the stored strategy checked against the
