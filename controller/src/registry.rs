@@ -99,10 +99,4 @@ impl NodeRegistry {
             })
             .collect()
     }
-
-    /// Last-seen time of a node id (slow: for reports only).
-    pub fn last_seen_of(&self, id: u64) -> Option<i64> {
-        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
-        map.values().find(|e| e.id == id).map(|e| e.last_seen_ms())
-    }
 }
