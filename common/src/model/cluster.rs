@@ -21,6 +21,10 @@ pub struct Cluster {
     /// Its settings (Nailgun's editable attributes), kept as JSON.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub settings: Value,
+    /// Attributes made once when the cluster was created (Nailgun's `generated`: passwords, keys,
+    /// paths), kept as JSON.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub generated: Value,
     /// Tags the operator defined for this cluster only.
     #[serde(default)]
     pub tags_metadata: IndexMap<String, TagMeta>,

@@ -12,11 +12,13 @@
 //! | `task` | [`Task`], [`TaskType`], [`CrossDep`], [`Dependencies`], [`Condition`], [`FaultTolerance`], [`Concurrency`] |
 //! | `release` | [`Release`], [`RoleMeta`], [`TagMeta`], [`Limits`], [`Restriction`] |
 //! | `plugin` | [`Plugin`] |
+//! | `attributes` | [`new_cluster_attributes`]: a cluster's settings and generated attributes from its release, [`merged_values`] |
 //! | `cluster` | [`Cluster`], [`ClusterStatus`] |
 //! | `node` | [`Node`], [`NodeStatus`] |
 //! | `graph` | [`Graph`], [`DEFAULT_NODE_FILTER`], [`default_node_filter`] |
 //! | `load` | reading Fuel's YAML: [`parse_tasks`], [`parse_release_fixture`], [`LoadError`] |
 
+mod attributes;
 mod cluster;
 mod computed;
 mod graph;
@@ -27,6 +29,10 @@ mod plugin;
 mod release;
 mod task;
 
+pub use attributes::{
+    dict_merge, format_cluster_id, merged_values, new_cluster_attributes, traverse, AttributeError,
+    AttributeSite, ClusterAttributes,
+};
 pub use cluster::{Cluster, ClusterStatus};
 pub use computed::{contains_expression, yaql_expression, YAQL_KEY};
 pub use graph::{default_node_filter, Graph, DEFAULT_GRAPH_TYPE, DEFAULT_NODE_FILTER};

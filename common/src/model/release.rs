@@ -24,6 +24,10 @@ pub struct Release {
     /// Disk layouts per role, kept as written.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub volumes_metadata: Value,
+    /// A new cluster's attributes (Nailgun's `attributes_metadata`: `editable`, the settings, and
+    /// `generated`), before the generators run.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub attributes_metadata: Value,
     /// The release's graphs by type (`default`, `provision`, ...).
     #[serde(default)]
     pub graphs: IndexMap<String, Graph>,

@@ -78,6 +78,17 @@ pub async fn show(
         .await
 }
 
+/// `GET /api/v1/clusters/{id}/generated`: the attributes made at creation (Nailgun's generated data).
+pub async fn generated(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state
+        .blocking(move |s| Ok(Json(s.store.get_cluster(id)?.generated)))
+        .await
+}
+
 /// `POST /api/v1/clusters`.
 pub async fn create(
     State(state): State<Arc<AppState>>,
@@ -87,14 +98,37 @@ pub async fn create(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("cluster `name` must not be empty"));
     }
-    let new = NewCluster {
-        name: body.name,
-        release_id: body.release_id,
-        settings: body.settings.into(),
-    };
     state
-        .blocking(move |s| Ok((StatusCode::CREATED, Json(s.store.create_cluster(&new)?))))
+        .blocking(move |s| {
+            // As Nailgun: a cluster starts with its release's attributes (editable defaults with the
+            // given settings over them, and the generated ones).
+            let release =
+                crate::cluster_model::release_model(&s.store.get_release(body.release_id)?)?;
+            let attrs = crate::cluster_model::starting_attributes(
+                &release,
+                &serde_json::Value::Object(body.settings),
+                &master_ip(&s.config()),
+            )?;
+            let new = NewCluster {
+                name: body.name,
+                release_id: body.release_id,
+                settings: attrs.editable,
+                generated: attrs.generated,
+            };
+            Ok((StatusCode::CREATED, Json(s.store.create_cluster(&new)?)))
+        })
         .await
+}
+
+/// The controller's address as nodes reach it (Nailgun's `MASTER_IP`): the first TLS name that is an
+/// IP address, else the listening address.
+pub fn master_ip(config: &crate::config::Config) -> String {
+    config
+        .tls_names
+        .iter()
+        .find(|n| n.parse::<std::net::IpAddr>().is_ok())
+        .cloned()
+        .unwrap_or_else(|| config.listen.ip().to_string())
 }
 
 /// `PUT /api/v1/clusters/{id}/nodes`: adds nodes with their pending roles, all or nothing.

@@ -23,6 +23,9 @@ pub struct CreateRelease {
     tags_metadata: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     volumes_metadata: serde_json::Map<String, serde_json::Value>,
+    /// A new cluster's attributes (`editable` and `generated`), as Nailgun's release has them.
+    #[serde(default)]
+    attributes_metadata: serde_json::Map<String, serde_json::Value>,
     /// Graphs by type, created with the release.
     #[serde(default)]
     graphs: BTreeMap<String, GraphBody>,
@@ -68,6 +71,7 @@ pub async fn create(
             "roles_metadata": body.roles_metadata,
             "tags_metadata": body.tags_metadata,
             "volumes_metadata": body.volumes_metadata,
+            "attributes_metadata": body.attributes_metadata,
         }),
     };
     let model = crate::cluster_model::release_model(&crate::store::ReleaseRecord {

@@ -172,8 +172,10 @@ pub struct NewCluster {
     pub name: String,
     /// Its release.
     pub release_id: u64,
-    /// Settings.
+    /// Settings (Nailgun's editable attributes).
     pub settings: serde_json::Value,
+    /// Attributes made once at creation (Nailgun's generated attributes).
+    pub generated: serde_json::Value,
 }
 
 /// A cluster as stored.
@@ -185,8 +187,12 @@ pub struct ClusterRecord {
     pub name: String,
     /// Release.
     pub release_id: u64,
-    /// Settings.
+    /// Settings (Nailgun's editable attributes).
     pub settings: serde_json::Value,
+    /// Attributes made once at creation (passwords, keys, paths: Nailgun's `generated`). Operators read
+    /// them at `GET /clusters/{id}/generated`; the cluster's own record leaves them out.
+    #[serde(skip)]
+    pub generated: serde_json::Value,
     /// Enabled plugins and user-defined tags.
     #[serde(flatten)]
     pub data: ClusterData,

@@ -138,4 +138,7 @@ CREATE TABLE counters (
 INSERT INTO counters (name, value) SELECT 'revision', COALESCE(MAX(revision), 0) FROM nodes;
 ALTER TABLE tokens ADD COLUMN revoked_at INTEGER;
 "#,
+    r#"
+ALTER TABLE clusters ADD COLUMN generated TEXT NOT NULL DEFAULT 'null';
+"#,
 ];

@@ -599,11 +599,12 @@ impl Store for SqliteStore {
         self.tx(|tx| {
             release_row(tx, cluster.release_id)?;
             tx.execute(
-                "INSERT INTO clusters (name, release_id, settings) VALUES (?1, ?2, ?3)",
+                "INSERT INTO clusters (name, release_id, settings, generated) VALUES (?1, ?2, ?3, ?4)",
                 params![
                     cluster.name,
                     sql_id(cluster.release_id),
-                    to_json(&cluster.settings)
+                    to_json(&cluster.settings),
+                    to_json(&cluster.generated)
                 ],
             )
             .map_err(|e| match StoreError::from(e) {
@@ -612,7 +613,19 @@ impl Store for SqliteStore {
                 }
                 other => other,
             })?;
-            cluster_row(tx, id(tx.last_insert_rowid()))
+            let cluster_id = id(tx.last_insert_rowid());
+            // Attributes made before the cluster had its id name it now (Nailgun's `{cluster.id}`).
+            let mut settings = cluster.settings.clone();
+            let mut generated = cluster.generated.clone();
+            plinth_common::model::format_cluster_id(&mut settings, cluster_id);
+            plinth_common::model::format_cluster_id(&mut generated, cluster_id);
+            if settings != cluster.settings || generated != cluster.generated {
+                tx.execute(
+                    "UPDATE clusters SET settings = ?2, generated = ?3 WHERE id = ?1",
+                    params![sql_id(cluster_id), to_json(&settings), to_json(&generated)],
+                )?;
+            }
+            cluster_row(tx, cluster_id)
         })
     }
 
@@ -1205,7 +1218,7 @@ fn release_row(tx: &Connection, release_id: u64) -> StoreResult<ReleaseRecord> {
 fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
     let row = tx
         .query_row(
-            "SELECT id, name, release_id, settings, data FROM clusters WHERE id = ?1",
+            "SELECT id, name, release_id, settings, data, generated FROM clusters WHERE id = ?1",
             [sql_id(cluster_id)],
             |r| {
                 Ok((
@@ -1214,6 +1227,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
                     r.get::<_, i64>(2)?,
                     r.get::<_, String>(3)?,
                     r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
                 ))
             },
         )
@@ -1227,6 +1241,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
         name: row.1,
         release_id: id(row.2),
         settings: from_json(&row.3, "cluster settings")?,
+        generated: from_json(&row.5, "cluster generated attributes")?,
         data: from_json(&row.4, "cluster data")?,
     })
 }

@@ -189,6 +189,49 @@ pub fn load_cluster(path: &Path, release_name: &str) -> Result<ClusterFile> {
     })
 }
 
+/// Gives an offline cluster the attributes a controller would have given it at creation (Nailgun's
+/// rule): its release's `attributes_metadata` with the cluster file's `settings` merged over the
+/// editable defaults, and `generated` made unless the file gives it. Offline, the generators draw from a
+/// fixed sequence (so a resolution reads the same every time) and `MASTER_IP` is `127.0.0.1`.
+pub fn starting_attributes(
+    cluster: &mut Cluster,
+    release: &Release,
+    cluster_id: u64,
+) -> Result<()> {
+    if release.attributes_metadata.is_null() {
+        return Ok(());
+    }
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut random = |buf: &mut [u8]| {
+        for b in buf {
+            // xorshift64: deterministic bytes, not secrets (nothing offline is deployed).
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *b = state as u8;
+        }
+    };
+    let mut site = plinth_common::model::AttributeSite {
+        master_ip: "127.0.0.1".into(),
+        dns_upstream: vec!["127.0.0.1".into()],
+        ntp_upstream: vec!["127.0.0.1".into()],
+        cluster_id: Some(cluster_id),
+        release_version: release.version.clone().unwrap_or_default(),
+        random: &mut random,
+    };
+    let attrs = plinth_common::model::new_cluster_attributes(
+        &release.attributes_metadata,
+        &cluster.settings,
+        &mut site,
+    )
+    .map_err(|e| anyhow!("release {}: attributes_metadata: {e}", release.name))?;
+    cluster.settings = attrs.editable;
+    if cluster.generated.is_null() {
+        cluster.generated = attrs.generated;
+    }
+    Ok(())
+}
+
 /// Reads an old-state file: a JSON or YAML mapping of node id → the state (`$`) its tasks last ran
 /// against.
 pub fn load_old(path: &Path) -> Result<BTreeMap<u64, Value>> {

@@ -286,6 +286,26 @@ fn read_doc(path: &PathBuf) -> Result<Value> {
         .with_context(|| format!("{} is not valid YAML or JSON", path.display()))
 }
 
+/// A release read from Nailgun's fixture as `POST /releases` takes it.
+fn release_body(release: &plinth_common::model::Release, file: &std::path::Path) -> Result<Value> {
+    let Some(version) = release.version.clone() else {
+        anyhow::bail!("{}: the release has no `version`", file.display());
+    };
+    let mut body = json!({
+        "name": release.name,
+        "version": version,
+        "roles_metadata": release.roles_metadata,
+        "tags_metadata": release.tags_metadata,
+    });
+    if release.volumes_metadata.is_object() {
+        body["volumes_metadata"] = release.volumes_metadata.clone();
+    }
+    if release.attributes_metadata.is_object() {
+        body["attributes_metadata"] = release.attributes_metadata.clone();
+    }
+    Ok(body)
+}
+
 fn parse_assignment(text: &str) -> Result<Value> {
     let (id, roles) = text.split_once(':').unwrap_or((text, ""));
     let id: u64 = id
@@ -503,7 +523,12 @@ async fn run(cli: Cli) -> Result<bool> {
                 &["/id", "/name", "/version"],
             ),
             ReleaseCommand::Create { file } => {
-                let body = read_doc(&file)?;
+                let mut body = read_doc(&file)?;
+                if body.is_array() {
+                    // Nailgun's fixture (`openstack.yaml`): read as the offline commands read it.
+                    let release = inputs::load_release(&file, &[], "default")?;
+                    body = release_body(&release, &file)?;
+                }
                 print(
                     f,
                     &client.call(Method::POST, "/releases", Some(&body)).await?,

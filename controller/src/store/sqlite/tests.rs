@@ -78,6 +78,7 @@ fn results_are_stored_once() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let n = s
@@ -151,6 +152,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let new = NewDeployment {
@@ -245,6 +247,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let n = s
@@ -392,6 +395,7 @@ fn strategies_create_conflict_replace_delete() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let doc = serde_json::json!({"groups": []});
