@@ -1,12 +1,12 @@
 //! The data expressions see during a deployment, in Nailgun's shape.
 //!
 //! `$common` is the cluster part: `cluster` (id, name, release, status, plugins), `release` (name,
-//! version), `settings` (also as `configs`, and each settings section at the top as well, as Nailgun's
-//! deployment data has them), and `nodes`, one entry per node of the cluster. `$node` is the
-//! node's own entry: `id`, `uid` (the id as text), `name`, `fqdn`, `user_node_name`, `role` (its first
-//! role; `$.nodes` has one record per node and role, as Nailgun's), `roles` (deployed and pending), `deployed_roles`,
-//! `pending_roles`, `tags`, `labels`, `rack`, `status`, `error_type`, `pending_addition`,
-//! `pending_deletion`, `facts`. `$` is the two merged, the node's keys winning.
+//! version), `settings` (as written), `configs` (their values, generated ones included), each section at
+//! the top as well, as Nailgun's deployment data has them, and `nodes`, one record per node and role.
+//! `$node` is the node's own record: `id`, `uid` (the id as text), `name`, `fqdn`, `user_node_name`,
+//! `role` (its first role), `roles` (deployed and pending), `deployed_roles`, `pending_roles`, `tags`,
+//! `labels`, `rack`, `status`, `error_type`, `pending_addition`, `pending_deletion`, `facts`. `$` is the
+//! two merged, the node's keys winning.
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -149,7 +149,7 @@ impl DeployData {
             },
             "release": {"name": release.name, "version": release.version},
             "settings": cluster.settings,
-            "configs": cluster.settings,
+            "configs": Value::Object(merged_values(&cluster.settings, &cluster.generated)),
             "nodes": legacy_nodes(&entries),
         });
         // Nailgun's deployment data has the cluster's attributes at the top (`$.storage`, `$.access`,
