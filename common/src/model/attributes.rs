@@ -55,8 +55,9 @@ impl AttributeSite<'_> {
     fn setting(&self, name: &str) -> Option<Value> {
         match name {
             "MASTER_IP" => Some(json!(self.master_ip)),
-            "DNS_UPSTREAM" => Some(json!(self.dns_upstream.join(", "))),
-            "NTP_UPSTREAM" => Some(json!(self.ntp_upstream.join(", "))),
+            // Lists, as the `text_list` attributes reading them hold.
+            "DNS_UPSTREAM" => Some(json!(self.dns_upstream)),
+            "NTP_UPSTREAM" => Some(json!(self.ntp_upstream)),
             _ => None,
         }
     }
@@ -362,7 +363,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.editable["access"]["user"]["value"], "ops");
-        assert_eq!(a.editable["dns"]["list"]["value"], "8.8.8.8");
+        assert_eq!(a.editable["dns"]["list"]["value"], json!(["8.8.8.8"]));
         let pw = a.generated["mysql"]["root_password"].as_str().unwrap();
         assert_eq!(pw.len(), 24);
         assert!(pw.chars().all(|c| c.is_ascii_alphanumeric()));

@@ -13,6 +13,7 @@
 //! | `release` | [`Release`], [`RoleMeta`], [`TagMeta`], [`Limits`], [`Restriction`] |
 //! | `plugin` | [`Plugin`] |
 //! | `attributes` | [`new_cluster_attributes`]: a cluster's settings and generated attributes from its release, [`merged_values`] |
+//! | `settings` | [`check_settings`]: settings against the release's editable metadata |
 //! | `cluster` | [`Cluster`], [`ClusterStatus`] |
 //! | `node` | [`Node`], [`NodeStatus`] |
 //! | `graph` | [`Graph`], [`DEFAULT_NODE_FILTER`], [`default_node_filter`] |
@@ -27,6 +28,7 @@ mod load;
 mod node;
 mod plugin;
 mod release;
+mod settings;
 mod task;
 
 pub use attributes::{
@@ -43,6 +45,7 @@ pub use plugin::Plugin;
 pub use release::{
     Conflicts, LimitOverride, LimitValue, Limits, Release, Restriction, RoleMeta, TagMeta,
 };
+pub use settings::{check_settings, SettingProblem};
 pub use task::{
     Concurrency, Condition, CrossDep, Dependencies, FaultTolerance, Policy, StrategyKind, Task,
     TaskType,

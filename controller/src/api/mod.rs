@@ -3,6 +3,7 @@
 //! store or the engine.
 
 pub mod agent;
+pub mod attributes;
 pub mod auth;
 pub mod body;
 pub mod clusters;
@@ -59,6 +60,18 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
     ops = both(ops, "/clusters/{id}", get(clusters::show));
     ops = both(ops, "/clusters/{id}/generated", get(clusters::generated));
+    ops = both(
+        ops,
+        "/clusters/{id}/attributes",
+        get(attributes::show)
+            .put(attributes::replace)
+            .patch(attributes::patch),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/attributes/defaults",
+        get(attributes::defaults),
+    );
     ops = both(
         ops,
         "/clusters/{id}/nodes",

@@ -8,6 +8,7 @@ mod output;
 mod plugins;
 mod quickstart;
 mod resolve;
+mod settings;
 mod strategy;
 mod tags;
 mod watch;
@@ -231,6 +232,11 @@ enum ClusterCommand {
         #[arg(long = "node", required = true)]
         nodes: Vec<String>,
     },
+    /// A cluster's settings (Nailgun's editable attributes): get, set, edit.
+    Settings {
+        #[command(subcommand)]
+        command: SettingsCommand,
+    },
     /// The controller's pre-deployment checks of a graph type (exit 1 when a deployment would be refused).
     Check {
         cluster: u64,
@@ -246,6 +252,23 @@ enum ClusterCommand {
         #[arg(long)]
         nodes: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum SettingsCommand {
+    /// Print the settings (or one section) as YAML.
+    Get {
+        cluster: u64,
+        section: Option<String>,
+    },
+    /// Change settings: `storage.osd_pool_size=2 additional_components.ceilometer=true`.
+    Set {
+        cluster: u64,
+        #[arg(required = true)]
+        assignments: Vec<String>,
+    },
+    /// Edit the settings in $VISUAL or $EDITOR; saved with PUT when changed.
+    Edit { cluster: u64 },
 }
 
 #[derive(Subcommand)]
@@ -538,6 +561,16 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Cluster { command } => match command {
+            ClusterCommand::Settings { command } => match command {
+                SettingsCommand::Get { cluster, section } => {
+                    settings::get(&client, cluster, section.as_deref(), f).await?
+                }
+                SettingsCommand::Set {
+                    cluster,
+                    assignments,
+                } => settings::set(&client, cluster, &assignments).await?,
+                SettingsCommand::Edit { cluster } => settings::edit(&client, cluster).await?,
+            },
             ClusterCommand::List => print(
                 f,
                 &client.call(Method::GET, "/clusters", None).await?,
