@@ -126,6 +126,7 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
     match resolve(request) {
         Err(e) => out.push(Finding::error(code(&e), e.to_string())),
         Ok(plan) => {
+            out.extend(primary_tag_findings(request, &plan));
             for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
                 for t in node.tasks.iter() {
                     if let TaskType::Other(kind) = &t.task_type {
@@ -142,5 +143,43 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
         }
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// A task placed by a tag (`controller`) that does not run on a node because the node holds that
+/// tag's primary (`primary-controller`) in its place (Nailgun's rule for `has_primary` tags, which the
+/// example of seed 000 does not show): said, with the way to run it there.
+fn primary_tag_findings(request: &ResolveRequest<'_>, plan: &super::Plan) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
+        for merged in &request.graph.tasks {
+            let task = &merged.task;
+            if node.tasks.iter().any(|t| *t.id == *task.id) {
+                continue;
+            }
+            let Some((field, list)) = task.placement() else {
+                continue;
+            };
+            let lost: Vec<&String> = list
+                .iter()
+                .filter(|tag| {
+                    let primary = format!("{PRIMARY_PREFIX}{tag}");
+                    !node.tags.contains(tag) && node.tags.contains(&primary)
+                })
+                .collect();
+            if let Some(tag) = lost.first() {
+                out.push(Finding::warning(
+                    "primary_tag",
+                    format!(
+                        "task {:?} does not run on node {}: its {field} name {tag:?}, and the node holds \
+                         {PRIMARY_PREFIX}{tag} in its place (one node of the cluster carries the primary \
+                         of a has_primary tag instead of the tag, as Nailgun's rule); add \
+                         {PRIMARY_PREFIX}{tag} to the task's {field} to run it there too",
+                        task.id, node.name
+                    ),
+                ));
+            }
+        }
+    }
     out
 }

@@ -99,12 +99,20 @@ pub async fn create(
         }),
     };
     let what = format!("plugin {} {}", plugin.name, plugin.version);
-    plugin_model(&PluginRecord {
+    let model = plugin_model(&PluginRecord {
         id: 0,
         name: plugin.name.clone(),
         version: plugin.version.clone(),
         data: plugin.data.clone(),
     })?;
+    let problems = model.volume_problems();
+    if !problems.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_plugin",
+            format!("{what}: {}", problems.join("; ")),
+        ));
+    }
     for (graph_type, graph) in &graphs {
         check_graph(graph_type, graph)?;
         graph_model(&what, graph_type, graph)?;

@@ -130,6 +130,10 @@ pub fn load_plugin(path: &Path) -> Result<Plugin> {
     if plugin.name.trim().is_empty() {
         bail!("{source}: the plugin's `name` is empty");
     }
+    let problems = plugin.volume_problems();
+    if !problems.is_empty() {
+        bail!("{source}: {}", problems.join("; "));
+    }
     Ok(plugin)
 }
 
