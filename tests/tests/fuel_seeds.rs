@@ -293,3 +293,287 @@ fn ctl_env(c: &Controller, env: &[(&str, &str)], args: &[&str]) -> (i32, String,
         String::from_utf8_lossy(&out.stderr).into(),
     )
 }
+
+/// Writes `text` to `name` in `dir`; its path as text.
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path.to_str().expect("a UTF-8 path").to_string()
+}
+
+// ---- Seed 000 (role decomposition), as written ------------------------------------------------
+
+const SEED_000_RELEASE: &str = r#"roles_metadata:
+  controller:
+    name: "Controller"
+    tags:
+      - controller
+      - mysql
+tags_metadata:
+  controller:
+    name: "controller"
+    has_primary: true
+  mysql:
+    name: "mysql"
+    has_primary: true
+"#;
+
+const SEED_000_TASKS: &str = r#"- id: mysql
+  tags: [controller, mysql]
+- id: haproxy
+  role: [controller]
+- id: globals
+  role: ['/.*/']
+"#;
+
+/// Seed 000's node, `- id: node-1, roles: [controller], tags: [mysql]`, with a second controller.
+const SEED_000_CLUSTER: &str = r#"name: seed-000
+nodes:
+- id: 1
+  name: node-1
+  roles: [controller]
+  tags: [mysql]
+- id: 2
+  name: node-2
+  roles: [controller]
+"#;
+
+#[test]
+fn seed_000s_example_resolves_offline_and_says_why_the_primary_misses_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let release = write(dir.path(), "release.yaml", SEED_000_RELEASE);
+    let tasks = write(dir.path(), "tasks.yaml", SEED_000_TASKS);
+    let cluster = write(dir.path(), "cluster.yaml", SEED_000_CLUSTER);
+    let (code, out, err) = plinthctl(&[
+        "graph",
+        "resolve",
+        "--release",
+        &release,
+        "--tasks",
+        &tasks,
+        "--cluster",
+        &cluster,
+        "--nodes",
+        "1,2",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    let ids = |name: &str| -> Vec<String> {
+        v["nodes"]
+            .as_array()
+            .and_then(|ns| ns.iter().find(|n| n["name"] == name))
+            .map(|n| {
+                n["tasks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|t| t["id"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The controller that is not primary: tasks by tag, by role as a tag, and by regular expression.
+    assert_eq!(ids("node-2"), ["mysql", "haproxy", "globals"]);
+    // The primary holds primary-controller and primary-mysql in place of controller and mysql.
+    assert_eq!(ids("node-1"), ["globals"]);
+    let findings = v["findings"].to_string();
+    assert!(
+        findings.contains("task \\\"mysql\\\" does not run on node node-1")
+            && findings.contains("add primary-controller to the task's tags"),
+        "{findings}"
+    );
+    assert!(
+        findings.contains("task \\\"haproxy\\\" does not run on node node-1"),
+        "{findings}"
+    );
+}
+
+// ---- Seed 001 (computed fields), its expressions as written ---------------------------------
+
+/// Each expression of seed 001, as the seed prints it (typographic quotes included).
+const SEED_001_EXPRESSIONS: &[&str] = &[
+    "changed($.nodes.where($.status = 'ready' and 'controller' in $.roles))\nand changed($.nodes.where($.status = 'discover' and 'controller' in\n$.roles and $.pending_addition = true))",
+    "$.cluster.status in [operational, new, partially_deployed]",
+    "changed($.nodes.where($.role = ‘compute’))",
+    "changed($.configs.nova)",
+    "new($.settings.additional_components.murano.value) = True",
+    "changed($.nodes)",
+];
+
+fn seed_001_tasks() -> String {
+    let mut text = String::new();
+    for (i, e) in SEED_001_EXPRESSIONS.iter().enumerate() {
+        let expr = serde_json::to_string(e).expect("JSON string");
+        text.push_str(&format!(
+            "- id: seed-001-{i}\n  type: shell\n  role: ['/.*/']\n  condition: {{yaql_exp: {expr}}}\n  parameters: {{cmd: 'true'}}\n"
+        ));
+    }
+    text
+}
+
+const FUEL_CLUSTER: &str = r#"name: fuel
+nodes:
+- {id: 1, name: node-1, pending_roles: [controller], pending_addition: true}
+- {id: 2, name: node-2, pending_roles: [compute], pending_addition: true}
+"#;
+
+#[test]
+fn seed_001s_expressions_evaluate_offline_on_fuels_release() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = corpus().join("fuel-web/openstack.yaml");
+    let tasks = write(dir.path(), "tasks.yaml", &seed_001_tasks());
+    let cluster = write(dir.path(), "cluster.yaml", FUEL_CLUSTER);
+    let (code, out, err) = plinthctl(&[
+        "graph",
+        "resolve",
+        "--release",
+        fixture.to_str().expect("a UTF-8 path"),
+        "--tasks",
+        &tasks,
+        "--cluster",
+        &cluster,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "every expression evaluates: {err}{out}");
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    let compute = v["nodes"]
+        .as_array()
+        .and_then(|ns| ns.iter().find(|n| n["name"] == "node-2"))
+        .expect("node-2 resolved");
+    let status = |i: usize| -> String {
+        compute["tasks"]
+            .as_array()
+            .and_then(|ts| ts.iter().find(|t| t["id"] == format!("seed-001-{i}")))
+            .map(|t| {
+                if t["skip_reason"].is_null() {
+                    "runs"
+                } else {
+                    "skipped"
+                }
+                .to_string()
+            })
+            .unwrap_or_else(|| panic!("seed-001-{i} on node-2: {compute}"))
+    };
+    // A new cluster has no old state: everything changed, as Nailgun reads `changed()` against `{}`.
+    assert_eq!(status(0), "runs");
+    assert_eq!(status(1), "runs", "a new cluster's status is in the list");
+    assert_eq!(status(2), "runs", "compute nodes were added");
+    assert_eq!(status(3), "runs", "nova's settings are new");
+    assert_eq!(
+        status(4),
+        "skipped",
+        "murano is off by the release's defaults"
+    );
+    assert_eq!(status(5), "runs");
+}
+
+// ---- Seed 003 (roles from plugins), its files as written ------------------------------------
+
+const SEED_003_NODE_ROLES: &str = r#"role_name:
+  metadata:
+    name: "Some plugin role"
+    description: "Some description"
+    conflicts:
+      - some_not_compatible_role
+    limits:
+      min: 1
+    restrictions:
+      - condition: "some logic condition"
+        message: "Some message for restriction warning"
+  volumes_mapping:
+    - {allocate_size: "min", id: "os"}
+    - {allocate_size: "all", id: "role_volume_name"}
+"#;
+
+const SEED_003_VOLUMES: &str = r#"volumes:
+  - id: "role_volume_name"
+    type: "vg"
+    min_size: {generator: "calc_min_os_size"}
+    label: "Role specific volume"
+    items:
+      - mount: "/"
+        type: "lv"
+        name: "root"
+        size: {generator: "calc_total_root_vg"}
+        file_system: "ext4"
+      - mount: "swap"
+        type: "lv"
+        name: "swap"
+        size: {generator: "calc_swap_size"}
+        file_system: "swap"
+"#;
+
+const SEED_003_TASKS: &str = r#"- id: role-name
+  type: group
+  role: [role-name]
+  requires: [controller]
+  required_for: [deploy_end]
+  parameters:
+    strategy:
+      type: parallel
+"#;
+
+/// A plugin file holding seed 003's three files as written, each under its key.
+fn seed_003_plugin(volumes: &str) -> String {
+    let indent = |t: &str| -> String { t.lines().map(|l| format!("  {l}\n")).collect() };
+    format!(
+        "name: seed-003\nversion: 3.0.0\nnode_roles:\n{}volumes:\n{}deployment_tasks:\n{}",
+        indent(SEED_003_NODE_ROLES),
+        indent(volumes),
+        indent(SEED_003_TASKS)
+    )
+}
+
+#[test]
+fn seed_003s_plugin_files_load_with_their_rules_enforced() {
+    let c = Controller::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plugin = write(
+        dir.path(),
+        "plugin.yaml",
+        &seed_003_plugin(SEED_003_VOLUMES),
+    );
+    let (code, out, err) = ctl(&c, &["-o", "json", "plugin", "register", "--file", &plugin]);
+    assert_eq!(code, 0, "{out}{err}");
+    let registered: Value = serde_json::from_str(&out).expect("JSON");
+    let plugin_id = registered["id"].as_u64().expect("an id");
+
+    // A volumes_mapping naming a volume nobody defines is refused, naming it.
+    let broken = SEED_003_VOLUMES.replace("role_volume_name", "another_volume");
+    let bad = write(dir.path(), "bad.yaml", &seed_003_plugin(&broken));
+    let (code, _, err) = ctl(&c, &["plugin", "register", "--file", &bad]);
+    assert_ne!(code, 0);
+    assert!(err.contains("names volume \"role_volume_name\""), "{err}");
+
+    // The nested metadata's conflicts are enforced on assignment.
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "r", "version": "1",
+            "roles_metadata": {"some_not_compatible_role": {"name": "Other"}}})),
+    );
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "c", "release_id": release["id"]})),
+    );
+    let cid = cluster["id"].as_u64().expect("an id");
+    c.api
+        .ok("PUT", &format!("/clusters/{cid}/plugins/{plugin_id}"), None);
+    let _a = Agent::start(&c, "node-a", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    let refused = c.api.send(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": node, "roles": ["some_not_compatible_role", "role_name"]}]})),
+    );
+    assert_eq!(refused.status, 409, "{:?}", refused.body);
+    assert!(
+        refused.body.to_string().contains("conflict"),
+        "{:?}",
+        refused.body
+    );
+}
