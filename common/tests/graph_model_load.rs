@@ -149,8 +149,11 @@ fn the_release_fixture_loads() {
 
 #[test]
 fn bad_input_names_the_file_and_line() {
-    let err = parse_tasks("- id: a\n  type: puppet\n- id: b\n  type: [x]\n", "x/tasks.yaml")
-        .unwrap_err();
+    let err = parse_tasks(
+        "- id: a\n  type: puppet\n- id: b\n  type: [x]\n",
+        "x/tasks.yaml",
+    )
+    .unwrap_err();
     assert_eq!(err.source_name, "x/tasks.yaml");
     assert!(
         err.to_string().starts_with("x/tasks.yaml:3: task 1 (b)"),

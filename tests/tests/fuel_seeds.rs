@@ -577,3 +577,80 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
         refused.body
     );
 }
+
+#[test]
+fn seed_000s_example_online_with_the_nodes_effective_tags() {
+    let c = Controller::start();
+    let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
+    release["name"] = json!("seed-000");
+    release["version"] = json!("1");
+    let rid = c.api.ok("POST", "/releases", Some(&release))["id"]
+        .as_u64()
+        .expect("an id");
+    let answer = c.api.raw(
+        "PUT",
+        &format!("/releases/{rid}/deployment_graphs/default"),
+        Some(&c.api.token),
+        Some(("application/yaml", SEED_000_TASKS.as_bytes().to_vec())),
+    );
+    assert!(answer.status < 300, "{answer:?}");
+    let cid = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "seed-000", "release_id": rid})),
+    )["id"]
+        .as_u64()
+        .expect("an id");
+    let _a = Agent::start(&c, "node-1", &[]);
+    let _b = Agent::start(&c, "node-2", &[]);
+    let nodes = c.api.wait_nodes(2);
+    let id = |name: &str| nodes.iter().find(|(n, _)| n == name).expect("node").1;
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(
+            &json!({"nodes": [{"id": id("node-1"), "roles": ["controller"]},
+                               {"id": id("node-2"), "roles": ["controller"]}]}),
+        ),
+    );
+    // The primary is the lowest id of the new controllers.
+    let (primary, other) = if id("node-1") < id("node-2") {
+        ("node-1", "node-2")
+    } else {
+        ("node-2", "node-1")
+    };
+    let first = c
+        .api
+        .ok("GET", &format!("/nodes/{}/tags", id(primary)), None);
+    assert_eq!(
+        first["tags"],
+        json!(["primary-controller", "primary-mysql"]),
+        "{first}"
+    );
+    assert_eq!(
+        first["primary_for"],
+        json!(["controller", "mysql"]),
+        "{first}"
+    );
+    let second = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
+    assert_eq!(second["tags"], json!(["controller", "mysql"]), "{second}");
+    let dry = c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/deploy/?dry_run=true"),
+        None,
+    );
+    let ids = |name: &str| -> Vec<String> {
+        dry["nodes"]["default"][name]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["id"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(ids(other), ["mysql", "haproxy", "globals"], "{dry}");
+    assert_eq!(ids(primary), ["globals"], "{dry}");
+    assert!(
+        dry.to_string().contains("primary_tag"),
+        "the dry run says why: {dry}"
+    );
+}

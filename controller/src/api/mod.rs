@@ -116,7 +116,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(
         ops,
         "/nodes/{id}/tags",
-        post(tags::node_assign).delete(tags::node_unassign),
+        get(tags::node_show)
+            .post(tags::node_assign)
+            .delete(tags::node_unassign),
     );
     ops = both(
         ops,

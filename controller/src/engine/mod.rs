@@ -89,6 +89,18 @@ pub struct EngineState {
     pub phase_graph: BTreeMap<String, String>,
 }
 
+impl EngineState {
+    /// Whether this deployment deploys (a strategy's phases, or the `default` graph) rather than
+    /// running a custom graph (seed 002): only then do statuses and roles change.
+    pub fn deploys(&self) -> bool {
+        self.strategy.is_some()
+            || self
+                .phase_graph
+                .values()
+                .any(|t| t == plinth_common::model::DEFAULT_GRAPH_TYPE)
+    }
+}
+
 fn phase_key(group: &str, phase: &str) -> String {
     format!("{group}/{phase}")
 }
@@ -323,6 +335,7 @@ impl Engine {
             state: serde_json::to_value(&state).unwrap_or_default(),
             inputs: serde_json::to_value(&inputs).unwrap_or_default(),
             now_ms: now_ms(),
+            deploys: state.deploys(),
         })?;
         if !resolved.findings.is_empty() {
             let warnings: Vec<Value> = resolved
@@ -669,6 +682,7 @@ impl Engine {
                 succeeded: &succeeded,
                 failed: &failed,
                 untouched: &untouched,
+                deploys: run.state.deploys(),
             },
         )?;
         for id in run.nodes.keys() {

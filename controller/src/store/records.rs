@@ -363,6 +363,9 @@ pub struct NewDeployment {
     pub inputs: serde_json::Value,
     /// Now (ms).
     pub now_ms: i64,
+    /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and
+    /// its nodes' statuses changed while it runs (a custom graph leaves them, seed 002).
+    pub deploys: bool,
 }
 
 /// A deployment as stored.
@@ -430,6 +433,10 @@ pub struct DeploymentEnd<'a> {
     pub failed: &'a [u64],
     /// Nodes never attempted or left half-way: back to their status before the deployment.
     pub untouched: &'a [u64],
+    /// Whether the deployment ran a graph type that deploys (`default`): only then do succeeded nodes
+    /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
+    /// (seed 002) leaves both as they were.
+    pub deploys: bool,
 }
 
 /// A deployment strategy stored for a cluster, in its plain form.

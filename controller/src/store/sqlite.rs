@@ -747,13 +747,15 @@ impl Store for SqliteStore {
                 params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, to_json(&new.inputs)],
             )?;
             let dep_id = id(tx.last_insert_rowid());
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', 'deployment') WHERE id = ?1",
-                [sql_id(new.cluster_id)],
-            )?;
-            let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
-            for node in &new.node_ids {
-                stmt.execute([sql_id(*node)])?;
+            if new.deploys {
+                tx.execute(
+                    "UPDATE clusters SET data = json_set(data, '$.status', 'deployment') WHERE id = ?1",
+                    [sql_id(new.cluster_id)],
+                )?;
+                let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
+                for node in &new.node_ids {
+                    stmt.execute([sql_id(*node)])?;
+                }
             }
             query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
                 .pop()
@@ -836,13 +838,20 @@ impl Store for SqliteStore {
                 DeploymentStatus::SuccessWithFailures => "partially_deployed",
                 DeploymentStatus::Failed | DeploymentStatus::Running => "error",
             };
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
-                 WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
-                params![sql_id(dep_id), cluster_status],
-            )?;
+            if end.deploys {
+                tx.execute(
+                    "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
+                     WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
+                    params![sql_id(dep_id), cluster_status],
+                )?;
+            }
             append_events(tx, dep_id, end.events)?;
-            for node_id in end.succeeded {
+            let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
+                (end.succeeded, end.untouched.to_vec())
+            } else {
+                (&[], [end.succeeded, end.untouched].concat())
+            };
+            for node_id in succeeded {
                 let node = one_node(tx, *node_id)?;
                 let mut roles = node.roles.clone();
                 for role in &node.pending_roles {
@@ -866,7 +875,7 @@ impl Store for SqliteStore {
                     params![sql_id(*node_id), to_json(&fields)],
                 )?;
             }
-            for node_id in end.untouched {
+            for node_id in &untouched {
                 tx.execute(
                     "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
                      WHERE id = ?1 AND status = 'deploying'",

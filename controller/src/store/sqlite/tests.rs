@@ -93,6 +93,7 @@ fn results_are_stored_once() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 1,
+            deploys: true,
         })
         .unwrap();
     assert_eq!(d.id, 1);
@@ -119,6 +120,7 @@ fn results_are_stored_once() {
             succeeded: &[],
             failed: &[],
             untouched: &[],
+            deploys: true,
         },
     )
     .unwrap();
@@ -163,6 +165,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
         options: serde_json::json!({}),
         state: serde_json::json!({}),
         now_ms: 1,
+        deploys: true,
     };
     s.create_deployment(&new).unwrap();
     assert!(matches!(
@@ -262,6 +265,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 1,
+            deploys: true,
         })
         .unwrap();
     let list = |floor: u64| TaskList {
@@ -323,6 +327,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             succeeded: &[],
             failed: &[],
             untouched: &[n.id],
+            deploys: true,
         },
     )
     .unwrap();
@@ -340,6 +345,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 2,
+            deploys: true,
         })
         .unwrap();
     let mut fourth = [TaskList {
