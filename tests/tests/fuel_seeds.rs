@@ -654,3 +654,32 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
         "the dry run says why: {dry}"
     );
 }
+
+#[test]
+fn an_override_that_drops_placement_is_reported_not_silent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let release = write(
+        dir.path(),
+        "release.yaml",
+        "name: r\nroles_metadata: {compute: {name: Compute}}\ngraphs:\n  default:\n    tasks:\n      - {id: a, type: shell, tags: [compute], parameters: {cmd: 'true'}}\n",
+    );
+    let cluster = write(
+        dir.path(),
+        "cluster.yaml",
+        "name: c\ngraphs:\n  default:\n    tasks:\n      - {id: a, type: shell, parameters: {cmd: 'false'}}\nnodes:\n- {id: 1, name: n1, pending_roles: [compute], pending_addition: true}\n",
+    );
+    let (code, out, err) = plinthctl(&[
+        "graph",
+        "resolve",
+        "--release",
+        &release,
+        "--cluster",
+        &cluster,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("task \"a\" from the cluster graph replaces the release's and names no tags"),
+        "{out}"
+    );
+    assert!(!out.contains("No findings"), "{out}");
+}

@@ -127,6 +127,7 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
         Err(e) => out.push(Finding::error(code(&e), e.to_string())),
         Ok(plan) => {
             out.extend(primary_tag_findings(request, &plan));
+            out.extend(override_findings(request));
             for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
                 for t in node.tasks.iter() {
                     if let TaskType::Other(kind) = &t.task_type {
@@ -180,6 +181,50 @@ fn primary_tag_findings(request: &ResolveRequest<'_>, plan: &super::Plan) -> Vec
                 ));
             }
         }
+    }
+    out
+}
+
+/// What merging did that a task author would not see otherwise: an override that leaves a task with no
+/// placement (it runs on no node), and a task two plugins define whose roles share no node (the later
+/// plugin's replaces the earlier's everywhere, as seed 003 allows).
+fn override_findings(request: &ResolveRequest<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let members: BTreeSet<&str> = request
+        .graph
+        .tasks
+        .iter()
+        .filter_map(|t| t.task.tasks.as_ref())
+        .flat_map(|l| l.iter().map(String::as_str))
+        .collect();
+    for merged in &request.graph.tasks {
+        let task = &merged.task;
+        let Some(last) = merged.replaced.last() else {
+            continue;
+        };
+        if task.placement().is_none()
+            && !matches!(task.task_type, TaskType::Stage)
+            && !members.contains(task.id.as_str())
+        {
+            out.push(Finding::warning(
+                "override_placement",
+                format!(
+                    "task {:?} from the {} graph replaces the {}'s and names no tags, roles or groups: \
+                     it runs on no node (an override replaces the whole task; repeat its placement)",
+                    task.id, merged.origin, last
+                ),
+            ));
+        }
+    }
+    for o in &request.graph.plugin_overlaps {
+        out.push(Finding::warning(
+            "plugin_overlap",
+            format!(
+                "task {:?} is defined by plugins {} and {}: no node carries roles of both, so {}'s \
+                 replaces {}'s, which runs nowhere",
+                o.task, o.first, o.second, o.second, o.first
+            ),
+        ));
     }
     out
 }
