@@ -653,6 +653,30 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
         dry.to_string().contains("primary_tag"),
         "the dry run says why: {dry}"
     );
+
+    // A role's tag list is editable: controllers no longer carry mysql.
+    let role = c.api.ok(
+        "PUT",
+        &format!("/releases/{rid}/roles/controller"),
+        Some(
+            &json!({"name": "controller", "meta": {"name": "Controller", "tags": ["controller"]}}),
+        ),
+    );
+    assert_eq!(role["meta"]["tags"], json!(["controller"]), "{role}");
+    let now = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
+    assert_eq!(now["tags"], json!(["controller"]), "{now}");
+    let bad = c.api.send(
+        "PUT",
+        &format!("/releases/{rid}/roles/controller"),
+        Some(&json!({"tags": "not a list"})),
+    );
+    assert_eq!(bad.status, 422, "{:?}", bad.body);
+    let kept = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
+    assert_eq!(
+        kept["tags"],
+        json!(["controller"]),
+        "a refused change changes nothing"
+    );
 }
 
 #[test]
