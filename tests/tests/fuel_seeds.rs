@@ -520,12 +520,36 @@ const SEED_003_TASKS: &str = r#"- id: role-name
 fn seed_003_plugin(volumes: &str) -> String {
     let indent = |t: &str| -> String { t.lines().map(|l| format!("  {l}\n")).collect() };
     format!(
-        "name: seed-003\nversion: 3.0.0\nnode_roles:\n{}volumes:\n{}deployment_tasks:\n{}",
+        "{SEED_003_METADATA}node_roles:\n{}volumes:\n{}deployment_tasks:\n{}tasks:\n{}",
         indent(SEED_003_NODE_ROLES),
         indent(volumes),
-        indent(SEED_003_TASKS)
+        indent(SEED_003_TASKS),
+        indent(OLD_FORMAT_TASKS)
     )
 }
+
+/// A Fuel plugin's `metadata.yaml` (plugin version 3.0.0, as seed 003 asks).
+const SEED_003_METADATA: &str = r#"name: seed-003
+title: Seed 003 role plugin
+version: 1.0.0
+package_version: 3.0.0
+fuel_version: ['9.0']
+releases:
+  - os: ubuntu
+    version: mitaka-9.0
+    mode: ['ha']
+    deployment_scripts_path: deployment_scripts/
+    repository_path: repositories/ubuntu
+"#;
+
+/// Old-format tasks (`tasks.yaml`: no ids, `stage`), as plugins before task-based deployment wrote them.
+const OLD_FORMAT_TASKS: &str = r#"- role: ['role_name']
+  stage: post_deployment/100
+  type: shell
+  parameters:
+    cmd: echo done
+    timeout: 42
+"#;
 
 #[test]
 fn seed_003s_plugin_files_load_with_their_rules_enforced() {
@@ -540,6 +564,32 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
     assert_eq!(code, 0, "{out}{err}");
     let registered: Value = serde_json::from_str(&out).expect("JSON");
     let plugin_id = registered["id"].as_u64().expect("an id");
+    assert_eq!(registered["version"], "1.0.0");
+    let shown = c.api.ok("GET", &format!("/plugins/{plugin_id}"), None);
+    assert_eq!(
+        shown["data"]["metadata"]["package_version"], "3.0.0",
+        "{shown}"
+    );
+    assert_eq!(
+        shown["data"]["metadata"]["releases"][0]["os"], "ubuntu",
+        "{shown}"
+    );
+    let graph = c.api.ok(
+        "GET",
+        &format!("/plugins/{plugin_id}/deployment_graphs/default"),
+        None,
+    );
+    let ids: Vec<&str> = graph["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["role-name", "seed-003-post_deployment-100-0"],
+        "{graph}"
+    );
 
     // A volumes_mapping naming a volume nobody defines is refused, naming it.
     let broken = SEED_003_VOLUMES.replace("role_volume_name", "another_volume");

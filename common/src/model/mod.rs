@@ -17,12 +17,14 @@
 //! | `cluster` | [`Cluster`], [`ClusterStatus`] |
 //! | `node` | [`Node`], [`NodeStatus`] |
 //! | `graph` | [`Graph`], [`DEFAULT_NODE_FILTER`], [`default_node_filter`] |
+//! | `legacy_tasks` | [`convert_legacy_tasks`]: Fuel plugins' old `tasks.yaml` (`stage: post_deployment/100`) |
 //! | `load` | reading Fuel's YAML: [`parse_tasks`], [`parse_release_fixture`], [`LoadError`] |
 
 mod attributes;
 mod cluster;
 mod computed;
 mod graph;
+mod legacy_tasks;
 mod list;
 mod load;
 mod node;
@@ -38,6 +40,7 @@ pub use attributes::{
 pub use cluster::{Cluster, ClusterStatus};
 pub use computed::{contains_expression, yaql_expression, YAQL_KEY};
 pub use graph::{default_node_filter, Graph, DEFAULT_GRAPH_TYPE, DEFAULT_NODE_FILTER};
+pub use legacy_tasks::convert_legacy_tasks;
 pub use list::StringList;
 pub use load::{parse_graph, parse_release_fixture, parse_tasks, LoadError};
 pub use node::{Node, NodeStatus};

@@ -110,6 +110,9 @@ pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<
 struct PluginExtras {
     #[serde(default)]
     deployment_tasks: Option<Vec<Task>>,
+    /// `tasks.yaml` in the old format (no ids, `stage: post_deployment/100`).
+    #[serde(default)]
+    tasks: Option<Vec<Value>>,
 }
 
 /// Reads a plugin file: `name`, `version`, `node_roles`/`roles_metadata`, `tags_metadata`, `graphs`,
@@ -126,6 +129,18 @@ pub fn load_plugin(path: &Path) -> Result<Plugin> {
         plugin
             .graphs
             .insert(DEFAULT_GRAPH_TYPE.to_string(), Graph::with_tasks(tasks));
+    }
+    if let Some(old) = extras.tasks {
+        let converted = plinth_common::model::convert_legacy_tasks(&plugin.name, &old)
+            .map_err(|e| anyhow!("{source}: {e}"))?;
+        let tasks: Vec<Task> = serde_json::from_value(Value::Array(converted))
+            .map_err(|e| anyhow!("{source}: tasks: {e}"))?;
+        plugin
+            .graphs
+            .entry(DEFAULT_GRAPH_TYPE.to_string())
+            .or_default()
+            .tasks
+            .extend(tasks);
     }
     if plugin.name.trim().is_empty() {
         bail!("{source}: the plugin's `name` is empty");
