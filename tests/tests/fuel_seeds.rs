@@ -704,6 +704,14 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
         "the dry run says why: {dry}"
     );
 
+    // Nodes show shows them apart from what the agent reported.
+    let shown = c.api.ok("GET", &format!("/nodes/{}", id(primary)), None);
+    assert_eq!(
+        shown["effective_tags"],
+        json!(["primary-controller", "primary-mysql"]),
+        "{shown}"
+    );
+    assert_eq!(shown["tags"], json!([]), "the agent reported none: {shown}");
     // A role's tag list is editable: controllers no longer carry mysql.
     let role = c.api.ok(
         "PUT",

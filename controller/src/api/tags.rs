@@ -369,19 +369,8 @@ pub async fn node_show(
             let record = s.store.get_node(node_id)?;
             let (effective, primaries) = match record.cluster_id {
                 Some(cluster_id) => {
-                    let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
-                    let catalog = model.catalog();
-                    let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
-                    let mine = all.nodes.get(&node_id).cloned().unwrap_or_default();
-                    let primaries: Vec<String> = all
-                        .primaries
-                        .iter()
-                        .filter(|(_, n)| **n == node_id)
-                        .map(|(t, _)| t.clone())
-                        .collect();
-                    let mut tags: Vec<String> = mine.tags.iter().cloned().collect();
-                    tags.extend(mine.roles.into_iter().filter(|r| !mine.tags.contains(r)));
-                    (tags, primaries)
+                    let all = effective_tags(s, cluster_id)?;
+                    all.get(&node_id).cloned().unwrap_or_default()
                 }
                 None => (node_model(&record).tags_added, Vec::new()),
             };
@@ -395,4 +384,30 @@ pub async fn node_show(
             })))
         })
         .await
+}
+
+/// Every node of a cluster's effective tags (explicit, then implicit role-name tags; primaries
+/// elected as a deployment would elect them now) and the tags it is primary for, by node id.
+pub fn effective_tags(
+    s: &AppState,
+    cluster_id: u64,
+) -> Result<std::collections::BTreeMap<u64, (Vec<String>, Vec<String>)>, ApiError> {
+    let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
+    let catalog = model.catalog();
+    let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
+    Ok(all
+        .nodes
+        .iter()
+        .map(|(id, t)| {
+            let mut tags: Vec<String> = t.tags.iter().cloned().collect();
+            tags.extend(t.roles.iter().filter(|r| !t.tags.contains(*r)).cloned());
+            let primary_for = all
+                .primaries
+                .iter()
+                .filter(|(_, n)| *n == id)
+                .map(|(tag, _)| tag.clone())
+                .collect();
+            (*id, (tags, primary_for))
+        })
+        .collect())
 }

@@ -413,6 +413,7 @@ async fn run(cli: Cli) -> Result<bool> {
         "online",
         "cluster",
         "tags",
+        "reported tags",
         "roles",
         "pending",
     ];
@@ -423,6 +424,7 @@ async fn run(cli: Cli) -> Result<bool> {
         "/status",
         "/online",
         "/cluster_id",
+        "/effective_tags",
         "/tags",
         "/roles",
         "/pending_roles",
