@@ -386,12 +386,15 @@ pub async fn node_show(
         .await
 }
 
+/// A node's effective tags and the tags it is primary for.
+pub type EffectiveTags = (Vec<String>, Vec<String>);
+
 /// Every node of a cluster's effective tags (explicit, then implicit role-name tags; primaries
 /// elected as a deployment would elect them now) and the tags it is primary for, by node id.
 pub fn effective_tags(
     s: &AppState,
     cluster_id: u64,
-) -> Result<std::collections::BTreeMap<u64, (Vec<String>, Vec<String>)>, ApiError> {
+) -> Result<std::collections::BTreeMap<u64, EffectiveTags>, ApiError> {
     let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
     let catalog = model.catalog();
     let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
