@@ -206,8 +206,14 @@ pub fn cluster_model(
             what: format!("cluster {} tags_metadata", record.name),
             message: e.to_string(),
         })?;
+    let roles_metadata = serde_json::from_value(Value::Object(record.data.roles_metadata.clone()))
+        .map_err(|e| ModelError::Invalid {
+            what: format!("cluster {} roles_metadata", record.name),
+            message: e.to_string(),
+        })?;
     Ok(Cluster {
         name: record.name.clone(),
+        roles_metadata,
         release: release.name.clone(),
         plugins: plugins.iter().map(|p| p.name.clone()).collect(),
         settings: record.settings.clone(),

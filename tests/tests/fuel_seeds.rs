@@ -735,6 +735,24 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
         json!(["controller"]),
         "a refused change changes nothing"
     );
+    // And per cluster: this cluster's controllers carry mysql again; the release keeps its change.
+    let role = c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/roles/controller"),
+        Some(&json!({"name": "Controller", "tags": ["controller", "mysql"]})),
+    );
+    assert_eq!(
+        role["meta"]["tags"],
+        json!(["controller", "mysql"]),
+        "{role}"
+    );
+    let now = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
+    assert_eq!(now["tags"], json!(["controller", "mysql"]), "{now}");
+    let release = c.api.ok("GET", &format!("/releases/{rid}"), None);
+    assert_eq!(
+        release["data"]["roles_metadata"]["controller"]["tags"],
+        json!(["controller"])
+    );
 }
 
 #[test]

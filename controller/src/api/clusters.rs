@@ -232,3 +232,62 @@ pub async fn deploy(
         })
         .await
 }
+
+/// `PUT /api/v1/clusters/{id}/roles/{name}`: changes a role for this cluster only (its tags included),
+/// or adds one; Nailgun's `{name, meta}` or the metadata alone. Checked as the cluster's catalog, refused
+/// whole.
+pub async fn put_role(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+    super::body::Doc(super::releases::RoleBody(body)): super::body::Doc<super::releases::RoleBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let meta = super::releases::role_meta(&name, body)?;
+    state
+        .blocking(move |s| {
+            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
+            let mut problem: Option<ApiError> = None;
+            let updated = s.store.modify_cluster(id, &mut |record, _nodes| {
+                let mut next = record.clone();
+                next.data.roles_metadata.insert(name.clone(), meta.clone());
+                let checked =
+                    crate::cluster_model::cluster_model(&next, &model.release, &model.plugins)
+                        .map_err(|e| e.to_string())
+                        .and_then(|cluster| {
+                            let plugins: Vec<&plinth_common::model::Plugin> =
+                                model.plugins.iter().collect();
+                            let catalog = plinth_common::tags::Catalog::new(
+                                &model.release,
+                                &plugins,
+                                Some(&cluster),
+                            );
+                            match plinth_common::tags::validate_catalog(&catalog)
+                                .into_iter()
+                                .next()
+                            {
+                                Some(p) => Err(p.to_string()),
+                                None => Ok(()),
+                            }
+                        });
+                if let Err(message) = checked {
+                    problem = Some(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_role",
+                        format!("role {name:?}: {message}"),
+                    ));
+                    return Err(crate::store::StoreError::Conflict("refused".into()));
+                }
+                *record = next;
+                Ok(())
+            });
+            match (updated, problem) {
+                (_, Some(e)) => Err(e),
+                (Ok(record), None) => Ok(Json(serde_json::json!({
+                    "name": name,
+                    "meta": record.data.roles_metadata.get(&name),
+                }))),
+                (Err(e), None) => Err(e.into()),
+            }
+        })
+        .await
+}

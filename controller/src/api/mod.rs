@@ -58,6 +58,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/releases", get(releases::list).post(releases::create));
     ops = both(ops, "/releases/{id}", get(releases::show));
     ops = both(ops, "/releases/{id}/roles/{name}", put(releases::put_role));
+    ops = both(ops, "/clusters/{id}/roles/{name}", put(clusters::put_role));
     ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
     ops = both(ops, "/clusters/{id}", get(clusters::show));
     ops = both(ops, "/clusters/{id}/generated", get(clusters::generated));

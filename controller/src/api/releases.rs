@@ -112,7 +112,7 @@ pub fn owner(id: u64) -> GraphOwner {
 /// `PUT /api/v1/releases/{id}/roles/{name}` body: Nailgun's `{name, meta: {...}}`, or the role's
 /// metadata alone (`{name, tags, conflicts, limits, ...}` as `roles_metadata` writes it).
 #[derive(Debug, Deserialize)]
-pub struct RoleBody(serde_json::Value);
+pub struct RoleBody(pub serde_json::Value);
 
 /// `PUT /api/v1/releases/{id}/roles/{name}`: creates or replaces a role of the release (its tags
 /// included), checked as the release's roles are; every cluster of the release sees it.
@@ -122,26 +122,7 @@ pub async fn put_role(
     Path((id, name)): Path<(u64, String)>,
     super::body::Doc(RoleBody(body)): super::body::Doc<RoleBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let meta = match body.get("meta") {
-        Some(meta) => {
-            if let Some(given) = body.get("name").and_then(|n| n.as_str()) {
-                if given != name {
-                    return Err(ApiError::bad_request(format!(
-                        "the body names role {given:?}, the path {name:?}"
-                    )));
-                }
-            }
-            meta.clone()
-        }
-        None => body,
-    };
-    if !meta.is_object() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_role",
-            format!("role {name:?}: the role's metadata is a mapping"),
-        ));
-    }
+    let meta = role_meta(&name, body)?;
     state
         .blocking(move |s| {
             let mut problem: Option<ApiError> = None;
@@ -188,4 +169,30 @@ pub async fn put_role(
             }
         })
         .await
+}
+
+/// The role metadata of a role body: Nailgun's `{name, meta}` (the name must match the path's) or the
+/// metadata alone; it must be a mapping.
+pub fn role_meta(name: &str, body: serde_json::Value) -> Result<serde_json::Value, ApiError> {
+    let meta = match body.get("meta") {
+        Some(meta) => {
+            if let Some(given) = body.get("name").and_then(|n| n.as_str()) {
+                if given != name {
+                    return Err(ApiError::bad_request(format!(
+                        "the body names role {given:?}, the path {name:?}"
+                    )));
+                }
+            }
+            meta.clone()
+        }
+        None => body,
+    };
+    if !meta.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_role",
+            format!("role {name:?}: the role's metadata is a mapping"),
+        ));
+    }
+    Ok(meta)
 }

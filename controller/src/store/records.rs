@@ -206,6 +206,9 @@ pub struct ClusterData {
     pub plugins: Vec<u64>,
     /// Tags defined for this cluster only (`name` → metadata with `has_primary`).
     pub tags_metadata: serde_json::Map<String, serde_json::Value>,
+    /// Roles changed or added for this cluster only (`name` → role metadata).
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub roles_metadata: serde_json::Map<String, serde_json::Value>,
     /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
     /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
     pub status: ClusterStatus,
