@@ -783,3 +783,96 @@ fn an_override_that_drops_placement_is_reported_not_silent() {
     );
     assert!(!out.contains("No findings"), "{out}");
 }
+
+// ---- Seed 002 (custom graphs), its command lines with plinthctl for fuel2 --------------------
+
+#[test]
+fn seed_002s_commands_upload_merge_download_and_execute_a_custom_graph() {
+    let c = Controller::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let task = |cmd: &str| {
+        format!("- id: fix\n  type: shell\n  tags: ['/.*/']\n  parameters: {{cmd: '{cmd}', timeout: 60}}\n")
+    };
+    let release_file = write(dir.path(), "release.yaml", &task("echo release > fix.txt"));
+    let plugin_file = write(dir.path(), "plugin.yaml", &task("echo plugin > fix.txt"));
+    let cluster_file = write(dir.path(), "tasks.yaml", &task("echo cluster > fix.txt"));
+    let rid = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "r", "version": "1", "roles_metadata": {"compute": {"name": "Compute"}}})),
+    )["id"]
+        .to_string();
+    let pid = c.api.ok(
+        "POST",
+        "/plugins",
+        Some(&json!({"name": "p", "version": "1"})),
+    )["id"]
+        .to_string();
+    let cid = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "env", "release_id": rid.parse::<u64>().expect("an id")})),
+    )["id"]
+        .to_string();
+    c.api
+        .ok("PUT", &format!("/clusters/{cid}/plugins/{pid}"), None);
+    let _a = Agent::start(&c, "node-1", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": node, "roles": ["compute"]}]})),
+    );
+    let run = |line: &str| {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let (code, out, err) = ctl(&c, &args);
+        assert_eq!(code, 0, "{line}: {out}{err}");
+        out
+    };
+    // "fuel2 graph upload --release release_id [--type graph_type] --file tasks.yaml", and the others.
+    run(&format!(
+        "graph upload --release {rid} --type usecase1 --file {release_file}"
+    ));
+    run(&format!(
+        "graph upload --plugin {pid} --type usecase1 --file {plugin_file}"
+    ));
+    run(&format!(
+        "graph upload --env {cid} --type usecase1 --file {cluster_file}"
+    ));
+    let listed = run(&format!("graph list --env {cid}"));
+    assert!(listed.contains("usecase1"), "{listed}");
+    // Downloads at all four levels: each class's own, and the merge where the cluster's wins.
+    for (level, want) in [
+        ("--all", "echo cluster"),
+        ("--cluster", "echo cluster"),
+        ("--plugins", "echo plugin"),
+        ("--release", "echo release"),
+    ] {
+        let file = dir
+            .path()
+            .join(format!("{}.yaml", level.trim_start_matches('-')));
+        run(&format!(
+            "graph download --env {cid} {level} --type usecase1 --file {}",
+            file.display()
+        ));
+        let text = std::fs::read_to_string(&file).expect("downloaded");
+        assert!(text.contains(want), "{level}: {text}");
+    }
+    // "fuel2 graph execute --env env_id [--type graph_type] [--node node_ids]"
+    let out = run(&format!(
+        "graph execute --env {cid} --type usecase1 --node {node}"
+    ));
+    let dep: u64 = out
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("a deployment id in {out:?}"));
+    let report = c.api.wait_deployment(dep, LONG);
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(status_of(&report, "node-1", "fix"), "succeeded");
+    // A one-shot graph deploys nothing: the node keeps its pending role, the cluster stays new.
+    let shown = c.api.ok("GET", &format!("/nodes/{node}"), None);
+    assert_eq!(shown["pending_roles"], json!(["compute"]), "{shown}");
+    assert_ne!(shown["status"], "ready", "{shown}");
+    let cluster = c.api.ok("GET", &format!("/clusters/{cid}"), None);
+    assert_eq!(cluster["status"], "new", "{cluster}");
+}
