@@ -149,13 +149,20 @@ fn the_release_fixture_loads() {
 
 #[test]
 fn bad_input_names_the_file_and_line() {
-    let err = parse_tasks("- id: a\n  type: puppet\n- id: b\n", "x/tasks.yaml").unwrap_err();
+    let err = parse_tasks(
+        "- id: a\n  type: puppet\n- id: b\n  type: [x]\n",
+        "x/tasks.yaml",
+    )
+    .unwrap_err();
     assert_eq!(err.source_name, "x/tasks.yaml");
     assert!(
         err.to_string().starts_with("x/tasks.yaml:3: task 1 (b)"),
         "{err}"
     );
     assert!(err.message.contains("type"), "{err}");
+    // Written without a type, as the seeds' examples are: kept for ordering only.
+    let tasks = parse_tasks("- id: a\n- id: b\n  type: puppet\n", "x/tasks.yaml").unwrap();
+    assert_eq!(tasks[0].task_type.as_str(), "skipped");
     let err = parse_tasks(
         "- id: a\n  type: puppet\n  cross-depends:\n    - nam: x\n",
         "y.yaml",

@@ -151,6 +151,36 @@ pub fn release_model(record: &ReleaseRecord) -> Result<Release, ModelError> {
     })
 }
 
+/// The attributes a new cluster of `release` starts with, as Nailgun makes them: the release's
+/// `attributes_metadata` with its generators run (random bytes from the operating system), `given`
+/// settings merged over the editable defaults. `master_ip` is the controller's address as nodes reach it.
+pub fn starting_attributes(
+    release: &Release,
+    given: &Value,
+    master_ip: &str,
+) -> Result<plinth_common::model::ClusterAttributes, ModelError> {
+    let mut random = |buf: &mut [u8]| {
+        // The operating system's generator does not fail on Linux once booted; should it, the bytes
+        // stay zero and the passwords weak, so say so loudly.
+        if let Err(e) = getrandom::fill(buf) {
+            tracing::error!(error = %e, "no random bytes for generated cluster attributes");
+        }
+    };
+    let mut site = plinth_common::model::AttributeSite {
+        master_ip: master_ip.to_string(),
+        dns_upstream: vec![master_ip.to_string()],
+        ntp_upstream: vec![master_ip.to_string()],
+        cluster_id: None,
+        release_version: release.version.clone().unwrap_or_default(),
+        random: &mut random,
+    };
+    plinth_common::model::new_cluster_attributes(&release.attributes_metadata, given, &mut site)
+        .map_err(|e| ModelError::Invalid {
+            what: format!("release {} attributes_metadata", release.name),
+            message: e.to_string(),
+        })
+}
+
 /// The plugin of a stored record (graphs not loaded).
 pub fn plugin_model(record: &PluginRecord) -> Result<Plugin, ModelError> {
     let mut value = record.data.clone();
@@ -176,11 +206,18 @@ pub fn cluster_model(
             what: format!("cluster {} tags_metadata", record.name),
             message: e.to_string(),
         })?;
+    let roles_metadata = serde_json::from_value(Value::Object(record.data.roles_metadata.clone()))
+        .map_err(|e| ModelError::Invalid {
+            what: format!("cluster {} roles_metadata", record.name),
+            message: e.to_string(),
+        })?;
     Ok(Cluster {
         name: record.name.clone(),
+        roles_metadata,
         release: release.name.clone(),
         plugins: plugins.iter().map(|p| p.name.clone()).collect(),
         settings: record.settings.clone(),
+        generated: record.generated.clone(),
         tags_metadata,
         status: match record.data.status {
             crate::store::ClusterStatus::New => plinth_common::model::ClusterStatus::New,

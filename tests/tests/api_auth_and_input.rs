@@ -253,9 +253,10 @@ fn bad_documents_for_the_model_are_refused_with_what_and_where() {
         .as_str()
         .unwrap()
         .contains("colour"));
+    // A task without a type is kept for ordering (as the seeds write tasks); one of a wrong shape is not.
     let no_type = yaml(
         &format!("/releases/{rid}/deployment_graphs/custom"),
-        "- id: a\n  type: shell\n- id: b\n",
+        "- id: a\n  type: shell\n- id: b\n  type: [shell]\n",
     );
     assert_eq!(no_type.status, 422, "{}", no_type.body);
     let message = no_type.body["error"]["message"].as_str().unwrap();

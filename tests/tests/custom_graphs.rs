@@ -240,7 +240,13 @@ fn a_custom_graph_runs_on_a_subset_with_cross_node_waits_and_one_by_one() {
             .any(|(_, n, t, _)| n == other && t == "db-migrate"),
         "only the primary controller runs db-migrate: {ev:?}"
     );
+    // A custom graph deploys nothing: the cluster stays new, pending roles stay pending, and the
+    // nodes are not marked ready.
     let cluster = c.api.get(&format!("/clusters/{cid}")).unwrap();
-    assert_eq!(cluster["status"], "operational", "{cluster}");
+    assert_eq!(cluster["status"], "new", "{cluster}");
+    let node = c.api.get(&format!("/nodes/{}", id(primary))).unwrap();
+    assert_eq!(node["roles"], json!([]), "{node}");
+    assert_eq!(node["pending_roles"], json!(["controller"]), "{node}");
+    assert_ne!(node["status"], "ready", "{node}");
     let _: Value = report;
 }

@@ -1,17 +1,18 @@
 //! The data expressions see during a deployment, in Nailgun's shape.
 //!
 //! `$common` is the cluster part: `cluster` (id, name, release, status, plugins), `release` (name,
-//! version), `settings` (also as `configs`, and each settings section at the top as well, as Nailgun's
-//! deployment data has them), and `nodes`, one entry per node of the cluster. `$node` is the
-//! node's own entry: `id`, `uid` (the id as text), `name`, `roles` (deployed and pending), `deployed_roles`,
-//! `pending_roles`, `tags`, `labels`, `rack`, `status`, `error_type`, `pending_addition`,
-//! `pending_deletion`, `facts`. `$` is the two merged, the node's keys winning.
+//! version), `settings` (as written), `configs` (their values, generated ones included), each section at
+//! the top as well, as Nailgun's deployment data has them, and `nodes`, one record per node and role.
+//! `$node` is the node's own record: `id`, `uid` (the id as text), `name`, `fqdn`, `user_node_name`,
+//! `role` (its first role), `roles` (deployed and pending), `deployed_roles`, `pending_roles`, `tags`,
+//! `labels`, `rack`, `status`, `error_type`, `pending_addition`, `pending_deletion`, `facts`. `$` is the
+//! two merged, the node's keys winning.
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::model::{Cluster, Node, Release};
+use crate::model::{merged_values, Cluster, Node, Release};
 use crate::tags::ClusterTags;
 
 /// One node's view of a deployment: the shared cluster part and its own part.
@@ -58,6 +59,9 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
         "id": node.id,
         "uid": node.id.to_string(),
         "name": node.name,
+        "fqdn": node.name,
+        "user_node_name": node.name,
+        "role": roles.first(),
         "roles": roles,
         "deployed_roles": node.deployed_roles,
         "pending_roles": node.pending_roles,
@@ -72,24 +76,54 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
     })
 }
 
-/// A settings section as Nailgun serializes it for deployment: `metadata` left out, each attribute
-/// written as `{value: x, ...}` replaced by `x`.
-fn flatten_section(section: &Value) -> Value {
-    let Value::Object(attrs) = section else {
-        return section.clone();
-    };
-    let mut out = Map::new();
-    for (name, attr) in attrs {
-        if name == "metadata" {
+/// Sections of Nailgun's deployment data its serializers compute (networks, service endpoints), in
+/// their empty form.
+fn serializer_defaults() -> Vec<(String, Value)> {
+    let mut out = vec![(
+        "network_scheme".to_string(),
+        json!({"transformations": [], "roles": {}, "endpoints": {}, "interfaces": {}}),
+    )];
+    for section in [
+        "base_syslog",
+        "cinder",
+        "repo_setup",
+        "quantum",
+        "horizon",
+        "keystone",
+        "glance",
+        "mysql",
+        "configuration",
+        "rabbit",
+        "swift",
+        "test_vm_image",
+        "nova",
+    ] {
+        out.push((section.to_string(), json!({})));
+    }
+    out
+}
+
+/// Nailgun's `nodes` list: one record per node and role, each with its `role` (a node with no role
+/// appears once, with `role: null`), so `$.nodes.where($.role = 'compute')` reads as in Fuel.
+fn legacy_nodes(entries: &[Value]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let roles: Vec<Value> = entry
+            .get("roles")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if roles.len() <= 1 {
+            out.push(entry.clone());
             continue;
         }
-        let value = match attr {
-            Value::Object(a) if a.contains_key("value") => a["value"].clone(),
-            other => other.clone(),
-        };
-        out.insert(name.clone(), value);
+        for role in roles {
+            let mut e = entry.clone();
+            e["role"] = role;
+            out.push(e);
+        }
     }
-    Value::Object(out)
+    out
 }
 
 impl DeployData {
@@ -115,15 +149,17 @@ impl DeployData {
             },
             "release": {"name": release.name, "version": release.version},
             "settings": cluster.settings,
-            "configs": cluster.settings,
-            "nodes": entries,
+            "configs": Value::Object(merged_values(&cluster.settings, &cluster.generated)),
+            "nodes": legacy_nodes(&entries),
         });
-        // Nailgun's deployment data has the cluster's settings sections at the top (`$.storage`,
-        // `$.access`, ...), each attribute given as `{value: x}` read as `x`: so does `$`, under the keys
-        // above. `$.settings` keeps them as written (role restrictions read `settings:a.b.value`).
-        if let (Value::Object(top), Value::Object(settings)) = (&mut common, &cluster.settings) {
-            for (k, v) in settings {
-                top.entry(k.clone()).or_insert_with(|| flatten_section(v));
+        // Nailgun's deployment data has the cluster's attributes at the top (`$.storage`, `$.access`,
+        // `$.mysql.root_password`, ...), as `merged_attrs_values` gives them: generated and editable
+        // merged, each `{value: x}` read as `x`, `common` lifted, `additional_components` as
+        // `{<component>: {enabled}}`; so does `$`, under the keys above. `$.settings` keeps the
+        // settings as written (role restrictions read `settings:a.b.value`).
+        if let Value::Object(top) = &mut common {
+            for (k, v) in merged_values(&cluster.settings, &cluster.generated) {
+                top.entry(k).or_insert(v);
             }
         }
         // Fuel's tasks read the nodes through `network_metadata` (Nailgun's network serializer): keyed
@@ -156,6 +192,12 @@ impl DeployData {
             let before = cluster.status != crate::model::ClusterStatus::New;
             top.entry("deployed_before")
                 .or_insert_with(|| json!({"value": before}));
+            // What Nailgun's network and service serializers compute and Plinth, managing no
+            // networks or services, does not: present (so Fuel's expressions read them) and empty
+            // unless the settings give them.
+            for (key, empty) in serializer_defaults() {
+                top.entry(key).or_insert(empty);
+            }
         }
         let nodes = nodes
             .iter()

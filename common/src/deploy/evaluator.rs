@@ -103,7 +103,8 @@ impl YaqlFields {
     }
 
     fn run(&self, text: &str, ctx: &Context<'_>) -> Result<Value, String> {
-        let expr = self.cache.get_or_parse(text).map_err(|e| e.to_string())?;
+        let text = super::quotes::straighten_quotes(text);
+        let expr = self.cache.get_or_parse(&text).map_err(|e| e.to_string())?;
         self.engine
             .evaluate_in(&expr, ctx)
             .map_err(|e| e.to_string())
@@ -216,6 +217,28 @@ mod tests {
             err.contains("task \"deploy\"") && err.contains('^'),
             "{err}"
         );
+    }
+
+    #[test]
+    fn node_records_read_as_nailguns_with_a_record_per_role() {
+        let nodes = vec![
+            Node::new(1, "ctl-1", &["controller", "mongo"]),
+            Node::new(2, "cmp-1", &["compute"]),
+        ];
+        let f = fields(&nodes, OldStates::new(), false);
+        let count = |e: &str| f.evaluate(&at(1, "t"), e).unwrap();
+        assert_eq!(count("$.nodes.where($.role = 'compute').len()"), json!(1));
+        assert_eq!(
+            count("$.nodes.where($.role = ‘mongo’).select($.fqdn)"),
+            json!(["ctl-1"])
+        );
+        assert_eq!(
+            count("$.nodes.len()"),
+            json!(3),
+            "one record per node and role"
+        );
+        assert_eq!(count("$.uid"), json!("1"));
+        assert_eq!(count("$.role"), json!("controller"));
     }
 
     #[test]

@@ -126,6 +126,8 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
     match resolve(request) {
         Err(e) => out.push(Finding::error(code(&e), e.to_string())),
         Ok(plan) => {
+            out.extend(primary_tag_findings(request, &plan));
+            out.extend(override_findings(request));
             for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
                 for t in node.tasks.iter() {
                     if let TaskType::Other(kind) = &t.task_type {
@@ -142,5 +144,87 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
         }
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// A task placed by a tag (`controller`) that does not run on a node because the node holds that
+/// tag's primary (`primary-controller`) in its place (Nailgun's rule for `has_primary` tags, which the
+/// example of seed 000 does not show): said, with the way to run it there.
+fn primary_tag_findings(request: &ResolveRequest<'_>, plan: &super::Plan) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
+        for merged in &request.graph.tasks {
+            let task = &merged.task;
+            if node.tasks.iter().any(|t| *t.id == *task.id) {
+                continue;
+            }
+            let Some((field, list)) = task.placement() else {
+                continue;
+            };
+            let lost: Vec<&String> = list
+                .iter()
+                .filter(|tag| {
+                    let primary = format!("{PRIMARY_PREFIX}{tag}");
+                    !node.tags.contains(tag) && node.tags.contains(&primary)
+                })
+                .collect();
+            if let Some(tag) = lost.first() {
+                out.push(Finding::warning(
+                    "primary_tag",
+                    format!(
+                        "task {:?} does not run on node {}: its {field} name {tag:?}, and the node holds \
+                         {PRIMARY_PREFIX}{tag} in its place (one node of the cluster carries the primary \
+                         of a has_primary tag instead of the tag, as Nailgun's rule); add \
+                         {PRIMARY_PREFIX}{tag} to the task's {field} to run it there too",
+                        task.id, node.name
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What merging did that a task author would not see otherwise: an override that leaves a task with no
+/// placement (it runs on no node), and a task two plugins define whose roles share no node (the later
+/// plugin's replaces the earlier's everywhere, as seed 003 allows).
+fn override_findings(request: &ResolveRequest<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let members: BTreeSet<&str> = request
+        .graph
+        .tasks
+        .iter()
+        .filter_map(|t| t.task.tasks.as_ref())
+        .flat_map(|l| l.iter().map(String::as_str))
+        .collect();
+    for merged in &request.graph.tasks {
+        let task = &merged.task;
+        let Some(last) = merged.replaced.last() else {
+            continue;
+        };
+        if task.placement().is_none()
+            && !matches!(task.task_type, TaskType::Stage)
+            && !members.contains(task.id.as_str())
+        {
+            out.push(Finding::warning(
+                "override_placement",
+                format!(
+                    "task {:?} from the {} graph replaces the {}'s and names no tags, roles or groups: \
+                     it runs on no node (an override replaces the whole task; repeat its placement)",
+                    task.id, merged.origin, last
+                ),
+            ));
+        }
+    }
+    for o in &request.graph.plugin_overlaps {
+        out.push(Finding::warning(
+            "plugin_overlap",
+            format!(
+                "task {:?} is defined by plugins {} and {}: no node carries roles of both, so {}'s \
+                 replaces {}'s, which runs nowhere",
+                o.task, o.first, o.second, o.second, o.first
+            ),
+        ));
+    }
     out
 }

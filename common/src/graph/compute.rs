@@ -93,7 +93,19 @@ pub(crate) fn condition_skip_reason(
     match condition {
         None | Some(Condition::Bool(true)) => Ok(None),
         Some(Condition::Bool(false)) => Ok(Some("condition is false".to_string())),
-        Some(Condition::Yaql(e)) | Some(Condition::Legacy(e)) => {
+        Some(Condition::Yaql(e)) => {
+            let value = target.eval(evaluator, "condition", e)?;
+            Ok((!truthy(&value)).then(|| "condition is false".to_string()))
+        }
+        // Nailgun's older condition language (`settings:storage.volumes_ceph.value == true`), read
+        // against the cluster's models as role restrictions are; a string with `$` is YAQL.
+        Some(Condition::Legacy(e)) if !e.contains('$') => {
+            let value = evaluator
+                .cluster_expression(e)
+                .map_err(|m| target.error("condition", m))?;
+            Ok((!truthy(&value)).then(|| format!("condition is false: {e}")))
+        }
+        Some(Condition::Legacy(e)) => {
             let value = target.eval(evaluator, "condition", e)?;
             Ok((!truthy(&value)).then(|| "condition is false".to_string()))
         }

@@ -21,6 +21,14 @@ pub struct Cluster {
     /// Its settings (Nailgun's editable attributes), kept as JSON.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub settings: Value,
+    /// Attributes made once when the cluster was created (Nailgun's `generated`: passwords, keys,
+    /// paths), kept as JSON.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub generated: Value,
+    /// Roles changed or added for this cluster only (Nailgun's cluster `roles_metadata`): a role named
+    /// here replaces the release's or a plugin's role of that name in this cluster.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub roles_metadata: IndexMap<String, super::release::RoleMeta>,
     /// Tags the operator defined for this cluster only.
     #[serde(default)]
     pub tags_metadata: IndexMap<String, TagMeta>,

@@ -145,48 +145,66 @@ pub fn parse_graph(text: &str, source_name: &str) -> Result<Graph, LoadError> {
 }
 
 /// Reads a release from Nailgun's fixture form (`openstack.yaml`: a list of `{pk, model, fields}` or
-/// `{pk, extend, fields}` entries). The first entry holding `roles_metadata` gives the roles, tags and
-/// volumes; the release's name and version come from the first entry that has them.
+/// `{pk, extend, fields}` entries). As Nailgun's fixture loader does, an entry's fields are the fields of
+/// the entry it `extend`s with its own merged over them (mappings key by key). The release is the first
+/// named entry whose `state` is not `unavailable` (else the first named one): its name, version, roles,
+/// tags, volumes and `attributes_metadata` (`editable` and `generated`, a new cluster's settings).
 pub fn parse_release_fixture(text: &str, source_name: &str) -> Result<Release, LoadError> {
     let value: Value =
         serde_yaml_ng::from_str(text).map_err(|e| LoadError::from_yaml(source_name, &e))?;
     let entries = value
         .as_array()
         .ok_or_else(|| LoadError::plain(source_name, "a release fixture is a list of entries"))?;
-    let fields_of = |entry: &Value| -> Vec<Value> {
-        let mut out = Vec::new();
-        if let Some(f) = entry.pointer("/extend/fields") {
-            out.push(f.clone());
-        }
-        if let Some(f) = entry.get("fields") {
-            out.push(f.clone());
-        }
-        out
-    };
-    let all: Vec<Value> = entries.iter().flat_map(fields_of).collect();
-    let base = all
+    let all: Vec<Value> = entries.iter().map(|e| entry_fields(e, 0)).collect();
+    let named = |f: &&Value| f.get("name").and_then(Value::as_str).is_some();
+    let chosen = all
         .iter()
-        .find(|f| f.get("roles_metadata").is_some())
+        .filter(named)
+        .find(|f| f.get("state").and_then(Value::as_str) != Some("unavailable"))
+        .or_else(|| all.iter().find(named))
+        .or_else(|| all.iter().find(|f| f.get("roles_metadata").is_some()))
         .ok_or_else(|| LoadError::plain(source_name, "no entry holds roles_metadata"))?;
-    let mut release = Release {
-        name: String::new(),
-        version: None,
-        roles_metadata: from_field(base, "roles_metadata", source_name)?,
-        tags_metadata: from_field(base, "tags_metadata", source_name)?,
-        volumes_metadata: base.get("volumes_metadata").cloned().unwrap_or(Value::Null),
-        graphs: Default::default(),
-    };
-    if let Some(name) = all
-        .iter()
-        .find_map(|f| f.get("name").and_then(Value::as_str))
-    {
-        release.name = name.to_string();
+    if chosen.get("roles_metadata").is_none() {
+        return Err(LoadError::plain(
+            source_name,
+            "no entry holds roles_metadata",
+        ));
     }
-    release.version = all
-        .iter()
-        .find_map(|f| f.get("version").and_then(Value::as_str))
-        .map(str::to_string);
-    Ok(release)
+    Ok(Release {
+        name: chosen
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        version: chosen
+            .get("version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        roles_metadata: from_field(chosen, "roles_metadata", source_name)?,
+        tags_metadata: from_field(chosen, "tags_metadata", source_name)?,
+        volumes_metadata: chosen
+            .get("volumes_metadata")
+            .cloned()
+            .unwrap_or(Value::Null),
+        attributes_metadata: chosen
+            .get("attributes_metadata")
+            .cloned()
+            .unwrap_or(Value::Null),
+        graphs: Default::default(),
+    })
+}
+
+/// An entry's fields with the fields of the entry it extends under them (bounded depth: YAML aliases
+/// cannot loop, but a hand-written chain could be long).
+fn entry_fields(entry: &Value, depth: usize) -> Value {
+    let mut fields = match entry.get("extend") {
+        Some(base) if depth < 16 => entry_fields(base, depth + 1),
+        _ => Value::Object(Default::default()),
+    };
+    if let Some(own) = entry.get("fields") {
+        super::attributes::dict_merge(&mut fields, own);
+    }
+    fields
 }
 
 fn from_field<T: serde::de::DeserializeOwned + Default>(

@@ -12,24 +12,35 @@
 //! | `task` | [`Task`], [`TaskType`], [`CrossDep`], [`Dependencies`], [`Condition`], [`FaultTolerance`], [`Concurrency`] |
 //! | `release` | [`Release`], [`RoleMeta`], [`TagMeta`], [`Limits`], [`Restriction`] |
 //! | `plugin` | [`Plugin`] |
+//! | `attributes` | [`new_cluster_attributes`]: a cluster's settings and generated attributes from its release, [`merged_values`] |
+//! | `settings` | [`check_settings`]: settings against the release's editable metadata |
 //! | `cluster` | [`Cluster`], [`ClusterStatus`] |
 //! | `node` | [`Node`], [`NodeStatus`] |
 //! | `graph` | [`Graph`], [`DEFAULT_NODE_FILTER`], [`default_node_filter`] |
+//! | `legacy_tasks` | [`convert_legacy_tasks`]: Fuel plugins' old `tasks.yaml` (`stage: post_deployment/100`) |
 //! | `load` | reading Fuel's YAML: [`parse_tasks`], [`parse_release_fixture`], [`LoadError`] |
 
+mod attributes;
 mod cluster;
 mod computed;
 mod graph;
+mod legacy_tasks;
 mod list;
 mod load;
 mod node;
 mod plugin;
 mod release;
+mod settings;
 mod task;
 
+pub use attributes::{
+    dict_merge, format_cluster_id, merged_values, new_cluster_attributes, traverse, AttributeError,
+    AttributeSite, ClusterAttributes,
+};
 pub use cluster::{Cluster, ClusterStatus};
 pub use computed::{contains_expression, yaql_expression, YAQL_KEY};
 pub use graph::{default_node_filter, Graph, DEFAULT_GRAPH_TYPE, DEFAULT_NODE_FILTER};
+pub use legacy_tasks::convert_legacy_tasks;
 pub use list::StringList;
 pub use load::{parse_graph, parse_release_fixture, parse_tasks, LoadError};
 pub use node::{Node, NodeStatus};
@@ -37,6 +48,7 @@ pub use plugin::Plugin;
 pub use release::{
     Conflicts, LimitOverride, LimitValue, Limits, Release, Restriction, RoleMeta, TagMeta,
 };
+pub use settings::{check_settings, SettingProblem};
 pub use task::{
     Concurrency, Condition, CrossDep, Dependencies, FaultTolerance, Policy, StrategyKind, Task,
     TaskType,

@@ -21,8 +21,8 @@ pub struct Node {
     /// Roles deployed successfully.
     #[serde(default)]
     pub deployed_roles: Vec<String>,
-    /// Tags the operator added (beyond those of its roles).
-    #[serde(default)]
+    /// Tags the operator added (beyond those of its roles); `tags` as seed 000's nodes write it.
+    #[serde(default, alias = "tags")]
     pub tags_added: Vec<String>,
     /// Tags the operator removed (from those of its roles).
     #[serde(default)]

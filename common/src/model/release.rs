@@ -10,7 +10,8 @@ use super::graph::Graph;
 /// A release as Nailgun loads it from `openstack.yaml`: roles, tags, volumes and typed graphs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Release {
-    /// The release's name.
+    /// The release's name (empty when a file gives none, as seed 000's example).
+    #[serde(default)]
     pub name: String,
     /// The release's version (`newton-10.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -24,13 +25,19 @@ pub struct Release {
     /// Disk layouts per role, kept as written.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub volumes_metadata: Value,
+    /// A new cluster's attributes (Nailgun's `attributes_metadata`: `editable`, the settings, and
+    /// `generated`), before the generators run.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub attributes_metadata: Value,
     /// The release's graphs by type (`default`, `provision`, ...).
     #[serde(default)]
     pub graphs: IndexMap<String, Graph>,
 }
 
-/// A role: what it is, the tags it gives a node, and the rules for assigning it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A role: what it is, the tags it gives a node, and the rules for assigning it. Reads both the
+/// release's flat form and the plugin form of seed 003, whose name, conflicts, limits, restrictions and
+/// tags sit under a `metadata:` block (keys written beside the block win).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RoleMeta {
     /// Its display name.
     #[serde(default)]
@@ -53,6 +60,56 @@ pub struct RoleMeta {
     /// Everything else (`weight`, `group`, `update_required`, ...), kept as written.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
+}
+
+/// [`RoleMeta`] as written, once a `metadata:` block is lifted.
+#[derive(Deserialize)]
+struct RoleMetaFields {
+    /// Its display name.
+    #[serde(default)]
+    name: String,
+    /// What it does.
+    #[serde(default)]
+    description: String,
+    /// The tags the role gives a node. When empty, the role's own name is its only tag.
+    #[serde(default)]
+    tags: Vec<String>,
+    /// Roles that cannot share a node with this one.
+    #[serde(default, skip_serializing_if = "Conflicts::is_none")]
+    conflicts: Conflicts,
+    /// How many nodes should carry the role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    limits: Option<Limits>,
+    /// Conditions under which the role cannot be assigned, with their messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    restrictions: Vec<Restriction>,
+    /// Everything else (`weight`, `group`, `update_required`, ...), kept as written.
+    #[serde(flatten)]
+    extra: IndexMap<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for RoleMeta {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(deserializer)?;
+        if let Value::Object(map) = &mut value {
+            if let Some(Value::Object(meta)) = map.get("metadata").cloned() {
+                map.remove("metadata");
+                for (k, v) in meta {
+                    map.entry(k).or_insert(v);
+                }
+            }
+        }
+        let f: RoleMetaFields = serde_json::from_value(value).map_err(de::Error::custom)?;
+        Ok(RoleMeta {
+            name: f.name,
+            description: f.description,
+            tags: f.tags,
+            conflicts: f.conflicts,
+            limits: f.limits,
+            restrictions: f.restrictions,
+            extra: f.extra,
+        })
+    }
 }
 
 impl RoleMeta {
@@ -255,4 +312,36 @@ pub struct TagMeta {
     /// Everything else, kept as written.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_003s_nested_metadata_reads_as_the_flat_form() {
+        let nested: RoleMeta = serde_yaml_ng::from_str(
+            r#"
+metadata:
+  name: "Some plugin role"
+  description: "Some description"
+  conflicts:
+    - some_not_compatible_role
+  limits:
+    min: 1
+  restrictions:
+    - condition: "some logic condition"
+      message: "Some message for restriction warning"
+volumes_mapping:
+  - {allocate_size: "min", id: "os"}
+"#,
+        )
+        .unwrap();
+        assert_eq!(nested.name, "Some plugin role");
+        assert!(nested.conflicts.excludes("some_not_compatible_role"));
+        assert_eq!(nested.limits.unwrap().min, Some(LimitValue::Number(1)));
+        assert_eq!(nested.restrictions[0].condition, "some logic condition");
+        assert!(nested.extra.contains_key("volumes_mapping"));
+        assert!(!nested.extra.contains_key("metadata"));
+    }
 }

@@ -17,8 +17,9 @@ use super::list::StringList;
 pub struct Task {
     /// The task's id, unique within a graph. Never computed.
     pub id: String,
-    /// What the task does.
-    #[serde(rename = "type")]
+    /// What the task does. A task written without a type (as the seeds' examples are) is kept for
+    /// ordering only (`skipped`).
+    #[serde(rename = "type", default)]
     pub task_type: TaskType,
     /// The task format version (`2.1.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +146,13 @@ pub enum TaskType {
     Skipped,
     /// Any other type, by name (`master_shell`, `erase_node`, ...).
     Other(String),
+}
+
+impl Default for TaskType {
+    /// No type written: the task orders others and does nothing.
+    fn default() -> TaskType {
+        TaskType::Skipped
+    }
 }
 
 impl TaskType {

@@ -66,7 +66,17 @@ impl Catalog {
             );
         }
         if let Some(cluster) = cluster {
-            catalog.add(Owner::Cluster, &IndexMap::new(), &cluster.tags_metadata);
+            // The cluster's own roles replace those of the same name (keeping their owner).
+            let mut new_roles = IndexMap::new();
+            for (name, meta) in &cluster.roles_metadata {
+                match catalog.roles.get_mut(name) {
+                    Some(existing) => existing.meta = meta.clone(),
+                    None => {
+                        new_roles.insert(name.clone(), meta.clone());
+                    }
+                }
+            }
+            catalog.add(Owner::Cluster, &new_roles, &cluster.tags_metadata);
         }
         catalog
     }

@@ -300,7 +300,8 @@ pub fn check_limits(
             match v.as_ref()? {
                 LimitValue::Number(n) => Some(*n),
                 LimitValue::Expression(e) => match evaluator.cluster_expression(e) {
-                    Ok(value) => value.as_u64().or_else(|| {
+                    // Nailgun reads a limit with `int()`: `"3"` (a text setting) is 3.
+                    Ok(value) => count_of(&value).or_else(|| {
                         out.push(Finding::warning(
                             "role_limit",
                             format!("role {role:?}: {what} limit {e:?} is not a count ({value})"),
@@ -364,6 +365,13 @@ pub fn check_limits(
         }
     }
     out
+}
+
+/// A count as Nailgun's `int()` reads one: a whole number, or text holding one.
+fn count_of(value: &serde_json::Value) -> Option<u64> {
+    value
+        .as_u64()
+        .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 /// A limit value and the message of the override that set it.

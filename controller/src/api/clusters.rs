@@ -84,6 +84,17 @@ pub async fn show(
         .await
 }
 
+/// `GET /api/v1/clusters/{id}/generated`: the attributes made at creation (Nailgun's generated data).
+pub async fn generated(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state
+        .blocking(move |s| Ok(Json(s.store.get_cluster(id)?.generated)))
+        .await
+}
+
 /// `POST /api/v1/clusters`.
 pub async fn create(
     State(state): State<Arc<AppState>>,
@@ -93,14 +104,37 @@ pub async fn create(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("cluster `name` must not be empty"));
     }
-    let new = NewCluster {
-        name: body.name,
-        release_id: body.release_id,
-        settings: body.settings.into(),
-    };
     state
-        .blocking(move |s| Ok((StatusCode::CREATED, Json(s.store.create_cluster(&new)?))))
+        .blocking(move |s| {
+            // As Nailgun: a cluster starts with its release's attributes (editable defaults with the
+            // given settings over them, and the generated ones).
+            let release =
+                crate::cluster_model::release_model(&s.store.get_release(body.release_id)?)?;
+            let attrs = crate::cluster_model::starting_attributes(
+                &release,
+                &serde_json::Value::Object(body.settings),
+                &master_ip(&s.config()),
+            )?;
+            let new = NewCluster {
+                name: body.name,
+                release_id: body.release_id,
+                settings: attrs.editable,
+                generated: attrs.generated,
+            };
+            Ok((StatusCode::CREATED, Json(s.store.create_cluster(&new)?)))
+        })
         .await
+}
+
+/// The controller's address as nodes reach it (Nailgun's `MASTER_IP`): the first TLS name that is an
+/// IP address, else the listening address.
+pub fn master_ip(config: &crate::config::Config) -> String {
+    config
+        .tls_names
+        .iter()
+        .find(|n| n.parse::<std::net::IpAddr>().is_ok())
+        .cloned()
+        .unwrap_or_else(|| config.listen.ip().to_string())
 }
 
 /// `PUT /api/v1/clusters/{id}/nodes`: adds nodes with their pending roles, all or nothing.
@@ -246,6 +280,65 @@ pub async fn stop_deployment(
                 StatusCode::ACCEPTED,
                 Json(s.engine.cancel(running.id, &by)?),
             ))
+        })
+        .await
+}
+
+/// `PUT /api/v1/clusters/{id}/roles/{name}`: changes a role for this cluster only (its tags included),
+/// or adds one; Nailgun's `{name, meta}` or the metadata alone. Checked as the cluster's catalog, refused
+/// whole.
+pub async fn put_role(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+    super::body::Doc(super::releases::RoleBody(body)): super::body::Doc<super::releases::RoleBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let meta = super::releases::role_meta(&name, body)?;
+    state
+        .blocking(move |s| {
+            let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
+            let mut problem: Option<ApiError> = None;
+            let updated = s.store.modify_cluster(id, &mut |record, _nodes| {
+                let mut next = record.clone();
+                next.data.roles_metadata.insert(name.clone(), meta.clone());
+                let checked =
+                    crate::cluster_model::cluster_model(&next, &model.release, &model.plugins)
+                        .map_err(|e| e.to_string())
+                        .and_then(|cluster| {
+                            let plugins: Vec<&plinth_common::model::Plugin> =
+                                model.plugins.iter().collect();
+                            let catalog = plinth_common::tags::Catalog::new(
+                                &model.release,
+                                &plugins,
+                                Some(&cluster),
+                            );
+                            match plinth_common::tags::validate_catalog(&catalog)
+                                .into_iter()
+                                .next()
+                            {
+                                Some(p) => Err(p.to_string()),
+                                None => Ok(()),
+                            }
+                        });
+                if let Err(message) = checked {
+                    problem = Some(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_role",
+                        format!("role {name:?}: {message}"),
+                    ));
+                    return Err(crate::store::StoreError::Conflict("refused".into()));
+                }
+                *record = next;
+                Ok(())
+            });
+            match (updated, problem) {
+                (_, Some(e)) => Err(e),
+                (Ok(record), None) => Ok(Json(serde_json::json!({
+                    "name": name,
+                    "meta": record.data.roles_metadata.get(&name),
+                }))),
+                (Err(e), None) => Err(e.into()),
+            }
         })
         .await
 }

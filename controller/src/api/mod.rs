@@ -3,6 +3,7 @@
 //! store or the engine.
 
 pub mod agent;
+pub mod attributes;
 pub mod auth;
 pub mod body;
 pub mod clusters;
@@ -57,8 +58,23 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/nodes/{id}/refusals", get(nodes::refusals));
     ops = both(ops, "/releases", get(releases::list).post(releases::create));
     ops = both(ops, "/releases/{id}", get(releases::show));
+    ops = both(ops, "/releases/{id}/roles/{name}", put(releases::put_role));
+    ops = both(ops, "/clusters/{id}/roles/{name}", put(clusters::put_role));
     ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
     ops = both(ops, "/clusters/{id}", get(clusters::show));
+    ops = both(ops, "/clusters/{id}/generated", get(clusters::generated));
+    ops = both(
+        ops,
+        "/clusters/{id}/attributes",
+        get(attributes::show)
+            .put(attributes::replace)
+            .patch(attributes::patch),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/attributes/defaults",
+        get(attributes::defaults),
+    );
     ops = both(
         ops,
         "/clusters/{id}/nodes",
@@ -108,7 +124,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(
         ops,
         "/nodes/{id}/tags",
-        post(tags::node_assign).delete(tags::node_unassign),
+        get(tags::node_show)
+            .post(tags::node_assign)
+            .delete(tags::node_unassign),
     );
     ops = both(
         ops,

@@ -20,7 +20,8 @@ pub struct NodeView {
     online: bool,
     /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
     deployed_roles: Vec<String>,
-    /// The tags in force: its own and those an operator added, less those an operator removed.
+    /// The tags a deployment would see on it now (its roles' tags, the operator's changes, primaries
+    /// elected), apart from `tags`, which its agent reported. Empty outside a cluster.
     effective_tags: Vec<String>,
     /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
     hardware: Hardware,
@@ -63,17 +64,6 @@ impl Hardware {
     }
 }
 
-/// Its own tags and the ones added, less the ones removed, in that order, each once.
-fn effective_tags(node: &NodeRecord) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in node.tags.iter().chain(&node.model.tags_added) {
-        if !node.model.tags_removed.contains(t) && !out.contains(t) {
-            out.push(t.clone());
-        }
-    }
-    out
-}
-
 /// The offline threshold in force, in milliseconds (read once per request).
 fn offline_after_ms(state: &AppState) -> i64 {
     i64::try_from(state.config().offline_after.as_millis()).unwrap_or(i64::MAX)
@@ -91,10 +81,27 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
     }
     NodeView {
         deployed_roles: node.roles.clone(),
-        effective_tags: effective_tags(&node),
         hardware,
         node,
         online,
+        effective_tags: Vec::new(),
+    }
+}
+
+/// Fills each view's effective tags, loading each cluster once. A cluster whose model does not load
+/// leaves its nodes' effective tags empty (the node itself still shows).
+fn with_effective_tags(s: &AppState, views: &mut [NodeView]) {
+    let mut by_cluster = std::collections::BTreeMap::new();
+    for v in views.iter_mut() {
+        let Some(cluster_id) = v.node.cluster_id else {
+            continue;
+        };
+        let tags = by_cluster
+            .entry(cluster_id)
+            .or_insert_with(|| super::tags::effective_tags(s, cluster_id).ok());
+        if let Some((effective, _)) = tags.as_ref().and_then(|t| t.get(&v.node.id)) {
+            v.effective_tags = effective.clone();
+        }
     }
 }
 
@@ -159,10 +166,11 @@ pub async fn list(
             let mut page = s.store.list_nodes_page(&filter)?;
             let more = page.len() > limit;
             page.truncate(limit);
-            let views: Vec<NodeView> = page
+            let mut views: Vec<NodeView> = page
                 .into_iter()
                 .map(|n| view(s, threshold, n, false))
                 .collect();
+            with_effective_tags(s, &mut views);
             Ok((views, more))
         })
         .await?;
@@ -211,12 +219,10 @@ pub async fn show(
 ) -> Result<Json<NodeView>, ApiError> {
     state
         .blocking(move |s| {
-            Ok(Json(view(
-                s,
-                offline_after_ms(s),
-                s.store.get_node(id)?,
-                true,
-            )))
+            let mut one = [view(s, offline_after_ms(s), s.store.get_node(id)?, true)];
+            with_effective_tags(s, &mut one);
+            let [shown] = one;
+            Ok(Json(shown))
         })
         .await
 }

@@ -41,6 +41,30 @@ pub struct RegisterPlugin {
     /// `deployment_tasks.yaml`: the plugin's `default` graph, as Fuel plugins ship it.
     #[serde(default)]
     deployment_tasks: Option<Vec<serde_json::Value>>,
+    /// `tasks.yaml` in the old format (no ids, `stage: post_deployment/100`), added to the `default`
+    /// graph.
+    #[serde(default)]
+    tasks: Option<Vec<serde_json::Value>>,
+    /// The rest of a Fuel plugin's `metadata.yaml`, given at the top as that file has it; kept in
+    /// `metadata`.
+    #[serde(flatten)]
+    metadata_fields: FuelMetadata,
+}
+
+/// The fields of a Fuel plugin's `metadata.yaml` besides `name` and `version`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FuelMetadata {
+    title: Option<serde_json::Value>,
+    description: Option<serde_json::Value>,
+    releases: Option<serde_json::Value>,
+    package_version: Option<serde_json::Value>,
+    fuel_version: Option<serde_json::Value>,
+    licenses: Option<serde_json::Value>,
+    authors: Option<serde_json::Value>,
+    homepage: Option<serde_json::Value>,
+    groups: Option<serde_json::Value>,
+    is_hotpluggable: Option<serde_json::Value>,
 }
 
 /// `GET /api/v1/plugins`.
@@ -73,6 +97,27 @@ pub async fn create(
             "plugin `name` and `version` must not be empty",
         ));
     }
+    let mut metadata = match body.metadata {
+        serde_json::Value::Null => serde_json::json!({}),
+        other => other,
+    };
+    let m = body.metadata_fields;
+    for (key, value) in [
+        ("title", m.title),
+        ("description", m.description),
+        ("releases", m.releases),
+        ("package_version", m.package_version),
+        ("fuel_version", m.fuel_version),
+        ("licenses", m.licenses),
+        ("authors", m.authors),
+        ("homepage", m.homepage),
+        ("groups", m.groups),
+        ("is_hotpluggable", m.is_hotpluggable),
+    ] {
+        if let (Some(v), Some(map)) = (value, metadata.as_object_mut()) {
+            map.insert(key.into(), v);
+        }
+    }
     let mut graphs = body.graphs;
     if let Some(tasks) = body.deployment_tasks {
         if graphs.contains_key(DEFAULT_GRAPH_TYPE) {
@@ -88,23 +133,46 @@ pub async fn create(
             },
         );
     }
+    if let Some(old) = body.tasks {
+        let converted =
+            plinth_common::model::convert_legacy_tasks(&body.name, &old).map_err(|e| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_plugin",
+                    format!("plugin {} {}: {e}", body.name, body.version),
+                )
+            })?;
+        graphs
+            .entry(DEFAULT_GRAPH_TYPE.into())
+            .or_default()
+            .tasks
+            .extend(converted);
+    }
     let plugin = NewPlugin {
         name: body.name,
         version: body.version,
         data: serde_json::json!({
-            "metadata": body.metadata,
+            "metadata": metadata,
             "roles_metadata": body.roles_metadata,
             "tags_metadata": body.tags_metadata,
             "volumes_metadata": body.volumes_metadata,
         }),
     };
     let what = format!("plugin {} {}", plugin.name, plugin.version);
-    plugin_model(&PluginRecord {
+    let model = plugin_model(&PluginRecord {
         id: 0,
         name: plugin.name.clone(),
         version: plugin.version.clone(),
         data: plugin.data.clone(),
     })?;
+    let problems = model.volume_problems();
+    if !problems.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_plugin",
+            format!("{what}: {}", problems.join("; ")),
+        ));
+    }
     for (graph_type, graph) in &graphs {
         check_graph(graph_type, graph)?;
         graph_model(&what, graph_type, graph)?;

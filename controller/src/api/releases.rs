@@ -23,6 +23,9 @@ pub struct CreateRelease {
     tags_metadata: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     volumes_metadata: serde_json::Map<String, serde_json::Value>,
+    /// A new cluster's attributes (`editable` and `generated`), as Nailgun's release has them.
+    #[serde(default)]
+    attributes_metadata: serde_json::Map<String, serde_json::Value>,
     /// Graphs by type, created with the release.
     #[serde(default)]
     graphs: BTreeMap<String, GraphBody>,
@@ -68,6 +71,7 @@ pub async fn create(
             "roles_metadata": body.roles_metadata,
             "tags_metadata": body.tags_metadata,
             "volumes_metadata": body.volumes_metadata,
+            "attributes_metadata": body.attributes_metadata,
         }),
     };
     let model = crate::cluster_model::release_model(&crate::store::ReleaseRecord {
@@ -103,4 +107,92 @@ pub async fn create(
 /// The owner of release graph routes.
 pub fn owner(id: u64) -> GraphOwner {
     GraphOwner::Release(id)
+}
+
+/// `PUT /api/v1/releases/{id}/roles/{name}` body: Nailgun's `{name, meta: {...}}`, or the role's
+/// metadata alone (`{name, tags, conflicts, limits, ...}` as `roles_metadata` writes it).
+#[derive(Debug, Deserialize)]
+pub struct RoleBody(pub serde_json::Value);
+
+/// `PUT /api/v1/releases/{id}/roles/{name}`: creates or replaces a role of the release (its tags
+/// included), checked as the release's roles are; every cluster of the release sees it.
+pub async fn put_role(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+    super::body::Doc(RoleBody(body)): super::body::Doc<RoleBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let meta = role_meta(&name, body)?;
+    state
+        .blocking(move |s| {
+            let mut problem: Option<ApiError> = None;
+            let updated = s.store.update_release_data(id, &mut |r| {
+                let mut next = r.clone();
+                if let Some(data) = next.data.as_object_mut() {
+                    let roles = data
+                        .entry("roles_metadata")
+                        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                    if let serde_json::Value::Object(roles) = roles {
+                        roles.insert(name.clone(), meta.clone());
+                    }
+                }
+                let checked = crate::cluster_model::release_model(&next)
+                    .map_err(|e| e.to_string())
+                    .and_then(|model| {
+                        let catalog = plinth_common::tags::Catalog::new(&model, &[], None);
+                        match plinth_common::tags::validate_catalog(&catalog)
+                            .into_iter()
+                            .next()
+                        {
+                            Some(p) => Err(p.to_string()),
+                            None => Ok(()),
+                        }
+                    });
+                if let Err(message) = checked {
+                    problem = Some(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_role",
+                        format!("role {name:?}: {message}"),
+                    ));
+                    return Err(crate::store::StoreError::Conflict("refused".into()));
+                }
+                *r = next;
+                Ok(())
+            });
+            match (updated, problem) {
+                (_, Some(e)) => Err(e),
+                (Ok(record), None) => Ok(Json(serde_json::json!({
+                    "name": name,
+                    "meta": record.data["roles_metadata"][&name],
+                }))),
+                (Err(e), None) => Err(e.into()),
+            }
+        })
+        .await
+}
+
+/// The role metadata of a role body: Nailgun's `{name, meta}` (the name must match the path's) or the
+/// metadata alone; it must be a mapping.
+pub fn role_meta(name: &str, body: serde_json::Value) -> Result<serde_json::Value, ApiError> {
+    let meta = match body.get("meta") {
+        Some(meta) => {
+            if let Some(given) = body.get("name").and_then(|n| n.as_str()) {
+                if given != name {
+                    return Err(ApiError::bad_request(format!(
+                        "the body names role {given:?}, the path {name:?}"
+                    )));
+                }
+            }
+            meta.clone()
+        }
+        None => body,
+    };
+    if !meta.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_role",
+            format!("role {name:?}: the role's metadata is a mapping"),
+        ));
+    }
+    Ok(meta)
 }

@@ -356,3 +356,61 @@ pub async fn node_unassign(
 ) -> Result<Json<NodeTagsView>, ApiError> {
     change_node_tags(state, id, body.tags, false).await
 }
+
+/// `GET /api/v1/nodes/{id}/tags`: the node's effective tags (from its roles, the operator's changes and
+/// primary election, as a deployment would see them now), apart from what its agent reported.
+pub async fn node_show(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(node_id): Path<u64>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state
+        .blocking(move |s| {
+            let record = s.store.get_node(node_id)?;
+            let (effective, primaries) = match record.cluster_id {
+                Some(cluster_id) => {
+                    let all = effective_tags(s, cluster_id)?;
+                    all.get(&node_id).cloned().unwrap_or_default()
+                }
+                None => (node_model(&record).tags_added, Vec::new()),
+            };
+            Ok(Json(serde_json::json!({
+                "node_id": node_id,
+                "tags": effective,
+                "primary_for": primaries,
+                "tags_added": record.model.tags_added,
+                "tags_removed": record.model.tags_removed,
+                "reported": record.model.reported.as_ref().map(|r| &r.tags).unwrap_or(&record.tags),
+            })))
+        })
+        .await
+}
+
+/// A node's effective tags and the tags it is primary for.
+pub type EffectiveTags = (Vec<String>, Vec<String>);
+
+/// Every node of a cluster's effective tags (explicit, then implicit role-name tags; primaries
+/// elected as a deployment would elect them now) and the tags it is primary for, by node id.
+pub fn effective_tags(
+    s: &AppState,
+    cluster_id: u64,
+) -> Result<std::collections::BTreeMap<u64, EffectiveTags>, ApiError> {
+    let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
+    let catalog = model.catalog();
+    let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
+    Ok(all
+        .nodes
+        .iter()
+        .map(|(id, t)| {
+            let mut tags: Vec<String> = t.tags.iter().cloned().collect();
+            tags.extend(t.roles.iter().filter(|r| !t.tags.contains(*r)).cloned());
+            let primary_for = all
+                .primaries
+                .iter()
+                .filter(|(_, n)| *n == id)
+                .map(|(tag, _)| tag.clone())
+                .collect();
+            (*id, (tags, primary_for))
+        })
+        .collect())
+}

@@ -109,6 +109,16 @@ impl EngineState {
             self.chosen_by.as_deref(),
         )
     }
+
+    /// Whether this deployment deploys (a strategy's phases, or the `default` graph) rather than
+    /// running a custom graph (seed 002): only then do statuses and roles change.
+    pub fn deploys(&self) -> bool {
+        self.strategy.is_some()
+            || self
+                .phase_graph
+                .values()
+                .any(|t| t == plinth_common::model::DEFAULT_GRAPH_TYPE)
+    }
 }
 
 fn phase_key(group: &str, phase: &str) -> String {
@@ -382,6 +392,7 @@ impl Engine {
             state: serde_json::to_value(&state).unwrap_or_default(),
             inputs: serde_json::to_value(&inputs).unwrap_or_default(),
             now_ms: now_ms(),
+            deploys: state.deploys(),
         })?;
         if !resolved.findings.is_empty() {
             let warnings: Vec<Value> = resolved
@@ -492,6 +503,7 @@ impl Engine {
             self.store.cancel_deployment(
                 deployment_id,
                 &DeploymentEnd {
+                    deploys: run.state.deploys(),
                     state: &state,
                     status: crate::store::DeploymentStatus::Cancelled,
                     events: &events,
@@ -828,6 +840,7 @@ impl Engine {
                 succeeded: &succeeded,
                 failed: &failed,
                 untouched: &untouched,
+                deploys: run.state.deploys(),
             },
         )?;
         for id in run.nodes.keys() {

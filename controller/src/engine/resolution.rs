@@ -143,8 +143,9 @@ pub fn blob_hash(value: &Value) -> String {
     hex::encode(Sha256::digest(value.to_string().as_bytes()))
 }
 
-/// The nodes a graph runs on: the named ones, else those its node filter selects and those with
-/// pending changes (added, or given roles), never a node pending deletion.
+/// The nodes a graph runs on: the named ones; else, when the graph has a node filter, those it selects
+/// (it decides alone); else those Nailgun's default filter selects and those with pending changes
+/// (added, or given roles). Never a node pending deletion.
 pub fn selection(
     inputs: &Inputs,
     node_filter: Option<&str>,
@@ -158,12 +159,13 @@ pub fn selection(
         if node.pending_deletion {
             continue;
         }
-        let pending = node.pending_addition || !node.pending_roles.is_empty();
-        let filtered = match node_filter {
+        let chosen = match node_filter {
             Some(expr) => evaluator.node_filter(node, expr)?,
-            None => default_node_filter(node),
+            None => {
+                default_node_filter(node) || node.pending_addition || !node.pending_roles.is_empty()
+            }
         };
-        if pending || filtered {
+        if chosen {
             out.push(node.id);
         }
     }

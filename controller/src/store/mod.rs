@@ -145,8 +145,8 @@ pub trait Store: Send + Sync + 'static {
         change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
     ) -> StoreResult<ReleaseRecord>;
 
-    /// Changes a cluster's enabled plugins and user-defined tags in one transaction; `change` sees the
-    /// cluster and its nodes as stored and may refuse.
+    /// Changes a cluster's settings, enabled plugins and user-defined tags in one transaction; `change`
+    /// sees the cluster and its nodes as stored and may refuse.
     fn modify_cluster(
         &self,
         id: u64,

@@ -172,8 +172,10 @@ pub struct NewCluster {
     pub name: String,
     /// Its release.
     pub release_id: u64,
-    /// Settings.
+    /// Settings (Nailgun's editable attributes).
     pub settings: serde_json::Value,
+    /// Attributes made once at creation (Nailgun's generated attributes).
+    pub generated: serde_json::Value,
 }
 
 /// A cluster as stored.
@@ -185,8 +187,12 @@ pub struct ClusterRecord {
     pub name: String,
     /// Release.
     pub release_id: u64,
-    /// Settings.
+    /// Settings (Nailgun's editable attributes).
     pub settings: serde_json::Value,
+    /// Attributes made once at creation (passwords, keys, paths: Nailgun's `generated`). Operators read
+    /// them at `GET /clusters/{id}/generated`; the cluster's own record leaves them out.
+    #[serde(skip)]
+    pub generated: serde_json::Value,
     /// Enabled plugins and user-defined tags.
     #[serde(flatten)]
     pub data: ClusterData,
@@ -200,6 +206,9 @@ pub struct ClusterData {
     pub plugins: Vec<u64>,
     /// Tags defined for this cluster only (`name` → metadata with `has_primary`).
     pub tags_metadata: serde_json::Map<String, serde_json::Value>,
+    /// Roles changed or added for this cluster only (`name` → role metadata).
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub roles_metadata: serde_json::Map<String, serde_json::Value>,
     /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
     /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
     pub status: ClusterStatus,
@@ -361,6 +370,9 @@ pub struct NewDeployment {
     pub inputs: serde_json::Value,
     /// Now (ms).
     pub now_ms: i64,
+    /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and
+    /// its nodes' statuses changed while it runs (a custom graph leaves them, seed 002).
+    pub deploys: bool,
 }
 
 /// A deployment as stored.
@@ -428,6 +440,10 @@ pub struct DeploymentEnd<'a> {
     pub failed: &'a [u64],
     /// Nodes never attempted or left half-way: back to their status before the deployment.
     pub untouched: &'a [u64],
+    /// Whether the deployment ran a graph type that deploys (`default`): only then do succeeded nodes
+    /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
+    /// (seed 002) leaves both as they were.
+    pub deploys: bool,
 }
 
 /// A deployment strategy stored for a cluster, in its plain form.

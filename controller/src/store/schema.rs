@@ -147,4 +147,7 @@ CREATE TABLE deployment_configurations (
     source        TEXT NOT NULL
 );
 "#,
+    r#"
+ALTER TABLE clusters ADD COLUMN generated TEXT NOT NULL DEFAULT 'null';
+"#,
 ];

@@ -615,11 +615,12 @@ impl Store for SqliteStore {
         self.tx(|tx| {
             release_row(tx, cluster.release_id)?;
             tx.execute(
-                "INSERT INTO clusters (name, release_id, settings) VALUES (?1, ?2, ?3)",
+                "INSERT INTO clusters (name, release_id, settings, generated) VALUES (?1, ?2, ?3, ?4)",
                 params![
                     cluster.name,
                     sql_id(cluster.release_id),
-                    to_json(&cluster.settings)
+                    to_json(&cluster.settings),
+                    to_json(&cluster.generated)
                 ],
             )
             .map_err(|e| match StoreError::from(e) {
@@ -628,7 +629,19 @@ impl Store for SqliteStore {
                 }
                 other => other,
             })?;
-            cluster_row(tx, id(tx.last_insert_rowid()))
+            let cluster_id = id(tx.last_insert_rowid());
+            // Attributes made before the cluster had its id name it now (Nailgun's `{cluster.id}`).
+            let mut settings = cluster.settings.clone();
+            let mut generated = cluster.generated.clone();
+            plinth_common::model::format_cluster_id(&mut settings, cluster_id);
+            plinth_common::model::format_cluster_id(&mut generated, cluster_id);
+            if settings != cluster.settings || generated != cluster.generated {
+                tx.execute(
+                    "UPDATE clusters SET settings = ?2, generated = ?3 WHERE id = ?1",
+                    params![sql_id(cluster_id), to_json(&settings), to_json(&generated)],
+                )?;
+            }
+            cluster_row(tx, cluster_id)
         })
     }
 
@@ -750,13 +763,15 @@ impl Store for SqliteStore {
                 params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, to_json(&new.inputs)],
             )?;
             let dep_id = id(tx.last_insert_rowid());
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', 'deployment') WHERE id = ?1",
-                [sql_id(new.cluster_id)],
-            )?;
-            let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
-            for node in &new.node_ids {
-                stmt.execute([sql_id(*node)])?;
+            if new.deploys {
+                tx.execute(
+                    "UPDATE clusters SET data = json_set(data, '$.status', 'deployment') WHERE id = ?1",
+                    [sql_id(new.cluster_id)],
+                )?;
+                let mut stmt = tx.prepare_cached("UPDATE nodes SET status = 'deploying' WHERE id = ?1")?;
+                for node in &new.node_ids {
+                    stmt.execute([sql_id(*node)])?;
+                }
             }
             query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
                 .pop()
@@ -1220,7 +1235,7 @@ fn release_row(tx: &Connection, release_id: u64) -> StoreResult<ReleaseRecord> {
 fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
     let row = tx
         .query_row(
-            "SELECT id, name, release_id, settings, data FROM clusters WHERE id = ?1",
+            "SELECT id, name, release_id, settings, data, generated FROM clusters WHERE id = ?1",
             [sql_id(cluster_id)],
             |r| {
                 Ok((
@@ -1229,6 +1244,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
                     r.get::<_, i64>(2)?,
                     r.get::<_, String>(3)?,
                     r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
                 ))
             },
         )
@@ -1242,6 +1258,7 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
         name: row.1,
         release_id: id(row.2),
         settings: from_json(&row.3, "cluster settings")?,
+        generated: from_json(&row.5, "cluster generated attributes")?,
         data: from_json(&row.4, "cluster data")?,
     })
 }
@@ -1279,14 +1296,14 @@ fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> 
 /// Ends a deployment (see [`Store::finish_deployment`]).
 fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
     set_state(tx, dep_id, end.state, end.status)?;
-    // A cancelled deployment leaves the cluster's status as it was.
+    // A cancelled deployment, and a custom graph (seed 002), leave the cluster's status as it was.
     let cluster_status = match end.status {
         DeploymentStatus::Success => Some("operational"),
         DeploymentStatus::SuccessWithFailures => Some("partially_deployed"),
         DeploymentStatus::Failed | DeploymentStatus::Running => Some("error"),
         DeploymentStatus::Cancelled => None,
     };
-    if let Some(cluster_status) = cluster_status {
+    if let Some(cluster_status) = cluster_status.filter(|_| end.deploys) {
         tx.execute(
             "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
              WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
@@ -1294,7 +1311,13 @@ fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<
         )?;
     }
     append_events(tx, dep_id, end.events)?;
-    for node_id in end.succeeded {
+    // Only a deployment that deploys moves pending roles and marks nodes ready.
+    let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
+        (end.succeeded, end.untouched.to_vec())
+    } else {
+        (&[], [end.succeeded, end.untouched].concat())
+    };
+    for node_id in succeeded {
         let node = one_node(tx, *node_id)?;
         let mut roles = node.roles.clone();
         for role in &node.pending_roles {
@@ -1318,7 +1341,7 @@ fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<
             params![sql_id(*node_id), to_json(&fields)],
         )?;
     }
-    for node_id in end.untouched {
+    for node_id in &untouched {
         tx.execute(
             "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
              WHERE id = ?1 AND status = 'deploying'",

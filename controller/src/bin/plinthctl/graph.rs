@@ -222,8 +222,8 @@ pub enum GraphCommand {
         /// The graph type.
         #[arg(long = "type", short = 't', default_value = DEFAULT_GRAPH_TYPE)]
         graph_type: String,
-        /// Node ids, comma-separated.
-        #[arg(long)]
+        /// Node ids, comma-separated (`--node`, as seed 002 writes it, too).
+        #[arg(long, alias = "node")]
         nodes: Option<String>,
         /// Resolve and show what would run; start nothing.
         #[arg(long)]

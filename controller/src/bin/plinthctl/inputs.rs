@@ -110,6 +110,9 @@ pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<
 struct PluginExtras {
     #[serde(default)]
     deployment_tasks: Option<Vec<Task>>,
+    /// `tasks.yaml` in the old format (no ids, `stage: post_deployment/100`).
+    #[serde(default)]
+    tasks: Option<Vec<Value>>,
 }
 
 /// Reads a plugin file: `name`, `version`, `node_roles`/`roles_metadata`, `tags_metadata`, `graphs`,
@@ -127,8 +130,24 @@ pub fn load_plugin(path: &Path) -> Result<Plugin> {
             .graphs
             .insert(DEFAULT_GRAPH_TYPE.to_string(), Graph::with_tasks(tasks));
     }
+    if let Some(old) = extras.tasks {
+        let converted = plinth_common::model::convert_legacy_tasks(&plugin.name, &old)
+            .map_err(|e| anyhow!("{source}: {e}"))?;
+        let tasks: Vec<Task> = serde_json::from_value(Value::Array(converted))
+            .map_err(|e| anyhow!("{source}: tasks: {e}"))?;
+        plugin
+            .graphs
+            .entry(DEFAULT_GRAPH_TYPE.to_string())
+            .or_default()
+            .tasks
+            .extend(tasks);
+    }
     if plugin.name.trim().is_empty() {
         bail!("{source}: the plugin's `name` is empty");
+    }
+    let problems = plugin.volume_problems();
+    if !problems.is_empty() {
+        bail!("{source}: {}", problems.join("; "));
     }
     Ok(plugin)
 }
@@ -187,6 +206,49 @@ pub fn load_cluster(path: &Path, release_name: &str) -> Result<ClusterFile> {
         cluster,
         nodes: extras.nodes,
     })
+}
+
+/// Gives an offline cluster the attributes a controller would have given it at creation (Nailgun's
+/// rule): its release's `attributes_metadata` with the cluster file's `settings` merged over the
+/// editable defaults, and `generated` made unless the file gives it. Offline, the generators draw from a
+/// fixed sequence (so a resolution reads the same every time) and `MASTER_IP` is `127.0.0.1`.
+pub fn starting_attributes(
+    cluster: &mut Cluster,
+    release: &Release,
+    cluster_id: u64,
+) -> Result<()> {
+    if release.attributes_metadata.is_null() {
+        return Ok(());
+    }
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut random = |buf: &mut [u8]| {
+        for b in buf {
+            // xorshift64: deterministic bytes, not secrets (nothing offline is deployed).
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *b = state as u8;
+        }
+    };
+    let mut site = plinth_common::model::AttributeSite {
+        master_ip: "127.0.0.1".into(),
+        dns_upstream: vec!["127.0.0.1".into()],
+        ntp_upstream: vec!["127.0.0.1".into()],
+        cluster_id: Some(cluster_id),
+        release_version: release.version.clone().unwrap_or_default(),
+        random: &mut random,
+    };
+    let attrs = plinth_common::model::new_cluster_attributes(
+        &release.attributes_metadata,
+        &cluster.settings,
+        &mut site,
+    )
+    .map_err(|e| anyhow!("release {}: attributes_metadata: {e}", release.name))?;
+    cluster.settings = attrs.editable;
+    if cluster.generated.is_null() {
+        cluster.generated = attrs.generated;
+    }
+    Ok(())
 }
 
 /// Reads an old-state file: a JSON or YAML mapping of node id → the state (`$`) its tasks last ran

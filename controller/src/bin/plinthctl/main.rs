@@ -8,6 +8,7 @@ mod output;
 mod plugins;
 mod quickstart;
 mod resolve;
+mod settings;
 mod strategy;
 mod tags;
 mod watch;
@@ -285,6 +286,11 @@ enum ClusterCommand {
         #[arg(long = "node", required = true)]
         nodes: Vec<String>,
     },
+    /// A cluster's settings (Nailgun's editable attributes): get, set, edit.
+    Settings {
+        #[command(subcommand)]
+        command: SettingsCommand,
+    },
     /// The controller's pre-deployment checks of a graph type (exit 1 when a deployment would be refused).
     Check {
         cluster: u64,
@@ -300,6 +306,23 @@ enum ClusterCommand {
         #[arg(long)]
         nodes: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum SettingsCommand {
+    /// Print the settings (or one section) as YAML.
+    Get {
+        cluster: u64,
+        section: Option<String>,
+    },
+    /// Change settings: `storage.osd_pool_size=2 additional_components.ceilometer=true`.
+    Set {
+        cluster: u64,
+        #[arg(required = true)]
+        assignments: Vec<String>,
+    },
+    /// Edit the settings in $VISUAL or $EDITOR; saved with PUT when changed.
+    Edit { cluster: u64 },
 }
 
 #[derive(Subcommand)]
@@ -354,6 +377,26 @@ fn read_doc(path: &PathBuf) -> Result<Value> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_yaml_ng::from_str(&text)
         .with_context(|| format!("{} is not valid YAML or JSON", path.display()))
+}
+
+/// A release read from Nailgun's fixture as `POST /releases` takes it.
+fn release_body(release: &plinth_common::model::Release, file: &std::path::Path) -> Result<Value> {
+    let Some(version) = release.version.clone() else {
+        anyhow::bail!("{}: the release has no `version`", file.display());
+    };
+    let mut body = json!({
+        "name": release.name,
+        "version": version,
+        "roles_metadata": release.roles_metadata,
+        "tags_metadata": release.tags_metadata,
+    });
+    if release.volumes_metadata.is_object() {
+        body["volumes_metadata"] = release.volumes_metadata.clone();
+    }
+    if release.attributes_metadata.is_object() {
+        body["attributes_metadata"] = release.attributes_metadata.clone();
+    }
+    Ok(body)
 }
 
 fn parse_assignment(text: &str) -> Result<Value> {
@@ -451,6 +494,7 @@ async fn run(cli: Cli) -> Result<bool> {
         "online",
         "cluster",
         "tags",
+        "reported tags",
         "roles",
         "pending",
     ];
@@ -461,6 +505,7 @@ async fn run(cli: Cli) -> Result<bool> {
         "/status",
         "/online",
         "/cluster_id",
+        "/effective_tags",
         "/tags",
         "/roles",
         "/pending_roles",
@@ -598,7 +643,12 @@ async fn run(cli: Cli) -> Result<bool> {
                 &["/id", "/name", "/version"],
             ),
             ReleaseCommand::Create { file } => {
-                let body = read_doc(&file)?;
+                let mut body = read_doc(&file)?;
+                if body.is_array() {
+                    // Nailgun's fixture (`openstack.yaml`): read as the offline commands read it.
+                    let release = inputs::load_release(&file, &[], "default")?;
+                    body = release_body(&release, &file)?;
+                }
                 print(
                     f,
                     &client.call(Method::POST, "/releases", Some(&body)).await?,
@@ -608,6 +658,16 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Cluster { command } => match command {
+            ClusterCommand::Settings { command } => match command {
+                SettingsCommand::Get { cluster, section } => {
+                    settings::get(&client, cluster, section.as_deref(), f).await?
+                }
+                SettingsCommand::Set {
+                    cluster,
+                    assignments,
+                } => settings::set(&client, cluster, &assignments).await?,
+                SettingsCommand::Edit { cluster } => settings::edit(&client, cluster).await?,
+            },
             ClusterCommand::List => print(
                 f,
                 &client.call(Method::GET, "/clusters", None).await?,

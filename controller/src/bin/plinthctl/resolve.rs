@@ -4,7 +4,7 @@
 
 use crate::inputs;
 use crate::output::{self, Format};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use plinth_common::deploy::{NodeState, OldStates, YaqlFields};
 use plinth_common::graph::{
     check_deployment, merge_for_cluster, resolve, to_dot, DotOptions, Finding, ResolveRequest,
@@ -81,6 +81,8 @@ fn load(files: &Files) -> Result<Inputs> {
         .collect::<Result<_>>()?;
     let cf = inputs::load_cluster(&files.cluster, &release.name)?;
     let mut cluster = cf.cluster;
+    inputs::starting_attributes(&mut cluster, &release, cf.id)
+        .with_context(|| format!("{}", files.cluster.display()))?;
     if cluster.plugins.is_empty() {
         cluster.plugins = plugins.iter().map(|p| p.name.clone()).collect();
     } else {

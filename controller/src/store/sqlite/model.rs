@@ -69,8 +69,12 @@ pub(super) fn modify_cluster(
         plugin_row(tx, *plugin)?;
     }
     tx.execute(
-        "UPDATE clusters SET data = ?2 WHERE id = ?1",
-        params![sql_id(cluster_id), to_json(&cluster.data)],
+        "UPDATE clusters SET data = ?2, settings = ?3 WHERE id = ?1",
+        params![
+            sql_id(cluster_id),
+            to_json(&cluster.data),
+            to_json(&cluster.settings)
+        ],
     )?;
     cluster_row(tx, cluster_id)
 }

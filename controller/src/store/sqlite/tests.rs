@@ -78,6 +78,7 @@ fn results_are_stored_once() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let n = s
@@ -92,6 +93,7 @@ fn results_are_stored_once() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 1,
+            deploys: true,
         })
         .unwrap();
     assert_eq!(d.id, 1);
@@ -118,6 +120,7 @@ fn results_are_stored_once() {
             succeeded: &[],
             failed: &[],
             untouched: &[],
+            deploys: true,
         },
     )
     .unwrap();
@@ -151,6 +154,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let new = NewDeployment {
@@ -161,6 +165,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
         options: serde_json::json!({}),
         state: serde_json::json!({}),
         now_ms: 1,
+        deploys: true,
     };
     s.create_deployment(&new).unwrap();
     assert!(matches!(
@@ -245,6 +250,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let n = s
@@ -259,6 +265,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 1,
+            deploys: true,
         })
         .unwrap();
     let list = |floor: u64| TaskList {
@@ -322,6 +329,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             succeeded: &[],
             failed: &[],
             untouched: &[n.id],
+            deploys: true,
         },
     )
     .unwrap();
@@ -339,6 +347,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             options: serde_json::json!({}),
             state: serde_json::json!({}),
             now_ms: 2,
+            deploys: true,
         })
         .unwrap();
     let mut fourth = [TaskList {
@@ -394,6 +403,7 @@ fn strategies_create_conflict_replace_delete() {
             name: "c".into(),
             release_id: rel.id,
             settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
         })
         .unwrap();
     let doc = serde_json::json!({"groups": []});
