@@ -14,6 +14,8 @@ pub struct FileConfig {
     pub data_dir: Option<PathBuf>,
     /// Listen address.
     pub listen: Option<SocketAddr>,
+    /// A plain-HTTP address serving Nailgun's operator API for Fuel's `fuel2` (off when absent).
+    pub nailgun_listen: Option<SocketAddr>,
     /// TLS certificate chain (PEM). With `tls_key`, replaces the self-signed certificate.
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM).
@@ -50,6 +52,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where to serve Nailgun's operator API over plain HTTP, if anywhere.
+    pub nailgun_listen: Option<SocketAddr>,
     /// Configured certificate and key, if any.
     pub tls_files: Option<(PathBuf, PathBuf)>,
     /// Extra names for the self-signed certificate.
@@ -147,6 +151,8 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     /// `--listen` / `PLINTH_LISTEN`.
     pub listen: Option<SocketAddr>,
+    /// `--nailgun-listen` / `PLINTH_NAILGUN_LISTEN`.
+    pub nailgun_listen: Option<SocketAddr>,
     /// `--auto-accept` / `PLINTH_AUTO_ACCEPT`.
     pub auto_accept: Option<bool>,
     /// `--enrollment-token` / `PLINTH_ENROLLMENT_TOKEN`.
@@ -199,6 +205,7 @@ impl Config {
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             listen,
+            nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
             tls_files,
             tls_names: file.tls_names.unwrap_or_default(),
             auto_accept: over.auto_accept.or(file.auto_accept).unwrap_or(false),

@@ -10,6 +10,7 @@ pub mod deployments;
 pub mod error;
 pub mod files;
 pub mod graphs;
+pub mod nailgun;
 pub mod nodes;
 pub mod openapi;
 pub mod plugins;
@@ -46,8 +47,8 @@ fn both(
         .route(&format!("{trimmed}/"), route)
 }
 
-/// The whole router.
-pub fn router(state: Arc<AppState>) -> Router {
+/// The operator API's routes (mounted under `/api/v1`), with its body limits.
+pub fn operator_api() -> Router<Arc<AppState>> {
     let mut ops = Router::new();
     ops = both(ops, "/openapi.json", get(openapi::document));
     ops = both(ops, "/nodes", get(nodes::list));
@@ -141,11 +142,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             .put(strategies::replace)
             .delete(strategies::delete),
     );
-    let ops = ops
-        .layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
+    ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
         .layer(middleware::from_fn(|req, next| {
             body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
-        }));
+        }))
+}
+
+/// The whole router of the TLS port: the operator API and the agent API.
+pub fn router(state: Arc<AppState>) -> Router {
+    let ops = operator_api();
 
     let agents = Router::new()
         .route("/register", post(agent::register))
