@@ -222,6 +222,15 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         .send()
         .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
+    // Keystone's token body answers with the same token, which works as X-Auth-Token.
+    let access: Value = plain
+        .post(format!("{base}/keystone/v2.0/tokens"))
+        .json(&json!({"auth": {"token": {"id": c.api.token}, "tenantName": "admin"}}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(access["access"]["token"]["id"], c.api.token.as_str());
 
     // env list / show.
     let envs = f.json("env list");
@@ -259,6 +268,20 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         show["hostname"].as_str().is_some_and(|h| !h.is_empty()),
         "{show}"
     );
+    // The whole record (as `fuel2` reads it) carries `meta` from the agent's facts.
+    let record: Value = plain
+        .get(format!("{base}/api/v1/nodes/{na}/"))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let facts = c.api.get(&format!("/nodes/{na}")).unwrap()["facts"].clone();
+    assert_eq!(
+        record["meta"]["system"]["fqdn"], facts["hostname"],
+        "{record}"
+    );
+    assert_eq!(record["meta"]["disks"], facts["disks"], "{record}");
 
     // env add nodes: pending roles on the controller.
     let out = f.ok(&format!("env add nodes -e {cid} -n {na} -r controller"));
@@ -372,6 +395,67 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
     assert!(
         only_cluster.contains("custom-step") && !only_cluster.contains("release-marker"),
         "{only_cluster}"
+    );
+    let plugin_graphs = f.ok(&format!("graph list --env {cid} --plugins"));
+    assert!(
+        plugin_graphs.contains("plugin-step") && !plugin_graphs.contains("custom-step"),
+        "{plugin_graphs}"
+    );
+    let release_graphs = f.ok("graph list --release");
+    assert!(
+        release_graphs.contains("release-marker") && !release_graphs.contains("plugin-step"),
+        "{release_graphs}"
+    );
+    // Uploads at the release and plugin levels (seed 002's other two forms), then deleted again.
+    std::fs::write(
+        f.path("extra.yaml"),
+        "tasks:\n- id: extra-step\n  type: shell\n  tags: [compute]\n  parameters: {cmd: 'true'}\n",
+    )
+    .unwrap();
+    f.ok(&format!(
+        "graph upload --release {rid} -t extra --file extra.yaml"
+    ));
+    f.ok(&format!(
+        "graph upload --plugin {pid} -t extra --file extra.yaml"
+    ));
+    assert_eq!(
+        c.api
+            .get(&format!("/releases/{rid}/deployment_graphs/extra"))
+            .unwrap()["tasks"][0]["id"],
+        "extra-step"
+    );
+    assert_eq!(
+        c.api
+            .get(&format!("/plugins/{pid}/deployment_graphs/extra"))
+            .unwrap()["tasks"][0]["id"],
+        "extra-step"
+    );
+    // A second upload replaces (Nailgun's PUT after the GET finds it).
+    std::fs::write(
+        f.path("extra.yaml"),
+        "tasks:\n- id: extra-two\n  type: shell\n  tags: [compute]\n  parameters: {cmd: 'true'}\n",
+    )
+    .unwrap();
+    f.ok(&format!(
+        "graph upload --release {rid} -t extra --file extra.yaml"
+    ));
+    let replaced = c
+        .api
+        .get(&format!("/releases/{rid}/deployment_graphs/extra"))
+        .unwrap();
+    assert_eq!(replaced["tasks"].as_array().unwrap().len(), 1, "{replaced}");
+    assert_eq!(replaced["tasks"][0]["id"], "extra-two");
+    f.ok(&format!("graph delete --release {rid} -t extra"));
+    f.ok(&format!("graph delete --plugin {pid} -t extra"));
+    assert_eq!(
+        c.api
+            .send(
+                "GET",
+                &format!("/plugins/{pid}/deployment_graphs/extra"),
+                None
+            )
+            .status,
+        404
     );
     let everything = f.ok("graph list");
     assert!(
@@ -519,7 +603,47 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
     assert_eq!(ids(&f.json(&format!("node list --env {cid}"))), vec![na]);
     assert!(c.api.get(&format!("/nodes/{nb}")).unwrap()["cluster_id"].is_null());
 
+    f.ok(&format!("env remove nodes -e {cid} --nodes-all"));
+    assert!(f
+        .json(&format!("node list --env {cid}"))
+        .as_array()
+        .unwrap()
+        .is_empty());
+
     // Errors reach the operator with the controller's message.
     let (ok, _, err) = f.run("env show 999");
     assert!(!ok && err.contains("404") && err.contains("999"), "{err}");
+}
+
+/// The Nailgun port off loopback warns at start; `X-Auth-Token` works on the TLS port too.
+#[test]
+fn the_nailgun_port_warns_off_loopback_and_x_auth_token_works_everywhere() {
+    let port = free_port();
+    let c = Controller::start_with(&["--nailgun-listen", &format!("0.0.0.0:{port}")]);
+    assert!(
+        c.log().contains("beyond this machine"),
+        "no warning in:\n{}",
+        c.log()
+    );
+    let version: Value = reqwest::blocking::get(format!("http://127.0.0.1:{port}/api/v1/version"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(version["auth_required"], true);
+    let tls = c
+        .api
+        .http()
+        .get(format!("{}/api/v1/clusters", c.url))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .unwrap();
+    assert_eq!(tls.status().as_u16(), 200);
+    let bad = c
+        .api
+        .http()
+        .get(format!("{}/api/v1/clusters", c.url))
+        .header("X-Auth-Token", "plt_wrong")
+        .send()
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 401);
 }
