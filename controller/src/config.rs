@@ -56,7 +56,7 @@ pub struct Config {
     pub nailgun_listen: Option<SocketAddr>,
     /// Configured certificate and key, if any.
     pub tls_files: Option<(PathBuf, PathBuf)>,
-    /// Extra names for the self-signed certificate.
+    /// Extra names for the self-signed certificate (the file's, then the flags').
     pub tls_names: Vec<String>,
     /// Admit new nodes automatically.
     pub auto_accept: bool,
@@ -161,6 +161,8 @@ pub struct Overrides {
     pub phase_timeout_secs: Option<u64>,
     /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
     pub offline_after_secs: Option<u64>,
+    /// `--tls-name` / `PLINTH_TLS_NAMES`: added to the file's `tls_names`.
+    pub tls_names: Vec<String>,
     /// `--max-discovered-nodes` / `PLINTH_MAX_DISCOVERED_NODES`.
     pub max_discovered_nodes: Option<u64>,
     /// `--registrations-per-minute` / `PLINTH_REGISTRATIONS_PER_MINUTE`.
@@ -172,6 +174,17 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// The names the controller's certificate should carry: `tls_names`, and the listen address when it
+    /// is one address (not `0.0.0.0` or `::`), since agents and operators then reach it there.
+    pub fn certificate_names(&self) -> Vec<String> {
+        let mut names = self.tls_names.clone();
+        let ip = self.listen.ip();
+        if !ip.is_unspecified() && !names.contains(&ip.to_string()) {
+            names.push(ip.to_string());
+        }
+        names
+    }
+
     /// Merges flags/environment over the file over defaults.
     pub fn merge(over: Overrides, file: FileConfig) -> Result<Config, ConfigError> {
         let tls_files = match (file.tls_cert, file.tls_key) {
@@ -207,7 +220,12 @@ impl Config {
             listen,
             nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
             tls_files,
-            tls_names: file.tls_names.unwrap_or_default(),
+            tls_names: file
+                .tls_names
+                .unwrap_or_default()
+                .into_iter()
+                .chain(over.tls_names)
+                .collect(),
             auto_accept: over.auto_accept.or(file.auto_accept).unwrap_or(false),
             enrollment_token: over
                 .enrollment_token
@@ -299,5 +317,25 @@ mod tests {
         assert!(Config::merge(Overrides::default(), file).is_err());
         assert!(read_file(&dir.path().join("missing.toml"), true).is_err());
         assert!(read_file(&dir.path().join("missing.toml"), false).is_ok());
+    }
+
+    #[test]
+    fn certificate_names_add_flags_to_the_file_and_a_single_listen_address() {
+        let file = FileConfig {
+            tls_names: Some(vec!["ctl.example".into()]),
+            listen: Some("10.20.0.2:7443".parse().unwrap()),
+            ..FileConfig::default()
+        };
+        let over = Overrides {
+            tls_names: vec!["10.20.0.3".into()],
+            ..Overrides::default()
+        };
+        let c = Config::merge(over, file).unwrap();
+        assert_eq!(
+            c.certificate_names(),
+            vec!["ctl.example", "10.20.0.3", "10.20.0.2"]
+        );
+        let any = Config::merge(Overrides::default(), FileConfig::default()).unwrap();
+        assert!(any.certificate_names().is_empty(), "0.0.0.0 names nothing");
     }
 }

@@ -53,6 +53,10 @@ enum Command {
         /// Seconds without a poll or heartbeat after which a node is offline.
         #[arg(long, env = "PLINTH_OFFLINE_AFTER")]
         offline_after: Option<u64>,
+        /// A name or address agents and operators use to reach the controller, for the self-signed
+        /// certificate made on first start (repeatable or comma-separated; added to `tls_names`).
+        #[arg(long = "tls-name", env = "PLINTH_TLS_NAMES", value_delimiter = ',')]
+        tls_names: Vec<String>,
         /// The most nodes waiting as discovered.
         #[arg(long, env = "PLINTH_MAX_DISCOVERED_NODES")]
         max_discovered_nodes: Option<u64>,
@@ -164,6 +168,7 @@ fn main() -> Result<()> {
             enrollment_token,
             phase_timeout,
             offline_after,
+            tls_names,
             max_discovered_nodes,
             registrations_per_minute,
             max_untrusted_connections,
@@ -176,6 +181,7 @@ fn main() -> Result<()> {
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,
                 offline_after_secs: *offline_after,
+                tls_names: tls_names.clone(),
                 max_discovered_nodes: *max_discovered_nodes,
                 registrations_per_minute: *registrations_per_minute,
                 max_untrusted_connections: *max_untrusted_connections,

@@ -80,7 +80,18 @@ pub type ConfigLoader = Box<dyn Fn() -> Result<Config> + Send + Sync>;
 
 fn tls_acceptor(config: &Config) -> Result<tokio_rustls::TlsAcceptor> {
     let data = DataDir::new(&config.data_dir);
-    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &config.tls_names)?;
+    let names = config.certificate_names();
+    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &names)?;
+    let missing = tls::names_not_covered(&cert, &names);
+    if !missing.is_empty() {
+        tracing::warn!(
+            cert = %cert.display(),
+            missing = %missing.join(", "),
+            "the TLS certificate does not name every address in tls_names or --listen: clients that \
+             check names (plinthctl, agents with ca_cert) refuse those; the self-signed certificate is \
+             made only on first start, so give those names before it, or configure tls_cert"
+        );
+    }
     Ok(tokio_rustls::TlsAcceptor::from(tls::server_config(
         &cert, &key,
     )?))

@@ -205,6 +205,7 @@ pub fn list(node_key: &str, revision: u64, nonce: &str, marker: &Path) -> TaskLi
         expires_at: now + 600,
         nonce: nonce.to_string(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "plant-marker".into(),
             kind: TaskKind::Shell,

@@ -22,32 +22,12 @@ pub struct Rogue {
 impl Rogue {
     /// A client for `c` whose node key is made from `seed`.
     pub fn new(c: &Controller, seed: u8) -> Rogue {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let key = signing::signing_key_from_seed([seed; 32]);
-        let der = signing::signing_key_to_der(&key).expect("a DER key");
-        let pair = rcgen::KeyPair::try_from(der.as_slice()).expect("an rcgen key");
-        let cert = rcgen::CertificateParams::new(vec![format!("rogue-{seed}")])
-            .expect("params")
-            .self_signed(&pair)
-            .expect("a certificate");
-        let mut roots = rustls::RootCertStore::empty();
-        let pem = std::fs::read(c.cert_path()).expect("controller certificate");
-        for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&pem) {
-            let cert: CertificateDer<'static> = cert.expect("a PEM certificate");
-            roots.add(cert).expect("a root");
-        }
-        let tls = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_client_auth_cert(
-                vec![cert.der().clone()],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
-            )
-            .expect("client auth");
         let http = reqwest::blocking::Client::builder()
-            .tls_backend_preconfigured(tls)
+            .tls_backend_preconfigured((*raw_tls_config(c, Some(seed))).clone())
             .timeout(Duration::from_secs(60))
             .build()
             .expect("client");
+        let key = signing::signing_key_from_seed([seed; 32]);
         Rogue {
             url: c.url.clone(),
             fingerprint: signing::fingerprint(&key.verifying_key()),
@@ -153,7 +133,8 @@ pub fn task_ids(list: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The shared pieces of a rogue client's TLS set-up, for tests that open raw connections.
+/// A TLS client configuration trusting `c`'s certificate, with the node key made from `client_seed` in
+/// a client certificate (none without a seed): for rogue clients and tests that open raw connections.
 pub fn raw_tls_config(c: &Controller, client_seed: Option<u8>) -> Arc<rustls::ClientConfig> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut roots = rustls::RootCertStore::empty();

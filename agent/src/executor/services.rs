@@ -1,9 +1,11 @@
 //! What the agent lends task executors besides the task itself: its state directory, the programs it
-//! runs for puppet and reboot tasks, the controller's files (for `copy_files` and `sync`) and the
-//! journal (so a reboot waits until its `running` report is acknowledged).
+//! runs for puppet and reboot tasks, the controller's files (for `copy_files` and `sync`), the
+//! journal (so a reboot waits until its `running` report is acknowledged) and the tracker that holds and
+//! records the commands tasks run.
 
 use super::BoxFuture;
 use crate::journal::SharedJournal;
+use crate::tracking::Tracker;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,6 +118,8 @@ pub struct Services {
     pub files: Arc<dyn FileSource>,
     /// The journal, when results are being sent (a reboot waits for its report's acknowledgement).
     pub journal: Option<SharedJournal>,
+    /// Holds and records the commands tasks run (see [`crate::tracking`]).
+    pub tracker: Arc<Tracker>,
 }
 
 impl Services {
@@ -123,6 +127,7 @@ impl Services {
     /// acknowledgements. Used by tests and by tools that run tasks locally.
     pub fn local(state_dir: PathBuf) -> Services {
         Services {
+            tracker: Arc::new(Tracker::detect(&state_dir)),
             state_dir,
             puppet: PathBuf::from(DEFAULT_PUPPET),
             reboot: RebootSettings::default(),

@@ -479,6 +479,7 @@ pub fn list(node_key: &str, revision: u64, tasks: serde_json::Value) -> TaskList
         expires_at: now + 600,
         nonce: String::new(),
         noop: false,
+        cancel: false,
         tasks: serde_json::from_value(tasks).unwrap(),
     }
 }

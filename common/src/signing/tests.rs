@@ -17,6 +17,7 @@ fn list(node_key: &str, revision: u64, nonce: &str) -> TaskList {
         expires_at: 2_000,
         nonce: nonce.into(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "hello".into(),
             kind: TaskKind::Shell,

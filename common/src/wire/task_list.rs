@@ -31,8 +31,16 @@ pub struct TaskList {
     /// Run puppet in no-op mode.
     #[serde(default)]
     pub noop: bool,
+    /// An order to stop: the node ends the list of this deployment it is running (its running task
+    /// terminated, the rest not started) and runs nothing in its place. Such a list has no tasks.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cancel: bool,
     /// The tasks, in the order to run them.
     pub tasks: Vec<TaskSpec>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The kinds of task an agent runs.

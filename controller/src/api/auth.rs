@@ -57,10 +57,12 @@ pub fn request_token(parts: &Parts) -> Result<String, ApiError> {
 }
 
 /// An authenticated operator. Read-only tokens may only use safe methods.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Operator {
     /// What the token may do.
     pub role: TokenRole,
+    /// The token's name (who is acting, for reports and audit lines).
+    pub name: String,
 }
 
 impl FromRequestParts<Arc<AppState>> for Operator {
@@ -78,8 +80,8 @@ impl FromRequestParts<Arc<AppState>> for Operator {
         let found = tokio::task::spawn_blocking(move || s.store.token_by_hash(&hash))
             .await
             .map_err(|e| ApiError::internal(format!("worker failed: {e}")))??;
-        let role = match found {
-            Some(t) if t.revoked_at_ms.is_none() => t.role,
+        let (role, name) = match found {
+            Some(t) if t.revoked_at_ms.is_none() => (t.role, t.name),
             Some(t) => {
                 tracing::warn!(target: "audit", token = %t.name, "refused a revoked token");
                 return Err(ApiError::unauthorized("unknown or revoked token"));
@@ -94,7 +96,7 @@ impl FromRequestParts<Arc<AppState>> for Operator {
         if role == TokenRole::ReadOnly && !safe {
             return Err(ApiError::forbidden("this token is read-only"));
         }
-        Ok(Operator { role })
+        Ok(Operator { role, name })
     }
 }
 

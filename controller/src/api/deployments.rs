@@ -7,6 +7,7 @@ use crate::engine::report::{self, Report};
 use crate::state::AppState;
 use crate::store::DeploymentRecord;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -41,6 +42,40 @@ pub async fn show(
         .blocking(move |s| {
             let dep = s.store.get_deployment(id)?;
             Ok(Json(report::build(s.store.as_ref(), &dep)?))
+        })
+        .await
+}
+
+/// `POST /api/v1/deployments/{id}/cancel`: stops a running deployment (202 with the deployment, now
+/// `cancelled`); 409 when it is not running.
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+    let by = format!("token {}", op.name);
+    state
+        .blocking(move |s| Ok((StatusCode::ACCEPTED, Json(s.engine.cancel(id, &by)?))))
+        .await
+}
+
+/// `POST /api/v1/deployments/{id}/retry`: a new deployment of an ended one's failed and not-started
+/// nodes, with the same graph type or strategy, options and inputs (202 with the new deployment).
+pub async fn retry(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+    state
+        .blocking(move |s| {
+            let dep = s.engine.retry(id)?;
+            tracing::info!(
+                deployment = dep.id,
+                retry_of = id,
+                nodes = dep.node_ids.len(),
+                "retry started"
+            );
+            Ok((StatusCode::ACCEPTED, Json(dep)))
         })
         .await
 }

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod auth;
 pub mod body;
 pub mod clusters;
+pub mod configuration;
 pub mod deployments;
 pub mod error;
 pub mod files;
@@ -65,6 +66,11 @@ pub fn operator_api() -> Router<Arc<AppState>> {
         put(clusters::assign).delete(clusters::unassign),
     );
     ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
+    ops = both(
+        ops,
+        "/clusters/{id}/stop_deployment",
+        put(clusters::stop_deployment),
+    );
     ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     ops = both(
         ops,
@@ -125,6 +131,8 @@ pub fn operator_api() -> Router<Arc<AppState>> {
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
     ops = both(ops, "/deployments/{id}/events", get(deployments::events));
+    ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
+    ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
     ops = both(
         ops,
         "/clusters/{id}/strategies",
@@ -141,6 +149,13 @@ pub fn operator_api() -> Router<Arc<AppState>> {
         get(strategies::show)
             .put(strategies::replace)
             .delete(strategies::delete),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/deployment_configuration",
+        get(configuration::show)
+            .put(configuration::put)
+            .delete(configuration::delete),
     );
     ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
         .layer(middleware::from_fn(|req, next| {

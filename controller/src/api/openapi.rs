@@ -70,7 +70,10 @@ pub fn spec() -> Value {
             {"name": "nodes", "in": "query", "schema": {"type": "string"}, "description": "comma-separated node ids"},
             {"name": "noop", "in": "query", "schema": {"type": "boolean"}},
             {"name": "force", "in": "query", "schema": {"type": "boolean"}},
-            {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "resolve and report only (200)"}],
+            {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "resolve and report only (200)"},
+            {"name": "strategy", "in": "query", "schema": {"type": "string"}, "description": "a stored strategy; default: the one the deployment configuration names (deployment-strategy) when stored"},
+            {"name": "action", "in": "query", "schema": {"type": "string", "enum": ["deploy_site", "update_site", "redeploy_server"]}, "description": "Shipyard's action"},
+            {"name": "node", "in": "query", "schema": {"type": "string"}, "description": "the node redeploy_server redeploys (its name)"}],
         "put": op("Deploy a graph type on the cluster or some of its nodes (409 if a deployment runs)", "deployments", "202")
     }));
     for kind in ["releases", "plugins", "clusters"] {
@@ -101,6 +104,10 @@ pub fn spec() -> Value {
         paths.insert(format!("/{owner}/{{id}}/tags/{{name}}/"), json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}], "put": op("Modify a user-defined tag", "tags", "200"), "delete": op("Delete a user-defined tag (403 for role-owned)", "tags", "204")}));
     }
     paths.insert("/nodes/{id}/tags/".into(), json!({"parameters": [id], "post": op("Assign tags to a node", "tags", "200"), "delete": op("Unassign tags from a node", "tags", "200")}));
+    paths.insert("/clusters/{id}/strategies/".into(), json!({"parameters": [id], "get": op("List strategies (plain form)", "strategies", "200"), "post": op("Store a strategy: Shipyard's document, the plain form, or a site design stream (layered); YAML as PyYAML reads it", "strategies", "201")}));
+    paths.insert("/clusters/{id}/strategies/validate/".into(), json!({"parameters": [id], "post": op("Check a strategy against the cluster's nodes (stores nothing)", "strategies", "200")}));
+    paths.insert("/clusters/{id}/strategies/{name}/".into(), json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["uploaded", "plain"]}}], "get": op("Show a strategy as uploaded (or plain)", "strategies", "200"), "put": op("Create or replace a strategy", "strategies", "200"), "delete": op("Delete a strategy", "strategies", "204")}));
+    paths.insert("/clusters/{id}/deployment_configuration/".into(), json!({"parameters": [id], "get": op("The deployment configuration", "strategies", "200"), "put": op("Store Shipyard's DeploymentConfiguration (strategy name, phase timeouts)", "strategies", "200"), "delete": op("Delete the deployment configuration", "strategies", "204")}));
     paths.insert(
         "/deployments/".into(),
         json!({"get": op("List deployments", "deployments", "200")}),

@@ -213,6 +213,14 @@ pub trait Store: Send + Sync + 'static {
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
+    /// Cancels a running deployment: publishes `lists` (the orders to stop, with fresh revisions) and ends
+    /// it as [`Store::finish_deployment`] does, atomically; a conflict when it is not running.
+    fn cancel_deployment(
+        &self,
+        id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
     fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.
@@ -241,6 +249,7 @@ pub trait Store: Send + Sync + 'static {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord>;
     /// A cluster's strategies, by name.
@@ -249,6 +258,12 @@ pub trait Store: Send + Sync + 'static {
     fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord>;
     /// Deletes a strategy.
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()>;
+    /// Creates or replaces the cluster's deployment configuration (one per cluster).
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord>;
+    /// The cluster's deployment configuration (not found when it has none).
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord>;
+    /// Deletes the cluster's deployment configuration.
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()>;
 
     // --- Operator tokens -----------------------------------------------------------------------------
 

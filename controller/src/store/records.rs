@@ -316,6 +316,8 @@ pub enum DeploymentStatus {
     SuccessWithFailures,
     /// A critical group failed.
     Failed,
+    /// An operator stopped it: nothing new started, running tasks were ended.
+    Cancelled,
 }
 
 impl DeploymentStatus {
@@ -326,6 +328,7 @@ impl DeploymentStatus {
             DeploymentStatus::Success => "success",
             DeploymentStatus::SuccessWithFailures => "success_with_failures",
             DeploymentStatus::Failed => "failed",
+            DeploymentStatus::Cancelled => "cancelled",
         }
     }
     /// Reads the stored text.
@@ -334,6 +337,7 @@ impl DeploymentStatus {
             "running" => DeploymentStatus::Running,
             "success" => DeploymentStatus::Success,
             "success_with_failures" => DeploymentStatus::SuccessWithFailures,
+            "cancelled" => DeploymentStatus::Cancelled,
             "failed" => DeploymentStatus::Failed,
             _ => return None,
         })
@@ -435,6 +439,24 @@ pub struct StrategyRecord {
     pub name: String,
     /// The document (plain form: `groups`, `phases`, ...).
     pub document: serde_json::Value,
+    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
+    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
+    /// before these were kept.
+    #[serde(default)]
+    pub source: serde_json::Value,
+}
+
+/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigurationRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The document's `metadata.name`.
+    pub name: String,
+    /// What Plinth uses: the strategy's name and the phase timeouts.
+    pub configuration: serde_json::Value,
+    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
+    pub source: serde_json::Value,
 }
 
 /// Something a node sent that was refused, to record.

@@ -138,4 +138,13 @@ CREATE TABLE counters (
 INSERT INTO counters (name, value) SELECT 'revision', COALESCE(MAX(revision), 0) FROM nodes;
 ALTER TABLE tokens ADD COLUMN revoked_at INTEGER;
 "#,
+    r#"
+ALTER TABLE strategies ADD COLUMN source TEXT NOT NULL DEFAULT 'null';
+CREATE TABLE deployment_configurations (
+    cluster_id    INTEGER PRIMARY KEY REFERENCES clusters(id),
+    name          TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    source        TEXT NOT NULL
+);
+"#,
 ];

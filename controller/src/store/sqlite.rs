@@ -792,75 +792,39 @@ impl Store for SqliteStore {
         self.tx(|tx| {
             set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
             append_events(tx, deployment_id, events)?;
-            let mut next = tx.prepare_cached(
-                "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
-            )?;
-            let mut bump = tx.prepare_cached(
-                "UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision",
-            )?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for list in lists.iter_mut() {
-                let next: i64 = next.query_row([], |r| r.get(0))?;
-                let revision: Option<i64> = bump
-                    .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
-                    .optional()?;
-                let revision =
-                    revision.ok_or_else(|| StoreError::NotFound { kind: "node", id: list.node_id.to_string() })?;
-                list.revision = id(revision);
-                insert.execute(params![sql_id(deployment_id), sql_id(list.node_id), revision, to_json(&*list)])?;
-            }
-            Ok(())
+            insert_lists(tx, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+        self.tx(|tx| finish(tx, dep_id, end))
+    }
+
+    fn cancel_deployment(
+        &self,
+        dep_id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()> {
         self.tx(|tx| {
-            set_state(tx, dep_id, end.state, end.status)?;
-            let cluster_status = match end.status {
-                DeploymentStatus::Success => "operational",
-                DeploymentStatus::SuccessWithFailures => "partially_deployed",
-                DeploymentStatus::Failed | DeploymentStatus::Running => "error",
-            };
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
-                 WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
-                params![sql_id(dep_id), cluster_status],
-            )?;
-            append_events(tx, dep_id, end.events)?;
-            for node_id in end.succeeded {
-                let node = one_node(tx, *node_id)?;
-                let mut roles = node.roles.clone();
-                for role in &node.pending_roles {
-                    if !roles.contains(role) {
-                        roles.push(role.clone());
-                    }
-                }
-                let mut fields = node.model.clone();
-                fields.pending_addition = false;
-                fields.error_type = None;
-                tx.execute(
-                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
-                )?;
+            let status: String = tx
+                .query_row(
+                    "SELECT status FROM deployments WHERE id = ?1",
+                    [sql_id(dep_id)],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if status != DeploymentStatus::Running.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {status})"
+                )));
             }
-            for node_id in end.failed {
-                let mut fields = one_node(tx, *node_id)?.model;
-                fields.error_type = Some("deploy".into());
-                tx.execute(
-                    "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&fields)],
-                )?;
-            }
-            for node_id in end.untouched {
-                tx.execute(
-                    "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
-                     WHERE id = ?1 AND status = 'deploying'",
-                    [sql_id(*node_id)],
-                )?;
-            }
-            Ok(())
+            insert_lists(tx, dep_id, lists)?;
+            finish(tx, dep_id, end)
         })
     }
 
@@ -1039,6 +1003,7 @@ impl Store for SqliteStore {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord> {
         self.tx(|tx| {
@@ -1050,9 +1015,10 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute(
-                "INSERT INTO strategies (cluster_id, name, document) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document",
-                params![sql_id(cluster_id), name, to_json(document)],
+                "INSERT INTO strategies (cluster_id, name, document, source) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document, \
+                 source = excluded.source",
+                params![sql_id(cluster_id), name, to_json(document), to_json(source)],
             )?;
             strategy_row(tx, cluster_id, name)
         })
@@ -1074,6 +1040,39 @@ impl Store for SqliteStore {
 
     fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
         self.tx(|tx| strategy_row(tx, cluster_id, name))
+    }
+
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| {
+            cluster_row(tx, record.cluster_id)?;
+            tx.execute(
+                "INSERT INTO deployment_configurations (cluster_id, name, configuration, source) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (cluster_id) DO UPDATE SET name = excluded.name, \
+                 configuration = excluded.configuration, source = excluded.source",
+                params![
+                    sql_id(record.cluster_id),
+                    record.name,
+                    to_json(&record.configuration),
+                    to_json(&record.source)
+                ],
+            )?;
+            configuration_row(tx, record.cluster_id)
+        })
+    }
+
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| configuration_row(tx, cluster_id))
+    }
+
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()> {
+        self.tx(|tx| {
+            configuration_row(tx, cluster_id)?;
+            tx.execute(
+                "DELETE FROM deployment_configurations WHERE cluster_id = ?1",
+                [sql_id(cluster_id)],
+            )?;
+            Ok(())
+        })
     }
 
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()> {
@@ -1231,6 +1230,88 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
     })
 }
 
+/// Inserts lists, each with the next revision of the controller-wide counter.
+fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
+    let mut next = tx.prepare_cached(
+        "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
+    )?;
+    let mut bump =
+        tx.prepare_cached("UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision")?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for list in lists.iter_mut() {
+        let next: i64 = next.query_row([], |r| r.get(0))?;
+        let revision: Option<i64> = bump
+            .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
+            .optional()?;
+        let revision = revision.ok_or_else(|| StoreError::NotFound {
+            kind: "node",
+            id: list.node_id.to_string(),
+        })?;
+        list.revision = id(revision);
+        insert.execute(params![
+            sql_id(deployment_id),
+            sql_id(list.node_id),
+            revision,
+            to_json(&*list)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Ends a deployment (see [`Store::finish_deployment`]).
+fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+    set_state(tx, dep_id, end.state, end.status)?;
+    // A cancelled deployment leaves the cluster's status as it was.
+    let cluster_status = match end.status {
+        DeploymentStatus::Success => Some("operational"),
+        DeploymentStatus::SuccessWithFailures => Some("partially_deployed"),
+        DeploymentStatus::Failed | DeploymentStatus::Running => Some("error"),
+        DeploymentStatus::Cancelled => None,
+    };
+    if let Some(cluster_status) = cluster_status {
+        tx.execute(
+            "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
+             WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
+            params![sql_id(dep_id), cluster_status],
+        )?;
+    }
+    append_events(tx, dep_id, end.events)?;
+    for node_id in end.succeeded {
+        let node = one_node(tx, *node_id)?;
+        let mut roles = node.roles.clone();
+        for role in &node.pending_roles {
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
+        }
+        let mut fields = node.model.clone();
+        fields.pending_addition = false;
+        fields.error_type = None;
+        tx.execute(
+            "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.failed {
+        let mut fields = one_node(tx, *node_id)?.model;
+        fields.error_type = Some("deploy".into());
+        tx.execute(
+            "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.untouched {
+        tx.execute(
+            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+             WHERE id = ?1 AND status = 'deploying'",
+            [sql_id(*node_id)],
+        )?;
+    }
+    Ok(())
+}
+
 fn set_state(
     tx: &Connection,
     dep_id: u64,
@@ -1261,14 +1342,14 @@ fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> 
 }
 
 fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
-    let doc: Option<String> = tx
+    let row: Option<(String, String)> = tx
         .query_row(
-            "SELECT document FROM strategies WHERE cluster_id = ?1 AND name = ?2",
+            "SELECT document, source FROM strategies WHERE cluster_id = ?1 AND name = ?2",
             params![sql_id(cluster_id), name],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let doc = doc.ok_or_else(|| StoreError::NotFound {
+    let (doc, source) = row.ok_or_else(|| StoreError::NotFound {
         kind: "strategy",
         id: format!("{name:?} of cluster {cluster_id}"),
     })?;
@@ -1276,6 +1357,27 @@ fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<Str
         cluster_id,
         name: name.to_string(),
         document: from_json(&doc, "strategy")?,
+        source: from_json(&source, "strategy source")?,
+    })
+}
+
+fn configuration_row(tx: &Connection, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+    let row: Option<(String, String, String)> = tx
+        .query_row(
+            "SELECT name, configuration, source FROM deployment_configurations WHERE cluster_id = ?1",
+            [sql_id(cluster_id)],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let (name, configuration, source) = row.ok_or_else(|| StoreError::NotFound {
+        kind: "deployment configuration",
+        id: format!("of cluster {cluster_id}"),
+    })?;
+    Ok(ConfigurationRecord {
+        cluster_id,
+        name,
+        configuration: from_json(&configuration, "deployment configuration")?,
+        source: from_json(&source, "deployment configuration source")?,
     })
 }
 

@@ -211,7 +211,7 @@ pub fn transaction_status(s: DeploymentStatus) -> &'static str {
     match s {
         DeploymentStatus::Running => "running",
         DeploymentStatus::Success | DeploymentStatus::SuccessWithFailures => "ready",
-        DeploymentStatus::Failed => "error",
+        DeploymentStatus::Failed | DeploymentStatus::Cancelled => "error",
     }
 }
 
@@ -253,6 +253,7 @@ pub fn transaction(d: &DeploymentRecord) -> Value {
             Some("Deployment finished; some nodes failed within the tolerated limits".to_string())
         }
         DeploymentStatus::Failed => Some("Deployment failed".to_string()),
+        DeploymentStatus::Cancelled => Some("Deployment was stopped".to_string()),
     };
     let noop = d
         .options

@@ -71,6 +71,8 @@ pub async fn start(state: &Arc<AppState>, run: Run) -> Result<(StatusCode, Json<
         graph_type: run.graph_type.clone(),
         node_ids: run.node_ids.clone(),
         strategy: None,
+        action: None,
+        inputs_from: None,
         options: DeployOptions {
             noop: run.noop,
             force: run.force,

@@ -272,6 +272,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
         expires_at: 0,
         nonce: String::new(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "t".into(),
             kind: TaskKind::Shell,
@@ -395,13 +396,20 @@ fn strategies_create_conflict_replace_delete() {
         })
         .unwrap();
     let doc = serde_json::json!({"groups": []});
-    s.put_strategy(c.id, "a", &doc, false).unwrap();
+    s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false)
+        .unwrap();
     assert!(matches!(
-        s.put_strategy(c.id, "a", &doc, false),
+        s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false),
         Err(StoreError::Conflict(_))
     ));
-    s.put_strategy(c.id, "a", &serde_json::json!({"groups": [1]}), true)
-        .unwrap();
+    s.put_strategy(
+        c.id,
+        "a",
+        &serde_json::json!({"groups": [1]}),
+        &serde_json::json!({"uploaded": 1}),
+        true,
+    )
+    .unwrap();
     assert_eq!(
         s.get_strategy(c.id, "a").unwrap().document,
         serde_json::json!({"groups": [1]})
@@ -413,7 +421,7 @@ fn strategies_create_conflict_replace_delete() {
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        s.put_strategy(99, "a", &doc, false),
+        s.put_strategy(99, "a", &doc, &serde_json::Value::Null, false),
         Err(StoreError::NotFound { .. })
     ));
 }
