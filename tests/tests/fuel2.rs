@@ -177,6 +177,7 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         "/plugins",
         Some(&json!({
             "name": "fw", "version": "1.0.0",
+            "node_roles": {"firewall": {"name": "Firewall", "description": "Filters traffic"}},
             "metadata": {"title": "Firewall", "package_version": "4.0.0",
                          "releases": [{"os": "ubuntu", "version": "1", "mode": ["ha"]}]},
             "graphs": {"custom": {"tasks": [shell("plugin-step", &["compute"], "touch plugin-ran")]}}
@@ -322,6 +323,21 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         std::fs::read_to_string(f.path(&format!("roles/releases_{rid}/controller.yaml")))
             .expect("the downloaded role");
     assert!(role_file.contains("The control plane"), "{role_file}");
+
+    // A cluster's roles and tags: its release's, then its enabled plugins'.
+    let env_roles = f.json(&format!("role list --env {cid}"));
+    let env_names: Vec<&str> = env_roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(env_names, vec!["controller", "compute", "firewall"]);
+    let env_tags = f.json(&format!("tag list --env {cid}"));
+    assert!(
+        env_tags.to_string().contains("controller") && env_tags.to_string().contains("firewall"),
+        "{env_tags}"
+    );
 
     // tag list / create / update / download / delete.
     let tags = f.json(&format!("tag list --release {rid}"));
@@ -485,6 +501,18 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         merged.contains("plugin-step"),
         "merged tasks hold the plugin's: {merged}"
     );
+
+    // env deploy --dry-run resolves and checks, and starts nothing.
+    let out = f.ok(&format!("env deploy {cid} --dry-run"));
+    assert!(out.starts_with("Deployment task with id 1000000"), "{out}");
+    assert!(c
+        .api
+        .get("/deployments")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(!a.work().join("release-default-ran").exists());
 
     // env deploy: the default graph; pending roles become roles.
     let out = f.ok(&format!("env deploy {cid}"));
