@@ -304,6 +304,21 @@ mod tests {
         assert!(c.auto_accept);
         assert_eq!(c.phase_timeout, Duration::from_secs(5));
         assert_eq!(c.offline_after, Duration::from_secs(60));
+        assert_eq!(c.nailgun_listen, None, "the Nailgun port is off by default");
+    }
+
+    #[test]
+    fn the_nailgun_port_comes_from_the_file_or_the_flag() {
+        let file: FileConfig = toml::from_str("nailgun_listen = \"127.0.0.1:8000\"").unwrap();
+        let c = Config::merge(Overrides::default(), file).unwrap();
+        assert_eq!(c.nailgun_listen, Some("127.0.0.1:8000".parse().unwrap()));
+        let file: FileConfig = toml::from_str("nailgun_listen = \"127.0.0.1:8000\"").unwrap();
+        let over = Overrides {
+            nailgun_listen: Some("127.0.0.1:8001".parse().unwrap()),
+            ..Default::default()
+        };
+        let c = Config::merge(over, file).unwrap();
+        assert_eq!(c.nailgun_listen.map(|a| a.port()), Some(8001));
     }
 
     #[test]
