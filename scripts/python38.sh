@@ -16,7 +16,7 @@ if [ -n "$pyenv_bin" ]; then
   found=$(ls -d "$root"/versions/3.8.* 2>/dev/null | sort -V | tail -n 1 || true)
   if [ -z "$found" ]; then
     echo "installing Python 3.8 with pyenv" >&2
-    "$pyenv_bin" install -s 3.8 >&2
+    "$pyenv_bin" install -s 3.8 >&2 || echo "pyenv could not build Python 3.8; trying uv" >&2
     found=$(ls -d "$root"/versions/3.8.* 2>/dev/null | sort -V | tail -n 1 || true)
   fi
   if works "$found/bin/python3.8"; then echo "$found/bin/python3.8"; exit 0; fi
