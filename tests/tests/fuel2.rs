@@ -76,14 +76,14 @@ struct Fuel2 {
 
 impl Fuel2 {
     /// `fuel2` configured as a Fuel operator does it: `~/.config/fuel/fuel_client.yaml`.
-    fn new(bin: PathBuf, port: u16, token: &str) -> Fuel2 {
+    fn new(bin: PathBuf, port: u16, user: &str, token: &str) -> Fuel2 {
         let home = tempfile::tempdir().expect("a home");
         let dir = home.path().join(".config/fuel");
         std::fs::create_dir_all(&dir).expect("config dir");
         std::fs::write(
             dir.join("fuel_client.yaml"),
             format!(
-                "SERVER_ADDRESS: \"127.0.0.1\"\nSERVER_PORT: \"{port}\"\nOS_USERNAME: \"admin\"\n\
+                "SERVER_ADDRESS: \"127.0.0.1\"\nSERVER_PORT: \"{port}\"\nOS_USERNAME: \"{user}\"\n\
                  OS_PASSWORD: \"{token}\"\nOS_TENANT_NAME: \"admin\"\n"
             ),
         )
@@ -193,7 +193,7 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
     c.api
         .ok("PUT", &format!("/clusters/{cid}/plugins/{pid}"), None);
 
-    let f = Fuel2::new(bin, port, &c.api.token);
+    let f = Fuel2::new(bin, port, "admin", &c.api.token);
 
     // The plain port serves the version unauthenticated, Nailgun's API with a token, never agents.
     let plain = reqwest::blocking::Client::new();
@@ -641,6 +641,22 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
     // Errors reach the operator with the controller's message.
     let (ok, _, err) = f.run("env show 999");
     assert!(!ok && err.contains("404") && err.contains("999"), "{err}");
+
+    // A read-only token (user name: the token's name) reads and cannot write.
+    let (made, viewer, _) = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
+    assert!(made);
+    let ro = Fuel2::new(f.bin.clone(), port, "viewer", viewer.trim());
+    assert_eq!(ids(&ro.json("node list")), sorted(&[na, nb]));
+    let (ok, _, err) = ro.run(&format!("env add nodes -e {cid} -n {na} -r compute"));
+    assert!(
+        !ok && err.contains("403") && err.contains("read-only"),
+        "{err}"
+    );
+    assert!(c.api.get(&format!("/nodes/{na}")).unwrap()["cluster_id"].is_null());
+    // The user name must be the token's.
+    let wrong_user = Fuel2::new(f.bin.clone(), port, "admin", viewer.trim());
+    let (ok, _, err) = wrong_user.run("env list");
+    assert!(!ok && err.contains("401"), "{err}");
 }
 
 /// The Nailgun port off loopback warns at start; `X-Auth-Token` works on the TLS port too.
