@@ -10,6 +10,9 @@ command -v facter >/dev/null 2>&1 || need+=(facter)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
 command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
+# The web console's tests drive a headless browser.
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 # The booted-image tests (tests/tests/images.rs): a Debian root file system built with mmdebstrap, booted
 # in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -39,6 +39,7 @@ pub fn task(id: &str, kind: TaskKind, params: serde_json::Value) -> TaskSpec {
         skip_reason: None,
         waits_for: vec![],
         gated: false,
+        manifests: Default::default(),
     }
 }
 

@@ -10,8 +10,8 @@ use crate::fsutil;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
-use plinth_common::signing::{self, Expectations, VerifyError};
-use plinth_common::wire::{TaskList, MAX_TASK_LIST_BYTES};
+use plinth_common::signing::{self, Expectations, GateRequest, GateVerifyError, VerifyError};
+use plinth_common::wire::{GateAnswer, TaskList, MAX_TASK_LIST_BYTES};
 use std::path::{Path, PathBuf};
 
 /// File holding the last accepted revision.
@@ -143,6 +143,27 @@ impl Verifier {
             dir: state_dir.to_path_buf(),
             last_revision,
         })
+    }
+
+    /// Verifies a signed gate answer: the pinned key's signature, and that it answers this node's
+    /// request about `task` of `deployment` with `nonce`. A task starts on nothing less.
+    pub fn verify_gate(
+        &self,
+        envelope: &[u8],
+        deployment: u64,
+        task: &str,
+        nonce: &str,
+    ) -> Result<GateAnswer, GateVerifyError> {
+        signing::verify_gate_answer(
+            &self.pinned,
+            envelope,
+            &GateRequest {
+                node_key: &self.node_key,
+                deployment,
+                task,
+                nonce,
+            },
+        )
     }
 
     /// The last accepted revision (what polls send as `after`).

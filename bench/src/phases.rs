@@ -32,6 +32,10 @@ pub struct PhaseArgs {
     /// Registration concurrency.
     #[arg(long, default_value_t = 64)]
     register_concurrency: usize,
+    /// Each simulated node waits this long (plus up to a quarter more, by its seed) before answering a
+    /// list, so the deployment lasts long enough to be watched (the console's measurements use it).
+    #[arg(long, default_value_t = 0)]
+    answer_delay_ms: u64,
 }
 
 const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
@@ -86,6 +90,7 @@ async fn agent(
     group: String,
     timeline: Arc<Mutex<Timeline>>,
     stop: Arc<AtomicBool>,
+    answer_delay: Duration,
 ) -> Result<()> {
     let mut c = sim::connect(&target, sim::agent_config(&target, seed)?, None).await?;
     let mut after = 0u64;
@@ -118,6 +123,10 @@ async fn agent(
                        "status": "succeeded", "last": true, "started_at_ms": 0, "duration_ms": 0})
             })
             .collect();
+        if !answer_delay.is_zero() {
+            let jitter = answer_delay / 4 * u32::try_from(seed % 8).unwrap_or(0) / 8;
+            tokio::time::sleep(answer_delay + jitter).await;
+        }
         let sent = Instant::now();
         {
             let mut tl = timeline.lock().unwrap_or_else(|p| p.into_inner());
@@ -206,6 +215,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
             group.to_string(),
             timeline.clone(),
             stop.clone(),
+            Duration::from_millis(args.answer_delay_ms),
         ));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -11,12 +11,15 @@
 //! | [`store`] | the storage interface and its SQLite backend |
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
+//! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
+//! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
 pub mod board;
+pub mod catalog;
 pub mod clock;
 pub mod cluster_model;
 pub mod config;
@@ -29,3 +32,4 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod tls;
+pub mod ui;

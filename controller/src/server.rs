@@ -51,6 +51,9 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         board.clone(),
         config.list_ttl,
         config.phase_timeout,
+        Arc::new(crate::catalog::Catalog::new(
+            config.data_dir.join(crate::api::files::FILES_DIR),
+        )),
     ));
     let resumed = engine.resume()?;
     if resumed > 0 {

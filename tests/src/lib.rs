@@ -5,6 +5,7 @@
 //! script does it).
 
 pub mod attacker;
+pub mod browser;
 pub mod images;
 pub mod netns;
 pub mod rogue;

@@ -440,7 +440,10 @@ fn registration_floods_are_bounded_and_the_node_list_pages() {
     let page = c
         .api
         .http()
-        .get(format!("{}/api/v1/nodes?limit=3", c.url))
+        .get(format!(
+            "{}/api/v1/nodes?admission=discovered&limit=3",
+            c.url
+        ))
         .bearer_auth(&c.api.token)
         .send()
         .unwrap();
@@ -448,6 +451,11 @@ fn registration_floods_are_bounded_and_the_node_list_pages() {
         .to_str()
         .unwrap()
         .to_string();
+    let link = page.headers()["link"].to_str().unwrap().to_string();
+    assert!(
+        link.contains(&format!("marker={marker}")) && link.contains("admission=discovered"),
+        "the next page keeps the filters: {link}"
+    );
     let first: Value = page.json().unwrap();
     assert_eq!(first.as_array().unwrap().len(), 3);
     let rest = c

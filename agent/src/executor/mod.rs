@@ -18,6 +18,7 @@
 //! (writing files atomically with mode and owner), [`transfer`] (pulling a served file into place).
 
 pub mod copy_files;
+pub mod nofollow;
 pub mod noop;
 pub mod output;
 pub mod params;

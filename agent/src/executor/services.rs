@@ -26,8 +26,6 @@ pub struct Pulled {
     pub announced_sha256: String,
     /// The SHA-256 of the bytes received.
     pub sha256: String,
-    /// The permission bits the controller announced.
-    pub mode: Option<u32>,
     /// Bytes received.
     pub size: u64,
 }
@@ -48,10 +46,12 @@ pub trait FileSource: Send + Sync {
     /// The manifest of a served file or directory (`GET /agent/v1/files/{path}?manifest=true`).
     fn manifest<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Manifest, FileSourceError>>;
 
-    /// Streams a served file's bytes into `into` (`GET /agent/v1/files/{path}`), hashing them on the way.
+    /// Streams a served file's bytes into `into` (`GET /agent/v1/files/{path}`), hashing them on the way
+    /// and failing as soon as more than `max_size` bytes (what the signed manifest says) arrive.
     fn pull<'a>(
         &'a self,
         path: &'a str,
+        max_size: u64,
         into: &'a mut tokio::fs::File,
     ) -> BoxFuture<'a, Result<Pulled, FileSourceError>>;
 }
@@ -72,6 +72,7 @@ impl FileSource for NoFiles {
     fn pull<'a>(
         &'a self,
         _path: &'a str,
+        _max_size: u64,
         _into: &'a mut tokio::fs::File,
     ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
         Box::pin(async {

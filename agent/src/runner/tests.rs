@@ -23,6 +23,10 @@ impl Gatekeeper for ScriptedGate {
             .unwrap()
             .pop_front()
             .unwrap_or(Ok(GateAnswer {
+                node_key: String::new(),
+                deployment: 0,
+                task: String::new(),
+                nonce: String::new(),
                 ready: true,
                 waiting_for: vec![],
                 blocked: false,
@@ -387,6 +391,10 @@ async fn stopping_interrupts_and_the_next_run_goes_on() {
 async fn gated_tasks_wait_for_ready_and_fail_when_blocked() {
     let f = Fixture::new();
     let waiting = GateAnswer {
+        node_key: String::new(),
+        deployment: 0,
+        task: String::new(),
+        nonce: String::new(),
         ready: false,
         waiting_for: vec!["node 2: ceph-mon".into()],
         blocked: false,
@@ -405,6 +413,10 @@ async fn gated_tasks_wait_for_ready_and_fail_when_blocked() {
 
     let f = Fixture::new();
     f.gate.answers.lock().unwrap().push_back(Ok(GateAnswer {
+        node_key: String::new(),
+        deployment: 0,
+        task: String::new(),
+        nonce: String::new(),
         ready: false,
         waiting_for: vec!["node 2: ceph-mon".into()],
         blocked: true,

@@ -361,6 +361,7 @@ impl Agent {
             controller: self.controller.clone(),
             registrar: self.registrar.clone(),
             wait: self.settings.poll_wait,
+            verifier: &self.verifier,
         };
         // While the list runs, a second long poll waits for a signed order to stop it.
         let (list_trigger, list_stop) = shutdown::channel();

@@ -279,12 +279,24 @@ async fn heartbeat(State(s): State<Arc<Shared>>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
-async fn gate() -> Json<GateAnswer> {
-    Json(GateAnswer {
+/// Every gated task may start: a signed answer bound to the asking node, task and nonce.
+async fn gate(
+    Extension(peer): Extension<Peer>,
+    Query(q): Query<GateQuery>,
+) -> Json<signing::SignedEnvelope> {
+    let answer = GateAnswer {
+        node_key: peer.0,
+        deployment: q.deployment,
+        task: q.task,
+        nonce: q.nonce,
         ready: true,
         waiting_for: vec![],
         blocked: false,
-    })
+    };
+    Json(signing::sign_gate_answer(
+        &signing::signing_key_from_seed([77; 32]),
+        &answer,
+    ))
 }
 
 /// Accepts any client certificate (the key is the identity) and checks the handshake signatures.

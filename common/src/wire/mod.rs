@@ -168,14 +168,26 @@ pub struct GateQuery {
     pub deployment: u64,
     /// The task id.
     pub task: String,
+    /// A fresh random value the signed answer must echo (as a poll's nonce).
+    pub nonce: String,
     /// How long the controller may hold the request waiting for the answer to become yes, in seconds.
     #[serde(default)]
     pub wait: u64,
 }
 
-/// The controller's answer to a dependency check.
+/// The controller's answer to a dependency check, signed (see [`crate::signing::sign_gate_answer`]) and
+/// bound to the node, the deployment, the task and the request's nonce.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GateAnswer {
+    /// The fingerprint of the node key the answer is for.
+    pub node_key: String,
+    /// The deployment asked about.
+    pub deployment: u64,
+    /// The task asked about.
+    pub task: String,
+    /// The nonce of the request answered.
+    pub nonce: String,
     /// True when every dependency has finished and any concurrency limit leaves room.
     pub ready: bool,
     /// Why not, for the agent's log.

@@ -96,6 +96,12 @@ pub struct TaskSpec {
     /// True when the controller gates this task (cross-node dependencies or a concurrency limit).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gated: bool,
+    /// For `copy_files` and `sync` tasks: each source's path (relative to the files root, without
+    /// leading or trailing `/`) and the digest of its manifest ([`crate::signing::manifest_digest`]),
+    /// fixed when the list was published. Signed with the list, so every byte and mode the task
+    /// installs is: the agent refuses a manifest with another digest and a file with another hash.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub manifests: std::collections::BTreeMap<String, String>,
 }
 
 /// A task on another node that must finish first.

@@ -9,7 +9,9 @@ use crate::store::{NewRefusal, NodeAdmission, NodeRegistration, Stored};
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use plinth_common::signing::{public_key_to_text, sign_task_list};
+use plinth_common::signing::{
+    public_key_to_text, sign_gate_answer, sign_task_list, SignedEnvelope,
+};
 use plinth_common::wire::{
     json_len, valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration,
     RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
@@ -379,12 +381,18 @@ pub async fn heartbeat(_agent: Agent) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
-/// `GET /agent/v1/gate?deployment=&task=&wait=`: may a gated task start?
+/// `GET /agent/v1/gate?deployment=&task=&nonce=&wait=`: may a gated task start? The answer is signed
+/// with the list signing key and bound to the node, the deployment, the task and the request's nonce.
 pub async fn gate(
     State(state): State<Arc<AppState>>,
     agent: Agent,
     Query(q): Query<GateQuery>,
-) -> Result<Json<GateAnswer>, ApiError> {
+) -> Result<Json<SignedEnvelope>, ApiError> {
+    if !valid_nonce(&q.nonce) {
+        return Err(ApiError::bad_request(
+            "nonce must be 16 to 64 lowercase hex characters",
+        ));
+    }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
     loop {
@@ -397,11 +405,16 @@ pub async fn gate(
             )));
         };
         if ready || blocked || tokio::time::Instant::now() >= deadline {
-            return Ok(Json(GateAnswer {
+            let answer = GateAnswer {
+                node_key: agent.node_key.clone(),
+                deployment: q.deployment,
+                task: q.task,
+                nonce: q.nonce,
                 ready,
                 blocked,
                 waiting_for,
-            }));
+            };
+            return Ok(Json(sign_gate_answer(&state.signer, &answer)));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

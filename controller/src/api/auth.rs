@@ -100,6 +100,12 @@ impl FromRequestParts<Arc<AppState>> for Operator {
     }
 }
 
+/// `GET /api/v1/whoami`: what the presented token may do (`{"role": "admin"}` or `"read_only"`), so a
+/// client can offer only the actions that will be allowed.
+pub async fn whoami(op: Operator) -> super::error::Json<serde_json::Value> {
+    super::error::Json(serde_json::json!({ "role": op.role }))
+}
+
 /// A request from a registered agent, identified by its connection's node key.
 #[derive(Debug, Clone)]
 pub struct Agent {

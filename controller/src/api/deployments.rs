@@ -1,9 +1,10 @@
-//! `/api/v1/deployments`: list and report.
+//! `/api/v1/deployments`: list, report, summary, one node's part, events.
 
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
 use crate::engine::events::{SubscribeError, MAX_WATCHERS_PER_DEPLOYMENT};
-use crate::engine::report::{self, Report};
+use crate::engine::report::{self, NodeLine, Report};
+use crate::engine::summary::Summary;
 use crate::state::AppState;
 use crate::store::DeploymentRecord;
 use axum::extract::{Path, State};
@@ -41,7 +42,57 @@ pub async fn show(
     state
         .blocking(move |s| {
             let dep = s.store.get_deployment(id)?;
-            Ok(Json(report::build(s.store.as_ref(), &dep)?))
+            Ok(Json(report::build_with(
+                s.store.as_ref(),
+                &dep,
+                s.engine.live_state(id),
+            )?))
+        })
+        .await
+}
+
+/// `GET /api/v1/deployments/{id}/summary`: the report without task output (status, groups with counts,
+/// every node's status, phase and progress), for pages that watch many nodes.
+pub async fn summary(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<Summary>, ApiError> {
+    state
+        .blocking(move |s| {
+            let dep = s.store.get_deployment(id)?;
+            Ok(Json(Summary::from(report::build_with(
+                s.store.as_ref(),
+                &dep,
+                s.engine.live_state(id),
+            )?)))
+        })
+        .await
+}
+
+/// `GET /api/v1/deployments/{id}/nodes/{node_id}`: one node's part of the report, with every task's
+/// latest result and output; 404 if the node is not in the deployment.
+pub async fn node(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, node_id)): Path<(u64, u64)>,
+) -> Result<Json<NodeLine>, ApiError> {
+    state
+        .blocking(move |s| {
+            let dep = s.store.get_deployment(id)?;
+            if !dep.node_ids.contains(&node_id) {
+                return Err(ApiError::not_found(format!(
+                    "node {node_id} is not in deployment {id}"
+                )));
+            }
+            report::build_with(s.store.as_ref(), &dep, s.engine.live_state(id))?
+                .nodes
+                .into_iter()
+                .find(|n| n.id == node_id)
+                .map(Json)
+                .ok_or_else(|| {
+                    ApiError::not_found(format!("node {node_id} is not in deployment {id}"))
+                })
         })
         .await
 }

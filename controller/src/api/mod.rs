@@ -131,6 +131,13 @@ pub fn operator_api() -> Router<Arc<AppState>> {
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
     ops = both(ops, "/deployments/{id}/events", get(deployments::events));
+    ops = both(ops, "/deployments/{id}/summary", get(deployments::summary));
+    ops = both(
+        ops,
+        "/deployments/{id}/nodes/{node_id}",
+        get(deployments::node),
+    );
+    ops = both(ops, "/whoami", get(auth::whoami));
     ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
     ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
     ops = both(
@@ -142,6 +149,11 @@ pub fn operator_api() -> Router<Arc<AppState>> {
         ops,
         "/clusters/{id}/strategies/validate",
         post(strategies::validate),
+    );
+    ops = both(
+        ops,
+        "/clusters/{id}/strategies/{name}/check",
+        get(strategies::check_stored),
     );
     ops = both(
         ops,
@@ -183,6 +195,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .nest("/api/v1", ops)
         .nest("/agent/v1", agents)
+        .merge(crate::ui::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .with_state(state)
 }

@@ -5,7 +5,7 @@ use super::error::{ApiError, Json, Query};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{NodeAdmission, NodeFilter, NodeRecord, NodeStatus, RefusalRecord};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,58 @@ pub struct NodeView {
     online: bool,
     /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
     deployed_roles: Vec<String>,
+    /// The tags in force: its own and those an operator added, less those an operator removed.
+    effective_tags: Vec<String>,
+    /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
+    hardware: Hardware,
+}
+
+/// A node's hardware in a few numbers, for lists.
+#[derive(Debug, Default, Serialize)]
+pub struct Hardware {
+    /// Processor threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus: Option<u64>,
+    /// Memory, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_bytes: Option<u64>,
+    /// Disks.
+    disks: usize,
+    /// All disks together, in bytes.
+    disk_bytes: u64,
+    /// Network interfaces (not virtual ones).
+    nics: usize,
+}
+
+impl Hardware {
+    fn of(facts: &serde_json::Value) -> Hardware {
+        let disks = facts["disks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let nics = facts["nics"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        Hardware {
+            cpus: facts["cpu"]["threads"].as_u64(),
+            memory_bytes: facts["memory"]["total_bytes"].as_u64(),
+            disks: disks.len(),
+            disk_bytes: disks
+                .iter()
+                .filter_map(|d| d["size_bytes"].as_u64())
+                .fold(0, u64::saturating_add),
+            nics: nics
+                .iter()
+                .filter(|n| !n["virtual_device"].as_bool().unwrap_or(false))
+                .count(),
+        }
+    }
+}
+
+/// Its own tags and the ones added, less the ones removed, in that order, each once.
+fn effective_tags(node: &NodeRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in node.tags.iter().chain(&node.model.tags_added) {
+        if !node.model.tags_removed.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
 }
 
 /// The offline threshold in force, in milliseconds (read once per request).
@@ -32,11 +84,14 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
         node.last_seen_ms = node.last_seen_ms.max(seen);
     }
     let online = now_ms() - node.last_seen_ms <= threshold;
+    let hardware = Hardware::of(&node.facts);
     if !with_facts {
         node.facts = serde_json::Value::Null;
     }
     NodeView {
         deployed_roles: node.roles.clone(),
+        effective_tags: effective_tags(&node),
+        hardware,
         node,
         online,
     }
@@ -68,15 +123,19 @@ pub struct NodesQuery {
     /// Only nodes holding this tag or role.
     #[serde(default)]
     pub tag: Option<String>,
+    /// Only nodes whose name contains this text (ignoring ASCII case).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
-/// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=`: a page of nodes by id (an
+/// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=&name=`: a page of nodes by id (an
 /// array, as Nailgun answers). When more nodes follow, `X-Next-Marker` holds the marker of the next
 /// page and `Link` its address.
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Query(q): Query<NodesQuery>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
@@ -91,6 +150,7 @@ pub async fn list(
         admission: q.admission,
         cluster_id: q.cluster_id,
         tag: q.tag.clone(),
+        name: q.name.clone().filter(|n| !n.is_empty()),
     };
     let (nodes, more) = state
         .blocking(move |s| {
@@ -110,8 +170,16 @@ pub async fn list(
     if let Some(next) = next {
         let headers = response.headers_mut();
         headers.insert("x-next-marker", HeaderValue::from(next));
+        // The next page keeps the filters, as they were sent.
+        let filters: String = raw
+            .as_deref()
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("limit=") && !p.starts_with("marker="))
+            .map(|p| format!("&{p}"))
+            .collect();
         if let Ok(link) = HeaderValue::from_str(&format!(
-            "</api/v1/nodes?limit={limit}&marker={next}>; rel=\"next\""
+            "</api/v1/nodes?limit={limit}&marker={next}{filters}>; rel=\"next\""
         )) {
             headers.insert(header::LINK, link);
         }

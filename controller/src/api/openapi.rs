@@ -44,9 +44,46 @@ pub fn spec() -> Value {
         )
     };
     let mut paths = serde_json::Map::new();
+    let query = |name: &str, kind: &str, about: &str| json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}, "description": about});
+    paths.insert("/nodes/".into(), {
+        let mut list = op(
+            "List a page of nodes (X-Next-Marker and Link name the next page)",
+            "nodes",
+            "200",
+        );
+        list["parameters"] = json!([
+            query(
+                "limit",
+                "integer",
+                "at most this many (1,000 by default, at most 10,000)"
+            ),
+            query(
+                "marker",
+                "integer",
+                "nodes after this id: the previous page's X-Next-Marker"
+            ),
+            query("status", "string", "discover, deploying, ready or error"),
+            query("admission", "string", "discovered or accepted"),
+            query("cluster_id", "integer", "nodes of this cluster"),
+            query("tag", "string", "nodes holding this tag or role"),
+        ]);
+        json!({ "get": list })
+    });
     paths.insert(
-        "/nodes/".into(),
-        json!({"get": op("List nodes", "nodes", "200")}),
+        "/nodes/{id}/refusals/".into(),
+        json!({"parameters": [id], "get": op("What the node sent that was refused, newest first", "nodes", "200")}),
+    );
+    paths.insert(
+        "/deployments/{id}/cancel/".into(),
+        json!({"parameters": [id], "post": op("Cancel a running deployment (its nodes are ordered to stop)", "deployments", "202")}),
+    );
+    paths.insert(
+        "/deployments/{id}/retry/".into(),
+        json!({"parameters": [id], "post": op("Deploy again the failed and not-started nodes of an ended deployment, with its inputs", "deployments", "202")}),
+    );
+    paths.insert(
+        "/clusters/{id}/stop_deployment/".into(),
+        json!({"parameters": [id], "put": op("Cancel the cluster's running deployment (Nailgun's path)", "deployments", "202")}),
     );
     paths.insert("/nodes/{id}/".into(), json!({"parameters": [id], "get": op("Show a node with its facts", "nodes", "200"), "delete": op("Delete a node", "nodes", "204")}));
     paths.insert(
@@ -115,6 +152,22 @@ pub fn spec() -> Value {
     paths.insert(
         "/deployments/{id}/".into(),
         json!({"parameters": [id], "get": op("A deployment's report", "deployments", "200")}),
+    );
+    paths.insert(
+        "/deployments/{id}/summary/".into(),
+        json!({"parameters": [id], "get": op("A deployment's summary: status, groups with counts, every node's status, phase and progress, no task output", "deployments", "200")}),
+    );
+    paths.insert(
+        "/deployments/{id}/nodes/{node_id}/".into(),
+        json!({"parameters": [id, {"name": "node_id", "in": "path", "required": true, "schema": {"type": "integer"}}], "get": op("One node's part of a deployment's report, with its tasks' output", "deployments", "200")}),
+    );
+    paths.insert(
+        "/clusters/{id}/strategies/{name}/check/".into(),
+        json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}], "get": op("A stored strategy checked against the cluster's nodes (each group's nodes)", "strategies", "200")}),
+    );
+    paths.insert(
+        "/whoami/".into(),
+        json!({"get": op("What the presented token may do (`admin` or `read_only`)", "auth", "200")}),
     );
     json!({
         "openapi": "3.1.0",

@@ -207,14 +207,50 @@ pub async fn validate(
     let parsed = loaded.strategy;
     state
         .blocking(move |s| {
-            let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
-            let tags = plinth_common::tags::cluster_tags(&model.nodes, &model.catalog());
-            let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
-            let inventory: Vec<_> = model.node_records.iter().map(|n| inventory_node(n, &tags)).collect();
-            let report = strategy::check(&parsed, &inventory)
-                .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_strategy", e.to_string()))?;
-            Ok(Json(json!({"valid": true, "strategy": document(&parsed), "check": report, "text": report.to_text(),
-                "warnings": warnings, "provenance": provenance})))
+            let mut answer = check_against_nodes(s, id, &parsed)?;
+            answer["warnings"] = json!(warnings);
+            answer["provenance"] = json!(provenance);
+            Ok(Json(answer))
+        })
+        .await
+}
+
+/// Checks a parsed strategy against the cluster's nodes: the validator's answer.
+fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value, ApiError> {
+    let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
+    let tags = plinth_common::tags::cluster_tags(&model.nodes, &model.catalog());
+    let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
+    let inventory: Vec<_> = model
+        .node_records
+        .iter()
+        .map(|n| inventory_node(n, &tags))
+        .collect();
+    let report = strategy::check(parsed, &inventory).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_strategy",
+            e.to_string(),
+        )
+    })?;
+    Ok(
+        json!({"valid": true, "strategy": document(parsed), "check": report, "text": report.to_text()}),
+    )
+}
+
+/// `GET /api/v1/clusters/{id}/strategies/{name}/check`: the stored strategy checked against the
+/// cluster's nodes now (each group's criteria, dependencies and the nodes it selects), as `validate`
+/// answers; a read, so read-only tokens may ask.
+pub async fn check_stored(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path((id, name)): Path<(u64, String)>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .blocking(move |s| {
+            let record = s.store.get_strategy(id, &name)?;
+            let text = serde_json::to_string(&record.document).unwrap_or_default();
+            let loaded = load(&text)?;
+            check_against_nodes(s, id, &loaded.strategy).map(Json)
         })
         .await
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod plan;
 pub mod report;
 pub mod resolution;
+pub mod summary;
 
 use crate::board::Board;
 use crate::clock::now_ms;
@@ -181,6 +182,8 @@ pub struct Engine {
     exprs: crate::expressions::Expressions,
     needs_resume: AtomicBool,
     published: AtomicU64,
+    /// The files root: file tasks' sources are sealed into their lists when published.
+    pub files: Arc<crate::catalog::Catalog>,
 }
 
 impl Engine {
@@ -191,6 +194,7 @@ impl Engine {
         board: Arc<Board>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
+        files: Arc<crate::catalog::Catalog>,
     ) -> Self {
         Engine {
             store,
@@ -204,6 +208,7 @@ impl Engine {
             exprs,
             needs_resume: AtomicBool::new(false),
             published: AtomicU64::new(0),
+            files,
         }
     }
 
@@ -229,6 +234,12 @@ impl Engine {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The orchestration state of a deployment running here, as it is in memory now (the stored one
+    /// catches up only when lists are published or the deployment finishes); `None` when not running.
+    pub fn live_state(&self, id: u64) -> Option<EngineState> {
+        self.lock().get(&id).map(|run| run.state.clone())
     }
 
     /// The strategy and the nodes of a request, checked: nodes of the cluster, accepted.
@@ -701,6 +712,9 @@ impl Engine {
                     .map(|e| serde_json::to_value(e).unwrap_or_default()),
             );
             if !lists.is_empty() {
+                for list in &mut lists {
+                    self.files.seal(&mut list.tasks);
+                }
                 let state = serde_json::to_value(&run.state).unwrap_or_default();
                 self.store
                     .publish_lists(run.record.id, &mut lists, &state, &events)?;

@@ -1,9 +1,10 @@
 //! The deployment report: per group its state and why (criteria, dependency, timeout), its succeeded,
 //! prepared, failed and not-started nodes; per node its status and each task's latest result. Built from
-//! the database alone, so it reads the same during a deployment, after it, and after a restart.
+//! the database, with the engine's orchestration state in memory while the deployment runs here (the
+//! stored state is saved only when lists are published, so node outcomes in between would not show).
 
 use super::EngineState;
-use crate::store::{DeploymentRecord, DeploymentStatus, NodeRecord, Store, StoreResult};
+use crate::store::{DeploymentRecord, DeploymentStatus, Store, StoreResult};
 use plinth_common::strategy::{self, FailureReason};
 use plinth_common::wire::{ResultStatus, TaskResult};
 use serde::Serialize;
@@ -138,19 +139,28 @@ pub struct Report {
     pub notices: Vec<serde_json::Value>,
 }
 
-/// Builds the report of a deployment (blocking).
+/// Builds the report of a deployment from the database alone (blocking).
 pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
-    let state: EngineState = serde_json::from_value(dep.state.clone()).map_err(|e| {
-        crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
-    })?;
+    build_with(store, dep, None)
+}
+
+/// Builds the report of a deployment (blocking), from `live` (the engine's state in memory, while the
+/// deployment runs here) or else from the state stored with it.
+pub fn build_with(
+    store: &dyn Store,
+    dep: &DeploymentRecord,
+    live: Option<EngineState>,
+) -> StoreResult<Report> {
+    let state: EngineState = match live {
+        Some(state) => state,
+        None => serde_json::from_value(dep.state.clone()).map_err(|e| {
+            crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
+        })?,
+    };
     let plan = state.sequencer.report();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;
-    let names: HashMap<u64, String> = store
-        .list_nodes()?
-        .into_iter()
-        .map(|n: NodeRecord| (n.id, n.name))
-        .collect();
+    let names: HashMap<u64, String> = store.node_names()?.into_iter().collect();
 
     // The latest report of each (node, revision, task), and how many attempts it had.
     let mut latest: HashMap<(u64, u64, &str), (&TaskResult, u32)> = HashMap::new();
@@ -165,12 +175,24 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
     }
 
     let mut nodes = Vec::new();
+    // Each node's lists, and the phase each node is awaited in, found once (not once per node).
+    let mut lists_of: HashMap<u64, Vec<_>> = HashMap::new();
+    for l in &lists {
+        lists_of.entry(l.node_id).or_default().push(l);
+    }
+    let mut awaited_in: HashMap<String, String> = HashMap::new();
+    for p in state.sequencer.in_flight() {
+        for n in p.awaiting {
+            awaited_in.entry(n).or_insert_with(|| p.phase.clone());
+        }
+    }
+    let planned_of: HashMap<&str, _> = plan.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     for node_id in &dep.node_ids {
         let name = names
             .get(node_id)
             .cloned()
             .unwrap_or_else(|| format!("node-{node_id}"));
-        let mine: Vec<_> = lists.iter().filter(|l| l.node_id == *node_id).collect();
+        let mine = lists_of.remove(node_id).unwrap_or_default();
         let mut tasks = Vec::new();
         for list in &mine {
             for spec in &list.tasks {
@@ -215,13 +237,8 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
                 })
                 .count()
         });
-        let planned = plan.node(&name);
-        let in_flight = state
-            .sequencer
-            .in_flight()
-            .into_iter()
-            .find(|p| p.awaiting.iter().any(|n| n == &name))
-            .map(|p| p.phase);
+        let planned = planned_of.get(name.as_str()).copied();
+        let in_flight = awaited_in.get(&name).cloned();
         let status = match (planned.map(|p| p.status), &in_flight) {
             (_, Some(_)) => "running".to_string(),
             (Some(s), None) => serde_json::to_value(s)

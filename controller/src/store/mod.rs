@@ -85,6 +85,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<NodeRecord>;
     /// All nodes, by id.
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>>;
+    /// Every node's id and name, without the rest (reports need only names).
+    fn node_names(&self) -> StoreResult<Vec<(u64, String)>>;
     /// One node.
     fn get_node(&self, id: u64) -> StoreResult<NodeRecord>;
     /// Sets a node's admission.

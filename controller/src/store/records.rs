@@ -501,4 +501,6 @@ pub struct NodeFilter {
     pub cluster_id: Option<u64>,
     /// Only nodes holding this tag: reported, added by an operator, or a role (assigned or deployed).
     pub tag: Option<String>,
+    /// Only nodes whose name contains this text (ignoring ASCII case).
+    pub name: Option<String>,
 }

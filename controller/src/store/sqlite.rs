@@ -430,6 +430,18 @@ impl Store for SqliteStore {
         self.tx(|tx| query_nodes(tx, "", &[]))
     }
 
+    fn node_names(&self) -> StoreResult<Vec<(u64, String)>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached("SELECT id, name FROM nodes ORDER BY id")?;
+            let rows = stmt.query_map([], |row| Ok((id(row.get(0)?), row.get::<_, String>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row?);
+            }
+            Ok(out)
+        })
+    }
+
     fn list_nodes_page(&self, f: &NodeFilter) -> StoreResult<Vec<NodeRecord>> {
         let mut clauses = vec!["id > ?1".to_string()];
         let mut args: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(sql_id(f.after_id))];
@@ -454,6 +466,10 @@ impl Store for SqliteStore {
                  OR EXISTS (SELECT 1 FROM json_each(nodes.pending_roles) WHERE value = ?{n}) \
                  OR EXISTS (SELECT 1 FROM json_each(nodes.model, '$.tags_added') WHERE value = ?{n}))"
             ));
+        }
+        if let Some(name) = &f.name {
+            args.push(Box::new(name.to_ascii_lowercase()));
+            clauses.push(format!("instr(lower(name), ?{}) > 0", args.len()));
         }
         args.push(Box::new(i64::try_from(f.limit).unwrap_or(i64::MAX)));
         let sql = format!(

@@ -193,4 +193,23 @@ pub fn report(r: &Value) {
         ],
         &rows,
     );
+    // Warnings, why it stopped or who cancelled it, and what its nodes sent that was refused.
+    let notices: Vec<String> = r["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            let node = n["node"]
+                .as_str()
+                .map(|name| format!("node {name}: "))
+                .unwrap_or_default();
+            format!("! {}: {node}{}", cell(n, "/event"), cell(n, "/message"))
+        })
+        .collect();
+    if !notices.is_empty() {
+        println!();
+        for line in notices {
+            println!("{line}");
+        }
+    }
 }

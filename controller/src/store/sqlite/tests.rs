@@ -280,6 +280,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         }],
     };
     let state = serde_json::json!({"step": 1});
