@@ -30,6 +30,10 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# The fuel2 end-to-end test runs Fuel's own client (python-fuelclient 11.0.0) on Python 3.8.
+PLINTH_PYTHON38="$(scripts/python38.sh)"
+export PLINTH_PYTHON38 PLINTH_REQUIRE_FUEL2=1
+
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"

@@ -14,6 +14,8 @@ pub struct FileConfig {
     pub data_dir: Option<PathBuf>,
     /// Listen address.
     pub listen: Option<SocketAddr>,
+    /// A plain-HTTP address serving Nailgun's operator API for Fuel's `fuel2` (off when absent).
+    pub nailgun_listen: Option<SocketAddr>,
     /// TLS certificate chain (PEM). With `tls_key`, replaces the self-signed certificate.
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM).
@@ -50,6 +52,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where to serve Nailgun's operator API over plain HTTP, if anywhere.
+    pub nailgun_listen: Option<SocketAddr>,
     /// Configured certificate and key, if any.
     pub tls_files: Option<(PathBuf, PathBuf)>,
     /// Extra names for the self-signed certificate (the file's, then the flags').
@@ -147,6 +151,8 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     /// `--listen` / `PLINTH_LISTEN`.
     pub listen: Option<SocketAddr>,
+    /// `--nailgun-listen` / `PLINTH_NAILGUN_LISTEN`.
+    pub nailgun_listen: Option<SocketAddr>,
     /// `--auto-accept` / `PLINTH_AUTO_ACCEPT`.
     pub auto_accept: Option<bool>,
     /// `--enrollment-token` / `PLINTH_ENROLLMENT_TOKEN`.
@@ -212,6 +218,7 @@ impl Config {
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             listen,
+            nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
             tls_files,
             tls_names: file
                 .tls_names
@@ -297,6 +304,21 @@ mod tests {
         assert!(c.auto_accept);
         assert_eq!(c.phase_timeout, Duration::from_secs(5));
         assert_eq!(c.offline_after, Duration::from_secs(60));
+        assert_eq!(c.nailgun_listen, None, "the Nailgun port is off by default");
+    }
+
+    #[test]
+    fn the_nailgun_port_comes_from_the_file_or_the_flag() {
+        let file: FileConfig = toml::from_str("nailgun_listen = \"127.0.0.1:8000\"").unwrap();
+        let c = Config::merge(Overrides::default(), file).unwrap();
+        assert_eq!(c.nailgun_listen, Some("127.0.0.1:8000".parse().unwrap()));
+        let file: FileConfig = toml::from_str("nailgun_listen = \"127.0.0.1:8000\"").unwrap();
+        let over = Overrides {
+            nailgun_listen: Some("127.0.0.1:8001".parse().unwrap()),
+            ..Default::default()
+        };
+        let c = Config::merge(over, file).unwrap();
+        assert_eq!(c.nailgun_listen.map(|a| a.port()), Some(8001));
     }
 
     #[test]

@@ -37,6 +37,10 @@ enum Command {
         /// Listen address.
         #[arg(long, env = "PLINTH_LISTEN")]
         listen: Option<SocketAddr>,
+        /// Also serve Nailgun's operator API (for Fuel's `fuel2`) over plain HTTP on this address; off
+        /// by default. Keep it on loopback, behind a local proxy, as Fuel kept Nailgun.
+        #[arg(long, env = "PLINTH_NAILGUN_LISTEN")]
+        nailgun_listen: Option<SocketAddr>,
         /// Admit every new node without an operator.
         #[arg(long, env = "PLINTH_AUTO_ACCEPT")]
         auto_accept: bool,
@@ -159,6 +163,7 @@ fn main() -> Result<()> {
     match &cli.command {
         Command::Serve {
             listen,
+            nailgun_listen,
             auto_accept,
             enrollment_token,
             phase_timeout,
@@ -171,6 +176,7 @@ fn main() -> Result<()> {
         } => {
             let over = Overrides {
                 listen: *listen,
+                nailgun_listen: *nailgun_listen,
                 auto_accept: auto_accept.then_some(true),
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,

@@ -109,11 +109,15 @@ fn reload(
 ) -> Result<()> {
     let mut fresh = loader()?;
     let current = state.config();
-    if fresh.listen != current.listen || fresh.data_dir != current.data_dir {
+    if fresh.listen != current.listen
+        || fresh.nailgun_listen != current.nailgun_listen
+        || fresh.data_dir != current.data_dir
+    {
         tracing::warn!(
-            "the listen address and the data directory change only on restart; kept as they were"
+            "the listen addresses and the data directory change only on restart; kept as they were"
         );
         fresh.listen = current.listen;
+        fresh.nailgun_listen = current.nailgun_listen;
         fresh.data_dir = current.data_dir.clone();
     }
     *acceptor = tls_acceptor(&fresh)?;
@@ -131,14 +135,26 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let nailgun = match config.nailgun_listen {
+        Some(addr) => Some(crate::api::nailgun::listener::bind(addr).await?),
+        None => None,
+    };
     let router = crate::api::router(state.clone());
+    let (close_tx, close_rx) = tokio::sync::watch::channel(false);
+    if let Some(nailgun) = nailgun {
+        tracing::info!(nailgun_listen = %nailgun.local_addr()?, "serving Nailgun's operator API over plain HTTP");
+        tokio::spawn(crate::api::nailgun::listener::serve(
+            state.clone(),
+            nailgun,
+            close_rx.clone(),
+        ));
+    }
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
-    let (close_tx, close_rx) = tokio::sync::watch::channel(false);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,

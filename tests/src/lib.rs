@@ -53,7 +53,8 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     panic!("timed out after {timeout:?} waiting for {what}");
 }
 
-fn free_port() -> u16 {
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

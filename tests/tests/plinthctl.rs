@@ -139,3 +139,65 @@ fn bad_strategy_files_exit_non_zero_naming_the_problem() {
     assert_eq!(code, 2);
     assert!(err.contains("/nonexistent.yaml"), "{err}");
 }
+
+/// Runs `plinthctl ARGS` with its standard output a pipe whose reader has already gone (as after
+/// `plinthctl ... | head` once `head` exits); returns the exit code and standard error.
+fn plinthctl_into_closed_pipe(args: &[&str]) -> (i32, String) {
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(bin("plinthctl"))
+        .args(args)
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("plinthctl runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("strategy.yaml");
+    let inv = dir.path().join("nodes.yaml");
+    std::fs::write(&s, STRATEGY).unwrap();
+    std::fs::write(&inv, INVENTORY).unwrap();
+    let (s, inv) = (s.to_str().unwrap(), inv.to_str().unwrap());
+    let c = Controller::start();
+    let token = c.data_dir().join("admin.token");
+    let cert = c.cert_path();
+    let online = [
+        "--controller",
+        &c.url,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--ca-cert",
+        cert.to_str().unwrap(),
+    ];
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["strategy", "check", s, "--inventory", inv],
+        vec!["strategy", "simulate", s, "--inventory", inv, "-o", "json"],
+        vec!["expr", "eval", "range(1, 5000)"],
+        vec!["release", "list"],
+        vec!["cluster", "list", "-o", "json"],
+        vec!["nodes", "list"],
+    ];
+    for (i, cmd) in commands.iter().enumerate() {
+        let mut args: Vec<&str> = Vec::new();
+        if i >= 3 {
+            args.extend_from_slice(&online);
+        }
+        args.extend_from_slice(cmd);
+        let (code, err) = plinthctl_into_closed_pipe(&args);
+        assert_eq!(code, 0, "plinthctl {cmd:?} into a closed pipe: {err}");
+        // Nothing more on standard error than the command says before its output when read whole.
+        let (normal, out, normal_err) = plinthctl(&args);
+        assert!(normal == 0 && !out.is_empty(), "{cmd:?}: {normal_err}");
+        assert!(
+            normal_err.starts_with(&err),
+            "plinthctl {cmd:?} into a closed pipe printed: {err}"
+        );
+    }
+}

@@ -27,6 +27,35 @@ pub fn secrets_equal(a: &str, b: &str) -> bool {
     bool::from(token_hash(a).ct_eq(&token_hash(b)))
 }
 
+/// The operator token a request presents: `Authorization: Bearer <token>`, or Keystone's
+/// `X-Auth-Token: <token>` (what Fuel's clients send).
+pub fn request_token(parts: &Parts) -> Result<String, ApiError> {
+    if let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+        return header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
+            });
+    }
+    match parts.headers.get("x-auth-token") {
+        Some(header) => header
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| ApiError::unauthorized("the X-Auth-Token header is empty")),
+        None => Err(ApiError::unauthorized(
+            "missing `Authorization: Bearer <token>` (or `X-Auth-Token`) header",
+        )),
+    }
+}
+
 /// An authenticated operator. Read-only tokens may only use safe methods.
 #[derive(Debug, Clone)]
 pub struct Operator {
@@ -43,24 +72,10 @@ impl FromRequestParts<Arc<AppState>> for Operator {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| {
-                ApiError::unauthorized("missing `Authorization: Bearer <token>` header")
-            })?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
-            })?;
+        let token = request_token(parts)?;
         // Looked up on every request (one indexed read), so a revoked token stops working at once, in
         // every controller process; only the token's digest is stored or compared.
-        let hash = hex::encode(token_hash(token));
+        let hash = hex::encode(token_hash(&token));
         let s = state.clone();
         let found = tokio::task::spawn_blocking(move || s.store.token_by_hash(&hash))
             .await

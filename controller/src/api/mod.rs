@@ -12,6 +12,7 @@ pub mod deployments;
 pub mod error;
 pub mod files;
 pub mod graphs;
+pub mod nailgun;
 pub mod nodes;
 pub mod openapi;
 pub mod plugins;
@@ -48,8 +49,8 @@ fn both(
         .route(&format!("{trimmed}/"), route)
 }
 
-/// The whole router.
-pub fn router(state: Arc<AppState>) -> Router {
+/// The operator API's routes (mounted under `/api/v1`), with its body limits.
+pub fn operator_api() -> Router<Arc<AppState>> {
     let mut ops = Router::new();
     ops = both(ops, "/openapi.json", get(openapi::document));
     ops = both(ops, "/nodes", get(nodes::list));
@@ -186,11 +187,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             .put(configuration::put)
             .delete(configuration::delete),
     );
-    let ops = ops
-        .layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
+    ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
         .layer(middleware::from_fn(|req, next| {
             body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
-        }));
+        }))
+}
+
+/// The whole router of the TLS port: the operator API and the agent API.
+pub fn router(state: Arc<AppState>) -> Router {
+    let ops = operator_api();
 
     let agents = Router::new()
         .route("/register", post(agent::register))

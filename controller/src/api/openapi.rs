@@ -7,7 +7,7 @@ fn op(summary: &str, tag: &str, ok: &str) -> Value {
     json!({
         "summary": summary,
         "tags": [tag],
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"xAuthToken": []}],
         "responses": {
             ok: {"description": "success"},
             "400": {"$ref": "#/components/responses/Error"},
@@ -175,7 +175,11 @@ pub fn spec() -> Value {
         "servers": [{"url": "/api/v1"}],
         "paths": paths,
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "xAuthToken": {"type": "apiKey", "in": "header", "name": "X-Auth-Token",
+                               "description": "the same operator token, as Keystone's clients send it"}
+            },
             "schemas": {"Error": {"type": "object", "required": ["error"], "properties": {"error": {
                 "type": "object", "required": ["code", "message"],
                 "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}}}}},

@@ -1,10 +1,28 @@
 //! `plinthctl`: Plinth's command-line client. Talks to a controller's API, and works offline on files.
 
+/// `println!` through [`pipe::write_out`]: a closed standard output ends `plinthctl` quietly.
+macro_rules! println {
+    () => {
+        $crate::pipe::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::pipe::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` through [`pipe::write_out`].
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::pipe::write_out(format_args!($($arg)*))
+    };
+}
+
 mod client;
 mod expr;
 mod graph;
 mod inputs;
 mod output;
+mod pipe;
 mod plugins;
 mod quickstart;
 mod resolve;

@@ -1,0 +1,693 @@
+//! Fuel's own client, unmodified: python-fuelclient 11.0.0's `fuel2` (Python 3.8, PyYAML < 6) against a
+//! real controller serving Nailgun's API on its `--nailgun-listen` port, with real agents as the nodes.
+//! Each command's output is checked as an operator reads it, and what the controller did is checked
+//! through Plinth's own API.
+//!
+//! The virtual environment is made once under the target directory. Python 3.8 comes from
+//! `PLINTH_PYTHON38` (scripts/test.sh finds or installs one), else `python3.8` on the path. Without one
+//! the test says so and passes, unless `PLINTH_REQUIRE_FUEL2=1` (set by scripts/test.sh, so CI fails).
+
+use plinth_e2e::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const FUELCLIENT: &str = "python-fuelclient==11.0.0";
+
+/// A Python 3.8 interpreter, if one can be found.
+fn python38() -> Option<PathBuf> {
+    let candidates = std::env::var_os("PLINTH_PYTHON38")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(std::iter::once(PathBuf::from("python3.8")));
+    candidates.into_iter().find(|p| {
+        Command::new(p)
+            .args([
+                "-c",
+                "import sys, venv; assert sys.version_info[:2] == (3, 8)",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// `fuel2` in a virtual environment under the target directory, made when missing.
+fn fuel2() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/fuel2-venv");
+    let fuel2 = venv.join("bin/fuel2");
+    let marker = venv.join("installed");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(FUELCLIENT) && fuel2.exists() {
+        return Some(fuel2);
+    }
+    let Some(python) = python38() else {
+        assert!(
+            std::env::var("PLINTH_REQUIRE_FUEL2").as_deref() != Ok("1"),
+            "no Python 3.8 (set PLINTH_PYTHON38 or run scripts/python38.sh)"
+        );
+        eprintln!("skipped: no Python 3.8 for fuel2 (scripts/test.sh finds or installs one)");
+        return None;
+    };
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new(&python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python runs");
+    assert!(made.success(), "cannot make a virtual environment");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", FUELCLIENT, "PyYAML<6"])
+        .output()
+        .expect("pip runs");
+    assert!(
+        pip.status.success(),
+        "pip install {FUELCLIENT} failed: {}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    std::fs::write(&marker, FUELCLIENT).expect("marker");
+    Some(fuel2)
+}
+
+/// Runs `fuel2` against a controller's Nailgun port.
+struct Fuel2 {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl Fuel2 {
+    /// `fuel2` configured as a Fuel operator does it: `~/.config/fuel/fuel_client.yaml`.
+    fn new(bin: PathBuf, port: u16, user: &str, token: &str) -> Fuel2 {
+        let home = tempfile::tempdir().expect("a home");
+        let dir = home.path().join(".config/fuel");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(
+            dir.join("fuel_client.yaml"),
+            format!(
+                "SERVER_ADDRESS: \"127.0.0.1\"\nSERVER_PORT: \"{port}\"\nOS_USERNAME: \"{user}\"\n\
+                 OS_PASSWORD: \"{token}\"\nOS_TENANT_NAME: \"admin\"\n"
+            ),
+        )
+        .expect("fuel_client.yaml");
+        Fuel2 { bin, home }
+    }
+
+    /// Runs a command (words split on spaces); returns (success, stdout, stderr).
+    fn run(&self, args: &str) -> (bool, String, String) {
+        let out = Command::new(&self.bin)
+            .args(args.split_whitespace())
+            .current_dir(self.home.path())
+            .env("HOME", self.home.path())
+            .output()
+            .expect("fuel2 runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// A command that must succeed; returns its standard output.
+    fn ok(&self, args: &str) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "fuel2 {args} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// A listing command with `-f json`, parsed.
+    fn json(&self, args: &str) -> Value {
+        let out = self.ok(&format!("{args} -f json"));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("fuel2 {args}: {e}: {out}"))
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.home.path().join(name)
+    }
+}
+
+fn sorted(ids: &[u64]) -> Vec<u64> {
+    let mut v = ids.to_vec();
+    v.sort();
+    v
+}
+
+fn ids(rows: &Value) -> Vec<u64> {
+    let mut v: Vec<u64> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["id"].as_u64().expect("id"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
+    let Some(bin) = fuel2() else { return };
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", &listen]);
+    let a = Agent::start(&c, "node-a", &[]);
+    let b = Agent::start(&c, "node-b", &[]);
+    let nodes = c.api.wait_nodes(2);
+    let id_of = |name: &str| nodes.iter().find(|(n, _)| n == name).expect(name).1;
+    let (na, nb) = (id_of("node-a"), id_of("node-b"));
+
+    // The model, made with Plinth's own API: a release with roles, tags and a default graph, a plugin
+    // (Fuel's metadata.yaml fields) and a cluster with it enabled.
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({
+            "name": "fuel-like", "version": "1",
+            "roles_metadata": {
+                "controller": {"name": "Controller", "description": "The control plane",
+                               "tags": ["controller"], "conflicts": ["compute"]},
+                "compute": {"name": "Compute", "description": "Runs instances"}
+            },
+            "tags_metadata": {"controller": {"has_primary": true}},
+            "graphs": {"default": {"tasks": [
+                shell("release-marker", &["primary-controller", "controller", "compute"], "touch release-default-ran")
+            ]}}
+        })),
+    );
+    let rid = release["id"].as_u64().unwrap();
+    let plugin = c.api.ok(
+        "POST",
+        "/plugins",
+        Some(&json!({
+            "name": "fw", "version": "1.0.0",
+            "node_roles": {"firewall": {"name": "Firewall", "description": "Filters traffic"}},
+            "metadata": {"title": "Firewall", "package_version": "4.0.0",
+                         "releases": [{"os": "ubuntu", "version": "1", "mode": ["ha"]}]},
+            "graphs": {"custom": {"tasks": [shell("plugin-step", &["compute"], "touch plugin-ran")]}}
+        })),
+    );
+    let pid = plugin["id"].as_u64().unwrap();
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "env-one", "release_id": rid})),
+    );
+    let cid = cluster["id"].as_u64().unwrap();
+    c.api
+        .ok("PUT", &format!("/clusters/{cid}/plugins/{pid}"), None);
+
+    let f = Fuel2::new(bin, port, "admin", &c.api.token);
+
+    // The plain port serves the version unauthenticated, Nailgun's API with a token, never agents.
+    let plain = reqwest::blocking::Client::new();
+    let base = format!("http://{listen}");
+    let version: Value = plain
+        .get(format!("{base}/api/v1/version"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(version["auth_required"], true);
+    let anon = plain
+        .get(format!("{base}/api/v1/clusters/"))
+        .send()
+        .unwrap();
+    assert_eq!(anon.status().as_u16(), 401);
+    let body: Value = anon.json().unwrap();
+    assert!(
+        body["message"].as_str().unwrap().contains("token"),
+        "{body}"
+    );
+    let agent = plain.get(format!("{base}/agent/v1/tasks")).send().unwrap();
+    assert_eq!(agent.status().as_u16(), 404);
+    let wrong = plain
+        .post(format!("{base}/keystone/v2.0/tokens"))
+        .json(&json!({"auth": {"passwordCredentials": {"username": "admin", "password": "plt_nope"}}}))
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    // Keystone's token body answers with the same token, which works as X-Auth-Token.
+    let access: Value = plain
+        .post(format!("{base}/keystone/v2.0/tokens"))
+        .json(&json!({"auth": {"token": {"id": c.api.token}, "tenantName": "admin"}}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(access["access"]["token"]["id"], c.api.token.as_str());
+
+    // env list / show.
+    let envs = f.json("env list");
+    assert_eq!(envs[0]["name"], "env-one");
+    assert_eq!(envs[0]["status"], "new");
+    assert_eq!(envs[0]["release_id"], rid);
+    let shown = f.ok(&format!("env show {cid}"));
+    assert!(
+        shown.contains("env-one") && shown.contains("release_id"),
+        "{shown}"
+    );
+
+    // release list, plugins list.
+    let releases = f.json("release list");
+    assert_eq!(releases[0]["name"], "fuel-like");
+    assert_eq!(releases[0]["state"], "available");
+    let plugins = f.json("plugins list");
+    assert_eq!(plugins[0]["name"], "fw");
+    assert_eq!(plugins[0]["package_version"], "4.0.0");
+    assert!(
+        plugins[0]["releases"].to_string().contains("ubuntu"),
+        "{plugins}"
+    );
+
+    // node list, node show (meta from facts).
+    assert_eq!(ids(&f.json("node list")), sorted(&[na, nb]));
+    assert_eq!(
+        ids(&f.json(&format!("node list --env {cid}"))),
+        Vec::<u64>::new()
+    );
+    let show = f.json(&format!("node show {na}"));
+    assert_eq!(show["name"], "node-a");
+    assert_eq!(show["online"], true);
+    assert!(
+        show["hostname"].as_str().is_some_and(|h| !h.is_empty()),
+        "{show}"
+    );
+    // The whole record (as `fuel2` reads it) carries `meta` from the agent's facts.
+    let record: Value = plain
+        .get(format!("{base}/api/v1/nodes/{na}/"))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let facts = c.api.get(&format!("/nodes/{na}")).unwrap()["facts"].clone();
+    assert_eq!(
+        record["meta"]["system"]["fqdn"], facts["hostname"],
+        "{record}"
+    );
+    assert_eq!(record["meta"]["disks"], facts["disks"], "{record}");
+
+    // env add nodes: pending roles on the controller.
+    let out = f.ok(&format!("env add nodes -e {cid} -n {na} -r controller"));
+    assert!(out.contains(&na.to_string()), "{out}");
+    f.ok(&format!("env add nodes -e {cid} -n {nb} -r compute"));
+    let listed = f.json(&format!("node list --env {cid}"));
+    assert_eq!(ids(&listed), sorted(&[na, nb]));
+    let node_a = c.api.get(&format!("/nodes/{na}")).unwrap();
+    assert_eq!(node_a["cluster_id"], cid);
+    assert_eq!(node_a["pending_roles"], json!(["controller"]));
+    // Conflicting roles are refused, with the controller's reason in fuel2's message, and nothing changes.
+    let (ok, _, err) = f.run(&format!(
+        "env add nodes -e {cid} -n {na} -r controller compute"
+    ));
+    assert!(
+        !ok && (err.contains("400") || err.contains("409") || err.contains("422")),
+        "{err}"
+    );
+    assert!(err.contains("conflict"), "{err}");
+    let node_a = c.api.get(&format!("/nodes/{na}")).unwrap();
+    assert_eq!(node_a["pending_roles"], json!(["controller"]));
+
+    // role list / download.
+    let roles = f.json(&format!("role list --release {rid}"));
+    let names: Vec<&str> = roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["controller", "compute"], "the release's order");
+    assert!(roles.to_string().contains("The control plane"), "{roles}");
+    f.ok(&format!(
+        "role download --release {rid} -n controller -f yaml -d {}",
+        f.path("roles").display()
+    ));
+    let role_file =
+        std::fs::read_to_string(f.path(&format!("roles/releases_{rid}/controller.yaml")))
+            .expect("the downloaded role");
+    assert!(role_file.contains("The control plane"), "{role_file}");
+
+    // A cluster's roles and tags: its release's, then its enabled plugins'.
+    let env_roles = f.json(&format!("role list --env {cid}"));
+    let env_names: Vec<&str> = env_roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(env_names, vec!["controller", "compute", "firewall"]);
+    let env_tags = f.json(&format!("tag list --env {cid}"));
+    assert!(
+        env_tags.to_string().contains("controller") && env_tags.to_string().contains("firewall"),
+        "{env_tags}"
+    );
+
+    // tag list / create / update / download / delete.
+    let tags = f.json(&format!("tag list --release {rid}"));
+    assert!(tags.to_string().contains("controller"), "{tags}");
+    let tag_dir = f.path("tags");
+    std::fs::create_dir_all(tag_dir.join(format!("releases_{rid}"))).unwrap();
+    std::fs::write(
+        tag_dir.join(format!("releases_{rid}/storage.yaml")),
+        "name: storage\nmeta:\n  has_primary: false\n",
+    )
+    .unwrap();
+    let out = f.ok(&format!(
+        "tag create --release {rid} -n storage -f yaml -d {}",
+        tag_dir.display()
+    ));
+    assert!(out.contains("created"), "{out}");
+    std::fs::write(
+        tag_dir.join(format!("releases_{rid}/storage.yaml")),
+        "name: storage\nmeta:\n  has_primary: true\n",
+    )
+    .unwrap();
+    f.ok(&format!(
+        "tag update --release {rid} -n storage -f yaml -d {}",
+        tag_dir.display()
+    ));
+    let stored = c.api.get(&format!("/releases/{rid}/tags")).unwrap();
+    let storage = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "storage")
+        .unwrap();
+    assert_eq!(storage["has_primary"], true, "{stored}");
+    let dl = f.path("dl");
+    f.ok(&format!(
+        "tag download --release {rid} -n storage -f json -d {}",
+        dl.display()
+    ));
+    let downloaded: Value = serde_json::from_str(
+        &std::fs::read_to_string(dl.join(format!("releases_{rid}/storage.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(downloaded["meta"]["has_primary"], true);
+    f.ok(&format!("tag delete --release {rid} -n storage"));
+    let stored = c.api.get(&format!("/releases/{rid}/tags")).unwrap();
+    assert!(!stored.to_string().contains("storage"), "{stored}");
+
+    // graph upload (seed 002's form), list at every level, download at all four levels.
+    std::fs::write(
+        f.path("tasks.yaml"),
+        "- id: custom-step\n  type: shell\n  tags: [primary-controller, controller, compute]\n  parameters:\n    cmd: touch custom-ran\n    timeout: 60\n",
+    )
+    .unwrap();
+    let out = f.ok(&format!(
+        "graph upload --env {cid} -t custom --file tasks.yaml"
+    ));
+    assert!(out.contains("successfully uploaded"), "{out}");
+    let graph = c
+        .api
+        .get(&format!("/clusters/{cid}/deployment_graphs/custom"))
+        .unwrap();
+    assert_eq!(graph["tasks"][0]["id"], "custom-step");
+    let listed = f.ok(&format!("graph list --env {cid}"));
+    assert!(
+        listed.contains(&format!("as \"custom\" to cluster(ID={cid})"))
+            && listed.contains(&format!("as \"custom\" to plugin(ID={pid})"))
+            && listed.contains(&format!("as \"default\" to release(ID={rid})")),
+        "{listed}"
+    );
+    let only_cluster = f.ok(&format!("graph list --env {cid} --cluster"));
+    assert!(
+        only_cluster.contains("custom-step") && !only_cluster.contains("release-marker"),
+        "{only_cluster}"
+    );
+    let plugin_graphs = f.ok(&format!("graph list --env {cid} --plugins"));
+    assert!(
+        plugin_graphs.contains("plugin-step") && !plugin_graphs.contains("custom-step"),
+        "{plugin_graphs}"
+    );
+    let release_graphs = f.ok("graph list --release");
+    assert!(
+        release_graphs.contains("release-marker") && !release_graphs.contains("plugin-step"),
+        "{release_graphs}"
+    );
+    // Uploads at the release and plugin levels (seed 002's other two forms), then deleted again.
+    std::fs::write(
+        f.path("extra.yaml"),
+        "tasks:\n- id: extra-step\n  type: shell\n  tags: [compute]\n  parameters: {cmd: 'true'}\n",
+    )
+    .unwrap();
+    f.ok(&format!(
+        "graph upload --release {rid} -t extra --file extra.yaml"
+    ));
+    f.ok(&format!(
+        "graph upload --plugin {pid} -t extra --file extra.yaml"
+    ));
+    assert_eq!(
+        c.api
+            .get(&format!("/releases/{rid}/deployment_graphs/extra"))
+            .unwrap()["tasks"][0]["id"],
+        "extra-step"
+    );
+    assert_eq!(
+        c.api
+            .get(&format!("/plugins/{pid}/deployment_graphs/extra"))
+            .unwrap()["tasks"][0]["id"],
+        "extra-step"
+    );
+    // A second upload replaces (Nailgun's PUT after the GET finds it).
+    std::fs::write(
+        f.path("extra.yaml"),
+        "tasks:\n- id: extra-two\n  type: shell\n  tags: [compute]\n  parameters: {cmd: 'true'}\n",
+    )
+    .unwrap();
+    f.ok(&format!(
+        "graph upload --release {rid} -t extra --file extra.yaml"
+    ));
+    let replaced = c
+        .api
+        .get(&format!("/releases/{rid}/deployment_graphs/extra"))
+        .unwrap();
+    assert_eq!(replaced["tasks"].as_array().unwrap().len(), 1, "{replaced}");
+    assert_eq!(replaced["tasks"][0]["id"], "extra-two");
+    f.ok(&format!("graph delete --release {rid} -t extra"));
+    f.ok(&format!("graph delete --plugin {pid} -t extra"));
+    assert_eq!(
+        c.api
+            .send(
+                "GET",
+                &format!("/plugins/{pid}/deployment_graphs/extra"),
+                None
+            )
+            .status,
+        404
+    );
+    let everything = f.ok("graph list");
+    assert!(
+        everything.contains("plugin-step") && everything.contains("release-marker"),
+        "{everything}"
+    );
+    for (level, want, unwanted) in [
+        ("--all", "custom-step", None),
+        ("--cluster", "custom-step", Some("plugin-step")),
+        ("--plugins", "plugin-step", Some("custom-step")),
+        ("--release", "[]", Some("custom-step")),
+    ] {
+        let file = f.path(&format!("dl{level}.yaml"));
+        let out = f.ok(&format!(
+            "graph download --env {cid} {level} -t custom --file {}",
+            file.display()
+        ));
+        assert!(out.contains("downloaded"), "{out}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(want), "{level}: {text}");
+        if let Some(u) = unwanted {
+            assert!(!text.contains(u), "{level}: {text}");
+        }
+    }
+    let merged = std::fs::read_to_string(f.path("dl--all.yaml")).unwrap();
+    assert!(
+        merged.contains("plugin-step"),
+        "merged tasks hold the plugin's: {merged}"
+    );
+
+    // env deploy --dry-run resolves and checks, and starts nothing.
+    let out = f.ok(&format!("env deploy {cid} --dry-run"));
+    assert!(out.starts_with("Deployment task with id 1000000"), "{out}");
+    assert!(c
+        .api
+        .get("/deployments")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(!a.work().join("release-default-ran").exists());
+
+    // env deploy: the default graph; pending roles become roles.
+    let out = f.ok(&format!("env deploy {cid}"));
+    let deploy_id = c
+        .api
+        .get("/deployments")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "Deployment task with id {deploy_id} for the environment {cid} has been started.\n"
+        )
+    );
+    let report = c.api.wait_deployment(deploy_id, Duration::from_secs(120));
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert!(a.work().join("release-default-ran").exists(), "{report:#}");
+    let node_a = f.json(&format!("node show {na}"));
+    assert_eq!(node_a["roles"], json!(["controller"]));
+    assert_eq!(node_a["pending_roles"], json!([]));
+    assert_eq!(node_a["status"], "ready");
+    let env = f.json(&format!("env show {cid}"));
+    assert_eq!(env["status"], "operational");
+
+    // graph execute: a dry run stores nothing; a run deploys on the named node only.
+    let out = f.ok(&format!("graph execute --env {cid} -t custom --dry-run"));
+    let dry: u64 = out
+        .strip_prefix("Deployment task with id ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        c.api.get("/deployments").unwrap().as_array().unwrap().len(),
+        1,
+        "only env deploy's"
+    );
+    let shown = f.json(&format!("task show {dry}"));
+    assert_eq!(shown["dry_run"], true);
+    assert_eq!(shown["status"], "ready");
+    let out = f.ok(&format!(
+        "graph execute --env {cid} -t custom --node {nb} --force"
+    ));
+    let dep = c
+        .api
+        .get("/deployments")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(
+        out,
+        format!("Deployment task with id {dep} for the environment {cid} has been started.\n")
+    );
+    let report = c.api.wait_deployment(dep, Duration::from_secs(120));
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert!(b.work().join("custom-ran").exists() && b.work().join("plugin-ran").exists());
+    assert!(
+        !a.work().join("custom-ran").exists(),
+        "node-a was not named"
+    );
+
+    // task list / show.
+    let tasks = f.json(&format!("task list --env {cid}"));
+    let listed = tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == dep)
+        .unwrap_or_else(|| panic!("{tasks}"));
+    assert_eq!(listed["status"], "ready");
+    assert_eq!(listed["graph_type"], "custom");
+    assert!(tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["id"] == dry && t["dry_run"] == true));
+    let shown = f.json(&format!("task show {dep}"));
+    assert_eq!(shown["status"], "ready");
+    assert_eq!(shown["progress"], 100);
+
+    // graph execute --noop: a no-op deployment on every node.
+    let out = f.ok(&format!("graph execute --env {cid} -t custom --noop"));
+    let noop = c.api.get("/deployments").unwrap();
+    let noop_id = noop
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(out.contains(&format!("id {noop_id} ")), "{out}");
+    let noop_dep = c.api.wait_deployment(noop_id, Duration::from_secs(120));
+    assert_eq!(noop_dep["status"], "success", "{noop_dep:#}");
+    assert!(
+        !a.work().join("custom-ran").exists(),
+        "a no-op run runs no shell task"
+    );
+
+    // graph delete; env remove nodes.
+    f.ok(&format!("graph delete --environment {cid} -t custom"));
+    let gone = c.api.send(
+        "GET",
+        &format!("/clusters/{cid}/deployment_graphs/custom"),
+        None,
+    );
+    assert_eq!(gone.status, 404);
+    f.ok(&format!("env remove nodes -e {cid} -n {nb}"));
+    assert_eq!(ids(&f.json(&format!("node list --env {cid}"))), vec![na]);
+    assert!(c.api.get(&format!("/nodes/{nb}")).unwrap()["cluster_id"].is_null());
+
+    f.ok(&format!("env remove nodes -e {cid} --nodes-all"));
+    assert!(f
+        .json(&format!("node list --env {cid}"))
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // Errors reach the operator with the controller's message.
+    let (ok, _, err) = f.run("env show 999");
+    assert!(!ok && err.contains("404") && err.contains("999"), "{err}");
+
+    // A read-only token (user name: the token's name) reads and cannot write.
+    let (made, viewer, _) = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
+    assert!(made);
+    let ro = Fuel2::new(f.bin.clone(), port, "viewer", viewer.trim());
+    assert_eq!(ids(&ro.json("node list")), sorted(&[na, nb]));
+    let (ok, _, err) = ro.run(&format!("env add nodes -e {cid} -n {na} -r compute"));
+    assert!(
+        !ok && err.contains("403") && err.contains("read-only"),
+        "{err}"
+    );
+    assert!(c.api.get(&format!("/nodes/{na}")).unwrap()["cluster_id"].is_null());
+    // The user name must be the token's.
+    let wrong_user = Fuel2::new(f.bin.clone(), port, "admin", viewer.trim());
+    let (ok, _, err) = wrong_user.run("env list");
+    assert!(!ok && err.contains("401"), "{err}");
+}
+
+/// The Nailgun port off loopback warns at start; `X-Auth-Token` works on the TLS port too.
+#[test]
+fn the_nailgun_port_warns_off_loopback_and_x_auth_token_works_everywhere() {
+    let port = free_port();
+    let c = Controller::start_with(&["--nailgun-listen", &format!("0.0.0.0:{port}")]);
+    assert!(
+        c.log().contains("beyond this machine"),
+        "no warning in:\n{}",
+        c.log()
+    );
+    let version: Value = reqwest::blocking::get(format!("http://127.0.0.1:{port}/api/v1/version"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(version["auth_required"], true);
+    let tls = c
+        .api
+        .http()
+        .get(format!("{}/api/v1/clusters", c.url))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .unwrap();
+    assert_eq!(tls.status().as_u16(), 200);
+    let bad = c
+        .api
+        .http()
+        .get(format!("{}/api/v1/clusters", c.url))
+        .header("X-Auth-Token", "plt_wrong")
+        .send()
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 401);
+}
