@@ -21,7 +21,8 @@ pub struct NodeView {
     /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
     deployed_roles: Vec<String>,
     /// The tags a deployment would see on it now (its roles' tags, the operator's changes, primaries
-    /// elected), apart from `tags`, which its agent reported. Empty outside a cluster.
+    /// elected), apart from `tags`, which its agent reported; outside a cluster, its own tags with the
+    /// operator's changes.
     effective_tags: Vec<String>,
     /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
     hardware: Hardware,
@@ -81,11 +82,24 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
     }
     NodeView {
         deployed_roles: node.roles.clone(),
+        effective_tags: own_tags(&node),
         hardware,
         node,
         online,
-        effective_tags: Vec::new(),
     }
+}
+
+/// A node's tags by itself, outside any cluster: the ones it carries and the ones an operator added,
+/// less the ones removed, each once. In a cluster, [`with_effective_tags`] replaces them with what a
+/// deployment would see (roles' tags and primaries too).
+fn own_tags(node: &NodeRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in node.tags.iter().chain(&node.model.tags_added) {
+        if !node.model.tags_removed.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
 }
 
 /// Fills each view's effective tags, loading each cluster once. A cluster whose model does not load
