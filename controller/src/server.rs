@@ -176,16 +176,10 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                     }
                 };
                 let _ = tcp.set_nodelay(true);
-                let limits = state.config().limits;
                 // Every connection starts untrusted; the oldest untrusted one makes room when the pool is full.
-                let Some(ticket) = state.connections.admit(
-                    peer.ip(),
-                    limits.max_untrusted_connections,
-                    limits.max_connections_per_address,
-                ) else {
+                let Some(ticket) = state.admit_connection(peer.ip()) else {
                     continue;
                 };
-                let ticket = Arc::new(ticket);
                 let acceptor = acceptor.clone();
                 let router = router.clone();
                 let state = state.clone();

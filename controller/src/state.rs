@@ -47,6 +47,22 @@ impl AppState {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 
+    /// Admits a new connection from `addr` into the untrusted pool under the bounds in force (the oldest
+    /// untrusted connection makes room when the pool is full); `None` only for zero bounds.
+    pub fn admit_connection(
+        &self,
+        addr: std::net::IpAddr,
+    ) -> Option<Arc<crate::limits::ConnectionTicket>> {
+        let limits = self.config().limits;
+        self.connections
+            .admit(
+                addr,
+                limits.max_untrusted_connections,
+                limits.max_connections_per_address,
+            )
+            .map(Arc::new)
+    }
+
     /// Runs blocking work (database, orchestration) on the blocking pool.
     pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
     where

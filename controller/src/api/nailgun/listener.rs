@@ -58,15 +58,10 @@ pub async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let limits = state.config().limits;
-        let Some(ticket) = state.connections.admit(
-            peer.ip(),
-            limits.max_untrusted_connections,
-            limits.max_connections_per_address,
-        ) else {
+        // Every connection starts untrusted; the oldest untrusted one makes room when the pool is full.
+        let Some(ticket) = state.admit_connection(peer.ip()) else {
             continue;
         };
-        let ticket = Arc::new(ticket);
         let router = router.clone();
         let mut close_rx = close.clone();
         tokio::spawn(async move {
