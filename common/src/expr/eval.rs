@@ -400,8 +400,12 @@ impl<'a> Interp<'a> {
         Ok(match op {
             UnOp::Not => Value::Bool(!v.truthy()),
             UnOp::Plus => match v.view() {
-                View::Int(_) | View::Float(_) => v,
+                View::Int(_) | View::Float(_) | View::Span(_) => v,
                 _ => return type_err(format!("unary + of a {}", v.type_name())),
+            },
+            UnOp::Minus if matches!(v, Value::Span(_)) => match v {
+                Value::Span(us) => Value::Span(us.checked_neg().ok_or(EvalErrorKind::Overflow)?),
+                _ => v,
             },
             UnOp::Minus => match v.view() {
                 View::Int(i) => Value::Int(i.checked_neg().ok_or(EvalErrorKind::Overflow)?),
@@ -580,6 +584,9 @@ impl<'a> Interp<'a> {
                 Some(v) => Ok(Value::from_json(v)),
                 None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
             };
+        }
+        if let Some(p) = super::library::datetime::property(r, key) {
+            return p;
         }
         if r.is_dict() {
             return r

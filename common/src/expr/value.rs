@@ -93,6 +93,10 @@ pub enum Value<'a> {
     Lambda(Rc<Lambda<'a>>),
     /// A lazy sequence.
     Gen(Rc<Gen<'a>>),
+    /// A date and time with its UTC offset.
+    DateTime(chrono::DateTime<chrono::FixedOffset>),
+    /// A signed duration in microseconds (a timespan).
+    Span(i64),
 }
 
 /// A uniform view of a value, whichever way it is stored.
@@ -125,6 +129,10 @@ pub enum View<'v, 'a> {
     Lambda,
     /// A lazy sequence.
     Gen,
+    /// A date and time.
+    DateTime(chrono::DateTime<chrono::FixedOffset>),
+    /// A timespan in microseconds.
+    Span(i64),
 }
 
 impl<'a> Value<'a> {
@@ -180,6 +188,8 @@ impl<'a> Value<'a> {
             Value::Regex(r) => View::Regex(r),
             Value::Lambda(_) => View::Lambda,
             Value::Gen(_) => View::Gen,
+            Value::DateTime(d) => View::DateTime(*d),
+            Value::Span(us) => View::Span(*us),
         }
     }
 
@@ -241,7 +251,8 @@ impl<'a> Value<'a> {
             View::JDict(d) => !d.is_empty(),
             View::Dict(d) => !d.is_empty(),
             View::Set(s) => !s.is_empty(),
-            View::Regex(_) | View::Lambda | View::Gen => true,
+            View::Regex(_) | View::Lambda | View::Gen | View::DateTime(_) => true,
+            View::Span(us) => us != 0,
         }
     }
 
@@ -300,6 +311,8 @@ impl<'a> Value<'a> {
             View::Regex(_) => "regex",
             View::Lambda => "lambda",
             View::Gen => "sequence",
+            View::DateTime(_) => "datetime",
+            View::Span(_) => "timespan",
         }
     }
 }
@@ -399,6 +412,8 @@ fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
         }
         (View::Set(x), View::Set(y)) => x.len() == y.len() && x.iter().all(|v| y.contains(v)),
         (View::Regex(x), View::Regex(y)) => x.as_str() == y.as_str(),
+        (View::DateTime(x), View::DateTime(y)) => x == y,
+        (View::Span(x), View::Span(y)) => x == y,
         _ => false,
     }
 }
@@ -445,6 +460,8 @@ fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
             .zip(b.as_f64())
             .and_then(|(x, y)| x.partial_cmp(&y)),
         (View::Str(x), View::Str(y)) => Some(x.cmp(y)),
+        (View::DateTime(x), View::DateTime(y)) => Some(x.cmp(&y)),
+        (View::Span(x), View::Span(y)) => Some(x.cmp(&y)),
         _ => None,
     }
 }
@@ -543,6 +560,14 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 r.as_str().hash(state)
             }
             View::Lambda | View::Gen => 7u8.hash(state),
+            View::DateTime(d) => {
+                9u8.hash(state);
+                d.timestamp_micros().hash(state)
+            }
+            View::Span(us) => {
+                10u8.hash(state);
+                us.hash(state)
+            }
         }
     }
 }
@@ -588,6 +613,8 @@ fn to_json_at(v: &Value<'_>, depth: usize) -> Option<J> {
         }
         Value::Regex(r) => J::String(r.as_str().to_string()),
         Value::Lambda(_) | Value::Gen(_) => return None,
+        Value::DateTime(d) => J::String(super::library::datetime::datetime_text(d)),
+        Value::Span(us) => J::from(*us as f64 / 1e6),
     })
 }
 
@@ -602,6 +629,7 @@ pub fn display_string(v: &Value<'_>) -> String {
         View::Regex(r) => r.as_str().to_string(),
         View::Lambda => "<lambda>".into(),
         View::Gen => "<sequence>".into(),
+        View::DateTime(d) => super::library::datetime::datetime_text(&d),
         _ => to_json(v).map(|j| j.to_string()).unwrap_or_default(),
     }
 }
