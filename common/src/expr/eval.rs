@@ -178,6 +178,7 @@ impl<'a> Interp<'a> {
             Kind::Int(i) => Value::Int(*i),
             Kind::Float(x) => Value::Float(*x),
             Kind::Str(s) | Kind::Word(s) => Value::Text(s),
+            Kind::Const(j) => Value::from_json(j),
             Kind::Var(v) => self
                 .lookup(Name::from_var(v))
                 .cloned()
