@@ -10,94 +10,24 @@
 use plinth_common::deploy::{DeployData, OldStates, YaqlFields};
 use plinth_common::expr::{Engine, ExprCache};
 use plinth_common::graph::{merge_for_cluster, resolve, ResolveRequest, MASTER_NODE_ID};
-use plinth_common::model::{parse_release_fixture, Cluster, Graph, Node};
 use plinth_common::tags::{cluster_tags, Catalog};
-use serde_json::{json, Value};
 use std::sync::Arc;
 
 mod support;
-use support::{corpus, tasks_under};
-
-/// `attributes_metadata.editable` of the fixture's first release.
-fn editable(fixture: &Value) -> Value {
-    fn find(v: &Value) -> Option<Value> {
-        match v {
-            Value::Object(m) => m
-                .get("attributes_metadata")
-                .and_then(|a| a.get("editable"))
-                .cloned()
-                .or_else(|| m.values().find_map(find)),
-            Value::Array(a) => a.iter().find_map(find),
-            _ => None,
-        }
-    }
-    find(fixture).expect("the fixture has editable attributes")
-}
+use support::{fuel_nodes, fuel_release_and_cluster};
 
 #[test]
 fn fuels_graph_resolves_with_every_expression_evaluated() {
-    let text = std::fs::read_to_string(corpus().join("fuel-web/openstack.yaml")).expect("fixture");
-    let mut release = parse_release_fixture(&text, "openstack.yaml").expect("release");
-    let tasks = tasks_under(&corpus().join("fuel-library/deployment"));
-    release
-        .graphs
-        .insert("default".into(), Graph::with_tasks(tasks));
-
-    let fixture: Value = serde_yaml_ng::from_str(&text).expect("YAML");
-    let mut settings = editable(&fixture);
-    settings["additional_components"]["ironic"]["value"] = json!(false);
-    settings["additional_components"]["ceilometer"]["value"] = json!(true);
-    for section in [
-        "base_syslog",
-        "cinder",
-        "repo_setup",
-        "quantum",
-        "horizon",
-        "keystone",
-        "glance",
-        "mysql",
-        "configuration",
-        "rabbit",
-        "swift",
-        "test_vm_image",
-        "nova",
-    ] {
-        settings[section] = json!({});
-    }
-    settings["network_scheme"] =
-        json!({"transformations": [], "roles": {}, "endpoints": {}, "interfaces": {}});
-    for service in [
-        "ceilometer",
-        "murano",
-        "heat",
-        "sahara",
-        "ironic",
-        "murano-cfapi",
-    ] {
-        settings[service] = json!({"enabled": false});
-    }
-    let cluster = Cluster {
-        name: "fuel".into(),
-        release: release.name.clone(),
-        settings,
-        ..Cluster::default()
-    };
-
-    let mut nodes = Vec::new();
-    for (role, count) in [
-        ("controller", 3),
-        ("compute", 3),
-        ("cinder", 2),
-        ("mongo", 1),
-    ] {
-        for _ in 0..count {
-            let id = nodes.len() as u64 + 1;
-            let mut n = Node::new(id, format!("node-{id}"), &[]);
-            n.pending_roles = vec![role.to_string()];
-            n.pending_addition = true;
-            nodes.push(n);
-        }
-    }
+    let (release, cluster) = fuel_release_and_cluster();
+    let nodes = fuel_nodes(
+        1,
+        &[
+            ("controller", 3),
+            ("compute", 3),
+            ("cinder", 2),
+            ("mongo", 1),
+        ],
+    );
     let catalog = Catalog::new(&release, &[], Some(&cluster));
     let tags = cluster_tags(&nodes, &catalog);
     let data = DeployData::build(1, &cluster, &release, &nodes, &tags);

@@ -1,12 +1,12 @@
 //! [`YaqlFields`]: the YAQL implementation of the resolution seam.
 
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
 
 use super::data::{DeployData, NodeState};
 use super::restriction::restriction_to_yaql;
-use crate::expr::{Context, Engine, ExprCache};
+use crate::expr::{Context, Engine, ExprCache, Expression, Shared};
 use crate::graph::{EvalContext, FieldEvaluator};
 use crate::model::Node;
 
@@ -32,6 +32,11 @@ impl OldStates {
         self.states.get(&(node, task.to_string()))
     }
 
+    /// Every recorded state.
+    pub fn iter(&self) -> impl Iterator<Item = &NodeState> {
+        self.states.values()
+    }
+
     /// How many are recorded.
     pub fn len(&self) -> usize {
         self.states.len()
@@ -45,6 +50,10 @@ impl OldStates {
 
 /// Evaluates computed fields, node filters and restrictions with YAQL, per node, with Nailgun's
 /// deployment helpers reading the old state of the task being resolved.
+///
+/// What an expression reads of the cluster part only is evaluated once per class of nodes (those
+/// whose old state has the same cluster part: one class on a first deployment, one per earlier
+/// deployment after) and reused for every node of the class; see [`crate::expr::shared`].
 pub struct YaqlFields {
     engine: Arc<Engine>,
     cache: Arc<ExprCache>,
@@ -53,6 +62,10 @@ pub struct YaqlFields {
     forced: bool,
     /// The models Nailgun's restriction conditions name (`settings`, `cluster`, `release`, `version`).
     models: Value,
+    /// The top-level keys of the nodes' own parts, now and in the old states.
+    node_keys: HashSet<String>,
+    /// Node-independent values by (expression, old cluster part).
+    shared: RwLock<HashMap<(usize, usize), Arc<Shared>>>,
 }
 
 impl std::fmt::Debug for YaqlFields {
@@ -80,6 +93,21 @@ impl YaqlFields {
             "release": common.get("release").cloned().unwrap_or(Value::Null),
             "version": {"feature_groups": []},
         });
+        let mut node_keys = HashSet::new();
+        let mut seen = HashSet::new();
+        let parts = data
+            .node_parts()
+            .chain(old.iter().map(|s| &s.node))
+            .filter(|p| seen.insert(Arc::as_ptr(p) as usize));
+        for part in parts {
+            if let Value::Object(m) = part.as_ref() {
+                for k in m.keys() {
+                    if !node_keys.contains(k) {
+                        node_keys.insert(k.clone());
+                    }
+                }
+            }
+        }
         YaqlFields {
             engine,
             cache,
@@ -87,7 +115,41 @@ impl YaqlFields {
             old,
             forced,
             models,
+            node_keys,
+            shared: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// The node-independent values of `expr` for nodes whose old state is `old`, computed on first
+    /// use.
+    fn shared_for(&self, expr: &Arc<Expression>, old: Option<&NodeState>) -> Arc<Shared> {
+        let key = (
+            Arc::as_ptr(expr) as usize,
+            old.map_or(0, |s| Arc::as_ptr(&s.common) as usize),
+        );
+        if let Some(s) = self
+            .shared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return s.clone();
+        }
+        let common = self.data.common().as_ref();
+        let ctx = Context::new(common)
+            .var("common", common)
+            .old(old.map(|s| s.common.as_ref()))
+            .forced(self.forced);
+        let shared = Arc::new(
+            self.engine
+                .share(expr, &ctx, &|k: &str| self.node_keys.contains(k)),
+        );
+        self.shared
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key)
+            .or_insert(shared)
+            .clone()
     }
 
     /// The deployment's data.
@@ -112,23 +174,35 @@ impl YaqlFields {
 
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
+        let fail = |e: String| {
+            format!(
+                "task {:?}, field {}, node {}: {e}",
+                at.task_id, at.field_path, at.node_id
+            )
+        };
+        let expr = self
+            .cache
+            .get_or_parse(expression)
+            .map_err(|e| fail(e.to_string()))?;
         let empty = Value::Object(Default::default());
-        let own = self.data.state(at.node_id);
+        let own = self.data.node_part(at.node_id);
         let common = self.data.common().as_ref();
-        let node_part = own.as_ref().map(|s| s.node.as_ref()).unwrap_or(&empty);
+        let node_part = own.map(|s| s.as_ref()).unwrap_or(&empty);
         let old = self.old_state(at.node_id, at.task_id);
+        let shared = self.shared_for(&expr, old);
+        if let Some(whole) = shared.whole() {
+            return Ok(whole.clone());
+        }
         // `$` is the cluster part with the node's keys over it, layered, not copied.
         let ctx = Context::layered(common, node_part)
             .var("node", node_part)
             .var("common", common)
             .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
-            .forced(self.forced);
-        self.run(expression, &ctx).map_err(|e| {
-            format!(
-                "task {:?}, field {}, node {}: {e}",
-                at.task_id, at.field_path, at.node_id
-            )
-        })
+            .forced(self.forced)
+            .shared(&shared);
+        self.engine
+            .evaluate_in(&expr, &ctx)
+            .map_err(|e| fail(e.to_string()))
     }
 
     fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {

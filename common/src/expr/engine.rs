@@ -457,6 +457,9 @@ impl Engine {
                 forced: ctx.forced,
             },
         );
+        if let Some(shared) = ctx.shared.filter(|s| s.is_for(expr)) {
+            interp.shared = &shared.parts;
+        }
         let fail = |f: Fail| EvalError {
             kind: *f.kind,
             expr: expr.text.clone(),
@@ -470,6 +473,55 @@ impl Engine {
         to_json(&v).ok_or_else(|| {
             fail(EvalErrorKind::Type(format!("a {} has no JSON form (lambdas have none, nor values nested deeper than 256 levels)", v.type_name())).into())
         })
+    }
+
+    /// Finds `expr`'s parts that do not depend on the node (`per_node` says which top-level keys
+    /// of `$` are the node's own) and evaluates them once in `ctx`: a context with the cluster
+    /// part as `$`, and the old cluster part as the old state. Pass the result to every node's
+    /// evaluation of `expr` with [`Context::shared`] (for nodes whose old cluster part is the
+    /// same). A part whose evaluation fails, or whose value JSON cannot carry exactly, is left to
+    /// each node's evaluation, so results and errors are the same either way.
+    pub fn share(
+        &self,
+        expr: &Arc<Expression>,
+        ctx: &Context<'_>,
+        per_node: &dyn Fn(&str) -> bool,
+    ) -> super::shared::Shared {
+        let parts = super::shared::shared_parts(expr.root(), per_node);
+        let mut kept = Vec::with_capacity(parts.len());
+        for node in parts {
+            let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
+            for (name, v) in &ctx.vars {
+                vars.push((Name::Named(name.as_str()), Value::from_json(v)));
+            }
+            let data = ctx.data.value();
+            vars.push((Name::Named("data"), data.clone()));
+            vars.push((Name::Dollar, data.clone()));
+            let mut interp = Interp::new(
+                self,
+                vars,
+                States {
+                    new: Some(data),
+                    old: ctx.old.as_ref().map(Root::value),
+                    forced: ctx.forced,
+                },
+            );
+            let Ok(v) = interp.eval(node) else { continue };
+            if !super::shared::lossless(&v, true, 0) {
+                continue;
+            }
+            if let Some(value) = to_json(&v) {
+                kept.push(super::shared::Part {
+                    node: node as *const Node as usize,
+                    value,
+                    iter: matches!(v, Value::Iter(_)),
+                });
+            }
+        }
+        super::shared::Shared {
+            expr: expr.clone(),
+            parts: kept,
+        }
     }
 
     /// Parses and evaluates in one step.
@@ -487,6 +539,7 @@ pub struct Context<'c> {
     vars: Vec<(String, &'c J)>,
     old: Option<Root<'c>>,
     forced: bool,
+    shared: Option<&'c super::shared::Shared>,
 }
 
 /// A state: one document, or two layered (a dictionary with the top's keys over the base's), which
@@ -525,6 +578,7 @@ impl<'c> Context<'c> {
             vars: Vec::new(),
             old: None,
             forced: false,
+            shared: None,
         }
     }
 
@@ -536,6 +590,7 @@ impl<'c> Context<'c> {
             vars: Vec::new(),
             old: None,
             forced: false,
+            shared: None,
         }
     }
 
@@ -554,6 +609,13 @@ impl<'c> Context<'c> {
     /// Sets the last deployed state for `old()`, `changed()` and the like.
     pub fn old(mut self, old: Option<&'c J>) -> Self {
         self.old = old.map(Root::Json);
+        self
+    }
+
+    /// Uses the values of the expression's node-independent parts computed once by
+    /// [`Engine::share`] (ignored when they were computed for another expression).
+    pub fn shared(mut self, shared: &'c super::shared::Shared) -> Self {
+        self.shared = Some(shared);
         self
     }
 

@@ -62,6 +62,8 @@ pub struct Interp<'a> {
     /// Sort keys of lists made by `orderBy`, for `thenBy`.
     #[allow(clippy::type_complexity)]
     pub orderings: Vec<(Rc<Vec<Value<'a>>>, Vec<Vec<(Value<'a>, bool)>>)>,
+    /// Values of the expression's node-independent parts, computed once (see `shared`).
+    pub(crate) shared: &'a [super::shared::Part],
     steps: u64,
     depth: usize,
 }
@@ -75,6 +77,7 @@ impl<'a> Interp<'a> {
             limits: engine.limits(),
             states,
             orderings: Vec::new(),
+            shared: &[],
             steps: 0,
             depth: 0,
         }
@@ -156,6 +159,11 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
+        if !self.shared.is_empty() {
+            if let Some(v) = self.shared_value(node) {
+                return Ok(v);
+            }
+        }
         self.depth += 1;
         let r = if self.depth > self.limits.max_depth {
             Err(EvalErrorKind::TooDeep(self.limits.max_depth).into())
@@ -168,6 +176,19 @@ impl<'a> Interp<'a> {
                 f.pos = Some(node.pos);
             }
             f
+        })
+    }
+
+    /// The kept value of a node-independent part, if `node` is one.
+    #[inline(never)]
+    fn shared_value(&self, node: &'a Node) -> Option<Value<'a>> {
+        let addr = node as *const Node as usize;
+        let part = self.shared.iter().find(|p| p.node == addr)?;
+        Some(match (&part.value, part.iter) {
+            (J::Array(items), true) => {
+                Value::Iter(Rc::new(items.iter().map(Value::from_json).collect()))
+            }
+            (j, _) => Value::from_json(j),
         })
     }
 

@@ -1,0 +1,441 @@
+//! Parts of an expression that do not depend on the node: found once, evaluated once per
+//! deployment (or per class of nodes sharing an old state), reused for every node.
+//!
+//! A deployment evaluates each `yaql_exp` once per node, with `$` the cluster part and the node's
+//! own keys over it. A subtree that reads only cluster keys (`$.network_metadata`, `$common`),
+//! literals and the items of its own lambdas has the same value for every node with the same old
+//! state. [`shared_parts`] finds the largest such subtrees that call something (anything cheaper
+//! is not worth keeping); [`Shared`] holds their values, which evaluation then reads instead of
+//! evaluating the subtree again.
+//!
+//! The analysis is conservative: a function it does not know may rebind `$`, so a subtree with
+//! one is shared only when nothing under it reads `$` or a variable.
+
+use std::sync::Arc;
+
+use serde_json::Value as J;
+
+use super::ast::{Arg, Kind, Node};
+use super::engine::Expression;
+use super::value::{Value, View};
+
+/// Functions whose arguments are evaluated against the current or the last deployed state, with
+/// `$` bound to that state's root.
+const STATE_FUNCTIONS: [&str; 7] = [
+    "new",
+    "old",
+    "changed",
+    "changedAny",
+    "changedAll",
+    "added",
+    "deleted",
+];
+
+/// Functions whose value may differ from one call to the next: never shared.
+const NOT_SHARED: [&str; 3] = ["now", "random", "localtz"];
+
+/// Methods whose arguments are lambdas over the receiver's items (`$` is the item).
+const LAMBDA_METHODS: [&str; 22] = [
+    "where",
+    "filter",
+    "select",
+    "map",
+    "any",
+    "all",
+    "selectMany",
+    "orderBy",
+    "orderByDescending",
+    "thenBy",
+    "thenByDescending",
+    "groupBy",
+    "skipWhile",
+    "takeWhile",
+    "indexWhere",
+    "lastIndexWhere",
+    "distinct",
+    "sum",
+    "min",
+    "max",
+    "splitWhere",
+    "sliceWhere",
+];
+
+/// Functions and methods that evaluate their arguments as values, in the caller's scope.
+const EAGER: [&str; 58] = [
+    "len",
+    "count",
+    "get",
+    "values",
+    "keys",
+    "items",
+    "matches",
+    "contains",
+    "containsKey",
+    "containsValue",
+    "str",
+    "int",
+    "float",
+    "toLower",
+    "toUpper",
+    "split",
+    "join",
+    "trim",
+    "replace",
+    "startsWith",
+    "endsWith",
+    "list",
+    "dict",
+    "set",
+    "toList",
+    "toSet",
+    "concat",
+    "flatten",
+    "union",
+    "intersect",
+    "difference",
+    "first",
+    "last",
+    "single",
+    "isEmpty",
+    "isList",
+    "isDict",
+    "isString",
+    "isInteger",
+    "isNumber",
+    "isBoolean",
+    "isUndef",
+    "toJson",
+    "toYaml",
+    "regex",
+    "format",
+    "substring",
+    "indexOf",
+    "abs",
+    "range",
+    "append",
+    "skip",
+    "take",
+    "limit",
+    "reverse",
+    "switch",
+    "coalesce",
+    "bool",
+];
+
+/// What a subtree reads.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reads {
+    /// The node's own keys, `$node`, the whole `$`, or something the analysis cannot see through.
+    node: bool,
+    /// A variable bound inside the expression (a lambda's `$`, a state function's `$`).
+    bound: bool,
+    /// Calls something (worth keeping).
+    work: bool,
+}
+
+impl Reads {
+    fn or(self, o: Reads) -> Reads {
+        Reads {
+            node: self.node || o.node,
+            bound: self.bound || o.bound,
+            work: self.work || o.work,
+        }
+    }
+    const OPAQUE: Reads = Reads {
+        node: true,
+        bound: true,
+        work: true,
+    };
+}
+
+/// What `$` means where a subtree is evaluated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dollar {
+    /// The root of the data (the node's layered state).
+    Root,
+    /// The root of the current or old state, bound by a state function.
+    State,
+    /// A lambda's argument.
+    Item,
+}
+
+struct Finder<'n, 'f> {
+    per_node: &'f dyn Fn(&str) -> bool,
+    found: Vec<&'n Node>,
+}
+
+impl<'n> Finder<'n, '_> {
+    /// Analyses `n`; records the largest shareable subtrees below it when `n` itself is not one
+    /// (the caller records `n` when it is, and is the largest).
+    fn visit(&mut self, n: &'n Node, dollar: Dollar) -> Reads {
+        let mut parts: Vec<(&'n Node, Reads)> = Vec::new();
+        let reads = self.reads(n, dollar, &mut parts);
+        if !(shareable(reads)) {
+            for (p, r) in parts {
+                if shareable(r) {
+                    self.found.push(p);
+                }
+            }
+        }
+        reads
+    }
+
+    /// Analyses a child: returns its reads and keeps it as a candidate.
+    fn child(&mut self, n: &'n Node, dollar: Dollar, parts: &mut Vec<(&'n Node, Reads)>) -> Reads {
+        let r = self.visit(n, dollar);
+        parts.push((n, r));
+        r
+    }
+
+    fn args(
+        &mut self,
+        args: &'n [Arg],
+        dollar: Dollar,
+        parts: &mut Vec<(&'n Node, Reads)>,
+    ) -> Reads {
+        let mut r = Reads::default();
+        for a in args {
+            match a {
+                Arg::Pos(n) => r = r.or(self.child(n, dollar, parts)),
+                Arg::Map(k, v) => {
+                    // A named argument's name is no expression.
+                    if !matches!(k.kind, Kind::Word(_)) {
+                        r = r.or(self.child(k, dollar, parts));
+                    }
+                    r = r.or(self.child(v, dollar, parts));
+                }
+                Arg::Skip => {}
+            }
+        }
+        r
+    }
+
+    fn dollar(&self, dollar: Dollar, key: Option<&str>) -> Reads {
+        match (dollar, key) {
+            (Dollar::Item, _) => Reads {
+                bound: true,
+                ..Reads::default()
+            },
+            (Dollar::Root, Some(k)) => Reads {
+                node: (self.per_node)(k),
+                ..Reads::default()
+            },
+            (Dollar::State, Some(k)) => Reads {
+                node: (self.per_node)(k),
+                bound: true,
+                work: false,
+            },
+            (_, None) => Reads {
+                node: true,
+                bound: dollar == Dollar::State,
+                work: false,
+            },
+        }
+    }
+
+    fn reads(&mut self, n: &'n Node, dollar: Dollar, parts: &mut Vec<(&'n Node, Reads)>) -> Reads {
+        let is_dollar = |v: &str| v.is_empty() || v == "1";
+        match &n.kind {
+            Kind::Null
+            | Kind::Bool(_)
+            | Kind::Int(_)
+            | Kind::Float(_)
+            | Kind::Str(_)
+            | Kind::Word(_)
+            | Kind::Const(_) => Reads::default(),
+            Kind::Var(v) if is_dollar(v) => self.dollar(dollar, None),
+            Kind::Var(v) if v == "common" => Reads::default(),
+            Kind::Var(v) if v == "data" => self.dollar(Dollar::Root, None),
+            Kind::Var(v) if v.chars().all(|c| c.is_ascii_digit()) && dollar == Dollar::Item => {
+                self.dollar(dollar, None)
+            }
+            Kind::Var(_) => Reads::OPAQUE,
+            Kind::Member { recv, rhs, .. } => {
+                if let (Kind::Var(v), Kind::Word(k)) = (&recv.kind, &rhs.kind) {
+                    if is_dollar(v) {
+                        return self.dollar(dollar, Some(k));
+                    }
+                    if v == "data" {
+                        return self.dollar(Dollar::Root, Some(k));
+                    }
+                }
+                let r = self.child(recv, dollar, parts);
+                match &rhs.kind {
+                    Kind::Word(_) => r,
+                    _ => Reads::OPAQUE,
+                }
+            }
+            Kind::Method {
+                recv, name, args, ..
+            } => {
+                // `$.get('key', default)` reads one key of the root.
+                let (recv_reads, rest) = match (&recv.kind, name.as_str(), args.first()) {
+                    (Kind::Var(v), "get", Some(Arg::Pos(key))) if is_dollar(v) => {
+                        let r = match &key.kind {
+                            Kind::Str(k) | Kind::Word(k) => self.dollar(dollar, Some(k)),
+                            _ => self.dollar(dollar, None),
+                        };
+                        (r, &args[1..])
+                    }
+                    _ => (self.child(recv, dollar, parts), &args[..]),
+                };
+                let work = Reads {
+                    work: true,
+                    ..Reads::default()
+                };
+                if LAMBDA_METHODS.contains(&name.as_str()) {
+                    let mut inner = self.args(rest, Dollar::Item, parts);
+                    // The lambda's own `$` is bound here; anything else it reads stays.
+                    inner.bound = inner.bound && self.args_bind_outer(rest);
+                    recv_reads.or(inner).or(work)
+                } else if EAGER.contains(&name.as_str()) {
+                    recv_reads.or(self.args(rest, dollar, parts)).or(work)
+                } else {
+                    let inner = self.args(rest, Dollar::Item, parts);
+                    recv_reads.or(opaque_if_reads(inner)).or(work)
+                }
+            }
+            Kind::Call(name, _) if NOT_SHARED.contains(&name.as_str()) => Reads::OPAQUE,
+            Kind::Call(name, args) => {
+                let work = Reads {
+                    work: true,
+                    ..Reads::default()
+                };
+                if STATE_FUNCTIONS.contains(&name.as_str()) {
+                    let mut inner = self.args(args, Dollar::State, parts);
+                    inner.bound = self.args_bind_outer(args);
+                    inner.or(work)
+                } else if EAGER.contains(&name.as_str()) {
+                    self.args(args, dollar, parts).or(work)
+                } else {
+                    let inner = self.args(args, Dollar::Item, parts);
+                    opaque_if_reads(inner).or(work)
+                }
+            }
+            Kind::Index(v, args) => {
+                let r = self.child(v, dollar, parts);
+                r.or(self.args(args, dollar, parts))
+            }
+            Kind::List(args) | Kind::Dict(args) => self.args(args, dollar, parts),
+            Kind::Paren(inner) | Kind::Unary(_, inner) => self.child(inner, dollar, parts),
+            Kind::Binary(super::ast::BinOp::Then, _, _) | Kind::Invoke(..) => Reads::OPAQUE,
+            Kind::Binary(_, l, r) => {
+                let a = self.child(l, dollar, parts);
+                a.or(self.child(r, dollar, parts))
+            }
+        }
+    }
+
+    /// True when lambda arguments read a variable bound outside them. The only bindings this
+    /// analysis lets through are `$` and `$1`, `$2`, ... which every lambda rebinds, so nothing
+    /// outside is visible: always false.
+    fn args_bind_outer(&self, _args: &[Arg]) -> bool {
+        false
+    }
+}
+
+/// A function the analysis does not know may rebind `$`: if its arguments read `$` or a
+/// variable, nothing about it can be shared.
+fn opaque_if_reads(r: Reads) -> Reads {
+    if r.node || r.bound {
+        Reads::OPAQUE
+    } else {
+        r
+    }
+}
+
+fn shareable(r: Reads) -> bool {
+    !r.node && !r.bound && r.work
+}
+
+/// The largest subtrees of `root` that call something and read neither the node (`$node`, keys
+/// for which `per_node` is true, the whole `$`) nor a variable bound outside them.
+pub fn shared_parts<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'n Node> {
+    let mut f = Finder {
+        per_node,
+        found: Vec::new(),
+    };
+    let r = f.visit(root, Dollar::Root);
+    if shareable(r) {
+        return vec![root];
+    }
+    f.found
+}
+
+/// One shared part's value.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    /// The subtree's address in the expression (the expression is kept alive by [`Shared`]).
+    pub(crate) node: usize,
+    /// Its value.
+    pub(crate) value: J,
+    /// It was a query result (`list()` spreads those).
+    pub(crate) iter: bool,
+}
+
+/// The values of an expression's node-independent parts for one class of nodes (same cluster
+/// part, same old cluster part, same forced flag). Build with [`super::Engine::share`], pass
+/// with [`super::Context::shared`].
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub(crate) expr: Arc<Expression>,
+    pub(crate) parts: Vec<Part>,
+}
+
+impl Shared {
+    /// How many parts have a kept value.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// True when nothing could be kept (every node evaluates the whole expression).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The whole expression's value, when it does not depend on the node at all.
+    pub fn whole(&self) -> Option<&J> {
+        let root = self.expr.root() as *const Node as usize;
+        self.parts.iter().find(|p| p.node == root).map(|p| &p.value)
+    }
+
+    /// True when these values were computed for `expr` (the same parsed expression).
+    pub fn is_for(&self, expr: &Expression) -> bool {
+        std::ptr::eq(self.expr.root(), expr.root())
+    }
+}
+
+/// A value as JSON when nothing is lost on the way back: no undefined value, set, regex,
+/// lambda, sequence, date, non-string key, non-finite float, and query results only at the top.
+pub(crate) fn lossless(v: &Value<'_>, top: bool, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    match v {
+        Value::Undef
+        | Value::Set(_)
+        | Value::Regex(_)
+        | Value::Lambda(_)
+        | Value::Gen(_)
+        | Value::DateTime(_)
+        | Value::Span(_) => false,
+        Value::Float(x) => x.is_finite(),
+        Value::Iter(items) if !top => {
+            let _ = items;
+            false
+        }
+        Value::List(items) | Value::Iter(items) => {
+            items.iter().all(|x| lossless(x, false, depth + 1))
+        }
+        Value::Dict(d) => d
+            .iter()
+            .all(|(k, x)| matches!(k.view(), View::Str(_)) && lossless(x, false, depth + 1)),
+        Value::Json(j) => json_finite(j),
+        _ => true,
+    }
+}
+
+fn json_finite(_j: &J) -> bool {
+    // serde_json numbers are always finite.
+    true
+}
