@@ -64,6 +64,9 @@ pub struct YaqlFields {
     models: Value,
     /// The top-level keys of the nodes' own parts, now and in the old states.
     node_keys: HashSet<String>,
+    node_key_list: Vec<String>,
+    /// Per old cluster part: whether it agrees with the current one outside the node keys.
+    same_outside: RwLock<HashMap<usize, bool>>,
     /// Node-independent values by (expression, old cluster part).
     shared: RwLock<HashMap<(usize, usize), Arc<Shared>>>,
 }
@@ -115,9 +118,50 @@ impl YaqlFields {
             old,
             forced,
             models,
+            node_key_list: node_keys.iter().cloned().collect(),
             node_keys,
             shared: RwLock::new(HashMap::new()),
+            same_outside: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Whether `old`'s cluster part agrees with the current one on every key but the nodes' own
+    /// (computed once per old cluster part).
+    fn same_outside(&self, old: &NodeState) -> bool {
+        let key = Arc::as_ptr(&old.common) as usize;
+        if let Some(s) = self
+            .same_outside
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return *s;
+        }
+        let same = match (self.data.common().as_ref(), old.common.as_ref()) {
+            (Value::Object(new), Value::Object(was)) => {
+                let outside = |m: &serde_json::Map<String, Value>| {
+                    m.keys().filter(|k| !self.node_keys.contains(*k)).count()
+                };
+                outside(new) == outside(was)
+                    && new
+                        .iter()
+                        .filter(|(k, _)| !self.node_keys.contains(*k))
+                        .all(|(k, v)| {
+                            was.get(k).is_some_and(|w| {
+                                crate::expr::value::equal(
+                                    &crate::expr::Value::from_json(v),
+                                    &crate::expr::Value::from_json(w),
+                                )
+                            })
+                        })
+            }
+            _ => false,
+        };
+        self.same_outside
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, same);
+        same
     }
 
     /// The node-independent values of `expr` for nodes whose old state is `old`, computed on first
@@ -194,12 +238,15 @@ impl FieldEvaluator for YaqlFields {
             return Ok(whole.clone());
         }
         // `$` is the cluster part with the node's keys over it, layered, not copied.
-        let ctx = Context::layered(common, node_part)
+        let mut ctx = Context::layered(common, node_part)
             .var("node", node_part)
             .var("common", common)
             .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
             .forced(self.forced)
             .shared(&shared);
+        if let Some(old) = old {
+            ctx = ctx.same_cluster_part(self.same_outside(old), &self.node_key_list);
+        }
         self.engine
             .evaluate_in(&expr, &ctx)
             .map_err(|e| fail(e.to_string()))

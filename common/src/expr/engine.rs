@@ -441,25 +441,18 @@ impl Engine {
 
     /// Evaluates `expr` in a context (data, named variables, old state).
     pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<J, EvalError> {
-        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
-        for (name, v) in &ctx.vars {
-            vars.push((Name::Named(name.as_str()), Value::from_json(v)));
-        }
-        let data = ctx.data.value();
-        vars.push((Name::Named("data"), data.clone()));
-        vars.push((Name::Dollar, data.clone()));
-        let mut interp = Interp::new(
-            self,
-            vars,
-            States {
-                new: Some(data),
-                old: ctx.old.as_ref().map(Root::value),
-                forced: ctx.forced,
-            },
-        );
-        if let Some(shared) = ctx.shared.filter(|s| s.is_for(expr)) {
-            interp.shared = &shared.parts;
-        }
+        let other;
+        let ctx = match ctx.shared {
+            Some(s) if !s.is_for(expr) => {
+                other = Context {
+                    shared: None,
+                    ..ctx.clone()
+                };
+                &other
+            }
+            _ => ctx,
+        };
+        let mut interp = self.interp(ctx);
         let fail = |f: Fail| EvalError {
             kind: *f.kind,
             expr: expr.text.clone(),
@@ -487,41 +480,119 @@ impl Engine {
         ctx: &Context<'_>,
         per_node: &dyn Fn(&str) -> bool,
     ) -> super::shared::Shared {
-        let parts = super::shared::shared_parts(expr.root(), per_node);
+        let found = super::shared::find(expr.root(), per_node);
+        let (mut parts, changed) = (found.parts, found.changed);
         let mut kept = Vec::with_capacity(parts.len());
-        for node in parts {
-            let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
-            for (name, v) in &ctx.vars {
-                vars.push((Name::Named(name.as_str()), Value::from_json(v)));
-            }
-            let data = ctx.data.value();
-            vars.push((Name::Named("data"), data.clone()));
-            vars.push((Name::Dollar, data.clone()));
-            let mut interp = Interp::new(
-                self,
-                vars,
-                States {
-                    new: Some(data),
-                    old: ctx.old.as_ref().map(Root::value),
-                    forced: ctx.forced,
-                },
-            );
-            let Ok(v) = interp.eval(node) else { continue };
-            if !super::shared::lossless(&v, true, 0) {
-                continue;
-            }
-            if let Some(value) = to_json(&v) {
-                kept.push(super::shared::Part {
+        while let Some(node) = parts.pop() {
+            let mut interp = self.interp(ctx);
+            let value = interp
+                .eval(node)
+                .ok()
+                .filter(|v| super::shared::lossless(v, true, 0))
+                .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+            match value {
+                Some((value, iter)) => kept.push(super::shared::Part {
                     node: node as *const Node as usize,
                     value,
-                    iter: matches!(v, Value::Iter(_)),
+                    iter,
+                }),
+                // Its value cannot be kept: perhaps the parts below it can.
+                None => parts.extend(super::shared::find_below(node, per_node)),
+            }
+        }
+        let mut answers = Vec::with_capacity(changed.len());
+        for node in changed {
+            let mut interp = self.interp(ctx);
+            if let Ok(c) = super::fuel::changed_of(&mut interp, node) {
+                answers.push((node as *const Node as usize, c));
+            }
+        }
+        let mut joins = Vec::new();
+        for (node, recv, key, left) in found.joins {
+            let addr = recv as *const Node as usize;
+            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            else {
+                continue;
+            };
+            if let Some(index) = super::shared::build_index(items, key) {
+                joins.push(super::shared::Join {
+                    node: node as *const Node as usize,
+                    part: addr,
+                    key: key.to_string(),
+                    left,
+                    index,
                 });
             }
         }
         super::shared::Shared {
             expr: expr.clone(),
             parts: kept,
+            changed: answers,
+            joins,
         }
+    }
+
+    /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
+    fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
+        for (name, v) in &ctx.vars {
+            vars.push((Name::Named(name.as_str()), Value::from_json(v)));
+        }
+        let layers = match (ctx.data, ctx.old) {
+            (Root::Layered(J::Object(b), J::Object(t)), old) => {
+                let old = match old {
+                    Some(Root::Layered(J::Object(ob), J::Object(ot))) => Some(Some((ob, ot))),
+                    None => Some(None),
+                    Some(_) => None,
+                };
+                old.map(|old| super::eval::Layers {
+                    new: (b, t),
+                    old,
+                    same_outside: ctx.same_outside,
+                })
+            }
+            _ => None,
+        };
+        let mut interp = match layers {
+            Some(l) => {
+                // `$data` and `$` stand for the layers, merged only when something needs them whole.
+                let at = vars.len();
+                vars.push((Name::Named("data"), Value::Null));
+                vars.push((Name::Dollar, Value::Null));
+                let mut interp = Interp::new(
+                    self,
+                    vars,
+                    States {
+                        new: None,
+                        old: None,
+                        forced: ctx.forced,
+                    },
+                );
+                interp.layers = Some(l);
+                interp.root_slots = (at, at + 1);
+                interp
+            }
+            None => {
+                let data = ctx.data.value();
+                vars.push((Name::Named("data"), data.clone()));
+                vars.push((Name::Dollar, data.clone()));
+                Interp::new(
+                    self,
+                    vars,
+                    States {
+                        new: Some(data),
+                        old: ctx.old.as_ref().map(Root::value),
+                        forced: ctx.forced,
+                    },
+                )
+            }
+        };
+        if let Some(shared) = ctx.shared {
+            interp.shared = &shared.parts;
+            interp.changed = &shared.changed;
+            interp.joins = &shared.joins;
+        }
+        interp
     }
 
     /// Parses and evaluates in one step.
@@ -540,6 +611,7 @@ pub struct Context<'c> {
     old: Option<Root<'c>>,
     forced: bool,
     shared: Option<&'c super::shared::Shared>,
+    same_outside: Option<(bool, &'c [String])>,
 }
 
 /// A state: one document, or two layered (a dictionary with the top's keys over the base's), which
@@ -579,6 +651,7 @@ impl<'c> Context<'c> {
             old: None,
             forced: false,
             shared: None,
+            same_outside: None,
         }
     }
 
@@ -591,6 +664,7 @@ impl<'c> Context<'c> {
             old: None,
             forced: false,
             shared: None,
+            same_outside: None,
         }
     }
 
@@ -616,6 +690,13 @@ impl<'c> Context<'c> {
     /// [`Engine::share`] (ignored when they were computed for another expression).
     pub fn shared(mut self, shared: &'c super::shared::Shared) -> Self {
         self.shared = Some(shared);
+        self
+    }
+
+    /// For layered states: whether the current and the old cluster parts agree on every key but
+    /// the node's own (`node_keys`), so that `changed($)` compares only those.
+    pub fn same_cluster_part(mut self, same: bool, node_keys: &'c [String]) -> Self {
+        self.same_outside = Some((same, node_keys));
         self
     }
 

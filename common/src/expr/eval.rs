@@ -49,6 +49,38 @@ pub struct States<'a> {
     pub forced: bool,
 }
 
+/// A JSON object.
+pub type Map = serde_json::Map<String, J>;
+
+/// A state given as two layers: the cluster part and the node's keys over it. Nothing is merged
+/// unless an expression needs the whole state as one value.
+#[derive(Debug, Clone, Copy)]
+pub struct Layers<'a> {
+    /// The current state: (cluster part, node part).
+    pub new: (&'a Map, &'a Map),
+    /// The last deployed state, if any, as two layers.
+    pub old: Option<(&'a Map, &'a Map)>,
+    /// Whether the current and last cluster parts agree on every key that is not one of the
+    /// node's own (listed), when known.
+    pub same_outside: Option<(bool, &'a [String])>,
+}
+
+/// Looks a key up in two layers, the top first.
+#[inline]
+pub fn layered_get<'a>((base, top): (&'a Map, &'a Map), key: &str) -> Option<&'a J> {
+    super::value::json_get(top, key).or_else(|| super::value::json_get(base, key))
+}
+
+/// Two layers merged into one dictionary value.
+pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
+    let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
+        indexmap::IndexMap::with_capacity(base.len() + top.len());
+    for (k, v) in base.iter().chain(top.iter()) {
+        out.insert(Value::Text(k.as_str()), Value::from_json(v));
+    }
+    Value::Dict(Rc::new(out))
+}
+
 /// One evaluation in progress.
 pub struct Interp<'a> {
     /// The engine (registry and limits).
@@ -64,6 +96,16 @@ pub struct Interp<'a> {
     pub orderings: Vec<(Rc<Vec<Value<'a>>>, Vec<Vec<(Value<'a>, bool)>>)>,
     /// Values of the expression's node-independent parts, computed once (see `shared`).
     pub(crate) shared: &'a [super::shared::Part],
+    /// `changed(x)` of node-independent `x`, computed once: (address of `x`, changed).
+    pub(crate) changed: &'a [(usize, bool)],
+    /// Indexes for `where($.key = Y)` over kept lists.
+    pub(crate) joins: &'a [super::shared::Join],
+    /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
+    /// `layers.new` and are merged only when needed.
+    pub(crate) layers: Option<Layers<'a>>,
+    pub(crate) root_slots: (usize, usize),
+    root_new: std::cell::OnceCell<Value<'a>>,
+    root_old: std::cell::OnceCell<Value<'a>>,
     steps: u64,
     depth: usize,
 }
@@ -78,6 +120,12 @@ impl<'a> Interp<'a> {
             states,
             orderings: Vec::new(),
             shared: &[],
+            changed: &[],
+            joins: &[],
+            layers: None,
+            root_slots: (usize::MAX, usize::MAX),
+            root_new: std::cell::OnceCell::new(),
+            root_old: std::cell::OnceCell::new(),
             steps: 0,
             depth: 0,
         }
@@ -124,11 +172,60 @@ impl<'a> Interp<'a> {
 
     /// Looks a variable up.
     pub fn lookup(&self, name: Name<'_>) -> Option<&Value<'a>> {
-        self.vars
+        let i = self.vars.iter().rposition(|(n, _)| *n == name)?;
+        if let Some(l) = self.layers.filter(|_| self.is_root_slot(i)) {
+            return Some(self.root_new.get_or_init(|| merge_layers(l.new)));
+        }
+        Some(&self.vars[i].1)
+    }
+
+    fn is_root_slot(&self, i: usize) -> bool {
+        i == self.root_slots.0 || i == self.root_slots.1
+    }
+
+    /// `$var.key` when `$var` is the layered root: the key looked up in the layers, merging
+    /// nothing. `None` when `$var` is anything else.
+    #[inline]
+    fn root_key(&self, var: &str, key: &str) -> Option<R<Value<'a>>> {
+        let l = self.layers?;
+        let i = self
+            .vars
             .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
+            .rposition(|(n, _)| *n == Name::from_var(var))?;
+        if !self.is_root_slot(i) {
+            return None;
+        }
+        Some(match layered_get(l.new, key) {
+            Some(j) => Ok(Value::from_json(j)),
+            None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
+        })
+    }
+
+    /// The current state's root (for `new()`, `changed()`, ...), if any.
+    pub fn new_state(&self) -> Option<Value<'a>> {
+        match (&self.states.new, self.layers) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(l)) => Some(self.root_new.get_or_init(|| merge_layers(l.new)).clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// The last deployed state's root (for `old()`, `changed()`, ...), if any.
+    pub fn old_state(&self) -> Option<Value<'a>> {
+        match (&self.states.old, self.layers.and_then(|l| l.old)) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(old)) => Some(self.root_old.get_or_init(|| merge_layers(old)).clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// `changed(x)` of a node-independent `x`, when it was computed once.
+    pub fn changed_part(&self, node: &Node) -> Option<bool> {
+        let addr = node as *const Node as usize;
+        self.changed
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, c)| *c)
     }
 
     /// The items of a list, set or lazy sequence (lazy ones cut at the collection limit, failing
@@ -163,6 +260,11 @@ impl<'a> Interp<'a> {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
             }
+            if !self.joins.is_empty() {
+                if let Some(r) = self.join(node) {
+                    return r;
+                }
+            }
         }
         self.depth += 1;
         let r = if self.depth > self.limits.max_depth {
@@ -190,6 +292,49 @@ impl<'a> Interp<'a> {
             }
             (j, _) => Value::from_json(j),
         })
+    }
+
+    /// `P.where($.key = Y)` through the index of the kept `P`: the items whose `key` equals `Y`,
+    /// in order. `None` when `node` has no index.
+    #[inline(never)]
+    fn join(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
+        let addr = node as *const Node as usize;
+        let joins: &'a [super::shared::Join] = self.joins;
+        let j = joins.iter().find(|j| j.node == addr)?;
+        let shared: &'a [super::shared::Part] = self.shared;
+        let Some(J::Array(items)) = shared.iter().find(|p| p.node == j.part).map(|p| &p.value)
+        else {
+            return None;
+        };
+        let Kind::Method { args, .. } = &node.kind else {
+            return None;
+        };
+        let [Arg::Pos(p)] = args.as_slice() else {
+            return None;
+        };
+        let Kind::Binary(BinOp::Eq, l, r) = &p.kind else {
+            return None;
+        };
+        if items.is_empty() {
+            return Some(self.new_iter(Vec::new()));
+        }
+        let y = match self.eval(if j.left { l } else { r }) {
+            Ok(y) => y,
+            Err(f) => return Some(Err(f)),
+        };
+        let mut out = Vec::new();
+        if let Some(at) = j.index.get(&super::shared::join_hash(&y)) {
+            for &i in at {
+                let item = &items[i as usize];
+                let hit = item
+                    .get(j.key.as_str())
+                    .is_some_and(|v| super::value::equal(&Value::from_json(v), &y));
+                if hit {
+                    out.push(Value::from_json(item));
+                }
+            }
+        }
+        Some(self.new_iter(out))
     }
 
     fn eval_kind(&mut self, node: &'a Node) -> R<Value<'a>> {
@@ -229,6 +374,9 @@ impl<'a> Interp<'a> {
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
                 if let (Kind::Var(v), Kind::Word(key)) = (&recv.kind, &rhs.kind) {
+                    if let Some(r) = self.root_key(v, key) {
+                        return r;
+                    }
                     if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
                         return match super::value::json_get(m, key) {
                             Some(j) => Ok(Value::from_json(j)),
@@ -300,6 +448,10 @@ impl<'a> Interp<'a> {
         let mut stages = Vec::new();
         let mut node = recv;
         loop {
+            let indexed = node as *const Node as usize;
+            if self.joins.iter().any(|j| j.node == indexed) {
+                break;
+            }
             match &node.kind {
                 Kind::Method {
                     name,

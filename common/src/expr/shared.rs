@@ -162,6 +162,11 @@ enum Dollar {
 struct Finder<'n, 'f> {
     per_node: &'f dyn Fn(&str) -> bool,
     found: Vec<&'n Node>,
+    /// Arguments of `changed()`, `changedAny()`, `changedAll()` that do not read the node.
+    changed: Vec<&'n Node>,
+    /// `P.where($.key = Y)` (or `Y = $.key`) with `Y` not reading the item: (the `where` node,
+    /// `P`, the key, `Y` on the left).
+    joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
 }
 
 impl<'n> Finder<'n, '_> {
@@ -283,6 +288,11 @@ impl<'n> Finder<'n, '_> {
                     work: true,
                     ..Reads::default()
                 };
+                if matches!(name.as_str(), "where" | "filter") {
+                    if let Some((key, left)) = self.join_key(args) {
+                        self.joins.push((n, recv, key, left));
+                    }
+                }
                 if LAMBDA_METHODS.contains(&name.as_str()) {
                     let mut inner = self.args(rest, Dollar::Item, parts);
                     // The lambda's own `$` is bound here; anything else it reads stays.
@@ -302,7 +312,21 @@ impl<'n> Finder<'n, '_> {
                     ..Reads::default()
                 };
                 if STATE_FUNCTIONS.contains(&name.as_str()) {
-                    let mut inner = self.args(args, Dollar::State, parts);
+                    let compares = matches!(name.as_str(), "changed" | "changedAny" | "changedAll");
+                    let mut inner = Reads::default();
+                    for a in args {
+                        let r = match a {
+                            Arg::Pos(x) => {
+                                let r = self.child(x, Dollar::State, parts);
+                                if compares && !r.node {
+                                    self.changed.push(x);
+                                }
+                                r
+                            }
+                            other => self.args(std::slice::from_ref(other), Dollar::State, parts),
+                        };
+                        inner = inner.or(r);
+                    }
                     inner.bound = self.args_bind_outer(args);
                     inner.or(work)
                 } else if EAGER.contains(&name.as_str()) {
@@ -324,6 +348,40 @@ impl<'n> Finder<'n, '_> {
                 a.or(self.child(r, dollar, parts))
             }
         }
+    }
+
+    /// For `where($.key = Y)` or `where(Y = $.key)` where `Y` reads neither the item nor any
+    /// other bound variable: the key, and whether `Y` is on the left.
+    fn join_key(&self, args: &'n [Arg]) -> Option<(&'n str, bool)> {
+        let [Arg::Pos(p)] = args else { return None };
+        let Kind::Binary(super::ast::BinOp::Eq, l, r) = &p.kind else {
+            return None;
+        };
+        let key_of = |n: &'n Node| match &n.kind {
+            Kind::Member {
+                recv,
+                rhs,
+                safe: false,
+            } => match (&recv.kind, &rhs.kind) {
+                (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => Some(k.as_str()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (key, y, left) = match (key_of(l), key_of(r)) {
+            (Some(k), None) => (k, r, false),
+            (None, Some(k)) => (k, l, true),
+            _ => return None,
+        };
+        let mut probe = Finder {
+            per_node: self.per_node,
+            found: Vec::new(),
+            changed: Vec::new(),
+            joins: Vec::new(),
+        };
+        let mut parts = Vec::new();
+        let reads = probe.reads(y, Dollar::Item, &mut parts);
+        (!reads.bound).then_some((key, left))
     }
 
     /// True when lambda arguments read a variable bound outside them. The only bindings this
@@ -351,13 +409,51 @@ fn shareable(r: Reads) -> bool {
 /// The largest subtrees of `root` that call something and read neither the node (`$node`, keys
 /// for which `per_node` is true, the whole `$`) nor a variable bound outside them.
 pub fn shared_parts<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'n Node> {
+    find(root, per_node).parts
+}
+
+/// What [`find`] finds.
+pub struct Found<'n> {
+    /// The largest shareable subtrees.
+    pub parts: Vec<&'n Node>,
+    /// Node-independent arguments of `changed()`, `changedAny()`, `changedAll()`.
+    pub changed: Vec<&'n Node>,
+    /// `P.where($.key = Y)` with `Y` independent of the item: (`where` node, `P`, key, `Y` left).
+    pub joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
+}
+
+/// [`shared_parts`], and the arguments of `changed()`, `changedAny()` and `changedAll()` that
+/// read no node key (whether they changed is the same for every node of a class).
+pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
     let mut f = Finder {
         per_node,
         found: Vec::new(),
+        changed: Vec::new(),
+        joins: Vec::new(),
     };
     let r = f.visit(root, Dollar::Root);
-    if shareable(r) {
-        return vec![root];
+    Found {
+        parts: if shareable(r) { vec![root] } else { f.found },
+        changed: f.changed,
+        joins: f.joins,
+    }
+}
+
+/// The largest shareable subtrees strictly below `part` (itself a shareable part, which reads
+/// `$` only at the root if at all): where to look when `part`'s own value cannot be kept.
+pub fn find_below<'n>(part: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'n Node> {
+    let mut f = Finder {
+        per_node,
+        found: Vec::new(),
+        changed: Vec::new(),
+        joins: Vec::new(),
+    };
+    let mut parts = Vec::new();
+    f.reads(part, Dollar::Root, &mut parts);
+    for (p, r) in parts {
+        if shareable(r) {
+            f.found.push(p);
+        }
     }
     f.found
 }
@@ -380,17 +476,60 @@ pub(crate) struct Part {
 pub struct Shared {
     pub(crate) expr: Arc<Expression>,
     pub(crate) parts: Vec<Part>,
+    /// Whether each node-independent argument of `changed()` and the like changed.
+    pub(crate) changed: Vec<(usize, bool)>,
+    /// Indexes for `P.where($.key = Y)` over a kept `P`.
+    pub(crate) joins: Vec<Join>,
+}
+
+/// An index of a kept list of objects by one key, for `where($.key = Y)` over it.
+#[derive(Debug, Clone)]
+pub(crate) struct Join {
+    /// The `where` node.
+    pub(crate) node: usize,
+    /// The kept list (a [`Part`]'s value).
+    pub(crate) part: usize,
+    /// The key.
+    pub(crate) key: String,
+    /// `Y` is on the left of `=`.
+    pub(crate) left: bool,
+    /// Positions in the list by the hash of the item's value at `key`.
+    pub(crate) index: std::collections::HashMap<u64, Vec<u32>>,
+}
+
+/// The hash [`Join`] indexes by (consistent with YAQL equality: `1 = 1.0`).
+pub(crate) fn join_hash(v: &Value<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = super::value::FxHasher::default();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// Indexes `items` by `key`; `None` unless every item is an object with that key.
+pub(crate) fn build_index(
+    items: &[J],
+    key: &str,
+) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
+    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let v = item.as_object()?.get(key)?;
+        index
+            .entry(join_hash(&Value::from_json(v)))
+            .or_default()
+            .push(u32::try_from(i).ok()?);
+    }
+    Some(index)
 }
 
 impl Shared {
-    /// How many parts have a kept value.
+    /// How many parts have a kept value (values, `changed()` answers and indexes).
     pub fn len(&self) -> usize {
-        self.parts.len()
+        self.parts.len() + self.changed.len() + self.joins.len()
     }
 
     /// True when nothing could be kept (every node evaluates the whole expression).
     pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
+        self.len() == 0
     }
 
     /// The whole expression's value, when it does not depend on the node at all.
