@@ -88,23 +88,6 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-/// 3 controllers, 3 mongo, a tenth cinder, the rest computes.
-fn fuel_nodes(count: u64) -> Vec<Node> {
-    (1..=count)
-        .map(|id| {
-            let role = match id {
-                1..=3 => "controller",
-                4..=6 => "mongo",
-                _ if id % 10 == 0 => "cinder",
-                _ => "compute",
-            };
-            let mut n = Node::new(id, format!("node-{id}"), &[]);
-            n.pending_roles = vec![role.to_string()];
-            n
-        })
-        .collect()
-}
-
 /// Fuel's expressions measured: all but the two whose value is the whole cluster part as YAML
 /// (`$common.toYaml()`): each node's copy of it grows with the cluster (see docs/BENCHMARKS.md).
 fn fuel_expressions() -> Vec<String> {
@@ -116,18 +99,14 @@ fn fuel_expressions() -> Vec<String> {
 
 /// The evaluator of a deployment of `count` nodes after one of the first nine tenths.
 fn fuel_fields(count: u64) -> (YaqlFields, Vec<Node>) {
-    let (release, cl) = support::fuel_release_and_cluster();
-    let nodes = fuel_nodes(count);
-    let catalog = Catalog::new(&release, &[], Some(&cl));
+    let nodes = support::fuel_cluster_nodes(count);
     let deployed = &nodes[..nodes.len() * 9 / 10];
-    let old_tags = cluster_tags(deployed, &catalog);
-    let old_data = DeployData::build(1, &cl, &release, deployed, &old_tags);
+    let old_data = support::fuel_deploy_data(deployed);
     let mut old = OldStates::new();
     for node in deployed {
         old.insert(node.id, "t", old_data.state(node.id).expect("deployed"));
     }
-    let tags = cluster_tags(&nodes, &catalog);
-    let data = DeployData::build(1, &cl, &release, &nodes, &tags);
+    let data = support::fuel_deploy_data(&nodes);
     let fields = YaqlFields::new(
         Arc::new(Engine::new()),
         Arc::new(ExprCache::new()),

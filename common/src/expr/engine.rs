@@ -524,11 +524,23 @@ impl Engine {
                 });
             }
         }
+        let mut members = Vec::new();
+        for (node, set) in found.members {
+            let addr = set as *const Node as usize;
+            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            else {
+                continue;
+            };
+            if let Some(index) = super::shared::build_set(items) {
+                members.push((node as *const Node as usize, addr, index));
+            }
+        }
         super::shared::Shared {
             expr: expr.clone(),
             parts: kept,
             changed: answers,
             joins,
+            members,
         }
     }
 
@@ -591,6 +603,7 @@ impl Engine {
             interp.shared = &shared.parts;
             interp.changed = &shared.changed;
             interp.joins = &shared.joins;
+            interp.members = &shared.members;
         }
         interp
     }

@@ -100,6 +100,9 @@ pub struct Interp<'a> {
     pub(crate) changed: &'a [(usize, bool)],
     /// Indexes for `where($.key = Y)` over kept lists.
     pub(crate) joins: &'a [super::shared::Join],
+    /// Indexes for `X in P` over kept lists.
+    #[allow(clippy::type_complexity)]
+    pub(crate) members: &'a [(usize, usize, std::collections::HashMap<u64, Vec<u32>>)],
     /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
     /// `layers.new` and are merged only when needed.
     pub(crate) layers: Option<Layers<'a>>,
@@ -122,6 +125,7 @@ impl<'a> Interp<'a> {
             shared: &[],
             changed: &[],
             joins: &[],
+            members: &[],
             layers: None,
             root_slots: (usize::MAX, usize::MAX),
             root_new: std::cell::OnceCell::new(),
@@ -265,6 +269,11 @@ impl<'a> Interp<'a> {
                     return r;
                 }
             }
+            if !self.members.is_empty() {
+                if let Some(r) = self.member_of(node) {
+                    return r;
+                }
+            }
         }
         self.depth += 1;
         let r = if self.depth > self.limits.max_depth {
@@ -335,6 +344,31 @@ impl<'a> Interp<'a> {
             }
         }
         Some(self.new_iter(out))
+    }
+
+    /// `X in P` through the index of the kept list `P`. `None` when `node` has no index.
+    #[inline(never)]
+    fn member_of(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
+        let addr = node as *const Node as usize;
+        let members = self.members;
+        let (_, part, index) = members.iter().find(|m| m.0 == addr)?;
+        let shared: &'a [super::shared::Part] = self.shared;
+        let Some(J::Array(items)) = shared.iter().find(|p| p.node == *part).map(|p| &p.value)
+        else {
+            return None;
+        };
+        let Kind::Binary(BinOp::In, l, _) = &node.kind else {
+            return None;
+        };
+        let x = match self.eval(l) {
+            Ok(x) => x,
+            Err(f) => return Some(Err(f)),
+        };
+        let hit = index.get(&super::shared::join_hash(&x)).is_some_and(|at| {
+            at.iter()
+                .any(|&i| super::value::equal(&Value::from_json(&items[i as usize]), &x))
+        });
+        Some(Ok(Value::Bool(hit)))
     }
 
     fn eval_kind(&mut self, node: &'a Node) -> R<Value<'a>> {

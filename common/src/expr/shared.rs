@@ -167,6 +167,8 @@ struct Finder<'n, 'f> {
     /// `P.where($.key = Y)` (or `Y = $.key`) with `Y` not reading the item: (the `where` node,
     /// `P`, the key, `Y` on the left).
     joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
+    /// `X in P`: (the `in` node, `P`).
+    members: Vec<(&'n Node, &'n Node)>,
 }
 
 impl<'n> Finder<'n, '_> {
@@ -343,7 +345,10 @@ impl<'n> Finder<'n, '_> {
             Kind::List(args) | Kind::Dict(args) => self.args(args, dollar, parts),
             Kind::Paren(inner) | Kind::Unary(_, inner) => self.child(inner, dollar, parts),
             Kind::Binary(super::ast::BinOp::Then, _, _) | Kind::Invoke(..) => Reads::OPAQUE,
-            Kind::Binary(_, l, r) => {
+            Kind::Binary(op, l, r) => {
+                if *op == super::ast::BinOp::In {
+                    self.members.push((n, r));
+                }
                 let a = self.child(l, dollar, parts);
                 a.or(self.child(r, dollar, parts))
             }
@@ -378,6 +383,7 @@ impl<'n> Finder<'n, '_> {
             found: Vec::new(),
             changed: Vec::new(),
             joins: Vec::new(),
+            members: Vec::new(),
         };
         let mut parts = Vec::new();
         let reads = probe.reads(y, Dollar::Item, &mut parts);
@@ -420,6 +426,8 @@ pub struct Found<'n> {
     pub changed: Vec<&'n Node>,
     /// `P.where($.key = Y)` with `Y` independent of the item: (`where` node, `P`, key, `Y` left).
     pub joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
+    /// `X in P`: (`in` node, `P`).
+    pub members: Vec<(&'n Node, &'n Node)>,
 }
 
 /// [`shared_parts`], and the arguments of `changed()`, `changedAny()` and `changedAll()` that
@@ -430,12 +438,14 @@ pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
         found: Vec::new(),
         changed: Vec::new(),
         joins: Vec::new(),
+        members: Vec::new(),
     };
     let r = f.visit(root, Dollar::Root);
     Found {
         parts: if shareable(r) { vec![root] } else { f.found },
         changed: f.changed,
         joins: f.joins,
+        members: f.members,
     }
 }
 
@@ -447,6 +457,7 @@ pub fn find_below<'n>(part: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'
         found: Vec::new(),
         changed: Vec::new(),
         joins: Vec::new(),
+        members: Vec::new(),
     };
     let mut parts = Vec::new();
     f.reads(part, Dollar::Root, &mut parts);
@@ -480,6 +491,8 @@ pub struct Shared {
     pub(crate) changed: Vec<(usize, bool)>,
     /// Indexes for `P.where($.key = Y)` over a kept `P`.
     pub(crate) joins: Vec<Join>,
+    /// Indexes for `X in P` over a kept list `P`: (the `in` node, `P`, positions by hash).
+    pub(crate) members: Vec<(usize, usize, std::collections::HashMap<u64, Vec<u32>>)>,
 }
 
 /// An index of a kept list of objects by one key, for `where($.key = Y)` over it.
@@ -505,6 +518,18 @@ pub(crate) fn join_hash(v: &Value<'_>) -> u64 {
     h.finish()
 }
 
+/// Indexes `items` by their own hash.
+pub(crate) fn build_set(items: &[J]) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
+    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        index
+            .entry(join_hash(&Value::from_json(item)))
+            .or_default()
+            .push(u32::try_from(i).ok()?);
+    }
+    Some(index)
+}
+
 /// Indexes `items` by `key`; `None` unless every item is an object with that key.
 pub(crate) fn build_index(
     items: &[J],
@@ -524,7 +549,7 @@ pub(crate) fn build_index(
 impl Shared {
     /// How many parts have a kept value (values, `changed()` answers and indexes).
     pub fn len(&self) -> usize {
-        self.parts.len() + self.changed.len() + self.joins.len()
+        self.parts.len() + self.changed.len() + self.joins.len() + self.members.len()
     }
 
     /// True when nothing could be kept (every node evaluates the whole expression).

@@ -230,3 +230,39 @@ pub fn fuel_nodes(first_id: u64, roles: &[(&str, usize)]) -> Vec<Node> {
     }
     nodes
 }
+
+/// `count` nodes as a Fuel deployment has them: 3 controllers, 3 mongo, a tenth cinder, the rest
+/// computes (ids from 1).
+pub fn fuel_cluster_nodes(count: u64) -> Vec<Node> {
+    (1..=count)
+        .map(|id| {
+            let role = match id {
+                1..=3 => "controller",
+                4..=6 => "mongo",
+                _ if id % 10 == 0 => "cinder",
+                _ => "compute",
+            };
+            let mut n = Node::new(id, format!("node-{id}"), &[]);
+            n.pending_roles = vec![role.to_string()];
+            n
+        })
+        .collect()
+}
+
+/// The data of a Fuel deployment of `nodes` (Fuel's release and cluster settings).
+pub fn fuel_deploy_data(nodes: &[Node]) -> plinth_common::deploy::DeployData {
+    let (release, cluster) = fuel_release_and_cluster();
+    let catalog = plinth_common::tags::Catalog::new(&release, &[], Some(&cluster));
+    let tags = plinth_common::tags::cluster_tags(nodes, &catalog);
+    plinth_common::deploy::DeployData::build(1, &cluster, &release, nodes, &tags)
+}
+
+/// What node 1 (the first controller) of a 1,000-node Fuel cluster sees: `$` now, and `$` when
+/// it was last deployed, with the first 900 nodes.
+pub fn fuel_node_one_of_1000() -> (Value, Value) {
+    let nodes = fuel_cluster_nodes(1000);
+    let now = fuel_deploy_data(&nodes);
+    let before = fuel_deploy_data(&nodes[..900]);
+    let state = |d: &plinth_common::deploy::DeployData| d.state(1).expect("node 1").merged();
+    (state(&now), state(&before))
+}
