@@ -174,9 +174,51 @@ def added(context, expression):
     return _diff(materialize(expression(context["$%new"])), _old(context, expression))
 
 
+@specs.parameter("expression", yaqltypes.Lambda())
+@specs.name("deleted")
+def deleted(context, expression):
+    old = _old(context, expression)
+    if old is UNDEF:
+        return None
+    return _diff(old, materialize(expression(context["$%new"])))
+
+
+@specs.name("isUndef")
+def is_undef(value=UNDEF):
+    return value is UNDEF
+
+
+def plain(x):
+    """A YAQL result as plain JSON data (frozen dictionaries, tuples and iterators unwrapped)."""
+    if x is UNDEF:
+        return None
+    if isinstance(x, str):
+        return x
+    if isinstance(x, collections.abc.Mapping):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (bytes, bytearray)):
+        return x.decode()
+    if isinstance(x, collections.abc.Iterable):
+        return [plain(i) for i in x]
+    return x
+
+
+@specs.method
+@specs.name("toYaml")
+def to_yaml(receiver):
+    import yaml
+    return yaml.safe_dump(plain(receiver), default_flow_style=False)
+
+
+@specs.method
+@specs.name("toJson")
+def to_json(receiver):
+    return json.dumps(plain(receiver))
+
+
 def make_context(new, old):
     ctx = yaql.create_context()
-    for f in (new_, old_, changed, changed_any, changed_all, added):
+    for f in (new_, old_, changed, changed_any, changed_all, added, deleted, is_undef, to_yaml, to_json):
         ctx.register_function(f)
     new = utils.convert_input_data(new)
     ctx["$"] = new

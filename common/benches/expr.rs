@@ -3,10 +3,18 @@
 //! runs the same expressions on Python YAQL.
 //!
 //! Run: `cargo bench -p plinth-common --bench expr`
+//!
+//! With `FUEL_YAQL_TIMES=<file>` it instead times each of Fuel's 206 `yaql_exp` on node 1 of a
+//! 1,000-node Fuel cluster (the data of `tests/expr_fuel_results.rs`), one evaluation at a time
+//! with nothing shared, and writes the mean seconds per evaluation as a JSON list for
+//! `bench/fuel_yaql.py --bench --rust-times <file>`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use plinth_common::expr::{Context, Engine, ExprCache, Expression};
 use serde_json::{json, Map, Value as J};
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 /// The expressions measured, by name (the last five are Fuel library conditions as written).
 pub const EXPRESSIONS: [(&str, &str); 7] = [
@@ -98,7 +106,35 @@ pub fn context(n: usize) -> J {
     data
 }
 
+/// Mean seconds per evaluation of each of Fuel's expressions (about 50 ms of runs each).
+fn fuel_times(path: &str) {
+    let (new, old) = support::fuel_node_one_of_1000();
+    let engine = Engine::new();
+    let ctx = Context::new(&new).old(Some(&old));
+    let mut out = Vec::new();
+    for text in support::fuel_yaql_exps() {
+        let Ok(e) = Expression::parse(&text) else {
+            out.push(J::Null);
+            continue;
+        };
+        let _ = engine.evaluate_in(&e, &ctx);
+        let (mut runs, start) = (0u32, std::time::Instant::now());
+        while runs < 3 || start.elapsed().as_secs_f64() < 0.05 {
+            let _ = std::hint::black_box(engine.evaluate_in(&e, &ctx));
+            runs += 1;
+        }
+        out.push(json!(start.elapsed().as_secs_f64() / f64::from(runs)));
+    }
+    if let Err(e) = std::fs::write(path, J::Array(out).to_string()) {
+        panic!("{path}: {e}");
+    }
+}
+
 fn bench(c: &mut Criterion) {
+    if let Ok(path) = std::env::var("FUEL_YAQL_TIMES") {
+        fuel_times(&path);
+        return;
+    }
     let engine = Engine::new();
     let cache = ExprCache::new();
     let new = context(1000);

@@ -13,7 +13,8 @@ use crate::model::Node;
 /// What each task saw the last time it succeeded on each node: `(node id, task id)` → state.
 #[derive(Debug, Clone, Default)]
 pub struct OldStates {
-    states: HashMap<(u64, String), NodeState>,
+    /// By task, then node (looked up without building a key).
+    states: HashMap<String, HashMap<u64, NodeState>>,
 }
 
 impl OldStates {
@@ -24,22 +25,25 @@ impl OldStates {
 
     /// Records the state `task` last ran against on `node`.
     pub fn insert(&mut self, node: u64, task: impl Into<String>, state: NodeState) {
-        self.states.insert((node, task.into()), state);
+        self.states
+            .entry(task.into())
+            .or_default()
+            .insert(node, state);
     }
 
     /// The state `task` last ran against on `node`.
     pub fn get(&self, node: u64, task: &str) -> Option<&NodeState> {
-        self.states.get(&(node, task.to_string()))
+        self.states.get(task)?.get(&node)
     }
 
     /// Every recorded state.
     pub fn iter(&self) -> impl Iterator<Item = &NodeState> {
-        self.states.values()
+        self.states.values().flat_map(|by_node| by_node.values())
     }
 
     /// How many are recorded.
     pub fn len(&self) -> usize {
-        self.states.len()
+        self.states.values().map(HashMap::len).sum()
     }
 
     /// True when none is recorded.

@@ -548,7 +548,7 @@ impl Engine {
     fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
         let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
         for (name, v) in &ctx.vars {
-            vars.push((Name::Named(name.as_str()), Value::from_json(v)));
+            vars.push((Name::Named(name), Value::from_json(v)));
         }
         let layers = match (ctx.data, ctx.old) {
             (Root::Layered(J::Object(b), J::Object(t)), old) => {
@@ -620,7 +620,7 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct Context<'c> {
     data: Root<'c>,
-    vars: Vec<(String, &'c J)>,
+    vars: Vec<(&'c str, &'c J)>,
     old: Option<Root<'c>>,
     forced: bool,
     shared: Option<&'c super::shared::Shared>,
@@ -688,8 +688,8 @@ impl<'c> Context<'c> {
     }
 
     /// Adds the variable `$name`.
-    pub fn var(mut self, name: &str, value: &'c J) -> Self {
-        self.vars.push((name.to_string(), value));
+    pub fn var(mut self, name: &'c str, value: &'c J) -> Self {
+        self.vars.push((name, value));
         self
     }
 
