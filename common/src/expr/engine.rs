@@ -400,7 +400,7 @@ impl Engine {
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
         if matches!(
             name,
-            "first" | "any" | "where" | "filter" | "select" | "map"
+            "first" | "any" | "where" | "filter" | "select" | "map" | "values"
         ) {
             self.lazy = false;
         }

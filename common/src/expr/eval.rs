@@ -471,11 +471,6 @@ impl<'a> Interp<'a> {
     /// item found, as YAQL's lazy iterators do. `None` when the chain does not qualify.
     #[inline(never)]
     fn lazy_query(&mut self, recv: &'a Node, name: &str, args: &'a [Arg]) -> R<Option<Value<'a>>> {
-        enum Stage<'n> {
-            Where(&'n Node),
-            Select(&'n Node),
-            Key(&'n str),
-        }
         if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
             return Ok(None);
         }
@@ -514,19 +509,76 @@ impl<'a> Interp<'a> {
             return Ok(None);
         }
         stages.reverse();
-        let source = self.eval(node)?;
+        // `dict.values()` as the source: its values are read in place, not collected.
+        let mut dict_values = None;
+        if let Kind::Method {
+            recv: of,
+            name: values,
+            args: none,
+            safe: false,
+        } = &node.kind
+        {
+            if values == "values" && none.is_empty() {
+                let d = self.eval(of)?;
+                match d {
+                    Value::Json(J::Object(m)) => dict_values = Some(m),
+                    other => {
+                        // Not a dictionary borrowed from the input: the general path decides.
+                        let entry = self.engine.method("values");
+                        if let (Some(entry), true) = (entry, other.is_dict()) {
+                            let call = Call::from_ast("values", entry, Some(other), none, true)?;
+                            let v = self.run(entry, &call)?;
+                            return self.lazy_over(v, &stages, name, args).map(Some);
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        let source = match dict_values {
+            Some(m) => {
+                let items = m.values().map(Value::from_json);
+                return self.lazy_items(items, &stages, name, args).map(Some);
+            }
+            None => self.eval(node)?,
+        };
         if matches!(source, Value::Gen(_)) || !source.is_iterable() {
             return Ok(None);
         }
+        self.lazy_over(source, &stages, name, args).map(Some)
+    }
+
+    /// The lazy chain over an evaluated collection.
+    fn lazy_over(
+        &mut self,
+        source: Value<'a>,
+        stages: &[Stage<'a>],
+        name: &str,
+        args: &'a [Arg],
+    ) -> R<Value<'a>> {
+        if let Value::Json(J::Array(l)) = source {
+            return self.lazy_items(l.iter().map(Value::from_json), stages, name, args);
+        }
+        let items = seq_items(&source);
+        self.lazy_items(items.into_iter(), stages, name, args)
+    }
+
+    /// `first()` / `any()` over `items` through the stages.
+    fn lazy_items(
+        &mut self,
+        items: impl Iterator<Item = Value<'a>>,
+        stages: &[Stage<'a>],
+        name: &str,
+        args: &'a [Arg],
+    ) -> R<Value<'a>> {
         let pred = match args.first() {
             Some(Arg::Pos(p)) => Some(p),
             _ => None,
         };
-        let items = seq_items(&source);
         'items: for item in items {
             self.tick(1)?;
             let mut item = item;
-            for stage in &stages {
+            for stage in stages {
                 match stage {
                     Stage::Where(p) => {
                         if !self.eval_with(p, std::slice::from_ref(&item))?.truthy() {
@@ -538,21 +590,21 @@ impl<'a> Interp<'a> {
                 }
             }
             if name == "first" {
-                return Ok(Some(item));
+                return Ok(item);
             }
             let found = match pred {
                 Some(p) => self.eval_with(p, std::slice::from_ref(&item))?.truthy(),
                 None => true,
             };
             if found {
-                return Ok(Some(Value::Bool(true)));
+                return Ok(Value::Bool(true));
             }
         }
         if name == "any" {
-            return Ok(Some(Value::Bool(false)));
+            return Ok(Value::Bool(false));
         }
         match pred {
-            Some(default) => self.eval(default).map(Some),
+            Some(default) => self.eval(default),
             None => Err(EvalErrorKind::Sequence("the collection is empty".into()).into()),
         }
     }
@@ -944,6 +996,13 @@ pub fn bind_args<'a>(
     for (k, v) in named {
         scope.push((Name::Named(k), v.clone()));
     }
+}
+
+/// One step of a lazy `where`/`select`/`.key` chain.
+enum Stage<'n> {
+    Where(&'n Node),
+    Select(&'n Node),
+    Key(&'n str),
 }
 
 /// The first `n` items of a lazy sequence.

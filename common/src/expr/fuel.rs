@@ -231,14 +231,26 @@ pub fn structural_diff<'a>(a: &Value<'a>, b: &Value<'a>) -> Value<'a> {
     }
     let seq = |v: &Value<'a>| matches!(v.view(), View::JList(_) | View::List(_) | View::Set(_));
     if seq(a) && seq(b) {
-        // Hashing keeps this linear for large node lists.
-        let theirs: indexmap::IndexSet<Value<'a>> = seq_items(b).into_iter().collect();
-        return Value::list(
-            seq_items(a)
+        let (mine, theirs) = (seq_items(a), seq_items(b));
+        // An item equal to the one at its place in the old list is in it: a list that grew or
+        // shrank at its end needs no hashing. The rest are looked for in the old list (hashed
+        // when there are many).
+        let missing: Vec<usize> = (0..mine.len())
+            .filter(|&i| !theirs.get(i).is_some_and(|t| equal(&mine[i], t)))
+            .collect();
+        let kept: Vec<usize> = if missing.len() <= 8 {
+            missing
                 .into_iter()
-                .filter(|x| !theirs.contains(x))
-                .collect(),
-        );
+                .filter(|&i| !theirs.iter().any(|t| equal(&mine[i], t)))
+                .collect()
+        } else {
+            let set: indexmap::IndexSet<&Value<'a>> = theirs.iter().collect();
+            missing
+                .into_iter()
+                .filter(|&i| !set.contains(&mine[i]))
+                .collect()
+        };
+        return Value::list(kept.into_iter().map(|i| mine[i].clone()).collect());
     }
     if equal(a, b) {
         Value::Null
