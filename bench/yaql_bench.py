@@ -243,12 +243,13 @@ def rust_estimates(root):
     """Runs the criterion benchmark and reads its mean estimates (seconds) by name."""
     subprocess.run(["cargo", "bench", "-p", "plinth-common", "--bench", "expr", "--", "--noplot"], cwd=root, check=True)
     out = {}
-    base = os.path.join(root, "target", "criterion", "expr")
-    for name in os.listdir(base):
-        path = os.path.join(base, name, "new", "estimates.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                out[name] = json.load(f)["mean"]["point_estimate"] / 1e9
+    for group, scale, prefix in (("expr", 1, ""), ("per_node_1000", 1000, "per_node/")):
+        base = os.path.join(root, "target", "criterion", group)
+        for name in os.listdir(base):
+            path = os.path.join(base, name, "new", "estimates.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    out[prefix + name] = json.load(f)["mean"]["point_estimate"] / 1e9 / scale
     return out
 
 
@@ -287,11 +288,14 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rust = rust_estimates(root)
     print()
-    print("%-24s %12s %12s %10s" % ("expression", "python", "rust", "speed-up"))
+    print("One evaluation (node 1's merged data, nothing shared), and the cost per node when all 1,000")
+    print("nodes of the deployment evaluate it (node-independent parts once), against Python's one evaluation:")
+    print("%-24s %12s %12s %10s %12s %10s" % ("expression", "python", "rust", "speed-up", "per node", "speed-up"))
     for name in [n for n, _ in EXPRESSIONS] + ["parse_1000_distinct"]:
-        p, r = py.get(name), rust.get(name)
+        p, r, n = py.get(name), rust.get(name), rust.get("per_node/" + name)
         ratio = "%.0fx" % (p / r) if p and r else "-"
-        print("%-24s %12s %12s %10s" % (name, fmt(p), fmt(r), ratio))
+        ratio_n = "%.0fx" % (p / n) if p and n else "-"
+        print("%-24s %12s %12s %10s %12s %10s" % (name, fmt(p), fmt(r), ratio, fmt(n), ratio_n))
     return 0
 
 
