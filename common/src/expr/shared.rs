@@ -297,8 +297,9 @@ impl<'n> Finder<'n, '_> {
                 }
                 if LAMBDA_METHODS.contains(&name.as_str()) {
                     let mut inner = self.args(rest, Dollar::Item, parts);
-                    // The lambda's own `$` is bound here; anything else it reads stays.
-                    inner.bound = inner.bound && self.args_bind_outer(rest);
+                    // The lambda's `$` (and `$1`, `$2`) are bound here; anything else it reads
+                    // (a named variable) is already marked as reading the node.
+                    inner.bound = false;
                     recv_reads.or(inner).or(work)
                 } else if EAGER.contains(&name.as_str()) {
                     recv_reads.or(self.args(rest, dollar, parts)).or(work)
@@ -329,7 +330,8 @@ impl<'n> Finder<'n, '_> {
                         };
                         inner = inner.or(r);
                     }
-                    inner.bound = self.args_bind_outer(args);
+                    // The state's `$` is bound here.
+                    inner.bound = false;
                     inner.or(work)
                 } else if EAGER.contains(&name.as_str()) {
                     self.args(args, dollar, parts).or(work)
@@ -388,13 +390,6 @@ impl<'n> Finder<'n, '_> {
         let mut parts = Vec::new();
         let reads = probe.reads(y, Dollar::Item, &mut parts);
         (!reads.bound).then_some((key, left))
-    }
-
-    /// True when lambda arguments read a variable bound outside them. The only bindings this
-    /// analysis lets through are `$` and `$1`, `$2`, ... which every lambda rebinds, so nothing
-    /// outside is visible: always false.
-    fn args_bind_outer(&self, _args: &[Arg]) -> bool {
-        false
     }
 }
 
@@ -584,22 +579,66 @@ pub(crate) fn lossless(v: &Value<'_>, top: bool, depth: usize) -> bool {
         | Value::DateTime(_)
         | Value::Span(_) => false,
         Value::Float(x) => x.is_finite(),
-        Value::Iter(items) if !top => {
-            let _ = items;
-            false
-        }
+        Value::Iter(_) if !top => false,
         Value::List(items) | Value::Iter(items) => {
             items.iter().all(|x| lossless(x, false, depth + 1))
         }
         Value::Dict(d) => d
             .iter()
             .all(|(k, x)| matches!(k.view(), View::Str(_)) && lossless(x, false, depth + 1)),
-        Value::Json(j) => json_finite(j),
+        // Borrowed input, and JSON numbers, are always finite.
         _ => true,
     }
 }
 
-fn json_finite(_j: &J) -> bool {
-    // serde_json numbers are always finite.
-    true
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expression;
+
+    /// The canonical text of the parts found, with `uid`, `roles` and `name` the node's own keys.
+    fn parts(text: &str) -> (Vec<String>, Vec<String>) {
+        let e = Expression::parse(text).expect("parses");
+        let per_node = |k: &str| matches!(k, "uid" | "roles" | "name");
+        let found = find(e.root(), &per_node);
+        let show = |v: Vec<&Node>| v.iter().map(|n| n.to_string()).collect();
+        (show(found.parts), show(found.changed))
+    }
+
+    #[test]
+    fn cluster_reads_are_shared_node_reads_are_not() {
+        let (p, _) = parts("changed($.nodes.where('controller' in $.roles).len())");
+        assert_eq!(p, ["changed($.nodes.where('controller' in $.roles).len())"]);
+        let (p, _) = parts("$.uid in added($.network_metadata.nodes.values()).uid");
+        assert_eq!(p, ["added($.network_metadata.nodes.values()).uid"]);
+        let (p, _) = parts("$.network_metadata.nodes.values().where($.uid = new($.uid)).first()");
+        assert_eq!(p, ["$.network_metadata.nodes.values()"]);
+        let (p, _) = parts("switch($.get('deployed_before', {}).get('value') => 1, true => 6)");
+        assert_eq!(p.len(), 1, "the whole switch: {p:?}");
+        // The node's own keys, `$node`, the whole `$`: per node.
+        for text in [
+            "$.roles.len()",
+            "$.get('uid').len()",
+            "$node.roles.len()",
+            "$.len()",
+            "changed($)",
+            "let(x => $.nodes) -> $x.len()",
+        ] {
+            assert!(parts(text).0.is_empty(), "{text}");
+        }
+        // A lambda's `$` is its item: the lambda alone is never a part, the query is.
+        let (p, _) = parts("$.roles.where($ in $common.tags.toSet())");
+        assert_eq!(p, ["$common.tags.toSet()"]);
+        // An unknown function may rebind `$`: not trusted with `$` inside.
+        assert!(parts("$.nodes.myQuery($.name.len())").0.is_empty());
+        // The clock and randomness are never kept.
+        assert!(parts("now().year").0.is_empty());
+    }
+
+    #[test]
+    fn changed_arguments_without_node_keys_are_answered_once() {
+        let (p, c) = parts("changedAny($.storage, ('controller' in $.roles), $.network_metadata)");
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(c, ["$.storage", "$.network_metadata"]);
+    }
 }
