@@ -241,6 +241,9 @@ impl FieldEvaluator for YaqlFields {
         if let Some(whole) = shared.whole() {
             return Ok(whole.clone());
         }
+        if let Some(e) = shared.whole_error() {
+            return Err(fail(e.to_string()));
+        }
         // `$` is the cluster part with the node's keys over it, layered, not copied.
         let mut ctx = Context::layered(common, node_part)
             .var("node", node_part)

@@ -483,10 +483,18 @@ impl Engine {
         let found = super::shared::find(expr.root(), per_node);
         let (mut parts, changed) = (found.parts, found.changed);
         let mut kept = Vec::with_capacity(parts.len());
+        let mut whole_error = None;
         while let Some(node) = parts.pop() {
             let mut interp = self.interp(ctx);
-            let value = interp
-                .eval(node)
+            let result = interp.eval(node);
+            if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
+                whole_error = Some(EvalError {
+                    kind: (*f.kind).clone(),
+                    expr: expr.text.clone(),
+                    pos: f.pos.unwrap_or(0),
+                });
+            }
+            let value = result
                 .ok()
                 .filter(|v| super::shared::lossless(v, true, 0))
                 .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
@@ -541,6 +549,7 @@ impl Engine {
             changed: answers,
             joins,
             members,
+            whole_error,
         }
     }
 

@@ -488,6 +488,8 @@ pub struct Shared {
     pub(crate) joins: Vec<Join>,
     /// Indexes for `X in P` over a kept list `P`: (the `in` node, `P`, positions by hash).
     pub(crate) members: Vec<(usize, usize, std::collections::HashMap<u64, Vec<u32>>)>,
+    /// The error of the whole expression, when it reads nothing of the node and fails.
+    pub(crate) whole_error: Option<super::errors::EvalError>,
 }
 
 /// An index of a kept list of objects by one key, for `where($.key = Y)` over it.
@@ -556,6 +558,12 @@ impl Shared {
     pub fn whole(&self) -> Option<&J> {
         let root = self.expr.root() as *const Node as usize;
         self.parts.iter().find(|p| p.node == root).map(|p| &p.value)
+    }
+
+    /// The whole expression's error, when it does not depend on the node and fails (every node
+    /// of the class would get this same error).
+    pub fn whole_error(&self) -> Option<&super::errors::EvalError> {
+        self.whole_error.as_ref()
     }
 
     /// True when these values were computed for `expr` (the same parsed expression).
