@@ -10,6 +10,12 @@ command -v facter >/dev/null 2>&1 || need+=(facter)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
 command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
+# The booted-image tests (tests/tests/images.rs): a Debian root file system built with mmdebstrap, booted
+# in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing test dependencies: ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then
@@ -41,4 +47,10 @@ if yaql_ready; then
   "$yaql_venv/bin/python" bench/fuel_yaql.py --context target/fuel-yaql-context.json --check
 else
   echo "Python YAQL could not be installed here: Fuel's expressions were not compared with it"
+fi
+
+# The slow booted-image test: Debian's kernel under qemu without KVM (TCG), about half a minute.
+# PLINTH_SKIP_SLOW=1 leaves it out.
+if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
+  cargo test -p plinth-e2e --test images --locked -- --ignored
 fi

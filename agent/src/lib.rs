@@ -15,6 +15,7 @@
 //! | [`sender`] | uploading journaled results until the controller acknowledges them |
 //! | [`service`] | the long-running agent: registration, polling, heartbeats, systemd, signals |
 //! | [`shutdown`] | the stop signal every long-running part listens to |
+//! | [`tracking`] | the cgroup or process group each task command runs in, its durable record, and ending what a killed agent left running |
 //! | [`fsutil`] | durable file writes (temp file, fsync, rename, fsync directory) |
 //! | [`image`] | putting the agent into a provisioning image's root file system |
 //!
@@ -34,6 +35,7 @@ pub mod runner;
 pub mod sender;
 pub mod service;
 pub mod shutdown;
+pub mod tracking;
 pub mod transport;
 pub mod verify;
 

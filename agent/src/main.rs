@@ -327,6 +327,12 @@ fn image_inject(args: InjectArgs) -> u8 {
             for path in done.written {
                 println!("{path}");
             }
+            for path in done.cleared {
+                println!("{path} (cleared: systemd makes it at first boot)");
+            }
+            for warning in done.warnings {
+                eprintln!("plinth-agent: warning: node-specific file in the image: {warning}");
+            }
             0
         }
         Err(

@@ -2,11 +2,13 @@
 //! it), its attempts and retries; every result journaled (and so sent) as it happens. Before each attempt
 //! a `running` result is recorded; when a task fails its last attempt the remaining tasks are reported
 //! skipped and the list ends. A list interrupted by a stop or a crash is resumed from the journal: the
-//! attempt that was running is reported interrupted, and the task goes on by its retry policy.
+//! attempt that was running is reported interrupted (with what the start-up sweep of
+//! [`crate::tracking`] ended of its processes), and the task goes on by its retry policy.
 
 use crate::executor::{self, AttemptContext, BoxFuture, Outcome, Services};
 use crate::journal::{task_state, JournalError, SharedJournal, TaskState};
 use crate::shutdown::Shutdown;
+use crate::tracking::AttemptKey;
 use crate::transport::Backoff;
 use plinth_common::wire::{GateAnswer, ResultStatus, TaskList, TaskResult, TaskSpec};
 use std::path::PathBuf;
@@ -168,10 +170,7 @@ impl<'a> Runner<'a> {
             }
             TaskState::Interrupted { attempt } => {
                 let last = attempt >= attempts;
-                let outcome = Outcome::simple(
-                    ResultStatus::Interrupted,
-                    "the agent stopped while this attempt ran",
-                );
+                let outcome = self.interrupted(list, task, attempt);
                 self.record(list, task, attempt, outcome, last, now_ms(), 0)?;
                 if last {
                     return Ok(TaskEnd::Failed);
@@ -250,6 +249,43 @@ impl<'a> Runner<'a> {
             }
             attempt += 1;
         }
+    }
+
+    /// The result of an attempt that was running when the agent stopped, with what the start-up sweep
+    /// ended of it.
+    fn interrupted(&self, list: &TaskList, task: &TaskSpec, attempt: u32) -> Outcome {
+        let key = AttemptKey {
+            deployment_id: list.deployment_id,
+            revision: list.revision,
+            task_id: task.id.clone(),
+            attempt,
+        };
+        let mut outcome = Outcome::simple(
+            ResultStatus::Interrupted,
+            "the agent stopped while this attempt ran",
+        );
+        if let Some(swept) = self.settings.services.tracker.swept(&key) {
+            outcome.message = match (swept.ended, swept.remaining) {
+                (0, _) => format!(
+                    "{}; none of its processes was left running",
+                    outcome.message
+                ),
+                (n, 0) => format!(
+                    "{}; {n} of its processes were still running and were ended before the next attempt",
+                    outcome.message
+                ),
+                (n, left) => format!(
+                    "{}; {n} of its processes were still running: SIGKILL was sent, {left} had not gone yet",
+                    outcome.message
+                ),
+            };
+            outcome.details = serde_json::json!({
+                "containment": swept.containment.name(),
+                "processes_ended": swept.ended,
+                "processes_remaining": swept.remaining,
+            });
+        }
+        outcome
     }
 
     async fn wait_at_gate(&self, list: &TaskList, task: &TaskSpec) -> GateEnd {

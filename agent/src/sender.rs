@@ -7,7 +7,7 @@ use crate::executor::BoxFuture;
 use crate::journal::SharedJournal;
 use crate::shutdown::Shutdown;
 use crate::transport::{Backoff, TransportError};
-use plinth_common::wire::{ResultAck, ResultsBatch};
+use plinth_common::wire::{ResultAck, ResultKey, ResultsBatch};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,8 +69,23 @@ impl Sender {
         }
         let batch = ResultsBatch { results };
         let ack = self.sink.send(&batch).await?;
+        let stored: Vec<ResultKey> = ack.stored().cloned().collect();
+        let refused: Vec<(ResultKey, String)> = ack
+            .refused()
+            .map(|(key, reason)| (key.clone(), reason.to_string()))
+            .collect();
+        for (key, reason) in &refused {
+            tracing::warn!(
+                deployment = key.deployment_id,
+                revision = key.revision,
+                task = %key.task_id,
+                attempt = key.attempt,
+                reason = %reason.escape_debug(),
+                "the controller refused a result for good; it is kept in the journal's quarantine"
+            );
+        }
         let journal_result = self.journal.with(|j| {
-            let n = j.record_acks(&ack.acked)?;
+            let n = j.record_acks(&stored)? + j.quarantine(&refused)?;
             if j.unacked_count() == 0 {
                 j.compact()?;
             }
@@ -143,7 +158,7 @@ impl Sender {
 mod tests {
     use super::*;
     use crate::journal::Journal;
-    use plinth_common::wire::{ResultStatus, TaskResult};
+    use plinth_common::wire::{ResultStatus, ResultVerdict, TaskResult, Verdict};
     use std::sync::Mutex;
 
     /// A controller double: fails the first `failures` requests, then acknowledges everything.
@@ -169,7 +184,19 @@ mod tests {
                 }
                 self.received.lock().unwrap().push(batch.results.len());
                 Ok(ResultAck {
-                    acked: batch.results.iter().map(TaskResult::key).collect(),
+                    verdicts: batch
+                        .results
+                        .iter()
+                        .map(|r| ResultVerdict {
+                            key: r.key(),
+                            verdict: if r.task_id.starts_with("refused") {
+                                Verdict::Refused
+                            } else {
+                                Verdict::Accepted
+                            },
+                            reason: r.task_id.starts_with("refused").then(|| "not yours".into()),
+                        })
+                        .collect(),
                 })
             })
         }
@@ -233,6 +260,32 @@ mod tests {
         assert_eq!(sink.received.lock().unwrap().last(), Some(&1));
         trigger.trigger();
         task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_refused_result_is_quarantined_and_the_ones_after_it_go_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SharedJournal::new(Journal::open(dir.path()).unwrap());
+        let mut bad = result(0);
+        bad.task_id = "refused-one".into();
+        journal.record(bad).unwrap();
+        journal.record(result(1)).unwrap();
+        let sink = Arc::new(FlakySink {
+            failures: Mutex::new(0),
+            received: Mutex::new(vec![]),
+        });
+        let mut s = Sender::new(
+            journal.clone(),
+            sink,
+            Duration::from_millis(1),
+            Duration::from_millis(1),
+        );
+        assert_eq!(s.round().await.unwrap(), Round::Sent { acked: 2 });
+        assert_eq!(journal.with(|j| j.unacked_count()), 0);
+        assert_eq!(s.round().await.unwrap(), Round::Idle);
+        let quarantined =
+            std::fs::read_to_string(dir.path().join(crate::journal::REFUSED_FILE)).unwrap();
+        assert!(quarantined.contains("refused-one") && quarantined.contains("not yours"));
     }
 
     #[tokio::test]

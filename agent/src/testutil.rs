@@ -39,6 +39,7 @@ pub fn task(id: &str, kind: TaskKind, params: serde_json::Value) -> TaskSpec {
         skip_reason: None,
         waits_for: vec![],
         gated: false,
+        manifests: Default::default(),
     }
 }
 
@@ -55,6 +56,7 @@ pub fn list(revision: u64, tasks: Vec<TaskSpec>) -> TaskList {
         expires_at: NOW + 3600,
         nonce: NONCE.into(),
         noop: false,
+        cancel: false,
         tasks,
     }
 }
@@ -62,4 +64,23 @@ pub fn list(revision: u64, tasks: Vec<TaskSpec>) -> TaskList {
 /// A list signed by `key`, as bytes on the wire.
 pub fn envelope(key: &SigningKey, list: &TaskList) -> Vec<u8> {
     serde_json::to_vec(&signing::sign_task_list(key, list)).unwrap()
+}
+
+/// An attempt context for attempt 1 of task `t1` of deployment 42, revision 7, with its work and state
+/// directories under `dir` and a short kill grace.
+pub fn attempt(
+    dir: &std::path::Path,
+    shutdown: crate::shutdown::Shutdown,
+) -> crate::executor::AttemptContext {
+    crate::executor::AttemptContext {
+        work_dir: dir.join("work"),
+        kill_grace: std::time::Duration::from_millis(300),
+        deployment_id: 42,
+        revision: 7,
+        task_id: "t1".into(),
+        attempt: 1,
+        shutdown,
+        noop: false,
+        services: std::sync::Arc::new(crate::executor::Services::local(dir.join("state"))),
+    }
 }

@@ -10,8 +10,8 @@ use crate::fsutil;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
-use plinth_common::signing::{self, Expectations, VerifyError};
-use plinth_common::wire::{TaskList, MAX_TASK_LIST_BYTES};
+use plinth_common::signing::{self, Expectations, GateRequest, GateVerifyError, VerifyError};
+use plinth_common::wire::{GateAnswer, TaskList, MAX_TASK_LIST_BYTES};
 use std::path::{Path, PathBuf};
 
 /// File holding the last accepted revision.
@@ -84,7 +84,48 @@ pub struct Verifier {
     last_revision: u64,
 }
 
+/// Checks lists without storing them: what the agent uses while it runs a list, to see whether the
+/// controller ordered it to stop (a signed list with `cancel` set). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ListChecker {
+    pinned: VerifyingKey,
+    node_key: String,
+}
+
+impl ListChecker {
+    /// Verifies an envelope as [`Verifier::accept`] does (signature, format, node, nonce, a revision
+    /// above `last_revision`, times), storing nothing.
+    pub fn check(
+        &self,
+        envelope: &[u8],
+        nonce: &str,
+        now: i64,
+        last_revision: u64,
+    ) -> Result<TaskList, Refused> {
+        let expect = Expectations {
+            node_key: &self.node_key,
+            last_revision,
+            nonce: Some(nonce),
+            now: Some(now),
+        };
+        signing::verify_task_list(&self.pinned, envelope, &expect).map_err(|error| {
+            Refused::Invalid {
+                claimed_revision: claimed_revision(envelope),
+                error,
+            }
+        })
+    }
+}
+
 impl Verifier {
+    /// A checker with the same pinned key and node, for use while a list runs.
+    pub fn checker(&self) -> ListChecker {
+        ListChecker {
+            pinned: self.pinned,
+            node_key: self.node_key.clone(),
+        }
+    }
+
     /// Opens the verifier's state in `state_dir` (a missing revision file means 0).
     pub fn open(
         state_dir: &Path,
@@ -102,6 +143,27 @@ impl Verifier {
             dir: state_dir.to_path_buf(),
             last_revision,
         })
+    }
+
+    /// Verifies a signed gate answer: the pinned key's signature, and that it answers this node's
+    /// request about `task` of `deployment` with `nonce`. A task starts on nothing less.
+    pub fn verify_gate(
+        &self,
+        envelope: &[u8],
+        deployment: u64,
+        task: &str,
+        nonce: &str,
+    ) -> Result<GateAnswer, GateVerifyError> {
+        signing::verify_gate_answer(
+            &self.pinned,
+            envelope,
+            &GateRequest {
+                node_key: &self.node_key,
+                deployment,
+                task,
+                nonce,
+            },
+        )
     }
 
     /// The last accepted revision (what polls send as `after`).

@@ -43,6 +43,7 @@ async fn puppet_task_overhead_over_puppet_apply() {
         skip_reason: None,
         waits_for: vec![],
         gated: false,
+        manifests: Default::default(),
     };
     let services = Arc::new(Services::local(dir.path().join("state")));
     let (_trigger, shutdown) = plinth_agent::shutdown::channel();
@@ -109,6 +110,7 @@ async fn executor_cost_with_a_stand_in_for_puppet() {
         skip_reason: None,
         waits_for: vec![],
         gated: false,
+        manifests: Default::default(),
     };
     let mut services = Services::local(dir.path().join("state"));
     services.puppet = fake.clone();

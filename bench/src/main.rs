@@ -1,17 +1,21 @@
 //! `plinth-loadgen`: simulated agents, each with its own node key and TLS connection, driving a
-//! controller. Two modes:
+//! controller. Three modes:
 //!
 //! - `poll`: register many nodes, then poll as fast as possible; prints throughput and latency.
 //! - `phases`: register nodes into the seed's five groups (scaled up), deploy with that strategy, answer
 //!   every task list at once, and measure each phase-to-phase hand-over.
+//! - `chaos`: a fault-injection soak against a controller it starts itself: agent and controller kills,
+//!   dropped and duplicated results, slow links; checks that nothing is lost.
 //!
 //! ```text
 //! plinth-loadgen poll --controller https://127.0.0.1:7443 --cert data/tls/cert.pem --nodes 10000
 //! plinth-loadgen phases --controller https://127.0.0.1:7443 --cert data/tls/cert.pem \
 //!     --token-file data/admin.token --nodes 1000
+//! plinth-loadgen chaos --nodes 30 --seconds 60
 //! ```
-//! The controller must admit the simulated nodes (`--auto-accept`).
+//! The controller must admit the simulated nodes (`--auto-accept`); `chaos` starts its own.
 
+mod chaos;
 mod phases;
 mod poll;
 mod sim;
@@ -35,6 +39,8 @@ enum Mode {
     Poll(poll::PollArgs),
     /// Deploy the seed's five groups scaled up and measure the phase-to-phase hand-overs.
     Phases(phases::PhaseArgs),
+    /// A fault-injection soak: kills, drops, duplicates and slow links; checks nothing is lost.
+    Chaos(chaos::ChaosArgs),
 }
 
 #[tokio::main]
@@ -43,5 +49,6 @@ async fn main() -> Result<()> {
     match Cli::parse().mode {
         Mode::Poll(args) => poll::run(args).await,
         Mode::Phases(args) => phases::run(args).await,
+        Mode::Chaos(args) => chaos::run(args).await,
     }
 }

@@ -160,7 +160,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
         .json("POST", "/api/v1/clusters", Some(json!({"name": format!("bench-{}", std::process::id()), "release_id": release["id"]})))
         .await?;
     let cid = cluster["id"].as_u64().context("cluster id")?;
-    let nodes = op.json("GET", "/api/v1/nodes", None).await?;
+    let nodes = op.json("GET", "/api/v1/nodes?limit=10000", None).await?;
     let mut ids = BTreeMap::new();
     for node in nodes.as_array().into_iter().flatten() {
         if let (Some(name), Some(id)) = (node["name"].as_str(), node["id"].as_u64()) {

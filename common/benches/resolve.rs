@@ -246,6 +246,7 @@ fn pipeline(release: &Release, nodes: &[Node], key: &SigningKey) -> usize {
             expires_at: 1_700_003_600,
             nonce: "nonce".into(),
             noop: false,
+            cancel: false,
             tasks: plan.task_specs(node).expect("agent task kinds"),
         };
         let signed = sign_task_list(key, &list);

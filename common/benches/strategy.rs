@@ -1,13 +1,15 @@
-//! Benchmarks of deployment strategies: a whole simulated deployment of 10,000 nodes in 200 groups, and the
+//! Benchmarks of deployment strategies: a whole simulated deployment of 10,000 nodes in 200 groups, the
 //! sequencer's own time from a phase's last result to the next phase's actions (the seed's five groups
-//! scaled to 1,000 nodes).
+//! scaled to 1,000 nodes), and loading the 200-group strategy as a Shipyard YAML document (as PyYAML reads
+//! it, beside the YAML 1.2 reader it replaced, for reference).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use plinth_common::strategy::{
-    parse_strategy, simulate, Action, Group, InventoryNode, Label, NodeOutcome, NodeResult,
-    Selector, Sequencer, SimulatedFailure, Strategy, SuccessCriteria,
+    load_strategy, parse_strategy, simulate, strategy_from_value, Action, Group, InventoryNode,
+    Label, NodeOutcome, NodeResult, Selector, Sequencer, SimulatedFailure, Source, Strategy,
+    SuccessCriteria,
 };
 
 /// 10,000 nodes in 200 racks of 50; every node has a role tag and a zone label.
@@ -187,6 +189,27 @@ fn benches(c: &mut Criterion) {
                 black_box(&failures),
             )
             .expect("simulation")
+        })
+    });
+
+    // The 200-group strategy as Shipyard's document, in YAML.
+    let plain = serde_json::to_value(&strategy).expect("serializes");
+    let shipyard = serde_json::json!({
+        "schema": "shipyard/DeploymentStrategy/v1",
+        "metadata": {"schema": "metadata/Document/v1", "name": "large",
+                     "layeringDefinition": {"abstract": false, "layer": "global"}},
+        "data": plain,
+    });
+    let yaml = serde_yaml_ng::to_string(&shipyard).expect("YAML");
+    let loaded = load_strategy(&[Source::new("large.yaml", &yaml)]).expect("loads");
+    assert_eq!(loaded.strategy.groups.len(), strategy.groups.len());
+    c.bench_function("strategy_load_shipyard_yaml_200_groups", |b| {
+        b.iter(|| load_strategy(&[Source::new("large.yaml", black_box(&yaml))]).expect("loads"))
+    });
+    c.bench_function("strategy_load_yaml_1_2_reference_200_groups", |b| {
+        b.iter(|| {
+            let value: serde_json::Value = serde_yaml_ng::from_str(black_box(&yaml)).expect("YAML");
+            strategy_from_value(&value).expect("valid")
         })
     });
 

@@ -307,6 +307,7 @@ groups:
         phase,
         nodes,
         failures,
+        after_secs,
     }) = &report.group("g").unwrap().reason
     else {
         panic!("{:?}", report.group("g").unwrap().reason)
@@ -314,9 +315,14 @@ groups:
     assert_eq!(phase, "prepare");
     assert_eq!(nodes, &names(&["b", "c"]));
     assert_eq!(failures[0].criterion, Criterion::MaximumFailedNodes);
+    assert_eq!(*after_secs, 120);
     assert_eq!(
         report.node("c").unwrap().failure,
         Some(NodeOutcome::TimedOut)
+    );
+    assert_eq!(
+        report.node("c").unwrap().failure_detail.as_deref(),
+        Some("timed out after 120 s")
     );
     assert_eq!(
         seq.next_actions(),
@@ -324,7 +330,41 @@ groups:
             status: DeploymentStatus::Failed
         }]
     );
-    assert!(report.to_text().contains("timed out on b, c"));
+    assert!(report.to_text().contains("timed out after 120 s on b, c"));
+    assert!(report.to_text().contains("prepare: timed out after 120 s"));
+}
+
+#[test]
+fn a_timeout_fails_the_group_even_when_its_criteria_are_met() {
+    // The seed: "A failure based on these values will be treated as a failure for the group."
+    let text = "phases: [{name: deploy, graph_type: deploy, timeout: 30}]\ngroups:\n  \
+                - {name: g, critical: false, depends_on: [], selectors: [], success_criteria: {percent_successful_nodes: 50}}\n  \
+                - {name: h, critical: false, depends_on: [g], selectors: [{node_names: [c]}]}\n";
+    let inv = nodes(&["a", "b", "c"]);
+    let mut seq = Sequencer::new(&strategy(text), &inv).unwrap();
+    seq.next_actions();
+    seq.record_result("g", "deploy", "a", NodeOutcome::Succeeded)
+        .unwrap();
+    seq.record_result("g", "deploy", "b", NodeOutcome::Succeeded)
+        .unwrap();
+    // Two of three passed (67% >= 50%), but c is still running at the timeout.
+    seq.phase_timed_out("g", "deploy").unwrap();
+    assert_eq!(seq.group_state("g"), Some(GroupState::Failed));
+    let report = seq.report();
+    let g = report.group("g").unwrap();
+    assert_eq!(
+        g.reason.as_ref().unwrap().to_string(),
+        "deploy timed out after 30 s with 1 node unfinished (c)"
+    );
+    // Its dependant fails by dependency; the unfinished node is a failure, not left prepared.
+    assert_eq!(report.group("h").unwrap().state, GroupState::Failed);
+    assert_eq!(seq.node_status("c"), Some(NodeStatus::Failure));
+    assert_eq!(
+        seq.next_actions(),
+        [Action::Finished {
+            status: DeploymentStatus::SuccessWithFailures
+        }]
+    );
 }
 
 #[test]

@@ -32,6 +32,15 @@ pub struct FileConfig {
     pub phase_timeout_secs: Option<u64>,
     /// Log format: `text` or `json`.
     pub log_format: Option<String>,
+    /// The most nodes waiting as discovered; registrations of new nodes beyond it are refused (503).
+    pub max_discovered_nodes: Option<u64>,
+    /// New registrations allowed per source address per minute (bursts of a quarter of it).
+    pub registrations_per_minute: Option<u32>,
+    /// The most connections at once that are neither from an accepted node nor yet authenticated as
+    /// an operator; the oldest not yet authenticated makes room for a new one.
+    pub max_untrusted_connections: Option<usize>,
+    /// The most such connections from one address.
+    pub max_connections_per_address: Option<usize>,
 }
 
 /// The effective configuration.
@@ -43,7 +52,7 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Configured certificate and key, if any.
     pub tls_files: Option<(PathBuf, PathBuf)>,
-    /// Extra names for the self-signed certificate.
+    /// Extra names for the self-signed certificate (the file's, then the flags').
     pub tls_names: Vec<String>,
     /// Admit new nodes automatically.
     pub auto_accept: bool,
@@ -55,6 +64,32 @@ pub struct Config {
     pub list_ttl: Duration,
     /// Phase timeout.
     pub phase_timeout: Duration,
+    /// Unauthenticated traffic's bounds.
+    pub limits: Limits,
+}
+
+/// Bounds on what unauthenticated peers can make the controller hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most discovered nodes.
+    pub max_discovered_nodes: u64,
+    /// New registrations per source address per minute.
+    pub registrations_per_minute: u32,
+    /// The most untrusted connections at once.
+    pub max_untrusted_connections: usize,
+    /// The most untrusted connections from one address.
+    pub max_connections_per_address: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_discovered_nodes: 10_000,
+            registrations_per_minute: 600,
+            max_untrusted_connections: 1024,
+            max_connections_per_address: 64,
+        }
+    }
 }
 
 /// Defaults.
@@ -120,9 +155,30 @@ pub struct Overrides {
     pub phase_timeout_secs: Option<u64>,
     /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
     pub offline_after_secs: Option<u64>,
+    /// `--tls-name` / `PLINTH_TLS_NAMES`: added to the file's `tls_names`.
+    pub tls_names: Vec<String>,
+    /// `--max-discovered-nodes` / `PLINTH_MAX_DISCOVERED_NODES`.
+    pub max_discovered_nodes: Option<u64>,
+    /// `--registrations-per-minute` / `PLINTH_REGISTRATIONS_PER_MINUTE`.
+    pub registrations_per_minute: Option<u32>,
+    /// `--max-untrusted-connections` / `PLINTH_MAX_UNTRUSTED_CONNECTIONS`.
+    pub max_untrusted_connections: Option<usize>,
+    /// `--max-connections-per-address` / `PLINTH_MAX_CONNECTIONS_PER_ADDRESS`.
+    pub max_connections_per_address: Option<usize>,
 }
 
 impl Config {
+    /// The names the controller's certificate should carry: `tls_names`, and the listen address when it
+    /// is one address (not `0.0.0.0` or `::`), since agents and operators then reach it there.
+    pub fn certificate_names(&self) -> Vec<String> {
+        let mut names = self.tls_names.clone();
+        let ip = self.listen.ip();
+        if !ip.is_unspecified() && !names.contains(&ip.to_string()) {
+            names.push(ip.to_string());
+        }
+        names
+    }
+
     /// Merges flags/environment over the file over defaults.
     pub fn merge(over: Overrides, file: FileConfig) -> Result<Config, ConfigError> {
         let tls_files = match (file.tls_cert, file.tls_key) {
@@ -157,7 +213,12 @@ impl Config {
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             listen,
             tls_files,
-            tls_names: file.tls_names.unwrap_or_default(),
+            tls_names: file
+                .tls_names
+                .unwrap_or_default()
+                .into_iter()
+                .chain(over.tls_names)
+                .collect(),
             auto_accept: over.auto_accept.or(file.auto_accept).unwrap_or(false),
             enrollment_token: over
                 .enrollment_token
@@ -176,6 +237,43 @@ impl Config {
                     .or(file.phase_timeout_secs)
                     .unwrap_or(3600),
             )?,
+            limits: {
+                let d = Limits::default();
+                let at_least_one = |name: &str, v: u64| {
+                    if v == 0 {
+                        Err(ConfigError::Setting(format!("{name} must be at least 1")))
+                    } else {
+                        Ok(v)
+                    }
+                };
+                Limits {
+                    max_discovered_nodes: over
+                        .max_discovered_nodes
+                        .or(file.max_discovered_nodes)
+                        .unwrap_or(d.max_discovered_nodes),
+                    registrations_per_minute: at_least_one(
+                        "registrations_per_minute",
+                        u64::from(
+                            over.registrations_per_minute
+                                .or(file.registrations_per_minute)
+                                .unwrap_or(d.registrations_per_minute),
+                        ),
+                    )? as u32,
+                    max_untrusted_connections: at_least_one(
+                        "max_untrusted_connections",
+                        over.max_untrusted_connections
+                            .or(file.max_untrusted_connections)
+                            .unwrap_or(d.max_untrusted_connections) as u64,
+                    )? as usize,
+                    max_connections_per_address: at_least_one(
+                        "max_connections_per_address",
+                        over.max_connections_per_address
+                            .or(file.max_connections_per_address)
+                            .unwrap_or(d.max_connections_per_address)
+                            as u64,
+                    )? as usize,
+                }
+            },
         })
     }
 }
@@ -212,5 +310,25 @@ mod tests {
         assert!(Config::merge(Overrides::default(), file).is_err());
         assert!(read_file(&dir.path().join("missing.toml"), true).is_err());
         assert!(read_file(&dir.path().join("missing.toml"), false).is_ok());
+    }
+
+    #[test]
+    fn certificate_names_add_flags_to_the_file_and_a_single_listen_address() {
+        let file = FileConfig {
+            tls_names: Some(vec!["ctl.example".into()]),
+            listen: Some("10.20.0.2:7443".parse().unwrap()),
+            ..FileConfig::default()
+        };
+        let over = Overrides {
+            tls_names: vec!["10.20.0.3".into()],
+            ..Overrides::default()
+        };
+        let c = Config::merge(over, file).unwrap();
+        assert_eq!(
+            c.certificate_names(),
+            vec!["ctl.example", "10.20.0.3", "10.20.0.2"]
+        );
+        let any = Config::merge(Overrides::default(), FileConfig::default()).unwrap();
+        assert!(any.certificate_names().is_empty(), "0.0.0.0 names nothing");
     }
 }

@@ -6,22 +6,26 @@
 //! | [`datadir`] | what lives in the data directory and its modes |
 //! | [`tls`] | the server certificate and the agent client-certificate check |
 //! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
+//! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
 //! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
 //! | [`store`] | the storage interface and its SQLite backend |
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
+//! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
 pub mod board;
+pub mod catalog;
 pub mod clock;
 pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
 pub mod expressions;
+pub mod limits;
 pub mod registry;
 pub mod server;
 pub mod state;

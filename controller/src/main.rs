@@ -49,6 +49,22 @@ enum Command {
         /// Seconds without a poll or heartbeat after which a node is offline.
         #[arg(long, env = "PLINTH_OFFLINE_AFTER")]
         offline_after: Option<u64>,
+        /// A name or address agents and operators use to reach the controller, for the self-signed
+        /// certificate made on first start (repeatable or comma-separated; added to `tls_names`).
+        #[arg(long = "tls-name", env = "PLINTH_TLS_NAMES", value_delimiter = ',')]
+        tls_names: Vec<String>,
+        /// The most nodes waiting as discovered.
+        #[arg(long, env = "PLINTH_MAX_DISCOVERED_NODES")]
+        max_discovered_nodes: Option<u64>,
+        /// New registrations allowed per source address per minute.
+        #[arg(long, env = "PLINTH_REGISTRATIONS_PER_MINUTE")]
+        registrations_per_minute: Option<u32>,
+        /// The most connections at once from peers not yet authenticated.
+        #[arg(long, env = "PLINTH_MAX_UNTRUSTED_CONNECTIONS")]
+        max_untrusted_connections: Option<usize>,
+        /// The most such connections from one address.
+        #[arg(long, env = "PLINTH_MAX_CONNECTIONS_PER_ADDRESS")]
+        max_connections_per_address: Option<usize>,
     },
     /// The task list signing key.
     Key {
@@ -78,6 +94,13 @@ enum TokenCommand {
         /// The token may only read.
         #[arg(long)]
         read_only: bool,
+    },
+    /// List tokens: name, role, and when each was revoked (never the tokens themselves).
+    List,
+    /// Revoke the token with this name: it stops working at once, in every running controller.
+    Revoke {
+        /// The token's name.
+        name: String,
     },
 }
 
@@ -116,8 +139,12 @@ fn init_logging(format: &str) {
             return;
         }
     }
+    // Colours only on a terminal: journald and log files get plain text, where an escape sequence can
+    // only have come from somewhere it should not.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter())
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     if format == "json" || format == "journal" {
         builder.json().init();
@@ -136,6 +163,11 @@ fn main() -> Result<()> {
             enrollment_token,
             phase_timeout,
             offline_after,
+            tls_names,
+            max_discovered_nodes,
+            registrations_per_minute,
+            max_untrusted_connections,
+            max_connections_per_address,
         } => {
             let over = Overrides {
                 listen: *listen,
@@ -143,6 +175,11 @@ fn main() -> Result<()> {
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,
                 offline_after_secs: *offline_after,
+                tls_names: tls_names.clone(),
+                max_discovered_nodes: *max_discovered_nodes,
+                registrations_per_minute: *registrations_per_minute,
+                max_untrusted_connections: *max_untrusted_connections,
+                max_connections_per_address: *max_connections_per_address,
                 ..Default::default()
             };
             let config = load_config(&cli, over.clone())?;
@@ -167,12 +204,19 @@ fn main() -> Result<()> {
             );
             Ok(())
         }
-        Command::Token {
-            command: TokenCommand::Create { name, read_only },
-        } => {
+        Command::Token { command } => {
             let config = load_config(&cli, Overrides::default())?;
             let data = DataDir::new(&config.data_dir);
             let store = SqliteStore::open(&data.database()).context("cannot open the database")?;
+            token_command(&store, command)
+        }
+    }
+}
+
+/// `plinth-controller token create|list|revoke`, on the database directly.
+fn token_command(store: &SqliteStore, command: &TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create { name, read_only } => {
             use base64::Engine as _;
             let token = format!(
                 "plt_{}",
@@ -185,8 +229,34 @@ fn main() -> Result<()> {
             };
             store.create_token(name, &hex::encode(token_hash(&token)), role)?;
             println!("{token}");
+            tracing::info!(target: "audit", token = %name, role = ?role, "token created");
             eprintln!("token {name:?} created ({role:?})");
-            Ok(())
+        }
+        TokenCommand::List => {
+            println!("{:<24} {:<10} REVOKED", "NAME", "ROLE");
+            for t in store.list_tokens()? {
+                let role = match t.role {
+                    TokenRole::Admin => "admin",
+                    TokenRole::ReadOnly => "read_only",
+                };
+                let revoked = t
+                    .revoked_at_ms
+                    .map(|ms| format!("{} ms after the epoch", ms))
+                    .unwrap_or_else(|| "-".into());
+                println!("{:<24} {:<10} {revoked}", t.name, role);
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or(0);
+            let n = store
+                .revoke_token(name, now)
+                .with_context(|| format!("cannot revoke token {name:?}"))?;
+            tracing::info!(target: "audit", token = %name, revoked = n, "token revoked");
+            eprintln!("token {name:?} revoked: it no longer authenticates anything");
         }
     }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 
 use crate::store::{NodeAdmission, NodeRecord};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// One known node.
@@ -15,7 +15,6 @@ pub struct NodeEntry {
     accepted: AtomicBool,
     last_seen_ms: AtomicI64,
     flushed_ms: AtomicI64,
-    after: AtomicU64,
 }
 
 impl NodeEntry {
@@ -26,14 +25,6 @@ impl NodeEntry {
     /// Records that the node was heard from.
     pub fn seen(&self, now_ms: i64) {
         self.last_seen_ms.fetch_max(now_ms, Ordering::Relaxed);
-    }
-    /// Records the highest revision the agent says it accepted (its polls' `after`).
-    pub fn note_after(&self, after: u64) {
-        self.after.fetch_max(after, Ordering::Relaxed);
-    }
-    /// The highest revision the agent said it accepted.
-    pub fn after(&self) -> u64 {
-        self.after.load(Ordering::Relaxed)
     }
     /// When the node was last heard from (ms).
     pub fn last_seen_ms(&self) -> i64 {
@@ -74,7 +65,6 @@ impl NodeRegistry {
                         accepted: AtomicBool::new(accepted),
                         last_seen_ms: AtomicI64::new(node.last_seen_ms),
                         flushed_ms: AtomicI64::new(node.last_seen_ms),
-                        after: AtomicU64::new(0),
                     }),
                 );
             }

@@ -1,11 +1,12 @@
 //! Starting the controller: the data directory, the database, the TLS listener, background work, and a
 //! clean stop on SIGTERM.
 
-use crate::api::auth::{token_hash, PeerKey, Tokens};
+use crate::api::auth::{token_hash, PeerKey};
 use crate::board::Board;
 use crate::config::Config;
 use crate::datadir::{random_bytes, write_new_file, DataDir};
 use crate::engine::Engine;
+use crate::limits::{PeerAddr, Trust};
 use crate::registry::NodeRegistry;
 use crate::state::AppState;
 use crate::store::sqlite::SqliteStore;
@@ -30,7 +31,6 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         SqliteStore::open(&data.database())
             .with_context(|| format!("cannot open {}", data.database().display()))?,
     );
-    let tokens = Tokens::default();
     let stored = store.list_tokens()?;
     if stored.is_empty() {
         let token = format!(
@@ -49,9 +49,11 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         exprs.clone(),
         store.clone(),
         board.clone(),
-        nodes.clone(),
         config.list_ttl,
         config.phase_timeout,
+        Arc::new(crate::catalog::Catalog::new(
+            config.data_dir.join(crate::api::files::FILES_DIR),
+        )),
     ));
     let resumed = engine.resume()?;
     if resumed > 0 {
@@ -62,21 +64,37 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         store,
         signer,
         nodes,
-        tokens,
+        connections: Default::default(),
+        registrations: Default::default(),
         board,
         engine,
         exprs,
     });
-    state.reload_tokens();
     Ok(state)
 }
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request's headers may take to arrive (and how long a kept-alive connection may idle).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Reads the configuration again (for SIGHUP); the same sources, in the same order, as at start.
 pub type ConfigLoader = Box<dyn Fn() -> Result<Config> + Send + Sync>;
 
 fn tls_acceptor(config: &Config) -> Result<tokio_rustls::TlsAcceptor> {
     let data = DataDir::new(&config.data_dir);
-    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &config.tls_names)?;
+    let names = config.certificate_names();
+    let (cert, key) = tls::certificate_files(&data, config.tls_files.as_ref(), &names)?;
+    let missing = tls::names_not_covered(&cert, &names);
+    if !missing.is_empty() {
+        tracing::warn!(
+            cert = %cert.display(),
+            missing = %missing.join(", "),
+            "the TLS certificate does not name every address in tls_names or --listen: clients that \
+             check names (plinthctl, agents with ca_cert) refuse those; the self-signed certificate is \
+             made only on first start, so give those names before it, or configure tls_cert"
+        );
+    }
     Ok(tokio_rustls::TlsAcceptor::from(tls::server_config(
         &cert, &key,
     )?))
@@ -100,7 +118,6 @@ fn reload(
     }
     *acceptor = tls_acceptor(&fresh)?;
     state.set_config(fresh);
-    state.reload_tokens();
     Ok(())
 }
 
@@ -143,17 +160,32 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                     }
                 };
                 let _ = tcp.set_nodelay(true);
+                let limits = state.config().limits;
+                // Every connection starts untrusted; the oldest untrusted one makes room when the pool is full.
+                let Some(ticket) = state.connections.admit(
+                    peer.ip(),
+                    limits.max_untrusted_connections,
+                    limits.max_connections_per_address,
+                ) else {
+                    continue;
+                };
+                let ticket = Arc::new(ticket);
                 let acceptor = acceptor.clone();
                 let router = router.clone();
+                let state = state.clone();
                 let mut close_rx = close_rx.clone();
                 tokio::spawn(async move {
-                    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
+                    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+                    let tls = tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(tls)) => tls,
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                return;
+                            }
+                            Err(_) => return,
+                        },
+                        _ = ticket.evicted() => return,
                     };
                     let peer_key = tls
                         .get_ref()
@@ -162,14 +194,28 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                         .and_then(|c| c.first())
                         .and_then(tls::node_key_of)
                         .map(|k| Arc::new((fingerprint(&k), k)));
+                    if let Some(key) = &peer_key {
+                        let trust = match state.nodes.get(&key.0) {
+                            Some(n) if n.accepted() => Trust::Accepted,
+                            Some(_) => Trust::Discovered,
+                            None => Trust::Unknown,
+                        };
+                        if !ticket.trust_key(&key.0, trust) {
+                            tracing::debug!(%peer, key = %key.0, "too many connections for one node key");
+                            return;
+                        }
+                    }
                     let peer_key = PeerKey(peer_key);
+                    let request_ticket = ticket.clone();
                     let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
                         req.extensions_mut().insert(peer_key.clone());
+                        req.extensions_mut().insert(PeerAddr(peer));
+                        req.extensions_mut().insert(request_ticket.clone());
                         router.clone().oneshot(req.map(axum::body::Body::new))
                     });
                     let conn = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
-                        .header_read_timeout(Duration::from_secs(30))
+                        .header_read_timeout(HEADER_READ_TIMEOUT)
                         .timer(hyper_util::rt::TokioTimer::new())
                         .serve_connection(TokioIo::new(tls), service);
                     tokio::pin!(conn);
@@ -178,6 +224,9 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                             if let Err(e) = res {
                                 tracing::debug!(%peer, error = %e, "connection ended with an error");
                             }
+                        }
+                        _ = ticket.evicted() => {
+                            tracing::debug!(%peer, "closed an untrusted connection to make room");
                         }
                         _ = close_rx.changed() => {
                             conn.as_mut().graceful_shutdown();

@@ -1,6 +1,5 @@
 //! The controller's shared state, handed to every request handler.
 
-use crate::api::auth::Tokens;
 use crate::api::error::ApiError;
 use crate::board::Board;
 use crate::config::Config;
@@ -20,8 +19,10 @@ pub struct AppState {
     pub signer: SigningKey,
     /// Known node keys.
     pub nodes: Arc<NodeRegistry>,
-    /// Operator tokens.
-    pub tokens: Tokens,
+    /// Connection accounting (untrusted pool, per-key bounds).
+    pub connections: Arc<crate::limits::ConnectionGate>,
+    /// New registrations per source address.
+    pub registrations: crate::limits::RegistrationRate,
     /// Published lists.
     pub board: Arc<Board>,
     /// The orchestrator.
@@ -44,21 +45,6 @@ impl AppState {
         self.engine
             .set_timing(config.list_ttl, config.phase_timeout);
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
-    }
-
-    /// Reloads operator tokens from the database (blocking).
-    pub fn reload_tokens(&self) {
-        match self.store.list_tokens() {
-            Ok(tokens) => {
-                for t in tokens {
-                    let mut hash = [0u8; 32];
-                    if hex::decode_to_slice(&t.hash, &mut hash).is_ok() {
-                        self.tokens.insert(hash, t.role);
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot reload operator tokens"),
-        }
     }
 
     /// Runs blocking work (database, orchestration) on the blocking pool.

@@ -1,6 +1,8 @@
 //! A hostile server for the refusal tests: it holds the controller's TLS certificate and key (a network
-//! attacker who stole them, or a compromised proxy) and answers the agent's polls with crafted task lists.
-//! It never has a valid signature for a list it made up, which is what the agent's checks are for.
+//! attacker who stole them, or a compromised proxy) and answers the agent's polls with crafted task lists,
+//! its file requests with forged manifests and bytes, and its gate requests with forged answers. It never
+//! has a valid signature for anything it made up, which is what the agent's checks are for; tests hand it
+//! genuinely signed lists to see that what it serves next to them is refused.
 
 use plinth_common::signing::{self, SignedTaskList};
 use plinth_common::wire::{TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
@@ -16,6 +18,27 @@ use std::sync::{Arc, Mutex};
 /// What a poll is answered with: given the poll's nonce and `after`, the raw body.
 pub type Craft = Box<dyn FnOnce(&str, u64) -> Vec<u8> + Send>;
 
+/// What a gate request is answered with: given its deployment, task and nonce, the raw body.
+pub type GateCraft = Box<dyn Fn(u64, &str, &str) -> Vec<u8> + Send + Sync>;
+
+/// A canned answer to a file request.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// Extra headers (such as `x-plinth-sha256`, `x-plinth-mode`).
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// The forged answers the attacker gives besides lists.
+#[derive(Default)]
+struct Answers {
+    /// By `manifest:<path>` or `file:<path>`.
+    files: std::collections::HashMap<String, Served>,
+    /// Gate answers, used in turn (the last one repeats).
+    gates: Vec<GateCraft>,
+}
+
 /// The attacker's shared state.
 #[derive(Default)]
 pub struct Log {
@@ -25,6 +48,10 @@ pub struct Log {
     pub results: Vec<Value>,
     /// Polls answered with a crafted list.
     pub served: usize,
+    /// Gate requests answered.
+    pub gates: usize,
+    /// File requests answered (`manifest:<path>` or `file:<path>`).
+    pub files: Vec<String>,
 }
 
 /// The running server.
@@ -34,6 +61,7 @@ pub struct Attacker {
     /// What it saw.
     pub log: Arc<Mutex<Log>>,
     queue: Arc<Mutex<VecDeque<Craft>>>,
+    answers: Arc<Mutex<Answers>>,
 }
 
 impl Attacker {
@@ -58,20 +86,64 @@ impl Attacker {
         );
         let log = Arc::new(Mutex::new(Log::default()));
         let queue: Arc<Mutex<VecDeque<Craft>>> = Arc::default();
-        let (log2, queue2) = (log.clone(), queue.clone());
+        let answers: Arc<Mutex<Answers>> = Arc::default();
+        let (log2, queue2, answers2) = (log.clone(), queue.clone(), answers.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (config, log, queue) = (config.clone(), log2.clone(), queue2.clone());
+                let (config, log, queue, answers) = (
+                    config.clone(),
+                    log2.clone(),
+                    queue2.clone(),
+                    answers2.clone(),
+                );
                 std::thread::spawn(move || {
                     let Ok(conn) = rustls::ServerConnection::new(config) else {
                         return;
                     };
                     let tls = rustls::StreamOwned::new(conn, stream);
-                    serve(tls, &log, &queue);
+                    serve(tls, &log, &queue, &answers);
                 });
             }
         });
-        Attacker { url, log, queue }
+        Attacker {
+            url,
+            log,
+            queue,
+            answers,
+        }
+    }
+
+    /// Answers `GET /agent/v1/files/{path}?manifest=true` with `manifest`.
+    pub fn serve_manifest(&self, path: &str, manifest: &plinth_common::wire::FileManifest) {
+        let body = serde_json::to_vec(manifest).unwrap_or_default();
+        self.answers.lock().expect("answers").files.insert(
+            format!("manifest:{path}"),
+            Served {
+                headers: vec![],
+                body,
+            },
+        );
+    }
+
+    /// Answers `GET /agent/v1/files/{path}` with `bytes`, announcing their true SHA-256 and `mode`.
+    pub fn serve_file(&self, path: &str, bytes: &[u8], mode: u32) {
+        use sha2::Digest;
+        let sha = hex::encode(sha2::Sha256::digest(bytes));
+        self.answers.lock().expect("answers").files.insert(
+            format!("file:{path}"),
+            Served {
+                headers: vec![
+                    ("x-plinth-sha256".into(), sha),
+                    ("x-plinth-mode".into(), format!("{mode:04o}")),
+                ],
+                body: bytes.to_vec(),
+            },
+        );
+    }
+
+    /// Answers gate requests with these, in turn; the last one repeats.
+    pub fn gate_answers(&self, crafts: Vec<GateCraft>) {
+        self.answers.lock().expect("answers").gates = crafts;
     }
 
     /// Queues a crafted answer for the next poll.
@@ -80,7 +152,12 @@ impl Attacker {
     }
 }
 
-fn serve<S: Read + Write>(stream: S, log: &Mutex<Log>, queue: &Mutex<VecDeque<Craft>>) {
+fn serve<S: Read + Write>(
+    stream: S,
+    log: &Mutex<Log>,
+    queue: &Mutex<VecDeque<Craft>>,
+    answers: &Mutex<Answers>,
+) {
     let mut reader = BufReader::new(stream);
     loop {
         let mut line = String::new();
@@ -119,7 +196,46 @@ fn serve<S: Read + Write>(stream: S, log: &Mutex<Log>, queue: &Mutex<VecDeque<Cr
                     .map(|(_, v)| v.to_string())
             })
         };
+        let mut extra: Vec<(String, String)> = Vec::new();
         let (status, reply): (u16, Vec<u8>) = match (method.as_str(), path) {
+            ("GET", "/agent/v1/gate") => {
+                let served = {
+                    let mut l = log.lock().expect("log");
+                    l.gates += 1;
+                    l.gates
+                };
+                let answers = answers.lock().expect("answers");
+                let deployment = param("deployment")
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0);
+                let (task, nonce) = (
+                    param("task").unwrap_or_default(),
+                    param("nonce").unwrap_or_default(),
+                );
+                match answers
+                    .gates
+                    .get((served - 1).min(answers.gates.len().saturating_sub(1)))
+                {
+                    Some(craft) => (200, craft(deployment, &task, &nonce)),
+                    None => (404, Vec::new()),
+                }
+            }
+            ("GET", p) if p.starts_with("/agent/v1/files/") => {
+                let file = p.trim_start_matches("/agent/v1/files/").to_string();
+                let key = if param("manifest").as_deref() == Some("true") {
+                    format!("manifest:{file}")
+                } else {
+                    format!("file:{file}")
+                };
+                log.lock().expect("log").files.push(key.clone());
+                match answers.lock().expect("answers").files.get(&key).cloned() {
+                    Some(served) => {
+                        extra = served.headers;
+                        (200, served.body)
+                    }
+                    None => (404, Vec::new()),
+                }
+            }
             ("POST", "/agent/v1/register") => (
                 200,
                 json!({"node_id": 1, "node_key": "", "admission": "accepted", "revision": 0})
@@ -172,8 +288,9 @@ fn serve<S: Read + Write>(stream: S, log: &Mutex<Log>, queue: &Mutex<VecDeque<Cr
                     .into_bytes(),
             ),
         };
+        let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
         let head = format!(
-            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
             reply.len()
         );
         let stream = reader.get_mut();
@@ -205,6 +322,7 @@ pub fn list(node_key: &str, revision: u64, nonce: &str, marker: &Path) -> TaskLi
         expires_at: now + 600,
         nonce: nonce.to_string(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "plant-marker".into(),
             kind: TaskKind::Shell,
@@ -215,8 +333,16 @@ pub fn list(node_key: &str, revision: u64, nonce: &str, marker: &Path) -> TaskLi
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         }],
     }
+}
+
+/// A list for `node_key` with the given tasks (JSON task specs).
+pub fn list_of(node_key: &str, revision: u64, nonce: &str, tasks: Value) -> TaskList {
+    let mut l = list(node_key, revision, nonce, Path::new("/nonexistent"));
+    l.tasks = serde_json::from_value(tasks).expect("task specs");
+    l
 }
 
 /// A signed envelope's bytes.

@@ -5,6 +5,9 @@
 //! script does it).
 
 pub mod attacker;
+pub mod images;
+pub mod netns;
+pub mod rogue;
 
 use anyhow::{bail, Context, Result};
 use plinth_common::signing;
@@ -78,6 +81,7 @@ pub struct Controller {
     pub dir: tempfile::TempDir,
     /// `https://127.0.0.1:PORT`.
     pub url: String,
+    host: String,
     port: u16,
     extra: Vec<String>,
     child: Option<Child>,
@@ -93,12 +97,19 @@ impl Controller {
 
     /// Starts a controller with extra `serve` flags.
     pub fn start_with(extra: &[&str]) -> Controller {
+        Self::start_listening("127.0.0.1", extra)
+    }
+
+    /// Starts a controller listening on `host` (an address of this machine, e.g. a test bridge's), with
+    /// extra `serve` flags.
+    pub fn start_listening(host: &str, extra: &[&str]) -> Controller {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
-        let url = format!("https://127.0.0.1:{port}");
+        let url = format!("https://{host}:{port}");
         let mut c = Controller {
             dir,
             url: url.clone(),
+            host: host.to_string(),
             port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             child: None,
@@ -154,7 +165,7 @@ impl Controller {
         let child = Command::new(bin("plinth-controller"))
             .arg("--data-dir")
             .arg(self.data_dir())
-            .args(["serve", "--listen", &format!("127.0.0.1:{}", self.port)])
+            .args(["serve", "--listen", &format!("{}:{}", self.host, self.port)])
             .args(&self.extra)
             .env("PLINTH_LOG", "info,plinth_controller=debug")
             .stdin(Stdio::null())
@@ -164,10 +175,12 @@ impl Controller {
             .expect("the controller starts");
         self.child = Some(child);
         let token_path = self.data_dir().join("admin.token");
+        let cert_path = self.cert_path();
+        // The token is written before the certificate is made: wait for both.
         wait_until(
-            "the controller's admin token",
+            "the controller's admin token and certificate",
             Duration::from_secs(30),
-            || token_path.exists(),
+            || token_path.exists() && cert_path.exists(),
         );
         self.api = Api {
             url: self.url.clone(),
@@ -178,9 +191,45 @@ impl Controller {
             cert: self.cert_path(),
         };
         let api = self.api.clone();
+        // The token is written before the certificate: wait for both before the first request.
         wait_until("the controller's API", Duration::from_secs(30), || {
-            api.get("/nodes").is_ok()
+            api.cert.exists() && api.get("/nodes").is_ok()
         });
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The resident memory of the process, in KiB (from `/proc`).
+    pub fn rss_kib(&self) -> u64 {
+        let Some(pid) = self.pid() else { return 0 };
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// Runs `plinth-controller ARGS` on this controller's data directory; returns (success, stdout,
+    /// stderr).
+    pub fn command(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bin("plinth-controller"))
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(args)
+            .output()
+            .expect("plinth-controller runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// Kills the process at once (SIGKILL), as a crash would.
@@ -304,6 +353,34 @@ impl Api {
             bail!("GET {path}: {} {}", a.status, a.body);
         }
         Ok(a.body)
+    }
+
+    /// Follows a deployment's event stream (`GET /deployments/{id}/events`) on a thread of its own
+    /// until the deployment finishes; the thread returns every event (live ones, such as `task_result`,
+    /// are only seen by a follower that was there).
+    pub fn follow_events(&self, id: u64) -> std::thread::JoinHandle<Vec<Value>> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let pem = std::fs::read(&self.cert).expect("controller certificate");
+        let client = reqwest::blocking::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).expect("PEM")])
+            .timeout(None::<Duration>)
+            .build()
+            .expect("client");
+        let request = client
+            .get(format!("{}/api/v1/deployments/{id}/events", self.url))
+            .bearer_auth(&self.token);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let response = request.send().expect("the event stream opens");
+            std::io::BufReader::new(response)
+                .lines()
+                .map_while(|l| l.ok())
+                .filter_map(|l| {
+                    l.strip_prefix("data:")
+                        .and_then(|d| serde_json::from_str(d.trim()).ok())
+                })
+                .collect()
+        })
     }
 
     /// A request that must succeed (2xx).

@@ -68,7 +68,7 @@ fn agents_need_a_registered_node_key() {
     let stranger = agent_client(&c, 7);
     assert_eq!(poll(&stranger).status(), 401, "a key that never registered");
 
-    // Register, still discovered: polls get no work and results are refused.
+    // Register, still discovered: polls get no work and results are refused (each with its reason).
     let reg = json!({"agent_version": "test", "facts": {"hostname": "manual"}, "tags": ["x"]});
     let ack: serde_json::Value = stranger
         .post(format!("{}/agent/v1/register", c.url))
@@ -86,7 +86,10 @@ fn agents_need_a_registered_node_key() {
         .json(&result)
         .send()
         .unwrap();
-    assert_eq!(r.status(), 403);
+    assert_eq!(r.status(), 200);
+    let body: serde_json::Value = r.json().unwrap();
+    assert_eq!(body["verdicts"][0]["verdict"], "refused", "{body}");
+    assert_eq!(body["verdicts"][0]["reason"], "this node is not accepted");
 
     // Accepted, it still cannot report results for lists it was never given.
     c.api
@@ -96,10 +99,11 @@ fn agents_need_a_registered_node_key() {
         .json(&result)
         .send()
         .unwrap();
-    assert_eq!(r.status(), 403);
+    assert_eq!(r.status(), 200);
     let body: serde_json::Value = r.json().unwrap();
+    assert_eq!(body["verdicts"][0]["verdict"], "refused", "{body}");
     assert!(
-        body["error"]["message"]
+        body["verdicts"][0]["reason"]
             .as_str()
             .unwrap()
             .contains("not issued to this node"),

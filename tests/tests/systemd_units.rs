@@ -76,6 +76,8 @@ fn the_agent_reloads_on_sighup_and_stops_its_tasks_itself() {
     let lines: Vec<&str> = agent.lines().collect();
     assert!(lines.contains(&"ExecReload=/bin/kill -HUP $MAINPID"));
     assert!(lines.contains(&"KillMode=mixed"));
+    // Task commands run in cgroups under the unit's own.
+    assert!(lines.contains(&"Delegate=yes"));
     let stop: u64 = lines
         .iter()
         .find_map(|l| l.strip_prefix("TimeoutStopSec="))

@@ -11,7 +11,9 @@
 
 use super::params;
 use super::placement::Owner;
-use super::transfer::{plain_relative, pull_into_place, Placed, Placement};
+use super::transfer::{
+    check_sealed, plain_relative, pull_into_place, sealed_digest, Destination, Placed, Placement,
+};
 use super::upload_file::{self, DEFAULT_DIR_MODE};
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
 use plinth_common::wire::{ResultStatus, TaskSpec};
@@ -35,6 +37,8 @@ pub struct CopySpec {
     pub dst: PathBuf,
     /// How to place it.
     pub placement: Placement,
+    /// The digest of its manifest, from the signed list.
+    pub sealed: Option<String>,
 }
 
 /// Reads a copy_files task's parameters.
@@ -74,6 +78,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         };
         let named = |e: ParamError| params::error(task, &format!("{field}.{}", e.field), e.message);
         let src = params::required_string(&entry, "src").map_err(named)?;
@@ -88,6 +93,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
         let dst = upload_file::absolute_path(&entry, "dst").map_err(named)?;
         let own = upload_file::owner(&entry).map_err(named)?;
         files.push(CopySpec {
+            sealed: sealed_digest(task, &src),
             src,
             dst,
             placement: Placement {
@@ -146,6 +152,9 @@ impl CopyFiles {
                 Ok(m) => m,
                 Err(e) => return failed(format!("{}: {e}", spec.src), done),
             };
+            if let Err(e) = check_sealed(&spec.src, &manifest, spec.sealed.as_deref()) {
+                return failed(e, done);
+            }
             let Some(remote) = manifest
                 .files
                 .first()
@@ -159,7 +168,15 @@ impl CopyFiles {
                     done,
                 );
             };
-            match pull_into_place(source, &spec.src, remote, &spec.dst, spec.placement).await {
+            let (dst, dir_mode) = (spec.dst.clone(), spec.placement.dir_mode);
+            let dest = match tokio::task::spawn_blocking(move || Destination::of(&dst, dir_mode))
+                .await
+            {
+                Ok(Ok(dest)) => dest,
+                Ok(Err(e)) => return failed(e, done),
+                Err(e) => return failed(format!("cannot write {}: {e}", spec.dst.display()), done),
+            };
+            match pull_into_place(source, &spec.src, remote, dest, spec.placement).await {
                 Ok(placed) => {
                     if matches!(placed, Placed::Written(_)) {
                         written += 1;
@@ -205,7 +222,9 @@ mod tests {
     use std::sync::Arc;
 
     async fn run(files: Arc<FakeFiles>, params: Value, state: &std::path::Path) -> Outcome {
-        let prepared = prepare(&task("cp", TaskKind::CopyFiles, params)).unwrap();
+        let mut t = task("cp", TaskKind::CopyFiles, params);
+        files.seal(&mut t);
+        let prepared = prepare(&t).unwrap();
         let mut services = Services::local(state.to_path_buf());
         services.files = files;
         let (_t, sd) = crate::shutdown::channel();
@@ -286,6 +305,58 @@ mod tests {
         .await;
         assert_eq!(o.status, ResultStatus::Failed);
         assert!(o.message.contains("no file nope"), "{}", o.message);
+    }
+
+    #[tokio::test]
+    async fn only_the_signed_manifest_is_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Arc::new(FakeFiles::default());
+        fake.add("tool", b"genuine", 0o755);
+        let dst = dir.path().join("tool");
+        let mut t = task(
+            "cp",
+            TaskKind::CopyFiles,
+            json!({"files": [{"src": "tool", "dst": dst}]}),
+        );
+        fake.seal(&mut t);
+        let prepared = prepare(&t).unwrap();
+        let mut services = Services::local(dir.path().to_path_buf());
+        // The server now answers with a set-uid file the list was not signed with.
+        fake.add("tool", b"evil", 0o4755);
+        services.files = fake.clone();
+        let (_t, sd) = crate::shutdown::channel();
+        let ctx = AttemptContext {
+            work_dir: dir.path().to_path_buf(),
+            kill_grace: Duration::from_millis(100),
+            deployment_id: 1,
+            revision: 1,
+            task_id: "cp".into(),
+            attempt: 1,
+            shutdown: sd,
+            noop: false,
+            services: Arc::new(services),
+        };
+        let o = prepared.executor.run(&ctx).await;
+        assert_eq!(o.status, ResultStatus::Failed);
+        assert!(
+            o.message.contains("not the one the signed task list names"),
+            "{}",
+            o.message
+        );
+        assert!(!dst.exists());
+        assert!(fake.pulls.lock().unwrap().is_empty(), "no byte was pulled");
+
+        // A list that sealed nothing for a source installs nothing of it.
+        let unsealed = prepare(&task(
+            "cp",
+            TaskKind::CopyFiles,
+            json!({"files": [{"src": "tool", "dst": dst}]}),
+        ))
+        .unwrap();
+        let o = unsealed.executor.run(&ctx).await;
+        assert_eq!(o.status, ResultStatus::Failed);
+        assert!(o.message.contains("no manifest digest"), "{}", o.message);
+        assert!(!dst.exists());
     }
 
     #[test]

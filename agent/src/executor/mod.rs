@@ -12,12 +12,13 @@
 //! | [`reboot`] | `reboot` |
 //! | [`noop`] | `skipped`, `stage`, `group`, and every kind but `puppet` in a no-op deployment |
 //!
-//! Helpers: [`process`] (a command in its own process group with timeout and capture), [`output`]
+//! Helpers: [`process`] (a command held by the agent's tracker, with timeout and capture), [`output`]
 //! (bounded output tails), [`policy`] (timeout, retries, interval), [`params`] (reading parameters),
 //! [`services`] (what the agent lends executors: state directory, file source, journal), [`placement`]
 //! (writing files atomically with mode and owner), [`transfer`] (pulling a served file into place).
 
 pub mod copy_files;
+pub mod nofollow;
 pub mod noop;
 pub mod output;
 pub mod params;
@@ -82,6 +83,16 @@ pub struct AttemptContext {
 }
 
 impl AttemptContext {
+    /// Which attempt this is, as the process tracker records it.
+    pub fn attempt_key(&self) -> crate::tracking::AttemptKey {
+        crate::tracking::AttemptKey {
+            deployment_id: self.deployment_id,
+            revision: self.revision,
+            task_id: self.task_id.clone(),
+            attempt: self.attempt,
+        }
+    }
+
     /// Sets `PLINTH_DEPLOYMENT_ID`, `PLINTH_REVISION`, `PLINTH_TASK_ID` and `PLINTH_ATTEMPT` on a command.
     pub fn set_task_env(&self, command: &mut tokio::process::Command) {
         command

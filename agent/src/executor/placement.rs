@@ -1,13 +1,16 @@
 //! Putting files in place for tasks: a file is written to a temporary file beside its destination, given
-//! its mode and owner, fsynced and renamed over the destination, and the directory is fsynced, so a
-//! reader sees the old file or the new one, never a part. Missing parent directories are made with the
-//! task's directory mode. Owners are `user`, `user:group` or `:group`, by name or number.
+//! its mode and owner on the open file, fsynced and renamed over the destination, and the directory is
+//! fsynced, so a reader sees the old file or the new one, never a part. The destination's directory is
+//! reached without following links planted on the way (see [`super::nofollow`]); missing parent
+//! directories are made with the task's directory mode. Owners are `user`, `user:group` or `:group`, by name or number.
 
-use nix::unistd::{chown, Gid, Group, Uid, User};
-use std::fs::{self, File, OpenOptions};
+use super::nofollow::Dir;
+use nix::unistd::{fchown, Gid, Group, Uid, User};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 /// An owner to give files: user and/or group ids.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,44 +71,51 @@ fn lookup_group(name: &str) -> Result<Gid, String> {
     }
 }
 
-/// A file being written: a temporary file beside its destination, removed unless committed.
+/// A file being written: a temporary file beside its destination, in the destination's open
+/// directory (see [`super::nofollow`]), removed unless committed.
 #[derive(Debug)]
 pub struct Staged {
-    tmp: PathBuf,
-    dest: PathBuf,
+    dir: Dir,
+    tmp: OsString,
+    name: OsString,
     file: File,
     committed: bool,
+}
+
+/// The open directory a destination lives in and its file name. The directory is reached without
+/// following untrusted links, and made (with `dir_mode`) when `dir_mode` is given.
+pub fn destination(dest: &Path, dir_mode: Option<u32>) -> io::Result<Option<(Dir, OsString)>> {
+    let name = dest
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::env::current_dir()?,
+    };
+    Ok(Dir::open(&parent, dir_mode)?.map(|d| (d, name.to_os_string())))
 }
 
 impl Staged {
     /// Makes the temporary file for `dest` (mode 0600 until committed), making missing parent
     /// directories with `dir_mode`.
     pub fn create(dest: &Path, dir_mode: u32) -> io::Result<Staged> {
-        let name = dest
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(dir_mode)
-            .create(&dir)?;
+        let (dir, name) = destination(dest, Some(dir_mode))?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no parent directory"))?;
+        Staged::create_in(dir, &name)
+    }
+
+    /// Makes the temporary file for `name` in the open directory `dir`.
+    pub fn create_in(dir: Dir, name: &OsStr) -> io::Result<Staged> {
         let mut random = [0u8; 6];
         getrandom::fill(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".plinth-{}", hex::encode(random)));
-        let tmp = dir.join(tmp_name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
+        let mut tmp = std::ffi::OsString::from(".");
+        tmp.push(name);
+        tmp.push(format!(".plinth-{}", hex::encode(random)));
+        let file = dir.create_new(&tmp)?;
         Ok(Staged {
+            dir,
             tmp,
-            dest: dest.to_path_buf(),
+            name: name.to_os_string(),
             file,
             committed: false,
         })
@@ -121,28 +131,27 @@ impl Staged {
         Ok(tokio::fs::File::from_std(self.file.try_clone()?))
     }
 
-    /// Gives the file its mode and owner, fsyncs it, renames it over the destination and fsyncs the
-    /// directory.
+    /// Gives the file its mode and owner (on the open file), fsyncs it, renames it over the
+    /// destination (a link there is replaced, not followed) and fsyncs the directory.
     pub fn commit(mut self, mode: u32, owner: Owner) -> io::Result<()> {
         self.file.flush()?;
         if !owner.is_empty() {
-            chown(&self.tmp, owner.uid, owner.gid).map_err(io::Error::from)?;
+            fchown(&self.file, owner.uid, owner.gid).map_err(io::Error::from)?;
         }
         // After chown: changing the owner clears set-id bits.
         self.file
             .set_permissions(fs::Permissions::from_mode(mode))?;
         self.file.sync_all()?;
-        fs::rename(&self.tmp, &self.dest)?;
+        self.dir.rename(&self.tmp, &self.name)?;
         self.committed = true;
-        let dir = self.dest.parent().filter(|p| !p.as_os_str().is_empty());
-        crate::fsutil::sync_dir(dir.unwrap_or(Path::new(".")))
+        self.dir.sync()
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = fs::remove_file(&self.tmp);
+            let _ = self.dir.unlink(&self.tmp);
         }
     }
 }
@@ -160,21 +169,20 @@ pub fn write_file(
     staged.commit(mode, owner)
 }
 
-/// The SHA-256 (lowercase hex) of a file's content, or `None` when it is missing or not a regular file.
-pub fn file_sha256(path: &Path) -> io::Result<Option<String>> {
+/// True when `name` in `dir` already is a regular file (not a link) with this content hash, mode and
+/// owner.
+pub fn in_place(dir: &Dir, name: &OsStr, sha256: &str, mode: u32, owner: Owner) -> bool {
     use sha2::{Digest, Sha256};
-    let meta = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let Ok(Some((mut file, stat))) = dir.open_regular(name) else {
+        return false;
     };
-    if !meta.is_file() {
-        return Ok(None);
+    let owner_ok = owner.uid.is_none_or(|u| u.as_raw() == stat.st_uid)
+        && owner.gid.is_none_or(|g| g.as_raw() == stat.st_gid);
+    if !owner_ok || stat.st_mode & 0o7777 != mode {
+        return false;
     }
-    let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
-    io::copy(&mut file, &mut hasher)?;
-    Ok(Some(hex::encode(hasher.finalize())))
+    io::copy(&mut file, &mut hasher).is_ok() && hex::encode(hasher.finalize()) == sha256
 }
 
 #[cfg(test)]

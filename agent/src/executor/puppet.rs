@@ -158,17 +158,16 @@ impl PuppetTask {
         }
         ctx.set_task_env(&mut command);
         let started_secs = now_secs();
-        let finished =
-            match process::run(command, self.timeout, ctx.kill_grace, &ctx.shutdown).await {
-                Ok(f) => f,
-                Err(e) => {
-                    return failed(format!(
-                        "cannot start {} in {}: {e}",
-                        ctx.services.puppet.display(),
-                        cwd.display()
-                    ))
-                }
-            };
+        let finished = match process::run(command, ctx, self.timeout).await {
+            Ok(f) => f,
+            Err(e) => {
+                return failed(format!(
+                    "cannot start {} in {}: {e}",
+                    ctx.services.puppet.display(),
+                    cwd.display()
+                ))
+            }
+        };
         let summary = match std::fs::read_to_string(&summary_path) {
             Ok(text) => Some(RunSummary::parse(&text).map_err(|e| {
                 format!(

@@ -168,17 +168,16 @@ impl Reboot {
         command.args(args);
         ctx.set_task_env(&mut command);
         let started = Instant::now();
-        let finished =
-            match process::run(command, COMMAND_TIMEOUT, ctx.kill_grace, &ctx.shutdown).await {
-                Ok(f) => f,
-                Err(e) => {
-                    remove_marker(&path);
-                    return Outcome::simple(
-                        ResultStatus::Failed,
-                        format!("cannot start the reboot command {program}: {e}"),
-                    );
-                }
-            };
+        let finished = match process::run(command, ctx, COMMAND_TIMEOUT).await {
+            Ok(f) => f,
+            Err(e) => {
+                remove_marker(&path);
+                return Outcome::simple(
+                    ResultStatus::Failed,
+                    format!("cannot start the reboot command {program}: {e}"),
+                );
+            }
+        };
         let failure = match &finished.end {
             End::Exited(s) if s.success() => None,
             End::Exited(s) => Some(format!("the reboot command {}", describe_status(*s))),

@@ -1,9 +1,11 @@
 //! What the agent lends task executors besides the task itself: its state directory, the programs it
-//! runs for puppet and reboot tasks, the controller's files (for `copy_files` and `sync`) and the
-//! journal (so a reboot waits until its `running` report is acknowledged).
+//! runs for puppet and reboot tasks, the controller's files (for `copy_files` and `sync`), the
+//! journal (so a reboot waits until its `running` report is acknowledged) and the tracker that holds and
+//! records the commands tasks run.
 
 use super::BoxFuture;
 use crate::journal::SharedJournal;
+use crate::tracking::Tracker;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +26,6 @@ pub struct Pulled {
     pub announced_sha256: String,
     /// The SHA-256 of the bytes received.
     pub sha256: String,
-    /// The permission bits the controller announced.
-    pub mode: Option<u32>,
     /// Bytes received.
     pub size: u64,
 }
@@ -46,10 +46,12 @@ pub trait FileSource: Send + Sync {
     /// The manifest of a served file or directory (`GET /agent/v1/files/{path}?manifest=true`).
     fn manifest<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Manifest, FileSourceError>>;
 
-    /// Streams a served file's bytes into `into` (`GET /agent/v1/files/{path}`), hashing them on the way.
+    /// Streams a served file's bytes into `into` (`GET /agent/v1/files/{path}`), hashing them on the way
+    /// and failing as soon as more than `max_size` bytes (what the signed manifest says) arrive.
     fn pull<'a>(
         &'a self,
         path: &'a str,
+        max_size: u64,
         into: &'a mut tokio::fs::File,
     ) -> BoxFuture<'a, Result<Pulled, FileSourceError>>;
 }
@@ -70,6 +72,7 @@ impl FileSource for NoFiles {
     fn pull<'a>(
         &'a self,
         _path: &'a str,
+        _max_size: u64,
         _into: &'a mut tokio::fs::File,
     ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
         Box::pin(async {
@@ -116,6 +119,8 @@ pub struct Services {
     pub files: Arc<dyn FileSource>,
     /// The journal, when results are being sent (a reboot waits for its report's acknowledgement).
     pub journal: Option<SharedJournal>,
+    /// Holds and records the commands tasks run (see [`crate::tracking`]).
+    pub tracker: Arc<Tracker>,
 }
 
 impl Services {
@@ -123,6 +128,7 @@ impl Services {
     /// acknowledgements. Used by tests and by tools that run tasks locally.
     pub fn local(state_dir: PathBuf) -> Services {
         Services {
+            tracker: Arc::new(Tracker::detect(&state_dir)),
             state_dir,
             puppet: PathBuf::from(DEFAULT_PUPPET),
             reboot: RebootSettings::default(),

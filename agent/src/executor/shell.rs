@@ -120,16 +120,15 @@ impl ShellTask {
             .current_dir(&cwd)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         ctx.set_task_env(&mut command);
-        let finished =
-            match process::run(command, self.timeout, ctx.kill_grace, &ctx.shutdown).await {
-                Ok(f) => f,
-                Err(e) => {
-                    return Outcome::simple(
-                        ResultStatus::Failed,
-                        format!("cannot start {SHELL} in {}: {e}", cwd.display()),
-                    )
-                }
-            };
+        let finished = match process::run(command, ctx, self.timeout).await {
+            Ok(f) => f,
+            Err(e) => {
+                return Outcome::simple(
+                    ResultStatus::Failed,
+                    format!("cannot start {SHELL} in {}: {e}", cwd.display()),
+                )
+            }
+        };
         let (status, message) = match &finished.end {
             End::Exited(s) if s.success() => (ResultStatus::Succeeded, describe_status(*s)),
             End::Exited(s) => (ResultStatus::Failed, describe_status(*s)),

@@ -9,8 +9,11 @@
 //! true), `dir_permissions` (default `0755`), `owner` (`user[:group]`), `timeout` (default 300 s),
 //! `retries` (default 10), `interval` (default 2 s).
 
+use super::nofollow::{Dir, Kind};
 use super::params;
-use super::transfer::{plain_relative, pull_into_place, Placed, Placement};
+use super::transfer::{
+    check_sealed, plain_relative, pull_into_place, sealed_digest, Destination, Placed, Placement,
+};
 use super::upload_file::{self, DEFAULT_DIR_MODE};
 use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolicy, TaskExecutor};
 use plinth_common::wire::{ResultStatus, TaskSpec};
@@ -51,6 +54,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
     Ok(Prepared {
         policy,
         executor: Box::new(Sync {
+            sealed: sealed_digest(task, &src),
             src,
             dst,
             delete,
@@ -68,6 +72,7 @@ pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {
 #[derive(Debug, Clone)]
 pub struct Sync {
     src: String,
+    sealed: Option<String>,
     dst: PathBuf,
     delete: bool,
     placement: Placement,
@@ -100,6 +105,9 @@ impl Sync {
             Ok(m) => m,
             Err(e) => return fail(format!("{}: {e}", self.src)),
         };
+        if let Err(e) = check_sealed(&self.src, &manifest, self.sealed.as_deref()) {
+            return fail(e);
+        }
         let directory = manifest.kind == plinth_common::wire::ManifestKind::Directory;
         let mut wanted = BTreeSet::new();
         for f in &manifest.files {
@@ -111,6 +119,17 @@ impl Sync {
             }
             wanted.insert(f.path.clone());
         }
+        // The destination is opened once; everything below it is reached through it, never through a
+        // link (a link where a directory belongs is replaced by the directory, as rsync does).
+        let top = {
+            let (dst, mode) = (self.dst.clone(), self.placement.dir_mode);
+            match tokio::task::spawn_blocking(move || Dir::open(&dst, Some(mode))).await {
+                Ok(Ok(Some(dir))) => dir,
+                Ok(Ok(None)) => return fail(format!("cannot make {}", self.dst.display())),
+                Ok(Err(e)) => return fail(format!("cannot write {}: {e}", self.dst.display())),
+                Err(e) => return fail(format!("cannot write {}: {e}", self.dst.display())),
+            }
+        };
         let (mut written, mut bytes) = (0usize, 0u64);
         for f in &manifest.files {
             let src = if directory {
@@ -118,8 +137,28 @@ impl Sync {
             } else {
                 self.src.clone()
             };
-            let dest = self.dst.join(&f.path);
-            match pull_into_place(source, &src, f, &dest, self.placement).await {
+            let dest = {
+                let (top, rel, mode) = (
+                    top.try_clone(),
+                    PathBuf::from(&f.path),
+                    self.placement.dir_mode,
+                );
+                let shown = self.dst.join(&f.path);
+                let found = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+                    let parent = rel.parent().unwrap_or(Path::new(""));
+                    let name = rel.file_name().unwrap_or_default().to_os_string();
+                    let dir = top?.walk(parent, Some(mode), true)?;
+                    Ok(dir.map(|dir| Destination { dir, name }))
+                })
+                .await;
+                match found {
+                    Ok(Ok(Some(dest))) => dest,
+                    Ok(Ok(None)) => return fail(format!("cannot make {}", shown.display())),
+                    Ok(Err(e)) => return fail(format!("cannot write {}: {e}", shown.display())),
+                    Err(e) => return fail(format!("cannot write {}: {e}", shown.display())),
+                }
+            };
+            match pull_into_place(source, &src, f, dest, self.placement).await {
                 Ok(Placed::Written(n)) => {
                     written += 1;
                     bytes += n;
@@ -129,8 +168,7 @@ impl Sync {
             }
         }
         let removed = if directory && self.delete {
-            let dst = self.dst.clone();
-            match tokio::task::spawn_blocking(move || remove_extra(&dst, &wanted)).await {
+            match tokio::task::spawn_blocking(move || remove_extra(&top, &wanted)).await {
                 Ok(Ok(removed)) => removed,
                 Ok(Err(e)) => return fail(e),
                 Err(e) => return fail(format!("removing extra files failed: {e}")),
@@ -158,38 +196,35 @@ impl Sync {
     }
 }
 
-/// Removes what `dst` holds beyond `wanted` (relative file paths): extra files and links, and
-/// directories no wanted file lives in. Links are removed, never followed. Returns what was removed.
-fn remove_extra(dst: &Path, wanted: &BTreeSet<String>) -> Result<Vec<String>, String> {
+/// Removes what `top` holds beyond `wanted` (relative file paths): extra files and links, and
+/// directories no wanted file lives in. Nothing is followed: links are removed as links, and
+/// directories are walked through their open descriptors. Returns what was removed.
+fn remove_extra(top: &Dir, wanted: &BTreeSet<String>) -> Result<Vec<String>, String> {
     let mut removed = Vec::new();
-    let mut pending = vec![PathBuf::new()];
-    while let Some(rel) = pending.pop() {
-        let dir = dst.join(&rel);
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-            let rel_path = rel.join(entry.file_name());
+    let mut pending = vec![(PathBuf::new(), top.try_clone().map_err(|e| e.to_string())?)];
+    while let Some((rel, dir)) = pending.pop() {
+        let entries = dir
+            .entries()
+            .map_err(|e| format!("cannot read {}: {e}", dir.path().display()))?;
+        for (name, kind) in entries {
+            let rel_path = rel.join(&name);
             let key = rel_path.to_string_lossy().into_owned();
-            let path = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            if kind.is_dir() {
+            if kind == Kind::Directory {
                 let prefix = format!("{key}/");
                 if wanted.iter().any(|w| w.starts_with(&prefix)) {
-                    pending.push(rel_path);
+                    match dir.child(&name, None, false) {
+                        Ok(Some(sub)) => pending.push((rel_path, sub)),
+                        Ok(None) => {}
+                        Err(e) => return Err(format!("cannot read {e}")),
+                    }
                 } else {
-                    std::fs::remove_dir_all(&path)
-                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                    dir.remove_tree(&name)
+                        .map_err(|e| format!("cannot remove {e}"))?;
                     removed.push(format!("{key}/"));
                 }
             } else if !wanted.contains(&key) {
-                std::fs::remove_file(&path)
-                    .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                dir.unlink(&name)
+                    .map_err(|e| format!("cannot remove {e}"))?;
                 removed.push(key);
             }
         }
@@ -210,7 +245,9 @@ mod tests {
     use std::sync::Arc;
 
     async fn run(files: Arc<FakeFiles>, params: serde_json::Value, state: &Path) -> Outcome {
-        let prepared = prepare(&task("sync", TaskKind::Sync, params)).unwrap();
+        let mut t = task("sync", TaskKind::Sync, params);
+        files.seal(&mut t);
+        let prepared = prepare(&t).unwrap();
         let mut services = Services::local(state.to_path_buf());
         services.files = files;
         let (_t, sd) = crate::shutdown::channel();
@@ -308,6 +345,35 @@ mod tests {
         .await;
         assert_eq!(o.status, ResultStatus::Succeeded);
         assert!(dst.join("mine").exists());
+    }
+
+    #[tokio::test]
+    async fn links_in_the_destination_are_replaced_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "mine").unwrap();
+        let fake = Arc::new(FakeFiles::default());
+        fake.add("tree/a/x.conf", b"x", 0o644);
+        fake.add("tree/b", b"b", 0o644);
+        let dst = dir.path().join("dst");
+        std::fs::create_dir_all(&dst).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dst.join("a")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("keep"), dst.join("b")).unwrap();
+        let o = run(fake, json!({"src": "tree", "dst": dst}), dir.path()).await;
+        assert_eq!(o.status, ResultStatus::Succeeded, "{o:?}");
+        assert!(std::fs::symlink_metadata(dst.join("a")).unwrap().is_dir());
+        assert!(std::fs::symlink_metadata(dst.join("b")).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(dst.join("a/x.conf")).unwrap(), "x");
+        // Nothing outside the destination was written or removed.
+        let names: Vec<_> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["keep"]);
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("keep")).unwrap(),
+            "mine"
+        );
     }
 
     #[tokio::test]

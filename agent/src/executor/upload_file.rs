@@ -14,8 +14,7 @@ use super::{AttemptContext, BoxFuture, Outcome, ParamError, Prepared, RetryPolic
 use base64::Engine;
 use plinth_common::wire::{ResultStatus, TaskSpec};
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The policy of an upload_file task that sets none (Fuel's: 60 s, 3 retries).
@@ -126,22 +125,6 @@ pub struct DesiredFile {
     pub owner: Owner,
 }
 
-/// True when `path` already is a regular file with this content hash, mode and owner.
-pub fn already_in_place(path: &Path, sha256: &str, mode: u32, owner: Owner) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    let owner_ok = owner.uid.is_none_or(|u| u.as_raw() == meta.uid())
-        && owner.gid.is_none_or(|g| g.as_raw() == meta.gid());
-    meta.is_file()
-        && meta.mode() & 0o7777 == mode
-        && owner_ok
-        && placement::file_sha256(path)
-            .ok()
-            .flatten()
-            .is_some_and(|h| h == sha256)
-}
-
 /// A prepared upload_file task.
 #[derive(Debug, Clone)]
 pub struct UploadFile {
@@ -185,7 +168,15 @@ fn place(file: &DesiredFile, overwrite: bool) -> Outcome {
         "mode": format!("{:04o}", file.mode),
         "changed": false,
     });
-    if !overwrite && std::fs::symlink_metadata(&file.path).is_ok() {
+    let fail = |e: std::io::Error| {
+        Outcome::simple(ResultStatus::Failed, format!("cannot write {path}: {e}"))
+    };
+    let (dir, name) = match placement::destination(&file.path, Some(file.dir_mode)) {
+        Ok(Some(found)) => found,
+        Ok(None) => return fail(std::io::ErrorKind::NotFound.into()),
+        Err(e) => return fail(e),
+    };
+    if !overwrite && !matches!(dir.kind(&name), Ok(None)) {
         let mut o = Outcome::simple(
             ResultStatus::Succeeded,
             format!("{path} exists and overwrite is false: left as it is"),
@@ -193,7 +184,7 @@ fn place(file: &DesiredFile, overwrite: bool) -> Outcome {
         o.details = details;
         return o;
     }
-    if already_in_place(&file.path, &sha256, file.mode, file.owner) {
+    if placement::in_place(&dir, &name, &sha256, file.mode, file.owner) {
         let mut o = Outcome::simple(
             ResultStatus::Succeeded,
             format!("{path} already has this content, mode and owner"),
@@ -201,7 +192,11 @@ fn place(file: &DesiredFile, overwrite: bool) -> Outcome {
         o.details = details;
         return o;
     }
-    match placement::write_file(&file.path, &file.data, file.mode, file.dir_mode, file.owner) {
+    let written = placement::Staged::create_in(dir, &name).and_then(|mut staged| {
+        std::io::Write::write_all(staged.file(), &file.data)?;
+        staged.commit(file.mode, file.owner)
+    });
+    match written {
         Ok(()) => {
             details["changed"] = true.into();
             let mut o = Outcome::simple(
@@ -215,7 +210,7 @@ fn place(file: &DesiredFile, overwrite: bool) -> Outcome {
             o.details = details;
             o
         }
-        Err(e) => Outcome::simple(ResultStatus::Failed, format!("cannot write {path}: {e}")),
+        Err(e) => fail(e),
     }
 }
 
@@ -226,6 +221,7 @@ mod tests {
     use crate::testutil::task;
     use plinth_common::wire::TaskKind;
     use serde_json::json;
+    use std::os::unix::fs::MetadataExt;
     use std::sync::Arc;
 
     async fn run(params: serde_json::Value) -> Outcome {

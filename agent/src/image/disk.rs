@@ -5,6 +5,7 @@
 //! [`super::inject`], written into the file system with e2fsprogs' `debugfs`, read back and compared, and
 //! only then does the new image replace the old one (a rename), so a failure leaves the image as it was.
 
+use super::node_specific::{self, Entry, Kind, Listing};
 use super::{ImageError, InjectOptions, Injected};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,7 +27,7 @@ pub fn inject_disk(opts: &InjectOptions, disk: &DiskOptions) -> Result<Injected,
         .map_err(|e| write_error(&disk.image, e))?;
     let stage = work.path().join("root");
     std::fs::create_dir(&stage).map_err(|e| write_error(&stage, e))?;
-    let staged = super::inject(&InjectOptions {
+    let written = super::write_agent(&InjectOptions {
         root: stage.clone(),
         ..opts.clone()
     })?;
@@ -54,8 +55,32 @@ pub fn inject_disk(opts: &InjectOptions, disk: &DiskOptions) -> Result<Injected,
         ));
     }
 
+    let listing = DiskListing { device: &device };
+    let warnings = node_specific::scan(&listing);
+    let etc = listing.entries("/etc");
+    let present = |name: &str, nonempty: bool| {
+        etc.iter()
+            .any(|e| e.name == name && (!nonempty || (e.kind == Kind::File && e.size > 0)))
+    };
+    let mut cleared = Vec::new();
+    if present("hostname", false) {
+        cleared.push(node_specific::HOSTNAME.to_string());
+    }
+    if present("machine-id", true) {
+        cleared.push(node_specific::MACHINE_ID.to_string());
+    }
+    let staged = Injected {
+        written,
+        cleared,
+        warnings,
+    };
+
     let script = work.path().join("debugfs.cmds");
-    std::fs::write(&script, commands(&stage, &staged)).map_err(|e| write_error(&script, e))?;
+    let empty = work.path().join("empty");
+    std::fs::write(&empty, b"").map_err(|e| write_error(&empty, e))?;
+    let mut cmds = commands(&stage, &staged.written);
+    cmds.push_str(&clearing(&staged.cleared, &empty));
+    std::fs::write(&script, cmds).map_err(|e| write_error(&script, e))?;
     run(
         Command::new("debugfs")
             .arg("-w")
@@ -78,12 +103,45 @@ pub fn inject_disk(opts: &InjectOptions, disk: &DiskOptions) -> Result<Injected,
     Ok(staged)
 }
 
+/// The debugfs commands that remove `/etc/hostname` and replace `/etc/machine-id` with an empty file
+/// (mode 0444, root's), for the paths in `cleared`.
+fn clearing(cleared: &[String], empty: &Path) -> String {
+    let mut out = String::new();
+    for path in cleared {
+        out.push_str(&format!("rm {path}\n"));
+        if path == node_specific::MACHINE_ID {
+            out.push_str(&format!(
+                "write {} {path}\nsif {path} mode 0100444\nsif {path} uid 0\nsif {path} gid 0\n",
+                empty.display()
+            ));
+        }
+    }
+    out
+}
+
+/// A disk image's file system, read with `debugfs`.
+struct DiskListing<'a> {
+    device: &'a str,
+}
+
+impl Listing for DiskListing<'_> {
+    fn entries(&self, dir: &str) -> Vec<Entry> {
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("ls -p {dir}"))
+            .arg(self.device)
+            .output()
+            .map(|out| node_specific::parse_debugfs_ls(&String::from_utf8_lossy(&out.stdout)))
+            .unwrap_or_default()
+    }
+}
+
 /// The debugfs commands that create every parent directory, then write each staged file with its mode
 /// and root ownership, then the links.
-fn commands(stage: &Path, staged: &Injected) -> String {
+fn commands(stage: &Path, written: &[String]) -> String {
     let mut dirs: Vec<String> = Vec::new();
     let mut out = String::new();
-    for path in &staged.written {
+    for path in written {
         let mut parent = String::new();
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         for part in &parts[..parts.len().saturating_sub(1)] {
@@ -95,7 +153,7 @@ fn commands(stage: &Path, staged: &Injected) -> String {
             }
         }
     }
-    for path in &staged.written {
+    for path in written {
         let local = stage.join(path.trim_start_matches('/'));
         out.push_str(&format!("rm {path}\n"));
         match std::fs::read_link(&local) {
@@ -137,6 +195,19 @@ fn verify(device: &str, stage: &Path, staged: &Injected, work: &Path) -> Result<
         let want = std::fs::read(&local).map_err(|e| write_error(&local, e))?;
         if std::fs::read(&back).ok().as_deref() != Some(want.as_slice()) {
             return Err(not_written(path, "reading it back gave other bytes"));
+        }
+    }
+    let etc = DiskListing { device }.entries("/etc");
+    for path in &staged.cleared {
+        let name = path.trim_start_matches("/etc/");
+        let left = etc.iter().find(|e| e.name == name);
+        let ok = if path == node_specific::MACHINE_ID {
+            left.is_some_and(|e| e.kind == Kind::File && e.size == 0)
+        } else {
+            left.is_none()
+        };
+        if !ok {
+            return Err(not_written(path, "it was not cleared"));
         }
     }
     Ok(())
@@ -251,6 +322,14 @@ mod tests {
         let tree = dir.join("tree");
         std::fs::create_dir_all(tree.join("etc")).unwrap();
         std::fs::write(tree.join("etc/hostname"), "image\n").unwrap();
+        std::fs::write(
+            tree.join("etc/machine-id"),
+            "0123456789abcdef0123456789abcdef\n",
+        )
+        .unwrap();
+        std::fs::write(tree.join("etc/motd"), "welcome\n").unwrap();
+        std::fs::create_dir_all(tree.join("etc/ssh")).unwrap();
+        std::fs::write(tree.join("etc/ssh/ssh_host_ed25519_key"), "key").unwrap();
         let raw = dir.join("fs.raw");
         let ok = Command::new("mke2fs")
             .args(["-q", "-F", "-t", "ext4", "-d"])
@@ -347,8 +426,17 @@ mod tests {
                 link.contains("Fast link dest: \"/lib/systemd/system/plinth-agent.service\""),
                 "{link}"
             );
-            let (hostname, _) = cat(&img, format, "/etc/hostname");
-            assert_eq!(hostname, "image\n", "what was there stays");
+            let (motd, _) = cat(&img, format, "/etc/motd");
+            assert_eq!(motd, "welcome\n", "what was there stays");
+            // Nothing of the building machine's identity stays; what cannot be cleared is reported.
+            let (_, hostname) = cat(&img, format, "/etc/hostname");
+            assert!(!hostname.contains("Inode:"), "{format}: {hostname}");
+            let (id, stat) = cat(&img, format, "/etc/machine-id");
+            assert_eq!(id, "", "{format}");
+            assert!(stat.contains("Mode:  0444"), "{format}: {stat}");
+            assert_eq!(done.cleared, vec!["/etc/hostname", "/etc/machine-id"]);
+            assert_eq!(done.warnings.len(), 1, "{:?}", done.warnings);
+            assert!(done.warnings[0].starts_with("/etc/ssh/ssh_host_ed25519_key: an SSH host key"));
         }
     }
 

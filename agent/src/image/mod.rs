@@ -2,7 +2,9 @@
 //! binary, its systemd unit enabled (the `multi-user.target.wants` link, as `systemctl enable` makes it),
 //! its configuration naming the controller, the controller's task list signing key and its TLS
 //! certificate. The configuration is validated before anything is written. The image must not carry a
-//! node key: every node makes its own on first boot, so one found in the tree is refused.
+//! node key: every node makes its own on first boot, so one found in the tree is refused. Nothing else
+//! node-specific may stay either: `/etc/hostname` is removed, `/etc/machine-id` emptied, and whatever
+//! else belongs to one machine is reported ([`node_specific`]).
 
 use crate::cmdline::KernelCmdline;
 use crate::config::{FileConfig, Overrides, Settings, DEFAULT_CONFIG_PATH, DEFAULT_STATE_DIR};
@@ -11,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 mod disk;
+pub mod node_specific;
 pub use disk::{inject_disk, DiskOptions};
 
 /// The unit file, as shipped in `systemd/`.
@@ -88,6 +91,10 @@ pub enum ImageError {
 pub struct Injected {
     /// Every file and link written.
     pub written: Vec<String>,
+    /// Node-specific files removed or emptied (`/etc/hostname`, `/etc/machine-id`).
+    pub cleared: Vec<String>,
+    /// Node-specific files found and left for the image builder: `path: why`.
+    pub warnings: Vec<String>,
 }
 
 /// The configuration file's text for these options.
@@ -119,7 +126,8 @@ fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// Injects the agent into the tree at `opts.root`.
+/// Injects the agent into the tree at `opts.root`, removes `/etc/hostname`, empties `/etc/machine-id`
+/// and reports anything else node-specific.
 pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
     let root = &opts.root;
     if !root.is_dir() {
@@ -129,6 +137,19 @@ pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
     if key.exists() {
         return Err(ImageError::NodeKeyPresent(key));
     }
+    let written = write_agent(opts)?;
+    let cleared = node_specific::clear_tree(root)?;
+    let warnings = node_specific::scan(&node_specific::Tree(root));
+    Ok(Injected {
+        written,
+        cleared,
+        warnings,
+    })
+}
+
+/// Validates the options and writes the agent's files into `opts.root`; returns the paths written.
+fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
+    let root = &opts.root;
     // The configuration must load as the agent will load it (the controller may come from the kernel
     // command line, so a placeholder stands in for a missing one).
     let text = config_text(opts);
@@ -194,7 +215,7 @@ pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
     }
     std::os::unix::fs::symlink(format!("/{UNIT_DIR}/{UNIT_NAME}"), &link).map_err(fail)?;
     written.push(format!("/{WANTS_DIR}/{UNIT_NAME}"));
-    Ok(Injected { written })
+    Ok(written)
 }
 
 /// A path of the image, under its root.
@@ -241,8 +262,14 @@ mod tests {
     fn injects_binary_enabled_unit_config_and_certificate() {
         let (_dir, root) = tree();
         let opts = options(&root);
+        std::fs::write(root.join("etc/hostname"), "builder\n").unwrap();
+        std::fs::write(root.join("etc/machine-id"), "0123456789abcdef\n").unwrap();
         let done = inject(&opts).unwrap();
         assert_eq!(done.written.len(), 5, "{:?}", done.written);
+        assert_eq!(done.cleared, vec!["/etc/hostname", "/etc/machine-id"]);
+        assert!(done.warnings.is_empty(), "{:?}", done.warnings);
+        assert!(!root.join("etc/hostname").exists());
+        assert_eq!(std::fs::read(root.join("etc/machine-id")).unwrap(), b"");
         assert_eq!(
             std::fs::read(root.join(BINARY_PATH)).unwrap(),
             b"\x7fELF binary"

@@ -4,7 +4,10 @@
 //! keeping only the records of the list still running.
 //!
 //! Files in the journal directory: `results.jsonl` ([`TaskResult`] per line) and `acks.jsonl`
-//! ([`ResultKey`] per line). A line torn by a crash mid-write is dropped on open.
+//! ([`ResultKey`] per line). A line torn by a crash mid-write is dropped on open. Results the controller
+//! refused for good are moved to `refused.jsonl` (the result and the controller's reason per line, kept
+//! for the operator; the previous file is kept as `refused.jsonl.1` once it passes 1 MiB) and count as
+//! settled, so one refused result never holds back the ones after it.
 
 mod progress;
 mod shared;
@@ -24,6 +27,10 @@ use std::path::{Path, PathBuf};
 pub const RESULTS_FILE: &str = "results.jsonl";
 /// The ack log's name.
 pub const ACKS_FILE: &str = "acks.jsonl";
+/// The quarantine of refused results.
+pub const REFUSED_FILE: &str = "refused.jsonl";
+/// The size past which the quarantine file is rotated.
+const REFUSED_ROTATE_BYTES: u64 = 1024 * 1024;
 
 /// Why the journal cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +124,34 @@ impl Journal {
         let fresh: Vec<ResultKey> = fresh.into_iter().cloned().collect();
         self.acked.extend(fresh);
         Ok(n)
+    }
+
+    /// Moves results the controller refused for good to the quarantine file, with its reasons, and marks
+    /// them settled so they are not sent again. Returns how many were quarantined.
+    pub fn quarantine(&mut self, refused: &[(ResultKey, String)]) -> Result<usize, JournalError> {
+        let mut lines = Vec::new();
+        let mut keys = Vec::new();
+        for (key, reason) in refused {
+            let Some(result) = self.records.iter().find(|r| &r.key() == key) else {
+                continue;
+            };
+            let line = serde_json::json!({"reason": reason, "result": result});
+            serde_json::to_writer(&mut lines, &line)
+                .map_err(|e| self.error(REFUSED_FILE, e.into()))?;
+            lines.push(b'\n');
+            keys.push(key.clone());
+        }
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let path = self.dir.join(REFUSED_FILE);
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > REFUSED_ROTATE_BYTES) {
+            std::fs::rename(&path, self.dir.join(format!("{REFUSED_FILE}.1")))
+                .map_err(|e| self.error(REFUSED_FILE, e))?;
+        }
+        let mut file = open_append(&path).map_err(|e| self.error(REFUSED_FILE, e))?;
+        write_durably(&mut file, &lines).map_err(|e| self.error(REFUSED_FILE, e))?;
+        self.record_acks(&keys)
     }
 
     /// Unacknowledged results, oldest first: at most `max_count`, and at most about `max_bytes` of JSON

@@ -22,8 +22,10 @@ impl SharedJournal {
         }
     }
 
-    /// Appends a result durably and wakes the sender.
+    /// Appends a result durably, cut to fit the wire's limit ([`TaskResult::bounded`]), and wakes the
+    /// sender.
     pub fn record(&self, result: TaskResult) -> Result<(), JournalError> {
+        let result = result.bounded();
         self.with(|j| j.append(result))?;
         self.wake.notify_one();
         Ok(())

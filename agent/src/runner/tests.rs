@@ -23,6 +23,10 @@ impl Gatekeeper for ScriptedGate {
             .unwrap()
             .pop_front()
             .unwrap_or(Ok(GateAnswer {
+                node_key: String::new(),
+                deployment: 0,
+                task: String::new(),
+                nonce: String::new(),
                 ready: true,
                 waiting_for: vec![],
                 blocked: false,
@@ -387,6 +391,10 @@ async fn stopping_interrupts_and_the_next_run_goes_on() {
 async fn gated_tasks_wait_for_ready_and_fail_when_blocked() {
     let f = Fixture::new();
     let waiting = GateAnswer {
+        node_key: String::new(),
+        deployment: 0,
+        task: String::new(),
+        nonce: String::new(),
         ready: false,
         waiting_for: vec!["node 2: ceph-mon".into()],
         blocked: false,
@@ -405,6 +413,10 @@ async fn gated_tasks_wait_for_ready_and_fail_when_blocked() {
 
     let f = Fixture::new();
     f.gate.answers.lock().unwrap().push_back(Ok(GateAnswer {
+        node_key: String::new(),
+        deployment: 0,
+        task: String::new(),
+        nonce: String::new(),
         ready: false,
         waiting_for: vec!["node 2: ceph-mon".into()],
         blocked: true,
@@ -495,4 +507,79 @@ async fn a_noop_list_runs_nothing_but_puppet() {
     );
     assert!(!std::path::Path::new(&marker).exists());
     assert!(f.records()[0].message.contains("no-op deployment"));
+}
+
+#[tokio::test]
+async fn an_interrupted_attempt_says_what_the_start_up_sweep_ended() {
+    use crate::tracking::{AttemptKey, Tracker};
+    let f = Fixture::new();
+    let state = f.dir.path().join("state");
+    // What a killed agent leaves: attempt 1 of `long` running, its command still running and recorded.
+    let earlier = Tracker::detect(&state);
+    let mut hold = earlier
+        .hold(AttemptKey {
+            deployment_id: 42,
+            revision: 6,
+            task_id: "long".into(),
+            attempt: 1,
+        })
+        .unwrap();
+    let mut command = tokio::process::Command::new("sleep");
+    command.arg("60");
+    hold.prepare(&mut command);
+    let child = command.spawn().unwrap();
+    hold.started(child.id().unwrap()).unwrap();
+    std::mem::forget(hold);
+    drop(child);
+    f.journal
+        .record(TaskResult {
+            deployment_id: 42,
+            revision: 6,
+            task_id: "long".into(),
+            attempt: 1,
+            status: S::Running,
+            last: false,
+            exit_code: None,
+            started_at_ms: 1,
+            duration_ms: 0,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            message: String::new(),
+            details: serde_json::Value::Null,
+        })
+        .unwrap();
+
+    let tracker = Tracker::detect(&state);
+    tracker.sweep(Duration::from_millis(200)).await;
+    let mut services = Services::local(state);
+    services.tracker = Arc::new(tracker);
+    let mut settings = f.settings();
+    settings.services = Arc::new(services);
+    let (_t, sd) = shutdown::channel();
+    let l = list(
+        6,
+        vec![shell(
+            "long",
+            json!({"cmd": "true", "retries": 1, "interval": 0}),
+        )],
+    );
+    let end = Runner::new(f.journal.clone(), &f.gate, settings, sd)
+        .run(&l)
+        .await
+        .unwrap();
+    assert_eq!(end, RunEnd::Completed { failed_task: None });
+    let interrupted = f
+        .records()
+        .into_iter()
+        .find(|r| r.status == S::Interrupted)
+        .unwrap();
+    assert!(
+        interrupted
+            .message
+            .contains("1 of its processes were still running and were ended"),
+        "{}",
+        interrupted.message
+    );
+    assert_eq!(interrupted.details["processes_ended"], 1);
+    assert_eq!(interrupted.details["processes_remaining"], 0);
 }

@@ -1,4 +1,5 @@
-//! The long-running agent (`plinth-agent run`): collect facts, register, resume an interrupted list, then
+//! The long-running agent (`plinth-agent run`): collect facts, end what a killed run left running, register,
+//! resume an interrupted list, then
 //! long-poll for signed task lists, verify them, persist their revision and run them, while the sender
 //! uploads results and heartbeats flow; stop cleanly on SIGTERM/SIGINT.
 //!
@@ -27,6 +28,7 @@ use crate::journal::{Journal, JournalError, SharedJournal};
 use crate::runner::{RunEnd, Runner, RunnerSettings};
 use crate::sender::Sender;
 use crate::shutdown::{self, Shutdown};
+use crate::tracking::Tracker;
 use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
 use crate::verify::{Refused, StateError, Verifier};
 use adapters::{ControllerFiles, ControllerGate, ControllerSink};
@@ -89,6 +91,8 @@ struct Agent {
     shutdown: Shutdown,
     /// Settings as reloads change them.
     live: watch::Receiver<Settings>,
+    /// Holds the commands tasks run.
+    tracker: Arc<Tracker>,
 }
 
 /// Runs the agent until SIGTERM/SIGINT, reloading the configuration from `source` on SIGHUP. Returns
@@ -153,6 +157,16 @@ pub async fn run(
         );
     }
     let journal = SharedJournal::new(journal);
+    // What a killed agent left running ends before anything resumes or starts.
+    let tracker = Arc::new(Tracker::detect(&settings.state_dir));
+    systemd.status("ending what the last run left running");
+    let swept = tracker.sweep(settings.kill_grace).await;
+    tracing::info!(
+        containment = tracker.containment().name(),
+        commands_left_by_the_last_run = swept.len(),
+        processes_ended = swept.iter().map(|s| s.ended).sum::<usize>(),
+        "task commands are held"
+    );
     let mut agent = Agent {
         settings,
         controller,
@@ -162,6 +176,7 @@ pub async fn run(
         systemd,
         shutdown,
         live,
+        tracker,
     };
     let pending = agent.pending_list()?;
     agent
@@ -235,7 +250,7 @@ impl Agent {
                 deployment = list.deployment_id,
                 "resuming the interrupted task list"
             );
-            if !self.run_list(&list).await? {
+            if !self.run_lists(list).await? {
                 return Ok(());
             }
         }
@@ -271,7 +286,7 @@ impl Agent {
                     match self.verifier.accept(&envelope, &nonce, now_secs()) {
                         Ok(list) => {
                             idle_status_sent = false;
-                            if !self.run_list(&list).await? {
+                            if !self.run_lists(list).await? {
                                 break;
                             }
                             Duration::ZERO
@@ -316,8 +331,25 @@ impl Agent {
         Ok(())
     }
 
-    /// Runs an accepted list; returns false when the agent is stopping.
-    async fn run_list(&mut self, list: &TaskList) -> Result<bool, ServiceError> {
+    /// Runs an accepted list, and the lists that supersede it while it runs; returns false when the
+    /// agent is stopping.
+    async fn run_lists(&mut self, list: TaskList) -> Result<bool, ServiceError> {
+        let mut next = Some(list);
+        while let Some(list) = next.take() {
+            match self.run_list(&list).await? {
+                After::Stop => return Ok(false),
+                After::Poll => {}
+                After::Run(newer) => next = Some(newer),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs an accepted list. A newer signed list that arrives meanwhile supersedes it (the controller
+    /// moved on: the deployment was cancelled, or its phase ended without this node): the running task
+    /// is ended and nothing more of this list starts; an order to stop (`cancel`) runs nothing in its
+    /// place, any other list runs next.
+    async fn run_list(&mut self, list: &TaskList) -> Result<After, ServiceError> {
         self.systemd.status(&format!(
             "running revision {} of deployment {} ({} tasks)",
             list.revision,
@@ -329,7 +361,31 @@ impl Agent {
             controller: self.controller.clone(),
             registrar: self.registrar.clone(),
             wait: self.settings.poll_wait,
+            verifier: &self.verifier,
         };
+        // While the list runs, a second long poll waits for a signed order to stop it.
+        let (list_trigger, list_stop) = shutdown::channel();
+        let list_trigger = Arc::new(list_trigger);
+        let forward = {
+            let (global, trigger) = (self.shutdown.clone(), list_trigger.clone());
+            tokio::spawn(async move {
+                global.wait().await;
+                trigger.trigger();
+            })
+        };
+        let watcher = tokio::spawn(watch_for_cancel(
+            CancelWatch {
+                controller: self.controller.clone(),
+                registrar: self.registrar.clone(),
+                checker: self.verifier.checker(),
+                wait: self.settings.poll_wait,
+                backoff: Backoff::new(self.settings.backoff_min, self.settings.backoff_max),
+                revision: list.revision,
+                deployment_id: list.deployment_id,
+            },
+            list_trigger.clone(),
+            self.shutdown.clone(),
+        ));
         let runner = Runner::new(
             self.journal.clone(),
             &gate,
@@ -340,9 +396,45 @@ impl Agent {
                 backoff_max: self.settings.backoff_max,
                 services: Arc::new(self.services()),
             },
-            self.shutdown.clone(),
+            list_stop,
         );
-        match runner.run(list).await? {
+        let end = runner.run(list).await;
+        forward.abort();
+        let order = if watcher.is_finished() {
+            watcher.await.ok().flatten()
+        } else {
+            watcher.abort();
+            None
+        };
+        let end = end?;
+        if let Some((envelope, nonce)) = order.filter(|_| !self.shutdown.is_triggered()) {
+            self.verifier.mark_finished(list.revision)?;
+            self.journal.with(|j| j.set_active_revision(None));
+            return match self.verifier.accept(&envelope, &nonce, now_secs()) {
+                Ok(newer) if newer.cancel => {
+                    tracing::warn!(
+                        revision = list.revision,
+                        deployment = list.deployment_id,
+                        "the controller cancelled the deployment: the running task was ended, the rest not started"
+                    );
+                    self.verifier.mark_finished(newer.revision)?;
+                    Ok(After::Poll)
+                }
+                Ok(newer) => {
+                    tracing::warn!(
+                        revision = list.revision,
+                        newer = newer.revision,
+                        "a newer list superseded the running one: the controller moved on"
+                    );
+                    Ok(After::Run(newer))
+                }
+                Err(refused) => {
+                    tracing::error!(error = %refused, "the list that stopped the running one cannot be stored");
+                    Ok(After::Poll)
+                }
+            };
+        }
+        match end {
             RunEnd::Completed { failed_task } => {
                 self.verifier.mark_finished(list.revision)?;
                 self.journal.with(|j| j.set_active_revision(None));
@@ -355,14 +447,14 @@ impl Agent {
                         "task list ended: every task succeeded"
                     ),
                 }
-                Ok(true)
+                Ok(After::Poll)
             }
             RunEnd::Stopped => {
                 tracing::info!(
                     revision = list.revision,
                     "stopping in the middle of the task list; it resumes on the next start"
                 );
-                Ok(false)
+                Ok(After::Stop)
             }
         }
     }
@@ -378,6 +470,7 @@ impl Agent {
                 registrar: self.registrar.clone(),
             }),
             journal: Some(self.journal.clone()),
+            tracker: self.tracker.clone(),
         }
     }
 
@@ -405,6 +498,79 @@ impl Agent {
             }
         });
     }
+}
+
+/// What the watch for an order to stop needs.
+struct CancelWatch {
+    controller: Controller,
+    registrar: Arc<Registrar>,
+    checker: crate::verify::ListChecker,
+    wait: Duration,
+    backoff: Backoff,
+    revision: u64,
+    deployment_id: u64,
+}
+
+/// What the agent does after a list.
+enum After {
+    /// It is stopping.
+    Stop,
+    /// Poll for the next list.
+    Poll,
+    /// Run this list, which superseded the last.
+    Run(TaskList),
+}
+
+/// Long-polls while a list runs; when a newer signed list arrives (an order to stop this list's
+/// deployment, or the next work: the controller moved on), pulls the list's stop trigger and returns it
+/// (its envelope and the poll's nonce) so it can be accepted. Ends with the agent.
+async fn watch_for_cancel(
+    mut w: CancelWatch,
+    trigger: Arc<shutdown::Trigger>,
+    stop: Shutdown,
+) -> Option<(Vec<u8>, String)> {
+    while !stop.is_triggered() {
+        let nonce = transport::fresh_nonce().ok()?;
+        let seen = w.registrar.epoch();
+        let answer = tokio::select! {
+            a = w.controller.poll(&nonce, w.revision, w.wait) => a,
+            _ = stop.wait() => return None,
+        };
+        let pause = match answer {
+            Ok(PollAnswer::NoWork) => {
+                w.backoff.reset();
+                MIN_POLL_INTERVAL
+            }
+            Ok(PollAnswer::List(envelope)) => {
+                match w.checker.check(&envelope, &nonce, now_secs(), w.revision) {
+                    Ok(newer) => {
+                        tracing::info!(
+                            running = w.revision,
+                            deployment = w.deployment_id,
+                            newer = newer.revision,
+                            cancel = newer.cancel,
+                            "a newer list arrived while a list runs"
+                        );
+                        trigger.trigger();
+                        return Some((envelope, nonce));
+                    }
+                    Err(refused) => {
+                        tracing::warn!(error = %refused, "a list received while running another was refused");
+                        w.backoff.next_delay()
+                    }
+                }
+            }
+            Err(TransportError::Unauthorized) => {
+                let _ = w.registrar.reregister_after(seen).await;
+                w.backoff.next_delay()
+            }
+            Err(_) => w.backoff.next_delay(),
+        };
+        if !stop.sleep(pause).await {
+            return None;
+        }
+    }
+    None
 }
 
 /// Seconds since the Unix epoch.

@@ -8,7 +8,7 @@
 //! | [`Controller::send_results`] | `POST /agent/v1/results` [`ResultsBatch`] | 200 [`ResultAck`] |
 //! | [`Controller::send_refusal`] | `POST /agent/v1/refusals` [`Refusal`] | 204 |
 //! | [`Controller::heartbeat`] | `POST /agent/v1/heartbeat` | 204 |
-//! | [`Controller::gate`] | `GET /agent/v1/gate?deployment&task&wait` | 200 [`GateAnswer`] |
+//! | [`Controller::gate`] | `GET /agent/v1/gate?deployment&task&nonce&wait` | 200 signed gate answer |
 //! | [`Controller::file_manifest`] | `GET /agent/v1/files/{path}?manifest=true` | 200 [`Manifest`] |
 //! | [`Controller::pull_file`] | `GET /agent/v1/files/{path}` | 200 the bytes, `X-Plinth-Sha256`, `X-Plinth-Mode` |
 //!
@@ -20,8 +20,9 @@ use super::tls::{self, TlsError};
 use crate::config::Settings;
 use crate::executor::services::{Manifest, Pulled};
 use crate::identity::NodeIdentity;
+use plinth_common::signing::MAX_GATE_ANSWER_BYTES;
 use plinth_common::wire::{
-    GateAnswer, Refusal, Registration, RegistrationAck, ResultAck, ResultsBatch, AGENT_API_PREFIX,
+    Refusal, Registration, RegistrationAck, ResultAck, ResultsBatch, AGENT_API_PREFIX,
     MAX_TASK_LIST_BYTES,
 };
 use reqwest::StatusCode;
@@ -29,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
 
-pub use plinth_common::wire::{MODE_HEADER, SHA256_HEADER};
+pub use plinth_common::wire::SHA256_HEADER;
 /// The largest file manifest the agent reads, in bytes.
 pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
 
@@ -195,26 +196,32 @@ impl Controller {
         expect_empty(response).await
     }
 
-    /// `GET /agent/v1/gate`: may `task` of `deployment` start? Held open up to `wait`.
+    /// `GET /agent/v1/gate`: may `task` of `deployment` start? Held open up to `wait`. The answer is a
+    /// signed envelope, returned unverified (see [`crate::verify::Verifier::verify_gate`]).
     pub async fn gate(
         &self,
         deployment: u64,
         task: &str,
+        nonce: &str,
         wait: Duration,
-    ) -> Result<GateAnswer, TransportError> {
+    ) -> Result<Vec<u8>, TransportError> {
         let response = self
             .http
             .get(self.url("gate"))
             .query(&[
                 ("deployment", deployment.to_string()),
                 ("task", task.to_string()),
+                ("nonce", nonce.to_string()),
                 ("wait", wait.as_secs().to_string()),
             ])
             .timeout(wait + LONG_POLL_MARGIN)
             .send()
             .await
             .map_err(network)?;
-        expect_json(response, StatusCode::OK).await
+        if response.status() != StatusCode::OK {
+            return Err(failure(response).await);
+        }
+        read_limited(response, MAX_GATE_ANSWER_BYTES).await
     }
 
     /// The URL of a served file: `/agent/v1/files/` and the path's segments, each percent-encoded.
@@ -246,12 +253,14 @@ impl Controller {
         serde_json::from_slice(&body).map_err(|e| TransportError::Decode(e.to_string()))
     }
 
-    /// `GET /agent/v1/files/{path}`: streams the file into `into`, hashing it on the way. The caller
-    /// compares the hash with the announced one. No overall timeout (files may be large); a stalled
-    /// connection fails after [`REQUEST_TIMEOUT`] without a byte.
+    /// `GET /agent/v1/files/{path}`: streams the file into `into`, hashing it on the way, and stops with
+    /// an error once more than `max_size` bytes arrived. The caller compares the hash with the signed
+    /// manifest's. No overall timeout (files may be large); a stalled connection fails after
+    /// [`REQUEST_TIMEOUT`] without a byte.
     pub async fn pull_file(
         &self,
         path: &str,
+        max_size: u64,
         into: &mut tokio::fs::File,
     ) -> Result<Pulled, TransportError> {
         use sha2::{Digest, Sha256};
@@ -277,7 +286,6 @@ impl Controller {
                 "the answer for {path} has no {SHA256_HEADER} header"
             ))
         })?;
-        let mode = header(MODE_HEADER).and_then(|m| u32::from_str_radix(m.trim(), 8).ok());
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         loop {
@@ -293,6 +301,12 @@ impl Controller {
             let Some(chunk) = chunk else { break };
             hasher.update(&chunk);
             size += chunk.len() as u64;
+            if size > max_size {
+                return Err(TransportError::TooLarge {
+                    limit: usize::try_from(max_size).unwrap_or(usize::MAX),
+                    size: usize::try_from(size).unwrap_or(usize::MAX),
+                });
+            }
             into.write_all(&chunk).await.map_err(|e| {
                 TransportError::Network(format!("cannot write {path} locally: {e}"))
             })?;
@@ -303,7 +317,6 @@ impl Controller {
         Ok(Pulled {
             announced_sha256: announced_sha256.to_ascii_lowercase(),
             sha256: hex::encode(hasher.finalize()),
-            mode,
             size,
         })
     }

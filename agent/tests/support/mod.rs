@@ -246,14 +246,24 @@ async fn results(State(s): State<Arc<Shared>>, Json(batch): Json<ResultsBatch>) 
     if forgotten(&s) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let acked = batch.results.iter().map(TaskResult::key).collect();
     let mut log = s.log.lock().unwrap();
+    let mut verdicts = Vec::new();
     for r in batch.results {
-        if !log.results.iter().any(|x| x.key() == r.key()) {
+        let verdict = if log.results.iter().any(|x| x.key() == r.key()) {
+            Verdict::Duplicate
+        } else {
+            Verdict::Accepted
+        };
+        verdicts.push(ResultVerdict {
+            key: r.key(),
+            verdict,
+            reason: None,
+        });
+        if verdict == Verdict::Accepted {
             log.results.push(r);
         }
     }
-    Json(ResultAck { acked }).into_response()
+    Json(ResultAck { verdicts }).into_response()
 }
 
 async fn refusals(State(s): State<Arc<Shared>>, Json(r): Json<Refusal>) -> StatusCode {
@@ -269,12 +279,24 @@ async fn heartbeat(State(s): State<Arc<Shared>>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
-async fn gate() -> Json<GateAnswer> {
-    Json(GateAnswer {
+/// Every gated task may start: a signed answer bound to the asking node, task and nonce.
+async fn gate(
+    Extension(peer): Extension<Peer>,
+    Query(q): Query<GateQuery>,
+) -> Json<signing::SignedEnvelope> {
+    let answer = GateAnswer {
+        node_key: peer.0,
+        deployment: q.deployment,
+        task: q.task,
+        nonce: q.nonce,
         ready: true,
         waiting_for: vec![],
         blocked: false,
-    })
+    };
+    Json(signing::sign_gate_answer(
+        &signing::signing_key_from_seed([77; 32]),
+        &answer,
+    ))
 }
 
 /// Accepts any client certificate (the key is the identity) and checks the handshake signatures.
@@ -469,6 +491,7 @@ pub fn list(node_key: &str, revision: u64, tasks: serde_json::Value) -> TaskList
         expires_at: now + 600,
         nonce: String::new(),
         noop: false,
+        cancel: false,
         tasks: serde_json::from_value(tasks).unwrap(),
     }
 }

@@ -236,6 +236,7 @@ impl Plan {
                     skip_reason: t.skip_reason.clone(),
                     waits_for,
                     gated,
+                    manifests: Default::default(),
                 })
             })
             .collect()

@@ -6,7 +6,7 @@
 //! then parses them, so no part of one list can be swapped for part of another, and a signature made for
 //! anything else can never pass as a task list signature.
 
-use crate::wire::{TaskList, MAX_TASK_LIST_BYTES, TASK_LIST_FORMAT};
+use crate::wire::{FileManifest, GateAnswer, TaskList, MAX_TASK_LIST_BYTES, TASK_LIST_FORMAT};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
@@ -20,14 +20,65 @@ pub const DOMAIN: &[u8] = b"plinth-task-list-v1\n";
 /// How far in the future a list's issue time may lie before the agent doubts its own clock, in seconds.
 pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
-/// A signed task list as it travels.
+/// Prefixed to a gate answer's payload before signing.
+pub const GATE_DOMAIN: &[u8] = b"plinth-gate-answer-v1\n";
+
+/// Prefixed to a file manifest's canonical bytes before hashing them into its digest.
+pub const MANIFEST_DOMAIN: &[u8] = b"plinth-file-manifest-v1\n";
+
+/// The largest signed gate answer an agent reads.
+pub const MAX_GATE_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// A signed payload as it travels: a task list, or a gate answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SignedTaskList {
-    /// The task list's JSON bytes, base64.
+pub struct SignedEnvelope {
+    /// The payload's JSON bytes, base64.
     pub payload: String,
-    /// The ed25519 signature over [`DOMAIN`] followed by the payload bytes, base64.
+    /// The ed25519 signature over the payload's domain string followed by the payload bytes, base64.
     pub signature: String,
+}
+
+/// A signed task list as it travels: its signature covers [`DOMAIN`] and the payload.
+pub type SignedTaskList = SignedEnvelope;
+
+/// Why a gate answer was refused: the task does not start on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateVerifyError {
+    /// The answer is larger than [`MAX_GATE_ANSWER_BYTES`].
+    #[error("gate answer is {0} bytes, over the {MAX_GATE_ANSWER_BYTES}-byte limit")]
+    TooLarge(usize),
+    /// The envelope or its payload cannot be read.
+    #[error("gate answer is malformed: {0}")]
+    Malformed(String),
+    /// The signature does not verify with the pinned controller key.
+    #[error("gate answer signature does not verify with the pinned controller key")]
+    BadSignature,
+    /// The answer is for another node, deployment, task or request.
+    #[error(
+        "gate answer is for {field} {found:?}, not {expected:?} (replayed or misdirected answer?)"
+    )]
+    Mismatch {
+        /// Which binding differs: `node`, `deployment`, `task` or `nonce`.
+        field: &'static str,
+        /// What the agent asked about.
+        expected: String,
+        /// What the answer says.
+        found: String,
+    },
+}
+
+/// What a gate answer must be bound to: the request the agent made.
+#[derive(Debug, Clone, Copy)]
+pub struct GateRequest<'a> {
+    /// This node's key fingerprint.
+    pub node_key: &'a str,
+    /// The deployment asked about.
+    pub deployment: u64,
+    /// The task asked about.
+    pub task: &'a str,
+    /// The request's nonce.
+    pub nonce: &'a str,
 }
 
 /// Why a task list was refused.
@@ -125,14 +176,90 @@ pub fn sign_task_list(key: &SigningKey, list: &TaskList) -> SignedTaskList {
 
 /// Signs already serialised task list bytes.
 pub fn sign_payload(key: &SigningKey, payload: &[u8]) -> SignedTaskList {
-    let mut message = Vec::with_capacity(DOMAIN.len() + payload.len());
-    message.extend_from_slice(DOMAIN);
+    sign_in_domain(key, DOMAIN, payload)
+}
+
+fn sign_in_domain(key: &SigningKey, domain: &[u8], payload: &[u8]) -> SignedEnvelope {
+    let mut message = Vec::with_capacity(domain.len() + payload.len());
+    message.extend_from_slice(domain);
     message.extend_from_slice(payload);
     let signature = key.sign(&message);
-    SignedTaskList {
+    SignedEnvelope {
         payload: B64.encode(payload),
         signature: B64.encode(signature.to_bytes()),
     }
+}
+
+/// The digest that names a file manifest in a signed list: the SHA-256 (lowercase hex) of
+/// [`MANIFEST_DOMAIN`] followed by the JSON of its kind and files (`["directory", [{path, size,
+/// sha256, mode}, ...]]`). The requested path is not part of it; the list names the source.
+pub fn manifest_digest(manifest: &FileManifest) -> String {
+    // Serialising plain data cannot fail.
+    let body = serde_json::to_vec(&(manifest.kind, &manifest.files)).unwrap_or_default();
+    let mut hasher = Sha256::new();
+    hasher.update(MANIFEST_DOMAIN);
+    hasher.update(&body);
+    hex::encode(hasher.finalize())
+}
+
+/// Signs a gate answer (bound to node, deployment, task and nonce by its own fields).
+pub fn sign_gate_answer(key: &SigningKey, answer: &GateAnswer) -> SignedEnvelope {
+    // Serialising plain data cannot fail.
+    let payload = serde_json::to_vec(answer).unwrap_or_default();
+    sign_in_domain(key, GATE_DOMAIN, &payload)
+}
+
+/// Verifies a signed gate answer as received and returns it. Checks, in order: size, envelope,
+/// signature over the payload bytes with the pinned key, then node, deployment, task and nonce.
+pub fn verify_gate_answer(
+    pinned: &VerifyingKey,
+    envelope: &[u8],
+    request: &GateRequest<'_>,
+) -> Result<GateAnswer, GateVerifyError> {
+    if envelope.len() > MAX_GATE_ANSWER_BYTES {
+        return Err(GateVerifyError::TooLarge(envelope.len()));
+    }
+    let envelope: SignedEnvelope =
+        serde_json::from_slice(envelope).map_err(|e| GateVerifyError::Malformed(e.to_string()))?;
+    let payload = B64
+        .decode(envelope.payload.as_bytes())
+        .map_err(|e| GateVerifyError::Malformed(format!("payload is not base64: {e}")))?;
+    let signature = B64
+        .decode(envelope.signature.as_bytes())
+        .map_err(|e| GateVerifyError::Malformed(format!("signature is not base64: {e}")))?;
+    let signature = Signature::from_slice(&signature).map_err(|_| GateVerifyError::BadSignature)?;
+    let mut message = Vec::with_capacity(GATE_DOMAIN.len() + payload.len());
+    message.extend_from_slice(GATE_DOMAIN);
+    message.extend_from_slice(&payload);
+    pinned
+        .verify_strict(&message, &signature)
+        .map_err(|_| GateVerifyError::BadSignature)?;
+    let answer: GateAnswer =
+        serde_json::from_slice(&payload).map_err(|e| GateVerifyError::Malformed(e.to_string()))?;
+    let checks = [
+        (
+            "node",
+            request.node_key.to_string(),
+            answer.node_key.clone(),
+        ),
+        (
+            "deployment",
+            request.deployment.to_string(),
+            answer.deployment.to_string(),
+        ),
+        ("task", request.task.to_string(), answer.task.clone()),
+        ("nonce", request.nonce.to_string(), answer.nonce.clone()),
+    ];
+    for (field, expected, found) in checks {
+        if expected != found {
+            return Err(GateVerifyError::Mismatch {
+                field,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(answer)
 }
 
 /// Verifies a signed task list envelope as received (its raw bytes) and returns the list. Checks, in order:

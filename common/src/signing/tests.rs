@@ -17,6 +17,7 @@ fn list(node_key: &str, revision: u64, nonce: &str) -> TaskList {
         expires_at: 2_000,
         nonce: nonce.into(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "hello".into(),
             kind: TaskKind::Shell,
@@ -27,6 +28,7 @@ fn list(node_key: &str, revision: u64, nonce: &str) -> TaskList {
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         }],
     }
 }
@@ -182,4 +184,134 @@ fn keys_round_trip_through_text() {
     );
     assert!(public_key_from_text("not a key").is_err());
     assert!(signing_key_from_pem("-----BEGIN NOTHING-----").is_err());
+}
+
+fn gate_answer(node: &str, nonce: &str) -> GateAnswer {
+    GateAnswer {
+        node_key: node.into(),
+        deployment: 7,
+        task: "db".into(),
+        nonce: nonce.into(),
+        ready: true,
+        waiting_for: vec![],
+        blocked: false,
+    }
+}
+
+#[test]
+fn gate_answers_are_bound_to_key_node_deployment_task_and_nonce() {
+    let controller = key(1);
+    let node = fingerprint(&key(2).verifying_key());
+    let request = GateRequest {
+        node_key: &node,
+        deployment: 7,
+        task: "db",
+        nonce: NONCE,
+    };
+    let good = gate_answer(&node, NONCE);
+    let bytes =
+        |k: &SigningKey, a: &GateAnswer| serde_json::to_vec(&sign_gate_answer(k, a)).unwrap();
+    assert_eq!(
+        verify_gate_answer(
+            &controller.verifying_key(),
+            &bytes(&controller, &good),
+            &request
+        ),
+        Ok(good.clone())
+    );
+    assert_eq!(
+        verify_gate_answer(
+            &controller.verifying_key(),
+            &bytes(&key(9), &good),
+            &request
+        ),
+        Err(GateVerifyError::BadSignature)
+    );
+    // A task list signature never passes as a gate answer's, and the other way round.
+    let as_list = serde_json::to_vec(&sign_payload(
+        &controller,
+        &serde_json::to_vec(&good).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(
+        verify_gate_answer(&controller.verifying_key(), &as_list, &request),
+        Err(GateVerifyError::BadSignature)
+    );
+    for (field, a) in [
+        (
+            "node",
+            GateAnswer {
+                node_key: "other".into(),
+                ..good.clone()
+            },
+        ),
+        (
+            "deployment",
+            GateAnswer {
+                deployment: 8,
+                ..good.clone()
+            },
+        ),
+        (
+            "task",
+            GateAnswer {
+                task: "web".into(),
+                ..good.clone()
+            },
+        ),
+        (
+            "nonce",
+            GateAnswer {
+                nonce: "0".repeat(32),
+                ..good.clone()
+            },
+        ),
+    ] {
+        match verify_gate_answer(
+            &controller.verifying_key(),
+            &bytes(&controller, &a),
+            &request,
+        ) {
+            Err(GateVerifyError::Mismatch { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn manifest_digests_change_with_any_byte_mode_or_name() {
+    use crate::wire::{FileManifest, ManifestFile, ManifestKind};
+    let m = FileManifest {
+        kind: ManifestKind::Directory,
+        path: "mods".into(),
+        files: vec![ManifestFile {
+            path: "a.pp".into(),
+            size: 1,
+            sha256: "ab".repeat(32),
+            mode: 0o644,
+        }],
+    };
+    let d = manifest_digest(&m);
+    assert_eq!(d.len(), 64);
+    // The requested path is named by the list, not by the digest.
+    assert_eq!(
+        manifest_digest(&FileManifest {
+            path: "x".into(),
+            ..m.clone()
+        }),
+        d
+    );
+    let mut setuid = m.clone();
+    setuid.files[0].mode = 0o4755;
+    let mut renamed = m.clone();
+    renamed.files[0].path = "b.pp".into();
+    let mut other = m.clone();
+    other.files[0].sha256 = "cd".repeat(32);
+    let file = FileManifest {
+        kind: ManifestKind::File,
+        ..m.clone()
+    };
+    for changed in [setuid, renamed, other, file] {
+        assert_ne!(manifest_digest(&changed), d, "{changed:?}");
+    }
 }

@@ -295,6 +295,34 @@ pub struct SimulatedFailure {
     pub outcome: NodeOutcome,
 }
 
+impl fmt::Display for SimulatedFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} ({})", self.node, self.phase, self.outcome)
+    }
+}
+
+impl SimulatedFailure {
+    /// Why this failure never applied in a simulation that ended with `report`, as a sentence.
+    pub fn why_never_applied(&self, report: &Report) -> String {
+        let (node, phase) = (&self.node, &self.phase);
+        if report.unselected_nodes.iter().any(|n| n == node) {
+            return format!("{self} never applied: no group selects {node}");
+        }
+        match report.node(node) {
+            Some(n) if n.failed_phase.is_some() && n.failed_phase.as_deref() != Some(phase) => format!(
+                "{self} never applied: {node} failed {} before reaching {phase}",
+                n.failed_phase.as_deref().unwrap_or_default()
+            ),
+            Some(n) => format!(
+                "{self} never applied: {node} never reached {phase} (it ended {}; the groups that select it \
+                 did not run {phase} for it)",
+                n.status
+            ),
+            None => format!("{self} never applied: {node} is not in the deployment"),
+        }
+    }
+}
+
 /// A `--fail` argument that is not `node:phase[:outcome]`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("invalid failure {text:?}: {reason} (expected NODE:PHASE or NODE:PHASE:OUTCOME, OUTCOME one of failed, timed_out, never_reported)")]

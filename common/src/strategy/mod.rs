@@ -7,7 +7,11 @@
 //! | module | owns |
 //! |---|---|
 //! | `model` | the strategy as data ([`Strategy`], [`Group`], [`Selector`], [`SuccessCriteria`], [`Phase`]) |
-//! | `parse` | reading Shipyard's document or the plain form from YAML or JSON ([`parse_strategy`]) |
+//! | `yaml11` | YAML as Shipyard's PyYAML reads it (1.1 booleans and numbers, merge keys, repeated keys) |
+//! | `load` | one or several texts to a strategy, with warnings and provenance ([`load_strategy`]) |
+//! | `layering` | Deckhand's layering of a site design stream (abstract, parents, actions, replacement) |
+//! | `configuration` | Shipyard's `DeploymentConfiguration`: the strategy's name and the phase timeouts |
+//! | `parse` | reading Shipyard's document or the plain form ([`parse_strategy`]) |
 //! | `validate` | the rules across fields: names, dependencies, cycles, ranges ([`Strategy::validate`]) |
 //! | `finding` | problems found ([`Finding`]) and the error carrying all of them ([`StrategyError`]) |
 //! | `inventory` | the nodes a strategy selects from ([`InventoryNode`], [`parse_inventory`]) |
@@ -21,9 +25,12 @@
 //! The rules, defaults and the order among ready groups are described in this folder's README.
 
 mod check;
+mod configuration;
 mod criteria;
 mod finding;
 mod inventory;
+pub mod layering;
+mod load;
 mod model;
 mod parse;
 mod report;
@@ -32,20 +39,26 @@ mod sequencer;
 mod status;
 mod text;
 mod validate;
+mod yaml11;
 
 pub use check::{
     check, simulate, CheckReport, GroupCheck, PhaseCheck, SimulatedFailure, SimulatedFailureError,
     Simulation, Warning,
 };
+pub use configuration::LoadedConfiguration;
+pub use configuration::{
+    load_configuration, DeploymentConfiguration, CONFIGURATION_SCHEMA, DEFAULT_STRATEGY_NAME,
+};
 pub use criteria::{Criterion, CriterionFailure};
 pub use finding::{Finding, StrategyError};
 pub use inventory::{check_inventory, parse_inventory, InventoryError, InventoryNode};
+pub use load::{load_strategy, LoadedStrategy, Source};
 pub use model::{
     Group, Label, Phase, Selector, Strategy, SuccessCriteria, DEFAULT_GROUP_NAME,
     DEFAULT_MAX_CONCURRENT_GROUPS, DEFAULT_PHASE_TIMEOUT_SECS, SHIPYARD_SCHEMA,
 };
 pub use parse::{parse_strategy, strategy_from_value};
-pub use report::{GroupReport, NodeReport, PhaseReport, Report};
+pub use report::{GroupReport, NodeReport, PhaseReport, Report, Step};
 pub use sequencer::{InFlightPhase, SequenceError, Sequencer};
 pub use status::{
     Action, DeploymentStatus, Event, FailureReason, GroupState, NodeOutcome, NodeResult,

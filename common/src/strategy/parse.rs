@@ -12,7 +12,6 @@ use super::model::{
     Group, Label, Phase, Selector, Strategy, SuccessCriteria, DEFAULT_MAX_CONCURRENT_GROUPS,
     DEFAULT_PHASE_TIMEOUT_SECS, SHIPYARD_SCHEMA,
 };
-use super::text::documents;
 use super::validate::{semantic_findings, Paths};
 
 const ENVELOPE_FIELDS: &[&str] = &["schema", "metadata", "data"];
@@ -41,47 +40,21 @@ const PHASE_FIELDS: &[&str] = &["name", "graph_type", "timeout"];
 
 /// Reads a strategy from YAML or JSON text and validates it, returning every problem found.
 ///
-/// A YAML stream with several documents (a Shipyard site design) is accepted when exactly one of them has
-/// `schema: shipyard/DeploymentStrategy/v1`.
+/// A YAML stream with several documents (a Shipyard site design) is accepted when, once abstract documents
+/// are left out and Deckhand's layering is applied, exactly one has `schema: shipyard/DeploymentStrategy/v1`.
+/// Warnings (fields Plinth does not know, kept) are dropped here; [`crate::strategy::load_strategy`] returns
+/// them.
 pub fn parse_strategy(text: &str) -> Result<Strategy, StrategyError> {
-    let docs = documents(text).map_err(StrategyError::Syntax)?;
-    match docs.len() {
-        0 => Err(StrategyError::Syntax(
-            "the text holds no document".to_string(),
-        )),
-        1 => strategy_from_value(&docs[0]),
-        count => {
-            let strategies: Vec<&Value> = docs
-                .iter()
-                .filter(|doc| doc.get("schema").and_then(Value::as_str) == Some(SHIPYARD_SCHEMA))
-                .collect();
-            match strategies.as_slice() {
-                [only] => strategy_from_value(only),
-                [] => Err(StrategyError::Syntax(format!(
-                    "the text holds {count} documents and none has schema {SHIPYARD_SCHEMA}"
-                ))),
-                several => {
-                    let names: Vec<&str> = several
-                        .iter()
-                        .map(|doc| {
-                            doc.pointer("/metadata/name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("(unnamed)")
-                        })
-                        .collect();
-                    Err(StrategyError::Syntax(format!(
-                        "the text holds {} documents with schema {SHIPYARD_SCHEMA} ({}); give one",
-                        several.len(),
-                        names.join(", ")
-                    )))
-                }
-            }
-        }
-    }
+    super::load::load_strategy(&[super::load::Source::new("", text)]).map(|loaded| loaded.strategy)
 }
 
 /// Reads a strategy from an already parsed JSON value (either form) and validates it.
 pub fn strategy_from_value(value: &Value) -> Result<Strategy, StrategyError> {
+    read_document(value).map(|(strategy, _)| strategy)
+}
+
+/// Reads and validates one document; also returns the warnings (unknown fields, which are kept).
+pub(crate) fn read_document(value: &Value) -> Result<(Strategy, Vec<Finding>), StrategyError> {
     let mut reader = Reader::default();
     let strategy = reader.document(value);
     let mut findings = reader.findings;
@@ -92,7 +65,7 @@ pub fn strategy_from_value(value: &Value) -> Result<Strategy, StrategyError> {
         };
         findings.extend(semantic_findings(&strategy, &paths));
         if findings.is_empty() {
-            return Ok(strategy);
+            return Ok((strategy, reader.warnings));
         }
     }
     Err(StrategyError::Invalid(findings))
@@ -102,6 +75,8 @@ pub fn strategy_from_value(value: &Value) -> Result<Strategy, StrategyError> {
 #[derive(Default)]
 struct Reader {
     findings: Vec<Finding>,
+    /// Fields Shipyard's schema leaves open and Plinth does not know: kept, and named in a warning.
+    warnings: Vec<Finding>,
     /// Where the strategy's settings live: `""` for the plain form, `"data"` for Shipyard's.
     prefix: String,
     /// Indices of groups whose name was missing or not a string (they carry their position as a name).
@@ -113,13 +88,15 @@ impl Reader {
         self.findings.push(Finding::new(group, field, message));
     }
 
-    /// Records every key of `map` that is not in `allowed`.
+    /// Records every key of `map` that is not in `allowed`: as a problem where Shipyard's schema is strict
+    /// (selectors, success criteria) or the form is Plinth's own, else as a warning (the field is kept).
     fn check_keys(
         &mut self,
         map: &Map<String, Value>,
         allowed: &[&str],
         group: Option<&str>,
         prefix: &str,
+        strict: bool,
     ) {
         for key in map.keys() {
             if !allowed.contains(&key.as_str()) {
@@ -128,7 +105,13 @@ impl Reader {
                     message.push_str(&format!(" (did you mean {near:?}?)"));
                 }
                 message.push_str(&format!("; expected one of: {}", allowed.join(", ")));
-                self.add(group, &join(prefix, key), message);
+                if strict {
+                    self.add(group, &join(prefix, key), message);
+                } else {
+                    message.push_str("; kept, and not used by Plinth");
+                    self.warnings
+                        .push(Finding::new(group, join(prefix, key), message));
+                }
             }
         }
     }
@@ -148,11 +131,11 @@ impl Reader {
         };
         let shipyard = ENVELOPE_FIELDS.iter().any(|key| map.contains_key(*key));
         if !shipyard {
-            self.check_keys(map, PLAIN_FIELDS, None, "");
+            self.check_keys(map, PLAIN_FIELDS, None, "", true);
             let name = self.optional_string(map.get("name"), None, "name");
             return Some(self.settings(map, name));
         }
-        self.check_keys(map, ENVELOPE_FIELDS, None, "");
+        self.check_keys(map, ENVELOPE_FIELDS, None, "", false);
         match map.get("schema") {
             Some(Value::String(schema)) if schema == SHIPYARD_SCHEMA => {}
             Some(other) => self.add(
@@ -205,7 +188,7 @@ impl Reader {
     fn settings(&mut self, map: &Map<String, Value>, name: Option<String>) -> Strategy {
         let prefix = self.prefix.clone();
         if !prefix.is_empty() {
-            self.check_keys(map, DATA_FIELDS, None, &prefix);
+            self.check_keys(map, DATA_FIELDS, None, &prefix, false);
         }
         let groups_path = join(&prefix, "groups");
         let groups = match map.get("groups") {
@@ -317,7 +300,7 @@ impl Reader {
             location.clone()
         });
         let group = Some(label.as_str());
-        self.check_keys(map, GROUP_FIELDS, group, "");
+        self.check_keys(map, GROUP_FIELDS, group, "", false);
         let critical = match map.get("critical") {
             Some(Value::Bool(critical)) => *critical,
             Some(other) => {
@@ -399,7 +382,7 @@ impl Reader {
             );
             return None;
         };
-        self.check_keys(map, SELECTOR_FIELDS, group, path);
+        self.check_keys(map, SELECTOR_FIELDS, group, path, true);
         let mut list = |key: &str| match map.get(key) {
             None | Some(Value::Null) => Vec::new(),
             Some(value) => self.string_list(value, group, &join(path, key)),
@@ -490,7 +473,7 @@ impl Reader {
     }
 
     fn criteria(&mut self, map: &Map<String, Value>, group: Option<&str>) -> SuccessCriteria {
-        self.check_keys(map, CRITERIA_FIELDS, group, "success_criteria");
+        self.check_keys(map, CRITERIA_FIELDS, group, "success_criteria", true);
         let mut read =
             |key: &str| self.optional_uint(map.get(key), group, &format!("success_criteria.{key}"));
         SuccessCriteria {
@@ -512,7 +495,7 @@ impl Reader {
             );
             return None;
         };
-        self.check_keys(map, PHASE_FIELDS, None, path);
+        self.check_keys(map, PHASE_FIELDS, None, path, true);
         let name = self.required_string(map.get("name"), &join(path, "name"));
         let graph_type = self.required_string(map.get("graph_type"), &join(path, "graph_type"));
         let timeout = self.optional_uint(map.get("timeout"), None, &join(path, "timeout"));
@@ -651,7 +634,7 @@ pub(crate) fn describe(value: &Value) -> String {
 }
 
 /// The allowed name closest to a misspelt one, if it is close enough to be a likely typo.
-fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
     allowed
         .iter()
         .map(|candidate| (edit_distance(key, candidate), *candidate))

@@ -5,6 +5,7 @@ use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
+use super::model::SuccessCriteria;
 use super::status::{
     DeploymentStatus, FailureReason, GroupState, NodeOutcome, NodeStatus, PhaseOutcome, SkipCause,
 };
@@ -48,6 +49,12 @@ pub struct GroupReport {
     /// Why it failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<FailureReason>,
+    /// The groups it depends on.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Its success criteria, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_criteria: Option<SuccessCriteria>,
     /// How each phase went, in phase order.
     pub phases: Vec<PhaseReport>,
     /// Every node it selects.
@@ -91,9 +98,62 @@ pub struct NodeReport {
     /// How it failed that phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<NodeOutcome>,
+    /// How it failed, in words (`timed out after 60 s` when its phase reached its timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_detail: Option<String>,
+}
+
+/// One step of a deployment as Shipyard's `describe action` lists them: a phase of a group, in the order
+/// groups were processed (groups not reached yet last, in document order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based position.
+    pub index: usize,
+    /// `PHASE GROUP`, as the seed's processing diagram names it.
+    pub name: String,
+    /// The group.
+    pub group: String,
+    /// The phase.
+    pub phase: String,
+    /// `pending`, `running`, `success`, `failed` or `skipped`.
+    pub state: String,
+    /// How it went, in the seed's words (`SUCCESS`, `FAILED, due to dependency (ntp-node)`, ...).
+    pub detail: String,
 }
 
 impl Report {
+    /// The deployment's steps: each phase of each group, in processing order.
+    pub fn steps(&self) -> Vec<Step> {
+        let listed = |name: &str| self.order.iter().any(|processed| processed == name);
+        let unprocessed = self.groups.iter().filter(|group| !listed(&group.name));
+        self.order
+            .iter()
+            .filter_map(|name| self.group(name))
+            .chain(unprocessed)
+            .flat_map(|group| {
+                group.phases.iter().map(move |phase| {
+                    let state = match &phase.outcome {
+                        PhaseOutcome::Pending => "pending",
+                        PhaseOutcome::Running => "running",
+                        PhaseOutcome::Succeeded { .. } => "success",
+                        PhaseOutcome::Failed { .. } => "failed",
+                        PhaseOutcome::Skipped { .. } => "skipped",
+                    };
+                    (group, phase, state)
+                })
+            })
+            .enumerate()
+            .map(|(index, (group, phase, state))| Step {
+                index: index + 1,
+                name: format!("{} {}", phase.phase, group.name),
+                group: group.name.clone(),
+                phase: phase.phase.clone(),
+                state: state.to_string(),
+                detail: phase_text(&phase.outcome),
+            })
+            .collect()
+    }
+
     /// The group with this name.
     pub fn group(&self, name: &str) -> Option<&GroupReport> {
         self.groups.iter().find(|group| group.name == name)
@@ -174,17 +234,26 @@ fn phase_text(outcome: &PhaseOutcome) -> String {
         PhaseOutcome::Failed {
             failures,
             timed_out,
+            timeout_secs,
             ..
         } => {
             let criteria: Vec<String> = failures.iter().map(ToString::to_string).collect();
-            if timed_out.is_empty() {
-                format!("FAILED: {}", criteria.join("; "))
-            } else {
-                format!(
-                    "FAILED, timed out on {}: {}",
+            match (timeout_secs, timed_out.is_empty()) {
+                (Some(secs), _) if criteria.is_empty() => format!(
+                    "FAILED, timed out after {secs} s on {}",
+                    timed_out.join(", ")
+                ),
+                (Some(secs), _) => format!(
+                    "FAILED, timed out after {secs} s on {}: {}",
                     timed_out.join(", "),
                     criteria.join("; ")
-                )
+                ),
+                (None, true) => format!("FAILED: {}", criteria.join("; ")),
+                (None, false) => format!(
+                    "FAILED, no report from {}: {}",
+                    timed_out.join(", "),
+                    criteria.join("; ")
+                ),
             }
         }
         PhaseOutcome::Skipped {
@@ -251,8 +320,9 @@ impl fmt::Display for Report {
             .nodes
             .iter()
             .map(|node| {
-                let detail = match (&node.failed_phase, node.failure) {
-                    (Some(phase), Some(failure)) => format!("{phase}: {failure}"),
+                let detail = match (&node.failed_phase, &node.failure_detail, node.failure) {
+                    (Some(phase), Some(detail), _) => format!("{phase}: {detail}"),
+                    (Some(phase), None, Some(failure)) => format!("{phase}: {failure}"),
                     _ => String::new(),
                 };
                 vec![

@@ -155,14 +155,18 @@ pub enum FailureReason {
         /// Every criterion missed, with its numbers.
         failures: Vec<CriterionFailure>,
     },
-    /// The phase's timeout passed with these nodes unfinished, and the group then missed its criteria.
+    /// The phase's timeout passed with these nodes unfinished. This fails the group whatever its criteria
+    /// (the seed: "a failure based on these values will be treated as a failure for the group").
     Timeout {
         /// The phase that timed out.
         phase: String,
         /// Nodes that had not finished (timed out or never reported).
         nodes: Vec<String>,
-        /// Every criterion missed, with its numbers.
+        /// Every criterion missed as well, with its numbers (may be empty).
         failures: Vec<CriterionFailure>,
+        /// The phase's timeout, in seconds.
+        #[serde(default)]
+        after_secs: u64,
     },
     /// A group this one depends on failed, so this one was not attempted.
     Dependency {
@@ -194,14 +198,21 @@ impl fmt::Display for FailureReason {
                 phase,
                 nodes,
                 failures,
-            } => write!(
-                f,
-                "{phase} timed out with {} node{} unfinished ({}): {}",
-                nodes.len(),
-                if nodes.len() == 1 { "" } else { "s" },
-                nodes.join(", "),
-                list(failures)
-            ),
+                after_secs,
+            } => {
+                write!(
+                    f,
+                    "{phase} timed out after {after_secs} s with {} node{} unfinished ({})",
+                    nodes.len(),
+                    if nodes.len() == 1 { "" } else { "s" },
+                    nodes.join(", "),
+                )?;
+                if failures.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, "; also {}", list(failures))
+                }
+            }
             FailureReason::Dependency { dependency, root } if dependency == root => {
                 write!(f, "group {dependency} it depends on failed")
             }
@@ -260,6 +271,9 @@ pub enum PhaseOutcome {
         failures: Vec<CriterionFailure>,
         /// Nodes that timed out or never reported in this phase.
         timed_out: Vec<String>,
+        /// The phase's timeout in seconds, when it ended by reaching it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
     },
     /// The phase was not run.
     Skipped {

@@ -5,6 +5,7 @@
 //! on. The controller's answers to polls are [`crate::signing::SignedTaskList`] envelopes; everything else is
 //! plain JSON described here.
 
+mod bounded;
 mod facts;
 mod files;
 mod results;
@@ -15,7 +16,8 @@ pub use files::{
     FileManifest, ManifestFile, ManifestKind, MAX_MANIFEST_FILES, MODE_HEADER, SHA256_HEADER,
 };
 pub use results::{
-    Refusal, ResultAck, ResultKey, ResultStatus, ResultsBatch, TaskResult, OUTPUT_TAIL_BYTES,
+    json_len, Refusal, ResultAck, ResultKey, ResultStatus, ResultVerdict, ResultsBatch, TaskResult,
+    Verdict, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, OUTPUT_TAIL_BYTES,
 };
 pub use task_list::{CrossDependency, TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
 
@@ -30,6 +32,17 @@ pub const MAX_TASK_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 /// The largest request body the controller accepts from an agent.
 pub const MAX_AGENT_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// The largest a registration's facts may be, as JSON.
+pub const MAX_FACTS_BYTES: usize = 256 * 1024;
+/// The most tags, and the most labels, a registration may carry.
+pub const MAX_REPORTED_ITEMS: usize = 64;
+/// The longest a reported name, tag, label key or rack may be, in bytes.
+pub const MAX_REPORTED_NAME_BYTES: usize = 128;
+/// The longest a label's value may be, in bytes.
+pub const MAX_LABEL_VALUE_BYTES: usize = 512;
+/// The prefix of the tags primary election gives; a node can never report one itself.
+pub const PRIMARY_TAG_PREFIX: &str = "primary-";
 
 /// The longest a poll may be held open by the controller, in seconds.
 pub const MAX_POLL_WAIT_SECS: u64 = 30;
@@ -57,6 +70,57 @@ pub struct Registration {
     /// An enrollment token that admits the node without an operator.
     #[serde(default)]
     pub enrollment_token: Option<String>,
+}
+
+impl Registration {
+    /// Checks the sizes of what the agent reports: facts at most [`MAX_FACTS_BYTES`], at most
+    /// [`MAX_REPORTED_ITEMS`] tags and labels, names at most [`MAX_REPORTED_NAME_BYTES`], label values at
+    /// most [`MAX_LABEL_VALUE_BYTES`]. The error names the field.
+    pub fn check_sizes(&self) -> Result<(), String> {
+        let facts = results::json_len(&self.facts);
+        if facts > MAX_FACTS_BYTES {
+            return Err(format!(
+                "facts are {facts} bytes, more than the limit of {MAX_FACTS_BYTES}"
+            ));
+        }
+        for (field, count) in [("tags", self.tags.len()), ("labels", self.labels.len())] {
+            if count > MAX_REPORTED_ITEMS {
+                return Err(format!(
+                    "{count} {field}, more than the limit of {MAX_REPORTED_ITEMS}"
+                ));
+            }
+        }
+        let names = self
+            .name
+            .iter()
+            .map(|n| ("name", n.as_str()))
+            .chain(self.rack.iter().map(|r| ("rack", r.as_str())))
+            .chain(self.tags.iter().map(|t| ("tag", t.as_str())))
+            .chain(self.labels.keys().map(|k| ("label", k.as_str())));
+        for (field, value) in names {
+            if value.len() > MAX_REPORTED_NAME_BYTES {
+                return Err(format!(
+                    "{field} {:?}… is {} bytes, more than the limit of {MAX_REPORTED_NAME_BYTES}",
+                    value.chars().take(32).collect::<String>(),
+                    value.len()
+                ));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(format!("{field} {value:?} holds a control character"));
+            }
+        }
+        if let Some((key, value)) = self
+            .labels
+            .iter()
+            .find(|(_, v)| v.len() > MAX_LABEL_VALUE_BYTES)
+        {
+            return Err(format!(
+                "label {key:?} has a value of {} bytes, more than the limit of {MAX_LABEL_VALUE_BYTES}",
+                value.len()
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Whether a node may receive work.
@@ -104,14 +168,26 @@ pub struct GateQuery {
     pub deployment: u64,
     /// The task id.
     pub task: String,
+    /// A fresh random value the signed answer must echo (as a poll's nonce).
+    pub nonce: String,
     /// How long the controller may hold the request waiting for the answer to become yes, in seconds.
     #[serde(default)]
     pub wait: u64,
 }
 
-/// The controller's answer to a dependency check.
+/// The controller's answer to a dependency check, signed (see [`crate::signing::sign_gate_answer`]) and
+/// bound to the node, the deployment, the task and the request's nonce.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GateAnswer {
+    /// The fingerprint of the node key the answer is for.
+    pub node_key: String,
+    /// The deployment asked about.
+    pub deployment: u64,
+    /// The task asked about.
+    pub task: String,
+    /// The nonce of the request answered.
+    pub nonce: String,
     /// True when every dependency has finished and any concurrency limit leaves room.
     pub ready: bool,
     /// Why not, for the agent's log.

@@ -5,6 +5,16 @@ use serde::{Deserialize, Serialize};
 /// How much of a task's stdout and stderr an agent keeps and reports: the last bytes.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
+/// The largest one result may be, as JSON. An agent bounds every result to it before journaling it
+/// ([`TaskResult::bounded`]); the controller refuses a larger one (that result alone).
+pub const MAX_RESULT_BYTES: usize = 64 * 1024;
+
+/// The longest a result's `message` may be, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024;
+
+/// The most JSON bytes a result's `details` may hold.
+pub const MAX_DETAILS_BYTES: usize = 24 * 1024;
+
 /// How one attempt of a task ended (or that it started).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -84,6 +94,31 @@ pub struct TaskResult {
 }
 
 impl TaskResult {
+    /// This result cut to fit [`MAX_RESULT_BYTES`]: the message to [`MAX_MESSAGE_BYTES`], `details`
+    /// to [`MAX_DETAILS_BYTES`] (long lists keep their first items, long strings their start, and
+    /// `details.truncated` maps each cut place to its original length, so counts survive), and the output
+    /// tails shortened from their start when escaping made them large. A result that fits is unchanged.
+    pub fn bounded(mut self) -> TaskResult {
+        if self.message.len() > MAX_MESSAGE_BYTES {
+            self.message = format!(
+                "{}… ({} bytes in all)",
+                head(&self.message, MAX_MESSAGE_BYTES - 64),
+                self.message.len()
+            );
+        }
+        if json_len(&self.details) > MAX_DETAILS_BYTES {
+            self.details = super::bounded::bound_details(std::mem::take(&mut self.details));
+        }
+        while json_len(&self) > MAX_RESULT_BYTES
+            && !(self.stdout_tail.is_empty() && self.stderr_tail.is_empty())
+        {
+            // Escaping can make output several times its byte length: keep halving the tails' starts.
+            self.stdout_tail = tail(&self.stdout_tail, self.stdout_tail.len() / 2).to_string();
+            self.stderr_tail = tail(&self.stderr_tail, self.stderr_tail.len() / 2).to_string();
+        }
+        self
+    }
+
     /// The key under which the controller stores this result.
     pub fn key(&self) -> ResultKey {
         ResultKey {
@@ -96,6 +131,29 @@ impl TaskResult {
     }
 }
 
+/// The JSON length of a value (0 if it cannot be written, which the wire types never are).
+pub fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0)
+}
+
+/// The longest start of `s` of at most `max` bytes that ends on a character boundary.
+fn head(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The longest end of `s` of at most `max` bytes that starts on a character boundary.
+fn tail(s: &str, max: usize) -> &str {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
 /// A batch of results: `POST /agent/v1/results`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,11 +162,62 @@ pub struct ResultsBatch {
     pub results: Vec<TaskResult>,
 }
 
-/// The controller's acknowledgement: these keys are stored durably and need not be sent again.
+/// What the controller did with one result of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Stored durably now.
+    Accepted,
+    /// Stored durably before (a resend).
+    Duplicate,
+    /// Never to be stored (the reason says why): the agent must not send it again.
+    Refused,
+}
+
+impl Verdict {
+    /// True when the result is stored on the controller.
+    pub fn stored(self) -> bool {
+        matches!(self, Verdict::Accepted | Verdict::Duplicate)
+    }
+}
+
+/// The controller's word on one result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultVerdict {
+    /// Which result.
+    pub key: ResultKey,
+    /// What became of it.
+    pub verdict: Verdict,
+    /// Why it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The controller's acknowledgement of a batch: one verdict per result, in the batch's order. A result
+/// missing from it (the controller could not decide, for example while its database is unavailable) is
+/// sent again later.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultAck {
-    /// Stored (now or before).
-    pub acked: Vec<ResultKey>,
+    /// The verdicts.
+    pub verdicts: Vec<ResultVerdict>,
+}
+
+impl ResultAck {
+    /// The keys stored durably (now or before).
+    pub fn stored(&self) -> impl Iterator<Item = &ResultKey> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.verdict.stored())
+            .map(|v| &v.key)
+    }
+
+    /// The refused keys with their reasons.
+    pub fn refused(&self) -> impl Iterator<Item = (&ResultKey, &str)> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.verdict == Verdict::Refused)
+            .map(|v| (&v.key, v.reason.as_deref().unwrap_or("refused")))
+    }
 }
 
 /// A task list the agent refused, reported so operators see it: `POST /agent/v1/refusals`.

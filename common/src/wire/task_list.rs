@@ -31,8 +31,16 @@ pub struct TaskList {
     /// Run puppet in no-op mode.
     #[serde(default)]
     pub noop: bool,
+    /// An order to stop: the node ends the list of this deployment it is running (its running task
+    /// terminated, the rest not started) and runs nothing in its place. Such a list has no tasks.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cancel: bool,
     /// The tasks, in the order to run them.
     pub tasks: Vec<TaskSpec>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The kinds of task an agent runs.
@@ -88,6 +96,12 @@ pub struct TaskSpec {
     /// True when the controller gates this task (cross-node dependencies or a concurrency limit).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gated: bool,
+    /// For `copy_files` and `sync` tasks: each source's path (relative to the files root, without
+    /// leading or trailing `/`) and the digest of its manifest ([`crate::signing::manifest_digest`]),
+    /// fixed when the list was published. Signed with the list, so every byte and mode the task
+    /// installs is: the agent refuses a manifest with another digest and a file with another hash.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub manifests: std::collections::BTreeMap<String, String>,
 }
 
 /// A task on another node that must finish first.

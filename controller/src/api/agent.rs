@@ -3,26 +3,67 @@
 use super::auth::{secrets_equal, Agent, AgentKey};
 use super::error::{ApiError, Json, Query};
 use crate::clock::{now_ms, now_secs};
+use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
-use crate::store::{NodeAdmission, NodeRegistration};
-use axum::extract::State;
+use crate::store::{NewRefusal, NodeAdmission, NodeRegistration, Stored};
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use plinth_common::signing::{public_key_to_text, sign_task_list};
-use plinth_common::wire::{
-    valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration, RegistrationAck,
-    ResultAck, ResultsBatch, MAX_POLL_WAIT_SECS,
+use plinth_common::signing::{
+    public_key_to_text, sign_gate_answer, sign_task_list, SignedEnvelope,
 };
+use plinth_common::wire::{
+    json_len, valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration,
+    RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
+    MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, MAX_RESULT_BYTES, PRIMARY_TAG_PREFIX,
+};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `POST /agent/v1/register`.
+/// `POST /agent/v1/register`. A node's first registration records what it says (its name made unique,
+/// its tags, labels and rack); later ones refresh its facts, and while it is accepted what it says of its
+/// name, tags, labels and rack is kept apart as `reported` (the operator's record stands). New keys are
+/// bounded: registrations per source address, and discovered nodes in all.
 pub async fn register(
     State(state): State<Arc<AppState>>,
     key: AgentKey,
-    Json(reg): Json<Registration>,
+    addr: Option<Extension<PeerAddr>>,
+    ticket: Option<Extension<Arc<ConnectionTicket>>>,
+    Json(mut reg): Json<Registration>,
 ) -> Result<Json<RegistrationAck>, ApiError> {
+    reg.check_sizes()
+        .map_err(|e| ApiError::bad_request(format!("registration refused: {e}")))?;
     let config = state.config();
+    let known = state.nodes.get(&key.fingerprint).is_some();
+    if !known {
+        if let Some(Extension(PeerAddr(addr))) = addr {
+            let per_minute = config.limits.registrations_per_minute;
+            if let Err(wait) =
+                state
+                    .registrations
+                    .take(addr.ip(), per_minute, std::time::Instant::now())
+            {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_registrations",
+                    format!(
+                        "{addr} registered more than {per_minute} new nodes a minute; try again in {wait} s"
+                    ),
+                ));
+            }
+        }
+    }
+    let reported_primaries: Vec<String> = reg
+        .tags
+        .iter()
+        .filter(|t| t.starts_with(PRIMARY_TAG_PREFIX))
+        .cloned()
+        .collect();
+    if !reported_primaries.is_empty() {
+        tracing::warn!(key = %key.fingerprint, tags = ?reported_primaries, "a node reported primary tags; only election gives them, so they are dropped");
+        reg.tags.retain(|t| !t.starts_with(PRIMARY_TAG_PREFIX));
+    }
     let token_ok = match (&config.enrollment_token, &reg.enrollment_token) {
         (Some(expected), Some(given)) => secrets_equal(expected, given),
         _ => false,
@@ -49,6 +90,7 @@ pub async fn register(
         labels: reg.labels,
         rack: reg.rack,
         now_ms: now_ms(),
+        max_discovered: config.limits.max_discovered_nodes,
     };
     let node = state
         .blocking(move |s| {
@@ -61,6 +103,9 @@ pub async fn register(
             Ok(node)
         })
         .await?;
+    if let Some(Extension(ticket)) = ticket {
+        ticket.trust();
+    }
     tracing::info!(node = node.id, key = %node.node_key, admission = ?node.admission, "node registered");
     Ok(Json(RegistrationAck {
         node_id: node.id,
@@ -81,7 +126,8 @@ pub async fn poll(
             "nonce must be 16 to 64 lowercase hex characters",
         ));
     }
-    agent.node.note_after(q.after);
+    // `after` only chooses what to answer: revisions are the controller's alone, and nothing a node
+    // sends moves them.
     let wait = Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -112,54 +158,222 @@ pub async fn poll(
     }
 }
 
-/// `POST /agent/v1/results`: stores results idempotently and acknowledges them.
+/// `POST /agent/v1/results`: judges each result on its own (accepted, duplicate, or refused with the
+/// reason), stores the accepted ones durably before answering, and moves deployments on. One bad result
+/// never holds back the others: the agent settles refused ones and goes on.
 pub async fn results(
     State(state): State<Arc<AppState>>,
     agent: Agent,
     Json(batch): Json<ResultsBatch>,
 ) -> Result<Json<ResultAck>, ApiError> {
-    if !agent.node.accepted() {
-        return Err(ApiError::forbidden("this node is not accepted"));
-    }
     let node_id = agent.node.id;
-    let acked = state
+    let accepted_node = agent.node.accepted();
+    let verdicts = state
         .blocking(move |s| {
-            for r in &batch.results {
-                let owned = match s.engine.owns(node_id, r) {
-                    Some(owned) => owned,
-                    None => s.store.issued_list(node_id, r.revision)?.is_some_and(|l| {
-                        l.deployment_id == r.deployment_id
-                            && l.tasks.iter().any(|t| t.id == r.task_id)
-                    }),
-                };
-                if !owned {
-                    return Err(ApiError::forbidden(format!(
-                        "task {} of deployment {} revision {} was not issued to this node",
-                        r.task_id, r.deployment_id, r.revision
-                    )));
+            let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; batch.results.len()];
+            let mut candidates = Vec::new();
+            for (i, r) in batch.results.iter().enumerate() {
+                match refusal_reason(s, node_id, accepted_node, r)? {
+                    Some(reason) => verdicts[i] = Some(refused(r, reason)),
+                    None => candidates.push(i),
                 }
             }
-            let started = std::time::Instant::now();
-            let keys = s.store.store_results(node_id, &batch.results)?;
-            let published = s.engine.on_results(node_id, &batch.results);
-            if published > 0 {
-                tracing::info!(
-                    node = node_id,
-                    lists = published,
-                    took_ms = started.elapsed().as_secs_f64() * 1000.0,
-                    "a result moved a deployment on: next lists published"
-                );
+            let to_store: Vec<TaskResult> = candidates
+                .iter()
+                .map(|i| batch.results[*i].clone())
+                .collect();
+            let stored = s.store.store_results(node_id, &to_store)?;
+            let mut fresh = Vec::new();
+            for ((i, r), outcome) in candidates.iter().zip(to_store).zip(stored) {
+                verdicts[*i] = Some(match outcome {
+                    Stored::New => {
+                        let v = verdict(&r, Verdict::Accepted);
+                        fresh.push(r);
+                        v
+                    }
+                    Stored::Duplicate => verdict(&r, Verdict::Duplicate),
+                    Stored::Final => refused(
+                        &r,
+                        format!(
+                            "deployment {} has finished: its record is final",
+                            r.deployment_id
+                        ),
+                    ),
+                });
             }
-            Ok(keys)
+            let verdicts: Vec<ResultVerdict> = verdicts.into_iter().flatten().collect();
+            record_refused_results(s, node_id, &batch.results, &verdicts);
+            if !fresh.is_empty() {
+                let started = std::time::Instant::now();
+                let published = s.engine.on_results(node_id, &fresh);
+                if published > 0 {
+                    tracing::info!(
+                        node = node_id,
+                        lists = published,
+                        took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                        "a result moved a deployment on: next lists published"
+                    );
+                }
+            }
+            Ok(verdicts)
         })
         .await?;
-    Ok(Json(ResultAck { acked }))
+    Ok(Json(ResultAck { verdicts }))
 }
 
-/// `POST /agent/v1/refusals`: an agent refused a list; operators see it in the log.
-pub async fn refusal(agent: Agent, Json(r): Json<Refusal>) -> StatusCode {
-    tracing::warn!(node = agent.node.id, key = %agent.node_key, reason = %r.reason, claimed_revision = ?r.claimed_revision, "agent refused a task list");
-    StatusCode::NO_CONTENT
+/// Why a result is refused before storing, if it is: too large, from a node that is not accepted, or for
+/// a task that was never issued to this node.
+fn refusal_reason(
+    s: &AppState,
+    node_id: u64,
+    accepted: bool,
+    r: &TaskResult,
+) -> Result<Option<String>, ApiError> {
+    if !accepted {
+        return Ok(Some("this node is not accepted".into()));
+    }
+    let size = json_len(r);
+    if size > MAX_RESULT_BYTES {
+        return Ok(Some(format!(
+            "the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES}"
+        )));
+    }
+    if s.engine.owns(node_id, r) {
+        return Ok(None);
+    }
+    let issued = s.store.issued_list(node_id, r.revision)?.is_some_and(|l| {
+        l.deployment_id == r.deployment_id && l.tasks.iter().any(|t| t.id == r.task_id)
+    });
+    Ok((!issued).then(|| {
+        format!(
+            "task {} of deployment {} revision {} was not issued to this node",
+            r.task_id, r.deployment_id, r.revision
+        )
+    }))
+}
+
+fn verdict(r: &TaskResult, verdict: Verdict) -> ResultVerdict {
+    ResultVerdict {
+        key: r.key(),
+        verdict,
+        reason: None,
+    }
+}
+
+fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
+    ResultVerdict {
+        key: r.key(),
+        verdict: Verdict::Refused,
+        reason: Some(reason),
+    }
+}
+
+/// Makes refused results visible: recorded on the node, and in the events of a running deployment they
+/// claim. A failure to record is logged; it never changes the verdicts.
+fn record_refused_results(
+    s: &AppState,
+    node_id: u64,
+    results: &[TaskResult],
+    verdicts: &[ResultVerdict],
+) {
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (r, v) in results.iter().zip(verdicts) {
+        let Some(reason) = v
+            .reason
+            .as_deref()
+            .filter(|_| v.verdict == Verdict::Refused)
+        else {
+            continue;
+        };
+        tracing::warn!(
+            node = node_id,
+            deployment = r.deployment_id,
+            revision = r.revision,
+            task = %r.task_id.escape_debug(),
+            reason,
+            "refused a result"
+        );
+        rows.push(NewRefusal {
+            kind: "result".into(),
+            deployment_id: Some(r.deployment_id),
+            reason: reason.to_string(),
+            detail: json!({"task": r.task_id, "revision": r.revision, "attempt": r.attempt, "status": r.status}),
+            at_ms: now,
+        });
+    }
+    if rows.is_empty() {
+        return;
+    }
+    if let Err(e) = s.store.record_refusals(node_id, &rows) {
+        tracing::error!(node = node_id, error = %e, "cannot record refused results");
+    }
+    note_refusal_events(s, node_id, &rows);
+}
+
+/// Adds refusals to the events of the running deployments they concern.
+fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
+    let name = s
+        .store
+        .get_node(node_id)
+        .map(|n| n.name)
+        .unwrap_or_else(|_| format!("node-{node_id}"));
+    for row in rows {
+        let Some(dep) = row.deployment_id else {
+            continue;
+        };
+        let event = json!({
+            "event": format!("{}_refused", row.kind),
+            "node": name,
+            "message": row.reason,
+            "detail": row.detail,
+        });
+        if let Err(e) = s.engine.note_events(dep, &[event]) {
+            tracing::error!(deployment = dep, error = %e, "cannot record a refusal event");
+        }
+    }
+}
+
+/// `POST /agent/v1/refusals`: an agent refused a list. The refusal is recorded on the node and in the
+/// events (and so the report) of the deployment whose list the node holds now.
+pub async fn refusal(
+    State(state): State<Arc<AppState>>,
+    agent: Agent,
+    Json(r): Json<Refusal>,
+) -> Result<StatusCode, ApiError> {
+    tracing::warn!(
+        node = agent.node.id,
+        key = %agent.node_key,
+        reason = %r.reason.escape_debug(),
+        claimed_revision = ?r.claimed_revision,
+        "agent refused a task list"
+    );
+    let node_id = agent.node.id;
+    let deployment_id = state.board.current(node_id).map(|l| l.deployment_id);
+    let mut reason = r.reason;
+    if reason.len() > MAX_MESSAGE_BYTES {
+        let mut end = MAX_MESSAGE_BYTES;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    let row = NewRefusal {
+        kind: "list".into(),
+        deployment_id,
+        reason,
+        detail: json!({"claimed_revision": r.claimed_revision}),
+        at_ms: now_ms(),
+    };
+    state
+        .blocking(move |s| {
+            s.store
+                .record_refusals(node_id, std::slice::from_ref(&row))?;
+            note_refusal_events(s, node_id, std::slice::from_ref(&row));
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `POST /agent/v1/heartbeat`.
@@ -167,12 +381,18 @@ pub async fn heartbeat(_agent: Agent) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
-/// `GET /agent/v1/gate?deployment=&task=&wait=`: may a gated task start?
+/// `GET /agent/v1/gate?deployment=&task=&nonce=&wait=`: may a gated task start? The answer is signed
+/// with the list signing key and bound to the node, the deployment, the task and the request's nonce.
 pub async fn gate(
     State(state): State<Arc<AppState>>,
     agent: Agent,
     Query(q): Query<GateQuery>,
-) -> Result<Json<GateAnswer>, ApiError> {
+) -> Result<Json<SignedEnvelope>, ApiError> {
+    if !valid_nonce(&q.nonce) {
+        return Err(ApiError::bad_request(
+            "nonce must be 16 to 64 lowercase hex characters",
+        ));
+    }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
     loop {
@@ -185,11 +405,16 @@ pub async fn gate(
             )));
         };
         if ready || blocked || tokio::time::Instant::now() >= deadline {
-            return Ok(Json(GateAnswer {
+            let answer = GateAnswer {
+                node_key: agent.node_key.clone(),
+                deployment: q.deployment,
+                task: q.task,
+                nonce: q.nonce,
                 ready,
                 blocked,
                 waiting_for,
-            }));
+            };
+            return Ok(Json(sign_gate_answer(&state.signer, &answer)));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -126,6 +126,55 @@ impl<T: Serialize> IntoResponse for Answer<T> {
     }
 }
 
+/// Reads a request's whole body before any handler runs, within `timeout` and `limit`: a body that
+/// trickles is answered 408 and its connection freed, one too large 413, so a slow or endless body
+/// holds nothing for long.
+pub async fn read_whole(
+    req: Request,
+    next: axum::middleware::Next,
+    limit: usize,
+    timeout: std::time::Duration,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Ok(Err(e)) => {
+            let too_large = e
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            if too_large {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    format!("the request body is larger than {limit} bytes"),
+                )
+                .into_response()
+            } else {
+                ApiError::bad_request("the request body could not be read").into_response()
+            }
+        }
+        Err(_) => {
+            let mut response = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                format!(
+                    "the request body did not arrive within {} s",
+                    timeout.as_secs()
+                ),
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,12 @@ pub struct DeployQuery {
     /// A strategy stored for the cluster; its phases choose the graph types.
     #[serde(default)]
     strategy: Option<String>,
+    /// Shipyard's action: `deploy_site`, `update_site`, or `redeploy_server` with `node`.
+    #[serde(default)]
+    action: Option<String>,
+    /// The node `redeploy_server` redeploys (its name).
+    #[serde(default)]
+    node: Option<String>,
     #[serde(default)]
     noop: bool,
     #[serde(default)]
@@ -174,15 +180,29 @@ pub async fn deploy(
         check_graph_type(t)?;
     }
     let dry_run = q.dry_run;
+    let action = match (&q.action, &q.node) {
+        (Some(name), node) => Some(
+            crate::engine::plan::SiteAction::parse(name, node.as_deref())
+                .map_err(|e| ApiError::bad_request(format!("`action`: {e}")))?,
+        ),
+        (None, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "`node` goes with action=redeploy_server",
+            ))
+        }
+        (None, None) => None,
+    };
     let request = DeployRequest {
         cluster_id: id,
         graph_type: q.graph_type,
         node_ids: q.nodes.as_deref().map(parse_node_list).transpose()?,
         strategy: q.strategy,
+        action,
         options: DeployOptions {
             noop: q.noop,
             force: q.force,
         },
+        inputs_from: None,
     };
     state
         .blocking(move |s| {
@@ -191,9 +211,40 @@ pub async fn deploy(
             }
             let dep = s.engine.start(&request)?;
             tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
+            let mut body = serde_json::to_value(&dep).unwrap_or_default();
+            // What it runs, as `plinthctl deploy start` tells the operator: strategy, how chosen, timeouts.
+            if let Ok(engine_state) =
+                serde_json::from_value::<crate::engine::EngineState>(dep.state.clone())
+            {
+                body["strategy"] = engine_state.summary();
+            }
+            Ok((StatusCode::ACCEPTED, Json(body)))
+        })
+        .await
+}
+
+/// `PUT /api/v1/clusters/{id}/stop_deployment/` (Nailgun's path): cancels the cluster's running
+/// deployment (202 with it); 409 when none runs.
+pub async fn stop_deployment(
+    State(state): State<Arc<AppState>>,
+    op: crate::api::auth::Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<crate::store::DeploymentRecord>), ApiError> {
+    let by = format!("token {}", op.name);
+    state
+        .blocking(move |s| {
+            s.store.get_cluster(id)?;
+            let running = s
+                .store
+                .list_deployments(Some(id))?
+                .into_iter()
+                .find(|d| d.status == crate::store::DeploymentStatus::Running)
+                .ok_or_else(|| {
+                    ApiError::conflict(format!("cluster {id} has no running deployment"))
+                })?;
             Ok((
                 StatusCode::ACCEPTED,
-                Json(serde_json::to_value(&dep).unwrap_or_default()),
+                Json(s.engine.cancel(running.id, &by)?),
             ))
         })
         .await

@@ -2,10 +2,12 @@
 
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
+use crate::engine::events::{SubscribeError, MAX_WATCHERS_PER_DEPLOYMENT};
 use crate::engine::report::{self, Report};
 use crate::state::AppState;
 use crate::store::DeploymentRecord;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -44,12 +46,47 @@ pub async fn show(
         .await
 }
 
+/// `POST /api/v1/deployments/{id}/cancel`: stops a running deployment (202 with the deployment, now
+/// `cancelled`); 409 when it is not running.
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+    let by = format!("token {}", op.name);
+    state
+        .blocking(move |s| Ok((StatusCode::ACCEPTED, Json(s.engine.cancel(id, &by)?))))
+        .await
+}
+
+/// `POST /api/v1/deployments/{id}/retry`: a new deployment of an ended one's failed and not-started
+/// nodes, with the same graph type or strategy, options and inputs (202 with the new deployment).
+pub async fn retry(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
+    state
+        .blocking(move |s| {
+            let dep = s.engine.retry(id)?;
+            tracing::info!(
+                deployment = dep.id,
+                retry_of = id,
+                nodes = dep.node_ids.len(),
+                "retry started"
+            );
+            Ok((StatusCode::ACCEPTED, Json(dep)))
+        })
+        .await
+}
+
 /// The SSE stream's state: the stored-events cursor and the live channel.
 struct Feed {
     state: Arc<AppState>,
     id: u64,
     cursor: u64,
-    live: tokio::sync::broadcast::Receiver<serde_json::Value>,
+    /// The live channel; `None` once the deployment is not running here.
+    live: Option<tokio::sync::broadcast::Receiver<serde_json::Value>>,
     queue: std::collections::VecDeque<Event>,
     done: bool,
 }
@@ -93,8 +130,13 @@ impl Feed {
             if self.done {
                 return None;
             }
+            let Some(live) = self.live.as_mut() else {
+                self.pull().await;
+                self.done = true;
+                continue;
+            };
             tokio::select! {
-                live = self.live.recv() => match live {
+                live = live.recv() => match live {
                     // Task results are live only; everything else is read back from the store, in order.
                     Ok(e) if e.get("event").and_then(|k| k.as_str()) == Some("task_result") => {
                         self.queue.push_back(sse_event("task_result", &e, None));
@@ -120,10 +162,23 @@ pub async fn events(
     Path(id): Path<u64>,
     headers: axum::http::HeaderMap,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let live = state.engine.events.subscribe(id);
+    // Found first: a request for a deployment that does not exist makes nothing.
     let dep = state
         .blocking(move |s| Ok(s.store.get_deployment(id)?))
         .await?;
+    let live = match state.engine.events.subscribe(id) {
+        Ok(rx) => Some(rx),
+        Err(SubscribeError::NotRunning) => None,
+        Err(SubscribeError::TooManyWatchers) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_watchers",
+                format!(
+                    "deployment {id} already has {MAX_WATCHERS_PER_DEPLOYMENT} watchers; try again later"
+                ),
+            ))
+        }
+    };
     let cursor = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -138,7 +193,9 @@ pub async fn events(
         done: false,
     };
     feed.pull().await;
-    if dep.status != crate::store::DeploymentStatus::Running {
+    if dep.status != crate::store::DeploymentStatus::Running || feed.live.is_none() {
+        // Finished (or finishing): everything is stored, and was just read.
+        feed.pull().await;
         feed.done = true;
     }
     let stream = futures_util::stream::unfold(feed, Feed::next);

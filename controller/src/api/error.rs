@@ -78,6 +78,9 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound { .. } => ApiError::not_found(e.to_string()),
             StoreError::Conflict(_) => ApiError::conflict(e.to_string()),
+            StoreError::Full(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", e.to_string())
+            }
             StoreError::Database(_) | StoreError::Corrupt(_) => ApiError::internal(e.to_string()),
         }
     }

@@ -1,31 +1,32 @@
 //! The files agents pull for `copy_files` and `sync` tasks: `GET /agent/v1/files/{path}` under the
-//! files root (`<data_dir>/files`, which may be a symbolic link to a directory elsewhere).
+//! files root (`<data_dir>/files`, which may be a symbolic link to a directory elsewhere; see
+//! [`crate::catalog`]).
 //!
 //! - A file answers its bytes with `X-Plinth-Sha256` (lowercase hex) and `X-Plinth-Mode` (octal
-//!   permission bits); the agent checks the hash of what it received.
+//!   permission bits); the agent checks what it received against the manifest its signed list names.
 //! - `?manifest=true` answers `{"type": "file"|"directory", "path", "files": [{path, size, sha256,
 //!   mode}]}`: for a directory every regular file below it (paths relative to it, sorted), for a file
-//!   one entry named by its file name.
+//!   one entry named by its file name. For a source the node's list sealed, the answer is the sealed
+//!   manifest; when the files changed since, `409`.
 //!
-//! Only accepted nodes may read, over the same mutually authenticated channel as every agent request.
-//! A path that is absolute, holds `.` or `..` components, or is empty is refused (400); a path that
-//! does not exist, or that leaves the root through a symbolic link, is not found (404). Inside a
-//! directory, symbolic links to files in the root are served as the files they point to; links that
-//! leave the root, and links to directories, are left out.
+//! Only accepted nodes may read, and each only what its current list names: the sources of its
+//! `copy_files` and `sync` tasks, and the files below a `sync` source (403 otherwise, before the
+//! files root is looked at). A path that is absolute, holds `.` or `..` components, or is empty is
+//! refused (400); a path that does not exist, or that leaves the root through a symbolic link, is not
+//! found (404).
 
 use super::auth::Agent;
 use super::error::{ApiError, Query};
+use crate::catalog::{check_relative, sources, FileError};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use plinth_common::wire::{TaskKind, TaskList};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The files root's name inside the data directory.
@@ -44,6 +45,55 @@ pub use plinth_common::wire::{
     MODE_HEADER, SHA256_HEADER,
 };
 
+impl From<FileError> for ApiError {
+    fn from(e: FileError) -> ApiError {
+        match e {
+            FileError::BadPath(m) => ApiError::bad_request(m),
+            FileError::NotFound(m) => ApiError::not_found(m),
+            e @ FileError::TooMany(_) => ApiError::bad_request(e.to_string()),
+            FileError::Io(m) => ApiError::internal(m),
+        }
+    }
+}
+
+/// Where a requested path falls in a node's list: the source it is or lies below, and the digest the
+/// list sealed for that source (none when the source could not be described at publication).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InScope {
+    /// The source named by the list.
+    pub source: String,
+    /// The sealed manifest digest, if any.
+    pub digest: Option<String>,
+}
+
+/// Whether `list` names `requested` (normalised, relative): a source of one of its file tasks (first
+/// choice, so that its own sealed digest is found), or a path below a `sync` source.
+pub fn scope(list: &TaskList, requested: &str) -> Option<InScope> {
+    let found = |below: bool| {
+        list.tasks.iter().find_map(|task| {
+            if below && task.kind != TaskKind::Sync {
+                return None;
+            }
+            sources(task)
+                .into_iter()
+                .find(|s| {
+                    if below {
+                        requested
+                            .strip_prefix(s.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                    } else {
+                        requested == s
+                    }
+                })
+                .map(|source| InScope {
+                    digest: task.manifests.get(&source).cloned(),
+                    source,
+                })
+        })
+    };
+    found(false).or_else(|| found(true))
+}
+
 /// `GET /agent/v1/files/{*path}`.
 pub async fn get(
     State(state): State<Arc<AppState>>,
@@ -56,179 +106,67 @@ pub async fn get(
     }
     let UrlPath(path) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let relative = check_relative(&path)?;
-    let root = state.config().data_dir.join(FILES_DIR);
-    let want_manifest = query.manifest;
-    let requested = path.clone();
-    let found = tokio::task::spawn_blocking(move || -> Result<Found, ApiError> {
-        let target = resolve(&root, &relative)?;
-        if want_manifest {
-            return manifest(&target.root, &target.path, requested).map(Found::Manifest);
-        }
-        if target.path.is_dir() {
-            return Err(ApiError::bad_request(format!(
-                "{requested} is a directory: ask for its manifest (?manifest=true) and its files"
+    let requested = relative.to_string_lossy().into_owned();
+    let in_scope = state
+        .board
+        .current(agent.node.id)
+        .and_then(|list| scope(&list, &requested));
+    let Some(in_scope) = in_scope else {
+        tracing::warn!(node = agent.node.id, path = %requested, "refused a file its current task list does not name");
+        return Err(ApiError::forbidden(format!(
+            "{requested}: this node's current task list names no such file"
+        )));
+    };
+    let catalog = state.engine.files.clone();
+    if query.manifest {
+        if in_scope.source != requested {
+            return Err(ApiError::forbidden(format!(
+                "{requested}: manifests are served for the sources a task list names ({})",
+                in_scope.source
             )));
         }
-        let entry = describe(&target.path, name_of(&target.path))?;
-        Ok(Found::File(target.path, entry))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("worker failed: {e}")))??;
-    match found {
-        Found::Manifest(m) => Ok(axum::Json(m).into_response()),
-        Found::File(path, entry) => {
-            tracing::debug!(node = agent.node.id, path = %path.display(), size = entry.size, "serving a file");
-            serve(&path, &entry).await
-        }
+        let answer = tokio::task::spawn_blocking(move || match &in_scope.digest {
+            Some(digest) => match catalog.sealed_manifest(&requested, digest)? {
+                Some(bytes) => Ok((*bytes).clone()),
+                None => Err(ApiError::conflict(format!(
+                    "{requested} changed on the controller since this node's list was published: deploy again to install the new content"
+                ))),
+            },
+            None => {
+                let m = catalog.manifest(&requested)?;
+                Ok(serde_json::to_vec(&m).unwrap_or_default())
+            }
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("worker failed: {e}")))??;
+        let mut response = Response::new(Body::from(answer));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return Ok(response);
     }
-}
-
-enum Found {
-    Manifest(Manifest),
-    File(PathBuf, ManifestEntry),
-}
-
-/// A requested path found inside the root.
-struct Target {
-    /// The canonical root.
-    root: PathBuf,
-    /// The canonical path.
-    path: PathBuf,
-}
-
-/// The path as plain components: no root, no `.` or `..`, not empty.
-fn check_relative(path: &str) -> Result<PathBuf, ApiError> {
-    if path.contains('\0') {
-        return Err(ApiError::bad_request("the path holds a NUL byte"));
-    }
-    let p = Path::new(path);
-    if p.is_absolute() {
-        return Err(ApiError::bad_request(format!(
-            "{path}: absolute paths are refused; paths are relative to the files root"
-        )));
-    }
-    let mut out = PathBuf::new();
-    for part in path.split('/') {
-        match part {
-            "" => {}
-            "." | ".." => {
+    let found =
+        tokio::task::spawn_blocking(move || -> Result<(PathBuf, ManifestEntry), ApiError> {
+            let target = catalog.resolve(&relative)?;
+            if target.path.is_dir() {
                 return Err(ApiError::bad_request(format!(
-                    "{path}: `.` and `..` components are refused"
-                )))
+                "{requested} is a directory: ask for its manifest (?manifest=true) and its files"
+            )));
             }
-            _ => out.push(part),
-        }
-    }
-    if out.as_os_str().is_empty() || out.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(ApiError::bad_request(format!("{path:?} names no file")));
-    }
-    Ok(out)
-}
-
-/// Finds `relative` under `root`, following links only while they stay inside it.
-fn resolve(root: &Path, relative: &Path) -> Result<Target, ApiError> {
-    let root = std::fs::canonicalize(root).map_err(|_| {
-        ApiError::not_found(format!(
-            "no files are served: the files root {} does not exist",
-            root.display()
-        ))
-    })?;
-    let missing = || ApiError::not_found(format!("no file {}", relative.display()));
-    let path = std::fs::canonicalize(root.join(relative)).map_err(|_| missing())?;
-    if !path.starts_with(&root) {
-        tracing::warn!(path = %relative.display(), "refused a file request that leaves the files root");
-        return Err(missing());
-    }
-    Ok(Target { root, path })
-}
-
-/// The manifest of a file or a directory.
-fn manifest(root: &Path, target: &Path, requested: String) -> Result<Manifest, ApiError> {
-    if !target.is_dir() {
-        return Ok(Manifest {
-            kind: ManifestKind::File,
-            path: requested,
-            files: vec![describe(target, name_of(target))?],
-        });
-    }
-    let mut files = Vec::new();
-    let mut pending = vec![target.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", dir.display())))?;
-        for entry in entries {
-            let entry = entry
-                .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", dir.display())))?;
-            let path = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))?;
-            if kind.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let real = if kind.is_symlink() {
-                match std::fs::canonicalize(&path) {
-                    Ok(real) if real.starts_with(root) && real.is_file() => real,
-                    _ => {
-                        tracing::warn!(path = %path.display(), "left out of a manifest: a link that leaves the files root or points to a directory");
-                        continue;
-                    }
-                }
-            } else if kind.is_file() {
-                path.clone()
-            } else {
-                continue;
-            };
-            let name = path
-                .strip_prefix(target)
-                .map(|p| p.to_string_lossy().into_owned())
+            let name = target
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            files.push(describe(&real, name)?);
-            if files.len() > MAX_MANIFEST_FILES {
-                return Err(ApiError::bad_request(format!(
-                    "{requested} holds more than {MAX_MANIFEST_FILES} files"
-                )));
-            }
-        }
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Manifest {
-        kind: ManifestKind::Directory,
-        path: requested,
-        files,
-    })
-}
-
-fn name_of(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Size, hash and mode of a regular file.
-fn describe(path: &Path, name: String) -> Result<ManifestEntry, ApiError> {
-    let fail =
-        |e: std::io::Error| ApiError::internal(format!("cannot read {}: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(fail)?;
-    let meta = file.metadata().map_err(fail)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut size = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(fail)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        size += n as u64;
-    }
-    Ok(ManifestEntry {
-        path: name,
-        size,
-        sha256: hex::encode(hasher.finalize()),
-        mode: meta.permissions().mode() & 0o7777,
-    })
+            let entry = catalog.describe(&target.path, name)?;
+            Ok((target.path, entry))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("worker failed: {e}")))??;
+    let (path, entry) = found;
+    tracing::debug!(node = agent.node.id, path = %path.display(), size = entry.size, "serving a file");
+    serve(&path, &entry).await
 }
 
 /// Streams a file with its hash and mode in the headers. A file that changes between hashing and
@@ -271,70 +209,68 @@ async fn serve(path: &Path, entry: &ManifestEntry) -> Result<Response, ApiError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plinth_common::wire::{TaskSpec, TASK_LIST_FORMAT};
 
     #[test]
-    fn paths_must_be_plain_and_relative() {
-        assert_eq!(check_relative("a/b.txt").unwrap(), PathBuf::from("a/b.txt"));
-        assert_eq!(check_relative("a//b/").unwrap(), PathBuf::from("a/b"));
-        for bad in [
-            "",
-            "/",
-            "/etc/passwd",
-            "../x",
-            "a/../../x",
-            "./a",
-            "a/.",
-            "a\0b",
-        ] {
-            let e = check_relative(bad).unwrap_err();
-            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn links_that_leave_the_root_are_not_found_and_left_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("files");
-        std::fs::create_dir_all(root.join("mods/sub")).unwrap();
-        std::fs::write(root.join("mods/a.pp"), "a").unwrap();
-        std::fs::write(root.join("mods/sub/b.pp"), "bb").unwrap();
-        std::fs::set_permissions(
-            root.join("mods/sub/b.pp"),
-            std::fs::Permissions::from_mode(0o750),
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("secret"), "s").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("mods/leak")).unwrap();
-        std::os::unix::fs::symlink(root.join("mods/a.pp"), root.join("mods/alias.pp")).unwrap();
-        std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
-
-        let e = resolve(&root, Path::new("mods/leak")).err().unwrap();
-        assert_eq!(e.status, StatusCode::NOT_FOUND);
-        let e = resolve(&root, Path::new("up/secret")).err().unwrap();
-        assert_eq!(e.status, StatusCode::NOT_FOUND);
-        let e = resolve(&root, Path::new("nothing")).err().unwrap();
-        assert_eq!(e.status, StatusCode::NOT_FOUND);
-
-        let t = resolve(&root, Path::new("mods")).unwrap();
-        let m = manifest(&t.root, &t.path, "mods".into()).unwrap();
-        assert_eq!(m.kind, ManifestKind::Directory);
-        let names: Vec<&str> = m.files.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(names, ["a.pp", "alias.pp", "sub/b.pp"]);
-        assert_eq!(m.files[2].mode, 0o750);
-        assert_eq!(m.files[2].size, 2);
+    fn a_node_reads_only_what_its_list_names() {
+        let task = |kind, params: serde_json::Value, sealed: &[(&str, &str)]| TaskSpec {
+            id: "t".into(),
+            kind,
+            parameters: params.as_object().cloned().unwrap(),
+            skip_reason: None,
+            waits_for: vec![],
+            gated: false,
+            manifests: sealed
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let list = TaskList {
+            format: TASK_LIST_FORMAT,
+            node_key: "k".into(),
+            node_id: 1,
+            deployment_id: 1,
+            phase: "deploy".into(),
+            revision: 1,
+            issued_at: 0,
+            expires_at: 0,
+            nonce: String::new(),
+            noop: false,
+            cancel: false,
+            tasks: vec![
+                task(TaskKind::Shell, serde_json::json!({"cmd": "cat /x"}), &[]),
+                task(
+                    TaskKind::Sync,
+                    serde_json::json!({"src": "/modules/", "dst": "/m"}),
+                    &[("modules", "d1")],
+                ),
+                task(
+                    TaskKind::CopyFiles,
+                    serde_json::json!({"files": [{"src": "bin/tool", "dst": "/t"}]}),
+                    &[],
+                ),
+                task(
+                    TaskKind::CopyFiles,
+                    serde_json::json!({"files": [{"src": "modules/one.pp", "dst": "/o"}]}),
+                    &[("modules/one.pp", "d2")],
+                ),
+            ],
+        };
+        let found = scope(&list, "modules/ntp/init.pp").unwrap();
         assert_eq!(
-            m.files[0].sha256,
-            "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
+            (found.source.as_str(), found.digest.as_deref()),
+            ("modules", Some("d1"))
         );
-
-        let t = resolve(&root, Path::new("mods/sub/b.pp")).unwrap();
-        let m = manifest(&t.root, &t.path, "mods/sub/b.pp".into()).unwrap();
-        assert_eq!(m.kind, ManifestKind::File);
-        assert_eq!(m.files[0].path, "b.pp");
-
-        let e = resolve(&dir.path().join("absent"), Path::new("x"))
-            .err()
-            .unwrap();
-        assert_eq!(e.status, StatusCode::NOT_FOUND);
+        assert_eq!(scope(&list, "modules").unwrap().source, "modules");
+        // A copy's own source is found as such, even below a sync source.
+        let own = scope(&list, "modules/one.pp").unwrap();
+        assert_eq!(
+            (own.source.as_str(), own.digest.as_deref()),
+            ("modules/one.pp", Some("d2"))
+        );
+        assert_eq!(scope(&list, "bin/tool").unwrap().digest, None);
+        for outside in ["modulesX/a", "bin/tool/x", "bin", "secret/key.pem", "x"] {
+            assert_eq!(scope(&list, outside), None, "{outside}");
+        }
     }
 }

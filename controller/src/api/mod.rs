@@ -6,6 +6,7 @@ pub mod agent;
 pub mod auth;
 pub mod body;
 pub mod clusters;
+pub mod configuration;
 pub mod deployments;
 pub mod error;
 pub mod files;
@@ -20,6 +21,7 @@ pub mod views;
 
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::{get, post, put};
 use axum::Router;
 use error::ApiError;
@@ -28,6 +30,10 @@ use std::sync::Arc;
 
 /// The largest operator request body (graphs can be large).
 pub const MAX_OPERATOR_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+/// How long an operator's request body may take to arrive, whole.
+pub const OPERATOR_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long an agent's request body may take to arrive, whole.
+pub const AGENT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Registers a route both with and without its trailing slash (the seeds' paths end in `/`).
 fn both(
@@ -48,6 +54,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/nodes", get(nodes::list));
     ops = both(ops, "/nodes/{id}", get(nodes::show).delete(nodes::delete));
     ops = both(ops, "/nodes/{id}/accept", post(nodes::accept));
+    ops = both(ops, "/nodes/{id}/refusals", get(nodes::refusals));
     ops = both(ops, "/releases", get(releases::list).post(releases::create));
     ops = both(ops, "/releases/{id}", get(releases::show));
     ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
@@ -58,6 +65,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         put(clusters::assign).delete(clusters::unassign),
     );
     ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
+    ops = both(
+        ops,
+        "/clusters/{id}/stop_deployment",
+        put(clusters::stop_deployment),
+    );
     ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     ops = both(
         ops,
@@ -118,6 +130,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     ops = both(ops, "/deployments", get(deployments::list));
     ops = both(ops, "/deployments/{id}", get(deployments::show));
     ops = both(ops, "/deployments/{id}/events", get(deployments::events));
+    ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
+    ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
     ops = both(
         ops,
         "/clusters/{id}/strategies",
@@ -135,7 +149,18 @@ pub fn router(state: Arc<AppState>) -> Router {
             .put(strategies::replace)
             .delete(strategies::delete),
     );
-    let ops = ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES));
+    ops = both(
+        ops,
+        "/clusters/{id}/deployment_configuration",
+        get(configuration::show)
+            .put(configuration::put)
+            .delete(configuration::delete),
+    );
+    let ops = ops
+        .layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
+        .layer(middleware::from_fn(|req, next| {
+            body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
+        }));
 
     let agents = Router::new()
         .route("/register", post(agent::register))
@@ -145,7 +170,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/heartbeat", post(agent::heartbeat))
         .route("/gate", get(agent::gate))
         .route("/files/{*path}", get(files::get))
-        .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES));
+        .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES))
+        .layer(middleware::from_fn(|req, next| {
+            body::read_whole(req, next, MAX_AGENT_REQUEST_BYTES, AGENT_BODY_TIMEOUT)
+        }));
 
     Router::new()
         .nest("/api/v1", ops)

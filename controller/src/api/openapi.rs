@@ -44,9 +44,46 @@ pub fn spec() -> Value {
         )
     };
     let mut paths = serde_json::Map::new();
+    let query = |name: &str, kind: &str, about: &str| json!({"name": name, "in": "query", "required": false, "schema": {"type": kind}, "description": about});
+    paths.insert("/nodes/".into(), {
+        let mut list = op(
+            "List a page of nodes (X-Next-Marker and Link name the next page)",
+            "nodes",
+            "200",
+        );
+        list["parameters"] = json!([
+            query(
+                "limit",
+                "integer",
+                "at most this many (1,000 by default, at most 10,000)"
+            ),
+            query(
+                "marker",
+                "integer",
+                "nodes after this id: the previous page's X-Next-Marker"
+            ),
+            query("status", "string", "discover, deploying, ready or error"),
+            query("admission", "string", "discovered or accepted"),
+            query("cluster_id", "integer", "nodes of this cluster"),
+            query("tag", "string", "nodes holding this tag or role"),
+        ]);
+        json!({ "get": list })
+    });
     paths.insert(
-        "/nodes/".into(),
-        json!({"get": op("List nodes", "nodes", "200")}),
+        "/nodes/{id}/refusals/".into(),
+        json!({"parameters": [id], "get": op("What the node sent that was refused, newest first", "nodes", "200")}),
+    );
+    paths.insert(
+        "/deployments/{id}/cancel/".into(),
+        json!({"parameters": [id], "post": op("Cancel a running deployment (its nodes are ordered to stop)", "deployments", "202")}),
+    );
+    paths.insert(
+        "/deployments/{id}/retry/".into(),
+        json!({"parameters": [id], "post": op("Deploy again the failed and not-started nodes of an ended deployment, with its inputs", "deployments", "202")}),
+    );
+    paths.insert(
+        "/clusters/{id}/stop_deployment/".into(),
+        json!({"parameters": [id], "put": op("Cancel the cluster's running deployment (Nailgun's path)", "deployments", "202")}),
     );
     paths.insert("/nodes/{id}/".into(), json!({"parameters": [id], "get": op("Show a node with its facts", "nodes", "200"), "delete": op("Delete a node", "nodes", "204")}));
     paths.insert(
@@ -70,7 +107,10 @@ pub fn spec() -> Value {
             {"name": "nodes", "in": "query", "schema": {"type": "string"}, "description": "comma-separated node ids"},
             {"name": "noop", "in": "query", "schema": {"type": "boolean"}},
             {"name": "force", "in": "query", "schema": {"type": "boolean"}},
-            {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "resolve and report only (200)"}],
+            {"name": "dry_run", "in": "query", "schema": {"type": "boolean"}, "description": "resolve and report only (200)"},
+            {"name": "strategy", "in": "query", "schema": {"type": "string"}, "description": "a stored strategy; default: the one the deployment configuration names (deployment-strategy) when stored"},
+            {"name": "action", "in": "query", "schema": {"type": "string", "enum": ["deploy_site", "update_site", "redeploy_server"]}, "description": "Shipyard's action"},
+            {"name": "node", "in": "query", "schema": {"type": "string"}, "description": "the node redeploy_server redeploys (its name)"}],
         "put": op("Deploy a graph type on the cluster or some of its nodes (409 if a deployment runs)", "deployments", "202")
     }));
     for kind in ["releases", "plugins", "clusters"] {
@@ -101,6 +141,10 @@ pub fn spec() -> Value {
         paths.insert(format!("/{owner}/{{id}}/tags/{{name}}/"), json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}], "put": op("Modify a user-defined tag", "tags", "200"), "delete": op("Delete a user-defined tag (403 for role-owned)", "tags", "204")}));
     }
     paths.insert("/nodes/{id}/tags/".into(), json!({"parameters": [id], "post": op("Assign tags to a node", "tags", "200"), "delete": op("Unassign tags from a node", "tags", "200")}));
+    paths.insert("/clusters/{id}/strategies/".into(), json!({"parameters": [id], "get": op("List strategies (plain form)", "strategies", "200"), "post": op("Store a strategy: Shipyard's document, the plain form, or a site design stream (layered); YAML as PyYAML reads it", "strategies", "201")}));
+    paths.insert("/clusters/{id}/strategies/validate/".into(), json!({"parameters": [id], "post": op("Check a strategy against the cluster's nodes (stores nothing)", "strategies", "200")}));
+    paths.insert("/clusters/{id}/strategies/{name}/".into(), json!({"parameters": [id, {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["uploaded", "plain"]}}], "get": op("Show a strategy as uploaded (or plain)", "strategies", "200"), "put": op("Create or replace a strategy", "strategies", "200"), "delete": op("Delete a strategy", "strategies", "204")}));
+    paths.insert("/clusters/{id}/deployment_configuration/".into(), json!({"parameters": [id], "get": op("The deployment configuration", "strategies", "200"), "put": op("Store Shipyard's DeploymentConfiguration (strategy name, phase timeouts)", "strategies", "200"), "delete": op("Delete the deployment configuration", "strategies", "204")}));
     paths.insert(
         "/deployments/".into(),
         json!({"get": op("List deployments", "deployments", "200")}),

@@ -1,6 +1,8 @@
 //! Deployment strategies of a cluster (seed 004): create, replace, show, list, delete, and validate
-//! (with each group's nodes, against the cluster's nodes). Bodies are YAML or JSON, in Shipyard's form or
-//! the plain form; a rejected document changes nothing and its findings name the group and field.
+//! (with each group's nodes, against the cluster's nodes). Bodies are YAML (read as Shipyard's PyYAML reads
+//! it) or JSON, in Shipyard's form or the plain form, or a site design stream whose layered strategy is
+//! taken; a rejected document changes nothing and its findings name the group and field. The document is
+//! stored as uploaded (unknown fields kept, each named in a warning) beside its normalised form.
 
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
@@ -9,7 +11,7 @@ use crate::state::AppState;
 use crate::store::StrategyRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use plinth_common::strategy::{self, Strategy, StrategyError};
+use plinth_common::strategy::{self, LoadedStrategy, Source, Strategy, StrategyError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -22,20 +24,61 @@ pub struct NameQuery {
     name: Option<String>,
 }
 
-fn parse(body: &str) -> Result<Strategy, ApiError> {
-    strategy::parse_strategy(body).map_err(|e| {
-        let findings: Vec<Value> = e
-            .findings()
-            .iter()
-            .map(|f| json!({"group": f.group, "field": f.field, "message": f.message}))
-            .collect();
-        let code = match e {
-            StrategyError::Syntax(_) => "bad_document",
-            StrategyError::Invalid(_) => "invalid_strategy",
-        };
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
-            .with_details(json!({"findings": findings}))
+/// `?format=plain` for the normalised form; the document as uploaded by default.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormatQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// Whether `?format=` asks for the normalised form (anything but `plain` or `uploaded` is refused).
+pub(crate) fn wants_plain(format: Option<&str>) -> Result<bool, ApiError> {
+    match format {
+        None | Some("uploaded") => Ok(false),
+        Some("plain") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "`format`: {other:?} is not a format; use `uploaded` (the default) or `plain`"
+        ))),
+    }
+}
+
+/// The findings of a refused document as the API's error details.
+pub(crate) fn refusal(e: StrategyError) -> ApiError {
+    let findings: Vec<Value> = e
+        .findings()
+        .iter()
+        .map(|f| json!({"group": f.group, "field": f.field, "message": f.message}))
+        .collect();
+    let code = match e {
+        StrategyError::Syntax(_) => "bad_document",
+        StrategyError::Invalid(_) => "invalid_strategy",
+    };
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
+        .with_details(json!({"findings": findings}))
+}
+
+fn load(body: &str) -> Result<LoadedStrategy, ApiError> {
+    strategy::load_strategy(&[Source::new("", body)]).map_err(refusal)
+}
+
+/// What is stored beside the normalised form: the document as uploaded, where it came from, warnings.
+fn source_of(loaded: &LoadedStrategy) -> Value {
+    json!({
+        "uploaded": loaded.document,
+        "provenance": loaded.provenance,
+        "warnings": loaded.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
     })
+}
+
+/// A record as shown: the document as uploaded unless `plain` (stored before uploads were kept: plain).
+fn shown(mut record: StrategyRecord, plain: bool) -> StrategyRecord {
+    if !plain {
+        if let Some(uploaded) = record.source.get("uploaded").filter(|u| !u.is_null()) {
+            record.document = uploaded.clone();
+        }
+    }
+    record
 }
 
 fn check_name(name: &str) -> Result<(), ApiError> {
@@ -76,30 +119,42 @@ pub async fn create(
     Query(q): Query<NameQuery>,
     body: String,
 ) -> Result<(StatusCode, Json<StrategyRecord>), ApiError> {
-    let parsed = parse(&body)?;
-    let name = q.name.or_else(|| parsed.name.clone()).ok_or_else(|| {
-        ApiError::bad_request("the strategy has no name: give `metadata.name`, `name`, or `?name=`")
-    })?;
+    let loaded = load(&body)?;
+    let name = q
+        .name
+        .or_else(|| loaded.strategy.name.clone())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "the strategy has no name: give `metadata.name`, `name`, or `?name=`",
+            )
+        })?;
     check_name(&name)?;
-    let doc = document(&parsed);
+    let doc = document(&loaded.strategy);
+    let source = source_of(&loaded);
     state
         .blocking(move |s| {
             Ok((
                 StatusCode::CREATED,
-                Json(s.store.put_strategy(id, &name, &doc, false)?),
+                Json(shown(
+                    s.store.put_strategy(id, &name, &doc, &source, false)?,
+                    false,
+                )),
             ))
         })
         .await
 }
 
-/// `GET /api/v1/clusters/{id}/strategies/{name}/`.
+/// `GET /api/v1/clusters/{id}/strategies/{name}/?format=uploaded|plain`: the document as uploaded
+/// (envelope, metadata and unknown fields kept), or its normalised plain form.
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((id, name)): Path<(u64, String)>,
+    Query(q): Query<FormatQuery>,
 ) -> Result<Json<StrategyRecord>, ApiError> {
+    let plain = wants_plain(q.format.as_deref())?;
     state
-        .blocking(move |s| Ok(Json(s.store.get_strategy(id, &name)?)))
+        .blocking(move |s| Ok(Json(shown(s.store.get_strategy(id, &name)?, plain))))
         .await
 }
 
@@ -111,9 +166,16 @@ pub async fn replace(
     body: String,
 ) -> Result<Json<StrategyRecord>, ApiError> {
     check_name(&name)?;
-    let doc = document(&parse(&body)?);
+    let loaded = load(&body)?;
+    let doc = document(&loaded.strategy);
+    let source = source_of(&loaded);
     state
-        .blocking(move |s| Ok(Json(s.store.put_strategy(id, &name, &doc, true)?)))
+        .blocking(move |s| {
+            Ok(Json(shown(
+                s.store.put_strategy(id, &name, &doc, &source, true)?,
+                false,
+            )))
+        })
         .await
 }
 
@@ -139,7 +201,10 @@ pub async fn validate(
     Path(id): Path<u64>,
     body: String,
 ) -> Result<Json<Value>, ApiError> {
-    let parsed = parse(&body)?;
+    let loaded = load(&body)?;
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    let provenance = loaded.provenance.clone();
+    let parsed = loaded.strategy;
     state
         .blocking(move |s| {
             let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
@@ -148,7 +213,8 @@ pub async fn validate(
             let inventory: Vec<_> = model.node_records.iter().map(|n| inventory_node(n, &tags)).collect();
             let report = strategy::check(&parsed, &inventory)
                 .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_strategy", e.to_string()))?;
-            Ok(Json(json!({"valid": true, "strategy": document(&parsed), "check": report, "text": report.to_text()})))
+            Ok(Json(json!({"valid": true, "strategy": document(&parsed), "check": report, "text": report.to_text(),
+                "warnings": warnings, "provenance": provenance})))
         })
         .await
 }

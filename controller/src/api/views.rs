@@ -115,7 +115,9 @@ fn request(cluster_id: u64, q: &ViewQuery) -> Result<DeployRequest, ApiError> {
         graph_type: Some(graph_type(q)?),
         node_ids: node_ids(q.nodes.as_deref())?,
         strategy: None,
+        action: None,
         options: DeployOptions::default(),
+        inputs_from: None,
     })
 }
 

@@ -14,7 +14,6 @@ pub mod resolution;
 
 use crate::board::Board;
 use crate::clock::now_ms;
-use crate::registry::NodeRegistry;
 use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
 use plinth_common::model::Policy;
@@ -70,8 +69,12 @@ pub struct DeployRequest {
     pub node_ids: Option<Vec<u64>>,
     /// A strategy stored for the cluster.
     pub strategy: Option<String>,
+    /// Shipyard's action (`deploy_site`, `update_site`, `redeploy_server` of one node), if asked for.
+    pub action: Option<plan::SiteAction>,
     /// Options.
     pub options: DeployOptions,
+    /// Resolve from the inputs stored with this earlier deployment instead of the cluster now (a retry).
+    pub inputs_from: Option<u64>,
 }
 
 /// The orchestration state stored with a deployment.
@@ -79,15 +82,32 @@ pub struct DeployRequest {
 pub struct EngineState {
     /// The strategy's state machine.
     pub sequencer: Sequencer,
-    /// The strategy's name, if one was named.
+    /// The strategy's name, if one was named or configured.
     #[serde(default)]
     pub strategy: Option<String>,
+    /// How the strategy and its timeouts were chosen, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// Shipyard's action this deployment runs, if one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// When each running phase times out (ms), by `group/phase`.
     #[serde(default)]
     pub deadlines: BTreeMap<String, i64>,
     /// The graph type each phase runs, by phase name.
     #[serde(default)]
     pub phase_graph: BTreeMap<String, String>,
+}
+
+impl EngineState {
+    /// What the deployment runs: strategy, how it was chosen, phases with their timeouts.
+    pub fn summary(&self) -> Value {
+        plan::summary(
+            self.sequencer.strategy(),
+            self.strategy.as_deref(),
+            self.chosen_by.as_deref(),
+        )
+    }
 }
 
 fn phase_key(group: &str, phase: &str) -> String {
@@ -153,7 +173,6 @@ struct Running {
 pub struct Engine {
     store: Arc<dyn Store>,
     board: Arc<Board>,
-    registry: Arc<NodeRegistry>,
     /// Live events.
     pub events: EventHub,
     list_ttl_secs: std::sync::atomic::AtomicI64,
@@ -162,22 +181,23 @@ pub struct Engine {
     exprs: crate::expressions::Expressions,
     needs_resume: AtomicBool,
     published: AtomicU64,
+    /// The files root: file tasks' sources are sealed into their lists when published.
+    pub files: Arc<crate::catalog::Catalog>,
 }
 
 impl Engine {
-    /// An engine over a store, a board and the node registry.
+    /// An engine over a store and a board.
     pub fn new(
         exprs: crate::expressions::Expressions,
         store: Arc<dyn Store>,
         board: Arc<Board>,
-        registry: Arc<NodeRegistry>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
+        files: Arc<crate::catalog::Catalog>,
     ) -> Self {
         Engine {
             store,
             board,
-            registry,
             events: EventHub::default(),
             list_ttl_secs: std::sync::atomic::AtomicI64::new(
                 i64::try_from(list_ttl.as_secs()).unwrap_or(600),
@@ -187,6 +207,7 @@ impl Engine {
             exprs,
             needs_resume: AtomicBool::new(false),
             published: AtomicU64::new(0),
+            files,
         }
     }
 
@@ -218,7 +239,7 @@ impl Engine {
     fn request_nodes(
         &self,
         req: &DeployRequest,
-    ) -> Result<(strategy::Strategy, Vec<NodeRecord>), StartError> {
+    ) -> Result<(plan::Chosen, Vec<NodeRecord>), StartError> {
         self.store.get_cluster(req.cluster_id)?;
         let all: Vec<NodeRecord> = self
             .store
@@ -226,7 +247,30 @@ impl Engine {
             .into_iter()
             .filter(|n| n.cluster_id == Some(req.cluster_id))
             .collect();
-        let nodes: Vec<NodeRecord> = match &req.node_ids {
+        if req.action.is_some() && req.graph_type.is_some() {
+            return Err(StartError::Invalid(
+                "an action runs the strategy's phases: leave out graph_type".into(),
+            ));
+        }
+        let redeploy = match &req.action {
+            Some(plan::SiteAction::RedeployServer { node }) => {
+                if req.node_ids.is_some() {
+                    return Err(StartError::Invalid(
+                        "redeploy_server names its node: leave out nodes".into(),
+                    ));
+                }
+                let found = all.iter().find(|n| &n.name == node).ok_or_else(|| {
+                    StartError::Invalid(format!(
+                        "redeploy_server: cluster {} has no node named {node:?}",
+                        req.cluster_id
+                    ))
+                })?;
+                Some(found.id)
+            }
+            _ => None,
+        };
+        let node_ids = redeploy.map(|id| vec![id]).or_else(|| req.node_ids.clone());
+        let nodes: Vec<NodeRecord> = match &node_ids {
             None => all
                 .into_iter()
                 .filter(|n| !n.model.pending_deletion)
@@ -262,33 +306,37 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let strategy = plan::strategy_for(
+        let chosen = plan::strategy_for(
             self.store.as_ref(),
             req.cluster_id,
             req.strategy.as_deref(),
             req.graph_type.as_deref(),
+            req.action.as_ref(),
             self.phase_timeout_secs.load(Ordering::Relaxed),
         )?;
-        Ok((strategy, nodes))
+        Ok((chosen, nodes))
     }
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
     pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
-        let (mut strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let mut strategy = chosen.strategy;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
             .collect();
-        if req.strategy.is_none() {
+        if chosen.name.is_none() {
             tolerate_failures(&mut strategy, &resolved);
         }
         let sequencer = Sequencer::new(&strategy, &inventory)
             .map_err(|e| StartError::Invalid(e.to_string()))?;
         let state = EngineState {
             sequencer,
-            strategy: req.strategy.clone(),
+            strategy: chosen.name.clone(),
+            chosen_by: Some(chosen.chosen_by),
+            action: req.action.as_ref().map(|a| a.name().to_string()),
             deadlines: BTreeMap::new(),
             phase_graph: strategy
                 .phases
@@ -315,7 +363,7 @@ impl Engine {
             })
             .collect();
         self.store.save_primaries(&primaries)?;
-        let graph_type = match &req.strategy {
+        let graph_type = match &chosen.name {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
         };
@@ -350,6 +398,7 @@ impl Engine {
             stopped: None,
         };
         let id = record.id;
+        self.events.open(id);
         // Results for the first lists can arrive as soon as they are on the board: hold the lock until the
         // deployment is in the map, so none is folded before it is there.
         let mut map = self.lock();
@@ -372,20 +421,134 @@ impl Engine {
             .map(|p| p.graph_type.clone())
             .collect();
         let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
-        let model = crate::cluster_model::ClusterModel::load(
-            self.store.as_ref(),
-            req.cluster_id,
-            &type_refs,
-        )?;
         let named = req
             .node_ids
             .as_ref()
             .map(|_| nodes.iter().map(|n| n.id).collect());
-        let inputs = Inputs::from_model(model, named, req.options.force);
+        let inputs = match req.inputs_from {
+            Some(earlier) => {
+                let mut inputs: Inputs = serde_json::from_value(
+                    self.store.deployment_inputs(earlier)?,
+                )
+                .map_err(|e| {
+                    StartError::Invalid(format!(
+                        "the inputs stored with deployment {earlier} cannot be read: {e}"
+                    ))
+                })?;
+                inputs.named = named;
+                inputs
+            }
+            None => {
+                let model = crate::cluster_model::ClusterModel::load(
+                    self.store.as_ref(),
+                    req.cluster_id,
+                    &type_refs,
+                )?;
+                Inputs::from_model(model, named, req.options.force)
+            }
+        };
         let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
         let old = resolution::old_states(self.store.as_ref(), &ids)?;
         let resolved = resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)?;
         Ok((inputs, resolved))
+    }
+
+    /// Stops a running deployment for the operator `by`: nothing new starts, every node still running
+    /// its list is sent a signed order to stop (its running task terminated, the rest not started), and
+    /// the deployment ends `cancelled`, with who cancelled it in its events and report. Nodes that had
+    /// finished every phase keep their success (their pending roles become deployed roles).
+    pub fn cancel(&self, deployment_id: u64, by: &str) -> Result<DeploymentRecord, StoreError> {
+        let mut map = self.lock();
+        let Some(mut run) = map.remove(&deployment_id) else {
+            let dep = self.store.get_deployment(deployment_id)?;
+            return Err(StoreError::Conflict(format!(
+                "deployment {deployment_id} is not running (it is {})",
+                dep.status.as_str()
+            )));
+        };
+        let mut orders: Vec<TaskList> = run
+            .current
+            .values()
+            .filter(|c| !c.settled)
+            .map(|c| TaskList {
+                tasks: Vec::new(),
+                cancel: true,
+                revision: 0,
+                ..(*c.list).clone()
+            })
+            .collect();
+        let (succeeded, failed, untouched) = node_outcomes(&run);
+        let message = format!("cancelled by {by}");
+        let events = vec![json!({"event": "cancelled", "message": message, "by": by})];
+        let saved = self.save_task_states(&run, &succeeded).and_then(|()| {
+            let state = serde_json::to_value(&run.state).unwrap_or_default();
+            self.store.cancel_deployment(
+                deployment_id,
+                &DeploymentEnd {
+                    state: &state,
+                    status: crate::store::DeploymentStatus::Cancelled,
+                    events: &events,
+                    succeeded: &succeeded,
+                    failed: &failed,
+                    untouched: &untouched,
+                },
+                &mut orders,
+            )
+        });
+        if let Err(e) = saved {
+            map.insert(deployment_id, run);
+            return Err(e);
+        }
+        run.stopped = Some(message);
+        for node in run.nodes.keys() {
+            self.board.withdraw(*node, deployment_id);
+        }
+        for order in orders {
+            self.board.publish(Arc::new(order));
+        }
+        self.events.send(deployment_id, &events);
+        self.events.close(deployment_id);
+        drop(map);
+        tracing::info!(deployment = deployment_id, by, "deployment cancelled");
+        self.store.get_deployment(deployment_id)
+    }
+
+    /// Starts a new deployment of an ended one's failed and not-started nodes, with the same graph type
+    /// or strategy, options and inputs (the cluster as it was resolved then).
+    pub fn retry(&self, deployment_id: u64) -> Result<DeploymentRecord, StartError> {
+        let dep = self.store.get_deployment(deployment_id)?;
+        if dep.status == crate::store::DeploymentStatus::Running {
+            return Err(StartError::Invalid(format!(
+                "deployment {deployment_id} is still running: cancel it first, or wait"
+            )));
+        }
+        let report = report::build(self.store.as_ref(), &dep)?;
+        let nodes: Vec<u64> = report
+            .nodes
+            .iter()
+            .filter(|n| n.status != "success")
+            .map(|n| n.id)
+            .collect();
+        if nodes.is_empty() {
+            return Err(StartError::Invalid(format!(
+                "every node of deployment {deployment_id} succeeded: there is nothing to retry"
+            )));
+        }
+        let (graph_type, strategy) = match dep.graph_type.strip_prefix("strategy:") {
+            Some(name) => (None, Some(name.to_string())),
+            None => (Some(dep.graph_type.clone()), None),
+        };
+        let options: DeployOptions =
+            serde_json::from_value(dep.options.clone()).unwrap_or_default();
+        self.start(&DeployRequest {
+            cluster_id: dep.cluster_id,
+            graph_type,
+            node_ids: Some(nodes),
+            strategy,
+            options,
+            action: None,
+            inputs_from: Some(deployment_id),
+        })
     }
 
     /// Resolves a running deployment again from its stored inputs (after a restart).
@@ -400,13 +563,14 @@ impl Engine {
 
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
     pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
-        Ok(self.resolve_request(req, &strategy, &nodes)?.1)
+        let (chosen, nodes) = self.request_nodes(req)?;
+        Ok(self.resolve_request(req, &chosen.strategy, &nodes)?.1)
     }
 
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
-        let (strategy, nodes) = self.request_nodes(req)?;
+        let (chosen, nodes) = self.request_nodes(req)?;
+        let strategy = chosen.strategy;
         let (_, resolved) = self.resolve_request(req, &strategy, &nodes)?;
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {
@@ -498,22 +662,19 @@ impl Engine {
                                     progressed = true;
                                 }
                                 Ok(tasks) => {
-                                    let floor = self
-                                        .registry
-                                        .get(&node.node_key)
-                                        .map(|e| e.after())
-                                        .unwrap_or(0);
                                     lists.push(TaskList {
                                         format: TASK_LIST_FORMAT,
                                         node_key: node.node_key.clone(),
                                         node_id: node.id,
                                         deployment_id: run.record.id,
                                         phase: phase.clone(),
-                                        revision: floor,
+                                        // Assigned by the store when the list is published.
+                                        revision: 0,
                                         issued_at: 0,
                                         expires_at: 0,
                                         nonce: String::new(),
                                         noop: run.noop,
+                                        cancel: false,
                                         tasks,
                                     });
                                     placed.push((group.clone(), phase.clone(), graph_type.clone()));
@@ -544,6 +705,9 @@ impl Engine {
                     .map(|e| serde_json::to_value(e).unwrap_or_default()),
             );
             if !lists.is_empty() {
+                for list in &mut lists {
+                    self.files.seal(&mut list.tasks);
+                }
                 let state = serde_json::to_value(&run.state).unwrap_or_default();
                 self.store
                     .publish_lists(run.record.id, &mut lists, &state, &events)?;
@@ -640,26 +804,7 @@ impl Engine {
         status: strategy::DeploymentStatus,
         events: Vec<Value>,
     ) -> Result<(), StoreError> {
-        let report = run.state.sequencer.report();
-        let mut succeeded = Vec::new();
-        let mut failed = Vec::new();
-        let mut untouched = Vec::new();
-        for n in &report.nodes {
-            let Some(id) = run.ids.get(&n.name).copied() else {
-                continue;
-            };
-            match n.status {
-                strategy::NodeStatus::Success => succeeded.push(id),
-                strategy::NodeStatus::Failure => failed.push(id),
-                _ => untouched.push(id),
-            }
-        }
-        let unselected: Vec<u64> = report
-            .unselected_nodes
-            .iter()
-            .filter_map(|n| run.ids.get(n).copied())
-            .collect();
-        untouched.extend(unselected);
+        let (succeeded, failed, untouched) = node_outcomes(run);
         let status = match (&run.stopped, status) {
             (Some(_), _) => strategy::DeploymentStatus::Failed,
             (None, s) => s,
@@ -706,6 +851,7 @@ impl Engine {
             }
             count += 1;
             let id = record.id;
+            self.events.open(id);
             let state: EngineState = match serde_json::from_value(record.state.clone()) {
                 Ok(s) => s,
                 Err(e) => {
@@ -813,13 +959,32 @@ impl Engine {
         Ok(count)
     }
 
-    /// Whether `node_id` was given this result's list in a running deployment (`None` when the deployment
-    /// is not running here).
-    pub fn owns(&self, node_id: u64, r: &TaskResult) -> Option<bool> {
+    /// Whether `node_id` holds this result's list now, in a deployment running here (the fast path of
+    /// the ownership check: false only means "not known here", and the store is asked).
+    pub fn owns(&self, node_id: u64, r: &TaskResult) -> bool {
         let map = self.lock();
-        let run = map.get(&r.deployment_id)?;
-        let cur = run.current.get(&node_id)?;
-        (cur.list.revision == r.revision).then(|| cur.list.tasks.iter().any(|t| t.id == r.task_id))
+        map.get(&r.deployment_id)
+            .and_then(|run| run.current.get(&node_id))
+            .is_some_and(|cur| {
+                cur.list.revision == r.revision && cur.list.tasks.iter().any(|t| t.id == r.task_id)
+            })
+    }
+
+    /// Whether a deployment is running here.
+    pub fn is_running(&self, deployment_id: u64) -> bool {
+        self.lock().contains_key(&deployment_id)
+    }
+
+    /// Records events of a running deployment (refusals a node caused) and sends them to its watchers;
+    /// a deployment that is not running is left as it is (its record is final).
+    pub fn note_events(&self, deployment_id: u64, events: &[Value]) -> Result<(), StoreError> {
+        let map = self.lock();
+        if !map.contains_key(&deployment_id) {
+            return Ok(());
+        }
+        self.store.append_events(deployment_id, events)?;
+        self.events.send(deployment_id, events);
+        Ok(())
     }
 
     /// Records a node's outcome once its list is complete.
@@ -1068,6 +1233,30 @@ impl Finals {
                 .flat_map(|(n, tasks)| tasks.iter().map(move |(t, s)| (*n, t, *s)))
         })
     }
+}
+
+/// The deployment's nodes by how they ended: (succeeded, failed, untouched: not started, not finished, or
+/// selected by no group).
+fn node_outcomes(run: &Running) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let report = run.state.sequencer.report();
+    let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
+    for n in &report.nodes {
+        let Some(id) = run.ids.get(&n.name).copied() else {
+            continue;
+        };
+        match n.status {
+            strategy::NodeStatus::Success => succeeded.push(id),
+            strategy::NodeStatus::Failure => failed.push(id),
+            _ => untouched.push(id),
+        }
+    }
+    untouched.extend(
+        report
+            .unselected_nodes
+            .iter()
+            .filter_map(|n| run.ids.get(n).copied()),
+    );
+    (succeeded, failed, untouched)
 }
 
 /// Records a node's outcome in the sequencer; a refusal there is a bug worth a log line, not a crash.

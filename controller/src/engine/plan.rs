@@ -1,9 +1,11 @@
-//! What a deployment runs: its strategy (named, or one group of every node), and its nodes as the
-//! strategy's selectors see them. The task lists themselves come from [`super::resolution`].
+//! What a deployment runs: its strategy (named, configured, or one group of every node) with its phase
+//! timeouts, and its nodes as the strategy's selectors see them. The task lists themselves come from [`super::resolution`].
 
 use super::StartError;
-use crate::store::{NodeRecord, Store};
-use plinth_common::strategy::{InventoryNode, Phase, Strategy};
+use crate::store::{NodeRecord, Store, StoreError};
+use plinth_common::strategy::{
+    DeploymentConfiguration, InventoryNode, Phase, Strategy, DEFAULT_STRATEGY_NAME,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A node as a strategy selects it: by its tags (roles' tags, operator changes, primaries elected),
@@ -22,36 +24,241 @@ pub fn inventory_node(node: &NodeRecord, tags: &BTreeMap<u64, BTreeSet<String>>)
     inv
 }
 
-/// The strategy of a deployment: the named one of the cluster, or one critical group of every node
-/// running `graph_type` in a single `deploy` phase.
+/// The strategy a deployment runs, and how it was chosen.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    /// The strategy, with the deployment configuration's timeouts applied.
+    pub strategy: Strategy,
+    /// The stored strategy's name; `None` when every node runs at once.
+    pub name: Option<String>,
+    /// How the strategy and its timeouts were chosen, in words.
+    pub chosen_by: String,
+}
+
+/// The strategy of a deployment and its phase timeouts.
+///
+/// The strategy: the one named in the request; else, unless a graph type is asked for, the one the
+/// cluster's deployment configuration names (`physical_provisioner.deployment_strategy`, default
+/// `deployment-strategy`, the seed's name) when it is stored; else one critical group of every node running
+/// `graph_type` in a single `deploy` phase. A configuration that names a strategy the cluster does not have
+/// refuses the deployment (Shipyard's reserved `all-at-once` excepted). The timeouts: the configuration's
+/// `prepare_node_timeout` and `deploy_timeout` for the phases named `prepare` and `deploy` (unless the
+/// strategy sets a phase's own), else the strategy's `phase_timeout` (the controller's for every node at
+/// once).
 pub fn strategy_for(
     store: &dyn Store,
     cluster_id: u64,
     name: Option<&str>,
     graph_type: Option<&str>,
+    action: Option<&SiteAction>,
     phase_timeout_secs: u64,
-) -> Result<Strategy, StartError> {
-    match name {
-        Some(name) => {
-            if graph_type.is_some() {
-                return Err(StartError::Invalid(
-                    "a strategy's phases choose the graph types: leave out graph_type when naming a strategy".into(),
-                ));
+) -> Result<Chosen, StartError> {
+    let configuration = match store.get_configuration(cluster_id) {
+        Ok(record) => Some(
+            serde_json::from_value::<DeploymentConfiguration>(record.configuration).map_err(|e| {
+                StartError::Invalid(format!(
+                    "the stored deployment configuration of cluster {cluster_id} does not read back: {e}"
+                ))
+            })?,
+        ),
+        Err(StoreError::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let stored = |name: &str| -> Result<Strategy, StartError> {
+        let record = store.get_strategy(cluster_id, name)?;
+        plinth_common::strategy::strategy_from_value(&record.document)
+            .map_err(|e| StartError::Invalid(format!("stored strategy {name:?} is not valid: {e}")))
+    };
+    let config_words = configuration
+        .as_ref()
+        .map(|c| format!("deployment configuration {:?}", c.name));
+    let mut chosen = match (name, graph_type) {
+        (Some(_), Some(_)) => {
+            return Err(StartError::Invalid(
+                "a strategy's phases choose the graph types: leave out graph_type when naming a strategy".into(),
+            ))
+        }
+        (Some(name), None) => Chosen {
+            strategy: stored(name)?,
+            name: Some(name.to_string()),
+            chosen_by: format!("strategy {name:?} named in the request"),
+        },
+        (None, Some(graph_type)) => all_at_once(
+            graph_type,
+            phase_timeout_secs,
+            format!("graph type {graph_type:?} asked for: every node at once, no strategy"),
+        ),
+        (None, None) => {
+            let default = configuration
+                .as_ref()
+                .map_or(DEFAULT_STRATEGY_NAME, |c| c.strategy_name());
+            let named = configuration
+                .as_ref()
+                .and_then(|c| c.deployment_strategy.as_deref());
+            match store.get_strategy(cluster_id, default) {
+                Ok(_) => Chosen {
+                    strategy: stored(default)?,
+                    name: Some(default.to_string()),
+                    chosen_by: match (named, &config_words) {
+                        (Some(_), Some(words)) => {
+                            format!("strategy {default:?} named by the {words}")
+                        }
+                        _ => format!("strategy {default:?}, the default name"),
+                    },
+                },
+                Err(StoreError::NotFound { .. }) => match named {
+                    Some(named) if named != ALL_AT_ONCE => {
+                        return Err(StartError::Invalid(format!(
+                            "the {} names strategy {named:?} (physical_provisioner.deployment_strategy), which \
+                             cluster {cluster_id} does not have: store it, or change the configuration",
+                            config_words.unwrap_or_default()
+                        )))
+                    }
+                    _ => all_at_once(
+                        "default",
+                        phase_timeout_secs,
+                        match named {
+                            Some(_) => format!(
+                                "the {} says {ALL_AT_ONCE:?}: every node at once",
+                                config_words.clone().unwrap_or_default()
+                            ),
+                            None => format!(
+                                "no strategy named {DEFAULT_STRATEGY_NAME:?} is stored: every node at once"
+                            ),
+                        },
+                    ),
+                },
+                Err(e) => return Err(e.into()),
             }
-            let record = store.get_strategy(cluster_id, name)?;
-            plinth_common::strategy::strategy_from_value(&record.document).map_err(|e| {
-                StartError::Invalid(format!("stored strategy {name:?} is not valid: {e}"))
-            })
         }
-        None => {
-            let mut s = Strategy::all_nodes();
-            s.phases = vec![Phase {
-                name: "deploy".into(),
-                graph_type: graph_type.unwrap_or("default").to_string(),
-                timeout: None,
-            }];
-            s.phase_timeout = phase_timeout_secs;
-            Ok(s)
+    };
+    if let Some(SiteAction::RedeployServer { node }) = action {
+        chosen = redeploy(chosen, node);
+    }
+    if let Some(configuration) = &configuration {
+        configuration.apply(&mut chosen.strategy);
+        chosen.chosen_by.push_str(&format!(
+            "; phase timeouts from the {} (prepare_node_timeout {} s, deploy_timeout {} s)",
+            config_words.unwrap_or_default(),
+            configuration.prepare_node_timeout,
+            configuration.deploy_timeout
+        ));
+    }
+    Ok(chosen)
+}
+
+/// Shipyard's name for running every node at once, without a strategy document.
+pub const ALL_AT_ONCE: &str = "all-at-once";
+
+/// One critical group of every node running `graph_type` in a single `deploy` phase.
+fn all_at_once(graph_type: &str, phase_timeout_secs: u64, chosen_by: String) -> Chosen {
+    let mut s = Strategy::all_nodes();
+    s.phases = vec![Phase {
+        name: "deploy".into(),
+        graph_type: graph_type.to_string(),
+        timeout: None,
+    }];
+    s.phase_timeout = phase_timeout_secs;
+    Chosen {
+        strategy: s,
+        name: None,
+        chosen_by,
+    }
+}
+
+/// What a deployment runs, as the start response and `plinthctl deploy start` show it: the strategy's
+/// name (none for every node at once), how it was chosen, and each phase with its graph type and timeout.
+pub fn summary(
+    strategy: &Strategy,
+    name: Option<&str>,
+    chosen_by: Option<&str>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "name": name,
+        "chosen_by": chosen_by,
+        "phases": strategy.phases.iter().map(|p| serde_json::json!({
+            "name": p.name,
+            "graph_type": p.graph_type,
+            "timeout_secs": strategy.timeout_of(p),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Shipyard's actions as Plinth runs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteAction {
+    /// `deploy_site`: every group of the strategy through its phases.
+    DeploySite,
+    /// `update_site`: the same on a deployed site (nodes whose tasks have not changed have nothing to do).
+    UpdateSite,
+    /// `redeploy_server`: one node through prepare and deploy, outside any group of the strategy.
+    RedeployServer {
+        /// The node's name.
+        node: String,
+    },
+}
+
+impl SiteAction {
+    /// Shipyard's name of the action.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SiteAction::DeploySite => "deploy_site",
+            SiteAction::UpdateSite => "update_site",
+            SiteAction::RedeployServer { .. } => "redeploy_server",
         }
+    }
+
+    /// The action named `name` (`node` for `redeploy_server`, and only there).
+    pub fn parse(name: &str, node: Option<&str>) -> Result<SiteAction, String> {
+        match (name, node) {
+            ("deploy_site", None) => Ok(SiteAction::DeploySite),
+            ("update_site", None) => Ok(SiteAction::UpdateSite),
+            ("redeploy_server", Some(node)) if !node.is_empty() => Ok(SiteAction::RedeployServer {
+                node: node.to_string(),
+            }),
+            ("redeploy_server", _) => Err("redeploy_server needs the node's name (`node`)".into()),
+            ("deploy_site" | "update_site", Some(_)) => Err(format!(
+                "{name} runs every group; `node` goes with redeploy_server only"
+            )),
+            (other, _) => Err(format!(
+                "{other:?} is not an action; use deploy_site, update_site or redeploy_server"
+            )),
+        }
+    }
+}
+
+/// The name of the one group `redeploy_server` runs.
+pub const REDEPLOY_GROUP: &str = "redeploy_server";
+
+/// `redeploy_server`: the node alone in one critical group that needs it, through the strategy's phases
+/// (prepare and deploy when every node would run at once); the configuration's timeouts apply afterwards.
+fn redeploy(chosen: Chosen, node: &str) -> Chosen {
+    let phases = match chosen.name {
+        Some(_) => chosen.strategy.phases.clone(),
+        None => Phase::defaults(),
+    };
+    let mut strategy = Strategy::from_groups(vec![plinth_common::strategy::Group {
+        name: REDEPLOY_GROUP.to_string(),
+        critical: true,
+        depends_on: Vec::new(),
+        selectors: vec![plinth_common::strategy::Selector {
+            node_names: vec![node.to_string()],
+            ..Default::default()
+        }],
+        success_criteria: Some(plinth_common::strategy::SuccessCriteria {
+            minimum_successful_nodes: Some(1),
+            ..Default::default()
+        }),
+    }]);
+    strategy.name = chosen.strategy.name.clone();
+    strategy.phases = phases;
+    strategy.phase_timeout = chosen.strategy.phase_timeout;
+    Chosen {
+        strategy,
+        name: chosen.name,
+        chosen_by: format!(
+            "redeploy_server: node {node:?} alone through the phases of {}",
+            chosen.chosen_by
+        ),
     }
 }

@@ -79,6 +79,11 @@ pub struct GroupLine {
     /// Why it failed, as data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureReason>,
+    /// The groups it depends on.
+    pub depends_on: Vec<String>,
+    /// Its success criteria (none: it always succeeds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_criteria: Option<strategy::SuccessCriteria>,
     /// Every node it selects.
     pub nodes: Vec<String>,
     /// Nodes that finished every phase.
@@ -103,6 +108,14 @@ pub struct Report {
     /// The strategy named, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+    /// How the strategy and its timeouts were chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// Shipyard's action it runs (`deploy_site`, `update_site`, `redeploy_server`), if one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Each phase of each group, in processing order, as Shipyard's `describe action` lists steps.
+    pub steps: Vec<strategy::Step>,
     /// Status.
     pub status: DeploymentStatus,
     /// Started (ms).
@@ -119,7 +132,8 @@ pub struct Report {
     pub nodes: Vec<NodeLine>,
     /// Nodes of the deployment that no group selects.
     pub unselected_nodes: Vec<String>,
-    /// What the pre-deployment checks warned about, and why the controller stopped it, if it did.
+    /// What the pre-deployment checks warned about, why the controller stopped it if it did, and what
+    /// its nodes sent that was refused (results, and lists an agent refused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<serde_json::Value>,
 }
@@ -163,14 +177,25 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
                 if let Some((r, attempts)) =
                     latest.get(&(*node_id, list.revision, spec.id.as_str()))
                 {
+                    // A task still running when its deployment was cancelled was ended by the cancel.
+                    let cut_short = dep.status == DeploymentStatus::Cancelled
+                        && r.status == ResultStatus::Running;
                     tasks.push(TaskLine {
                         phase: list.phase.clone(),
                         id: spec.id.clone(),
-                        status: r.status,
+                        status: if cut_short {
+                            ResultStatus::Interrupted
+                        } else {
+                            r.status
+                        },
                         attempts: *attempts,
                         exit_code: r.exit_code,
                         duration_ms: r.duration_ms,
-                        message: r.message.clone(),
+                        message: if cut_short {
+                            "ended: the deployment was cancelled while it ran".into()
+                        } else {
+                            r.message.clone()
+                        },
                         stdout_tail: r.stdout_tail.clone(),
                         stderr_tail: r.stderr_tail.clone(),
                         details: r.details.clone(),
@@ -214,10 +239,14 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
                         ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
                     )
             });
-            Some(match (task, p.failure) {
-                (Some(t), _) => format!("task {} {} in phase {failed}", t.id, t.status_word()),
-                (None, Some(outcome)) => format!("{outcome} in phase {failed}"),
-                (None, None) => format!("failed phase {failed}"),
+            Some(match (task, p.failure, &p.failure_detail) {
+                // The phase reached its timeout: "timed out after N s".
+                (_, _, Some(detail)) => format!("{detail} in phase {failed}"),
+                (Some(t), _, None) => {
+                    format!("task {} {} in phase {failed}", t.id, t.status_word())
+                }
+                (None, Some(outcome), None) => format!("{outcome} in phase {failed}"),
+                (None, None, None) => format!("failed phase {failed}"),
             })
         });
         nodes.push(NodeLine {
@@ -243,6 +272,8 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             current_phase: g.current_phase.clone(),
             reason: g.reason.as_ref().map(ToString::to_string),
             failure: g.reason.clone(),
+            depends_on: g.depends_on.clone(),
+            success_criteria: g.success_criteria.clone(),
             nodes: g.nodes.clone(),
             succeeded: g.succeeded.clone(),
             prepared: g.prepared.clone(),
@@ -255,6 +286,9 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
         cluster_id: dep.cluster_id,
         graph_type: dep.graph_type.clone(),
         strategy: state.strategy.clone(),
+        chosen_by: state.chosen_by.clone(),
+        action: state.action.clone(),
+        steps: plan.steps(),
         status: dep.status,
         created_at_ms: dep.created_at_ms,
         finished_at_ms: dep.finished_at_ms,
@@ -267,7 +301,12 @@ pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
             .events(dep.id, 0)?
             .into_iter()
             .map(|(_, e)| e)
-            .filter(|e| matches!(e["event"].as_str(), Some("warning" | "stopped")))
+            .filter(|e| {
+                matches!(
+                    e["event"].as_str(),
+                    Some("warning" | "stopped" | "cancelled" | "result_refused" | "list_refused")
+                )
+            })
             .collect(),
     })
 }

@@ -1,7 +1,7 @@
 //! Durable state behind one narrow interface.
 //!
 //! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
-//! backend (one file, WAL); a PostgreSQL backend for several controllers implements the same trait. Every
+//! backend (one file, WAL), and the only one today. Every
 //! method is one transaction: a method that fails changes nothing.
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
@@ -12,7 +12,21 @@ pub mod sqlite;
 
 pub use records::*;
 
-use plinth_common::wire::{ResultKey, TaskList, TaskResult};
+use plinth_common::wire::{TaskList, TaskResult};
+
+/// The most refusals kept per node (older ones are dropped).
+pub const MAX_REFUSALS_PER_NODE: usize = 100;
+
+/// What storing one result did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Stored now.
+    New,
+    /// Stored before.
+    Duplicate,
+    /// Not stored: its deployment finished (or does not exist).
+    Final,
+}
 
 /// Storage failures.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +48,9 @@ pub enum StoreError {
     /// Stored data cannot be read back (a bug or a hand-edited database).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A bound is reached (too many discovered nodes, ...); the message says which and what to do.
+    #[error("{0}")]
+    Full(String),
 }
 
 /// Shorthand for store results.
@@ -54,7 +71,13 @@ pub trait Store: Send + Sync + 'static {
     /// Records the primaries elected for a cluster: each listed node's `primary_tags`.
     fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()>;
 
-    /// Creates the node for a key, or refreshes its facts, tags, labels and rack. New nodes get `admission`.
+    /// A page of nodes by id (see [`NodeFilter`]).
+    fn list_nodes_page(&self, filter: &NodeFilter) -> StoreResult<Vec<NodeRecord>>;
+
+    /// Creates the node for a key (its name made unique; refused when `max_discovered` nodes are
+    /// discovered already and it would be one more), or refreshes its facts. A discovered node's tags,
+    /// labels and rack follow what it says; an accepted node's stay as they are, and what it says of its
+    /// name, tags, labels and rack is kept apart (`reported`). A name never changes here.
     fn register_node(
         &self,
         reg: &NodeRegistration,
@@ -177,8 +200,9 @@ pub trait Store: Send + Sync + 'static {
         events: &[serde_json::Value],
     ) -> StoreResult<()>;
     /// Publishes task lists with the orchestration state and events that go with them, atomically.
-    /// Assigns each list its revision: above every revision the node was ever issued, and above the
-    /// list's `revision` on input (the highest revision the agent says it accepted, 0 when unknown).
+    /// Assigns each list its revision from one counter of the whole controller, so a revision is above
+    /// every revision ever issued, to any node (a node deleted and registered again included). Nothing a
+    /// node sends moves it.
     fn publish_lists(
         &self,
         deployment_id: u64,
@@ -189,6 +213,14 @@ pub trait Store: Send + Sync + 'static {
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
+    /// Cancels a running deployment: publishes `lists` (the orders to stop, with fresh revisions) and ends
+    /// it as [`Store::finish_deployment`] does, atomically; a conflict when it is not running.
+    fn cancel_deployment(
+        &self,
+        id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
     fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.
@@ -197,10 +229,17 @@ pub trait Store: Send + Sync + 'static {
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>>;
     /// Every list published for a deployment, by node and then revision (a node's latest comes last).
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>>;
-    /// Stores results of one node idempotently; returns the keys now stored (new or already there).
-    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<ResultKey>>;
+    /// Stores results of one node idempotently, each only while its deployment is running (a finished
+    /// deployment's record is final); returns what became of each, in order.
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>>;
     /// Every result of a deployment, by node, in arrival order.
     fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>>;
+
+    /// Records what a node sent that was refused (a result, a list it refused), newest kept: at most
+    /// [`MAX_REFUSALS_PER_NODE`] per node.
+    fn record_refusals(&self, node_id: u64, refusals: &[NewRefusal]) -> StoreResult<()>;
+    /// A node's recorded refusals, newest first.
+    fn node_refusals(&self, node_id: u64) -> StoreResult<Vec<RefusalRecord>>;
 
     // --- Deployment strategies ---------------------------------------------------------------------
 
@@ -210,6 +249,7 @@ pub trait Store: Send + Sync + 'static {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord>;
     /// A cluster's strategies, by name.
@@ -218,11 +258,23 @@ pub trait Store: Send + Sync + 'static {
     fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord>;
     /// Deletes a strategy.
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()>;
+    /// Creates or replaces the cluster's deployment configuration (one per cluster).
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord>;
+    /// The cluster's deployment configuration (not found when it has none).
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord>;
+    /// Deletes the cluster's deployment configuration.
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()>;
 
     // --- Operator tokens -----------------------------------------------------------------------------
 
-    /// Stores a token (its SHA-256, never the token).
+    /// Stores a token (its SHA-256, never the token); a conflict when a token not revoked has the name.
     fn create_token(&self, name: &str, hash: &str, role: TokenRole) -> StoreResult<TokenRecord>;
-    /// All tokens (hashes included, for the in-memory check).
+    /// All tokens, revoked ones included.
     fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>>;
+    /// The token with this SHA-256 (hex), revoked or not. Asked on every operator request, so a
+    /// revocation takes effect at once, in every controller process.
+    fn token_by_hash(&self, hash: &str) -> StoreResult<Option<TokenRecord>>;
+    /// Revokes the tokens named `name` that are not revoked yet; not found when there are none.
+    /// Returns how many were revoked.
+    fn revoke_token(&self, name: &str, now_ms: i64) -> StoreResult<usize>;
 }

@@ -24,6 +24,8 @@ pub struct NodeRegistration {
     pub rack: Option<String>,
     /// Now, in milliseconds since the epoch.
     pub now_ms: i64,
+    /// The most discovered nodes: a new node beyond it is refused ([`super::StoreError::Full`]).
+    pub max_discovered: u64,
 }
 
 /// A node's life-cycle status, as Fuel names it.
@@ -108,6 +110,24 @@ pub struct NodeModelFields {
     pub pending_deletion: bool,
     /// What failed last (`deploy`), when its status is `error`.
     pub error_type: Option<String>,
+    /// What the agent last said of its name, tags, labels and rack where that differs from the record
+    /// (an accepted node's word is facts, not authority: operators see it apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Reported>,
+}
+
+/// What an agent said of itself at registration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Reported {
+    /// The name it asked for.
+    pub name: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its rack.
+    pub rack: Option<String>,
 }
 
 /// A node's assignment to a cluster.
@@ -296,6 +316,8 @@ pub enum DeploymentStatus {
     SuccessWithFailures,
     /// A critical group failed.
     Failed,
+    /// An operator stopped it: nothing new started, running tasks were ended.
+    Cancelled,
 }
 
 impl DeploymentStatus {
@@ -306,6 +328,7 @@ impl DeploymentStatus {
             DeploymentStatus::Success => "success",
             DeploymentStatus::SuccessWithFailures => "success_with_failures",
             DeploymentStatus::Failed => "failed",
+            DeploymentStatus::Cancelled => "cancelled",
         }
     }
     /// Reads the stored text.
@@ -314,6 +337,7 @@ impl DeploymentStatus {
             "running" => DeploymentStatus::Running,
             "success" => DeploymentStatus::Success,
             "success_with_failures" => DeploymentStatus::SuccessWithFailures,
+            "cancelled" => DeploymentStatus::Cancelled,
             "failed" => DeploymentStatus::Failed,
             _ => return None,
         })
@@ -384,6 +408,9 @@ pub struct TokenRecord {
     pub hash: String,
     /// What it may do.
     pub role: TokenRole,
+    /// When it was revoked (ms); a revoked token authenticates nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at_ms: Option<i64>,
 }
 
 /// The end of a deployment, as [`super::Store::finish_deployment`] records it.
@@ -412,4 +439,66 @@ pub struct StrategyRecord {
     pub name: String,
     /// The document (plain form: `groups`, `phases`, ...).
     pub document: serde_json::Value,
+    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
+    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
+    /// before these were kept.
+    #[serde(default)]
+    pub source: serde_json::Value,
+}
+
+/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigurationRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The document's `metadata.name`.
+    pub name: String,
+    /// What Plinth uses: the strategy's name and the phase timeouts.
+    pub configuration: serde_json::Value,
+    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
+    pub source: serde_json::Value,
+}
+
+/// Something a node sent that was refused, to record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRefusal {
+    /// `result` (a result the controller refused) or `list` (a list the agent refused).
+    pub kind: String,
+    /// The deployment it concerned, when known.
+    pub deployment_id: Option<u64>,
+    /// Why, in words.
+    pub reason: String,
+    /// What it was about (task, revision, attempt), as data.
+    pub detail: serde_json::Value,
+    /// When (ms).
+    pub at_ms: i64,
+}
+
+/// A recorded refusal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusalRecord {
+    /// Sequence number.
+    pub seq: u64,
+    /// The node.
+    pub node_id: u64,
+    /// What was refused and why.
+    #[serde(flatten)]
+    pub refusal: NewRefusal,
+}
+
+/// Which nodes a page of `GET /nodes` holds.
+#[derive(Debug, Clone, Default)]
+pub struct NodeFilter {
+    /// Only nodes with a larger id (the previous page's last id).
+    pub after_id: u64,
+    /// At most this many.
+    pub limit: usize,
+    /// Only nodes with this status.
+    pub status: Option<NodeStatus>,
+    /// Only nodes with this admission.
+    pub admission: Option<NodeAdmission>,
+    /// Only nodes of this cluster.
+    pub cluster_id: Option<u64>,
+    /// Only nodes holding this tag: reported, added by an operator, or a role (assigned or deployed).
+    pub tag: Option<String>,
 }

@@ -120,4 +120,31 @@ CREATE TABLE state_blobs (
 );
 ALTER TABLE deployments ADD COLUMN inputs TEXT NOT NULL DEFAULT '{}';
 "#,
+    r#"
+CREATE TABLE refusals (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    node_id       INTEGER NOT NULL,
+    at_ms         INTEGER NOT NULL,
+    kind          TEXT NOT NULL,
+    deployment_id INTEGER,
+    reason        TEXT NOT NULL,
+    detail        TEXT NOT NULL
+);
+CREATE INDEX refusals_node ON refusals (node_id, seq);
+CREATE TABLE counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT INTO counters (name, value) SELECT 'revision', COALESCE(MAX(revision), 0) FROM nodes;
+ALTER TABLE tokens ADD COLUMN revoked_at INTEGER;
+"#,
+    r#"
+ALTER TABLE strategies ADD COLUMN source TEXT NOT NULL DEFAULT 'null';
+CREATE TABLE deployment_configurations (
+    cluster_id    INTEGER PRIMARY KEY REFERENCES clusters(id),
+    name          TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    source        TEXT NOT NULL
+);
+"#,
 ];

@@ -223,7 +223,9 @@ impl SqliteStore {
 
     fn setup(mut conn: Connection) -> StoreResult<Self> {
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL: a commit is on disk (the WAL fsynced) before it returns, so nothing acknowledged to an
+        // agent or an operator is lost at power loss.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let applied: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -270,14 +272,47 @@ impl Store for SqliteStore {
                 .optional()?;
             let node_id = match existing {
                 Some(node_id) => {
-                    tx.execute(
-                        "UPDATE nodes SET name = ?2, facts = ?3, tags = ?4, labels = ?5, rack = ?6, last_seen = ?7 \
-                         WHERE id = ?1",
-                        params![node_id, reg.name, to_json(&reg.facts), to_json(&reg.tags), to_json(&reg.labels), reg.rack, reg.now_ms],
-                    )?;
+                    let node = one_node(tx, id(node_id))?;
+                    if node.admission == NodeAdmission::Accepted {
+                        let said = Reported {
+                            name: reg.name.clone(),
+                            tags: reg.tags.clone(),
+                            labels: reg.labels.clone(),
+                            rack: reg.rack.clone(),
+                        };
+                        let same = said.name == node.name
+                            && said.tags == node.tags
+                            && said.labels == node.labels
+                            && said.rack == node.rack;
+                        let mut fields = node.model.clone();
+                        fields.reported = (!same).then_some(said);
+                        tx.execute(
+                            "UPDATE nodes SET facts = ?2, last_seen = ?3, model = ?4 WHERE id = ?1",
+                            params![node_id, to_json(&reg.facts), reg.now_ms, to_json(&fields)],
+                        )?;
+                    } else {
+                        tx.execute(
+                            "UPDATE nodes SET facts = ?2, tags = ?3, labels = ?4, rack = ?5, last_seen = ?6 \
+                             WHERE id = ?1",
+                            params![node_id, to_json(&reg.facts), to_json(&reg.tags), to_json(&reg.labels), reg.rack, reg.now_ms],
+                        )?;
+                    }
                     node_id
                 }
                 None => {
+                    if admission == NodeAdmission::Discovered {
+                        let waiting: i64 = tx.query_row(
+                            "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'",
+                            [],
+                            |r| r.get(0),
+                        )?;
+                        if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
+                            return Err(StoreError::Full(format!(
+                                "{waiting} nodes are waiting to be accepted, the most this controller keeps \
+                                 (max_discovered_nodes): accept or delete some first"
+                            )));
+                        }
+                    }
                     tx.execute(
                         "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
                          registered_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
@@ -395,6 +430,49 @@ impl Store for SqliteStore {
         self.tx(|tx| query_nodes(tx, "", &[]))
     }
 
+    fn list_nodes_page(&self, f: &NodeFilter) -> StoreResult<Vec<NodeRecord>> {
+        let mut clauses = vec!["id > ?1".to_string()];
+        let mut args: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(sql_id(f.after_id))];
+        if let Some(status) = f.status {
+            args.push(Box::new(status.as_str()));
+            clauses.push(format!("status = ?{}", args.len()));
+        }
+        if let Some(admission) = f.admission {
+            args.push(Box::new(admission_text(admission)));
+            clauses.push(format!("admission = ?{}", args.len()));
+        }
+        if let Some(cluster) = f.cluster_id {
+            args.push(Box::new(sql_id(cluster)));
+            clauses.push(format!("cluster_id = ?{}", args.len()));
+        }
+        if let Some(tag) = &f.tag {
+            args.push(Box::new(tag.clone()));
+            let n = args.len();
+            clauses.push(format!(
+                "(EXISTS (SELECT 1 FROM json_each(nodes.tags) WHERE value = ?{n}) \
+                 OR EXISTS (SELECT 1 FROM json_each(nodes.roles) WHERE value = ?{n}) \
+                 OR EXISTS (SELECT 1 FROM json_each(nodes.pending_roles) WHERE value = ?{n}) \
+                 OR EXISTS (SELECT 1 FROM json_each(nodes.model, '$.tags_added') WHERE value = ?{n}))"
+            ));
+        }
+        args.push(Box::new(i64::try_from(f.limit).unwrap_or(i64::MAX)));
+        let sql = format!(
+            "WHERE {} ORDER BY id LIMIT ?{}",
+            clauses.join(" AND "),
+            args.len()
+        );
+        let refs: Vec<&dyn rusqlite::ToSql> = args.iter().map(|a| a.as_ref()).collect();
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(&format!("SELECT {NODE_COLUMNS} FROM nodes {sql}"))?;
+            let rows = stmt.query_map(refs.as_slice(), node_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
     fn get_node(&self, node_id: u64) -> StoreResult<NodeRecord> {
         self.tx(|tx| one_node(tx, node_id))
     }
@@ -419,6 +497,7 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute("DELETE FROM nodes WHERE id = ?1", [sql_id(node_id)])?;
+            tx.execute("DELETE FROM refusals WHERE node_id = ?1", [sql_id(node_id)])?;
             Ok(())
         })
     }
@@ -713,71 +792,39 @@ impl Store for SqliteStore {
         self.tx(|tx| {
             set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
             append_events(tx, deployment_id, events)?;
-            let mut bump = tx.prepare_cached(
-                "UPDATE nodes SET revision = MAX(revision, ?2) + 1 WHERE id = ?1 RETURNING revision",
-            )?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for list in lists.iter_mut() {
-                let revision: Option<i64> = bump
-                    .query_row(params![sql_id(list.node_id), sql_id(list.revision)], |r| r.get(0))
-                    .optional()?;
-                let revision =
-                    revision.ok_or_else(|| StoreError::NotFound { kind: "node", id: list.node_id.to_string() })?;
-                list.revision = id(revision);
-                insert.execute(params![sql_id(deployment_id), sql_id(list.node_id), revision, to_json(&*list)])?;
-            }
-            Ok(())
+            insert_lists(tx, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+        self.tx(|tx| finish(tx, dep_id, end))
+    }
+
+    fn cancel_deployment(
+        &self,
+        dep_id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()> {
         self.tx(|tx| {
-            set_state(tx, dep_id, end.state, end.status)?;
-            let cluster_status = match end.status {
-                DeploymentStatus::Success => "operational",
-                DeploymentStatus::SuccessWithFailures => "partially_deployed",
-                DeploymentStatus::Failed | DeploymentStatus::Running => "error",
-            };
-            tx.execute(
-                "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
-                 WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
-                params![sql_id(dep_id), cluster_status],
-            )?;
-            append_events(tx, dep_id, end.events)?;
-            for node_id in end.succeeded {
-                let node = one_node(tx, *node_id)?;
-                let mut roles = node.roles.clone();
-                for role in &node.pending_roles {
-                    if !roles.contains(role) {
-                        roles.push(role.clone());
-                    }
-                }
-                let mut fields = node.model.clone();
-                fields.pending_addition = false;
-                fields.error_type = None;
-                tx.execute(
-                    "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
-                )?;
+            let status: String = tx
+                .query_row(
+                    "SELECT status FROM deployments WHERE id = ?1",
+                    [sql_id(dep_id)],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if status != DeploymentStatus::Running.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {status})"
+                )));
             }
-            for node_id in end.failed {
-                let mut fields = one_node(tx, *node_id)?.model;
-                fields.error_type = Some("deploy".into());
-                tx.execute(
-                    "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
-                    params![sql_id(*node_id), to_json(&fields)],
-                )?;
-            }
-            for node_id in end.untouched {
-                tx.execute(
-                    "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
-                     WHERE id = ?1 AND status = 'deploying'",
-                    [sql_id(*node_id)],
-                )?;
-            }
-            Ok(())
+            insert_lists(tx, dep_id, lists)?;
+            finish(tx, dep_id, end)
         })
     }
 
@@ -829,27 +876,108 @@ impl Store for SqliteStore {
         })
     }
 
-    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<ResultKey>> {
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
         self.tx(|tx| {
-            let mut stmt = tx.prepare_cached(
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
+                 WHERE EXISTS (SELECT 1 FROM deployments WHERE id = ?2 AND status = 'running') \
+                 ON CONFLICT DO NOTHING",
             )?;
-            let mut keys = Vec::with_capacity(results.len());
+            let mut exists = tx.prepare_cached(
+                "SELECT 1 FROM results WHERE node_id = ?1 AND deployment_id = ?2 AND revision = ?3 \
+                 AND task_id = ?4 AND attempt = ?5 AND status = ?6",
+            )?;
+            let mut out = Vec::with_capacity(results.len());
             for r in results {
                 let status = to_json(&r.status);
-                stmt.execute(params![
+                let status = status.trim_matches('"');
+                let key = params![
                     sql_id(node_id),
                     sql_id(r.deployment_id),
                     sql_id(r.revision),
                     r.task_id,
                     r.attempt,
-                    status.trim_matches('"'),
+                    status,
+                ];
+                let inserted = insert.execute(params![
+                    sql_id(node_id),
+                    sql_id(r.deployment_id),
+                    sql_id(r.revision),
+                    r.task_id,
+                    r.attempt,
+                    status,
                     to_json(r)
                 ])?;
-                keys.push(r.key());
+                out.push(if inserted > 0 {
+                    Stored::New
+                } else if exists.exists(key)? {
+                    Stored::Duplicate
+                } else {
+                    Stored::Final
+                });
             }
-            Ok(keys)
+            Ok(out)
+        })
+    }
+
+    fn record_refusals(&self, node_id: u64, refusals: &[NewRefusal]) -> StoreResult<()> {
+        self.tx(|tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO refusals (node_id, at_ms, kind, deployment_id, reason, detail) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for r in refusals {
+                insert.execute(params![
+                    sql_id(node_id),
+                    r.at_ms,
+                    r.kind,
+                    r.deployment_id.map(sql_id),
+                    r.reason,
+                    to_json(&r.detail)
+                ])?;
+            }
+            tx.execute(
+                "DELETE FROM refusals WHERE node_id = ?1 AND seq NOT IN \
+                 (SELECT seq FROM refusals WHERE node_id = ?1 ORDER BY seq DESC LIMIT ?2)",
+                params![sql_id(node_id), MAX_REFUSALS_PER_NODE as i64],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn node_refusals(&self, node_id: u64) -> StoreResult<Vec<RefusalRecord>> {
+        self.tx(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT seq, at_ms, kind, deployment_id, reason, detail FROM refusals \
+                 WHERE node_id = ?1 ORDER BY seq DESC",
+            )?;
+            let rows = stmt.query_map([sql_id(node_id)], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, at_ms, kind, dep, reason, detail) = row?;
+                out.push(RefusalRecord {
+                    seq: id(seq),
+                    node_id,
+                    refusal: NewRefusal {
+                        kind,
+                        deployment_id: dep.map(id),
+                        reason,
+                        detail: from_json(&detail, "refusal")?,
+                        at_ms,
+                    },
+                });
+            }
+            Ok(out)
         })
     }
 
@@ -875,6 +1003,7 @@ impl Store for SqliteStore {
         cluster_id: u64,
         name: &str,
         document: &serde_json::Value,
+        source: &serde_json::Value,
         replace: bool,
     ) -> StoreResult<StrategyRecord> {
         self.tx(|tx| {
@@ -886,9 +1015,10 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute(
-                "INSERT INTO strategies (cluster_id, name, document) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document",
-                params![sql_id(cluster_id), name, to_json(document)],
+                "INSERT INTO strategies (cluster_id, name, document, source) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document, \
+                 source = excluded.source",
+                params![sql_id(cluster_id), name, to_json(document), to_json(source)],
             )?;
             strategy_row(tx, cluster_id, name)
         })
@@ -912,6 +1042,39 @@ impl Store for SqliteStore {
         self.tx(|tx| strategy_row(tx, cluster_id, name))
     }
 
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| {
+            cluster_row(tx, record.cluster_id)?;
+            tx.execute(
+                "INSERT INTO deployment_configurations (cluster_id, name, configuration, source) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (cluster_id) DO UPDATE SET name = excluded.name, \
+                 configuration = excluded.configuration, source = excluded.source",
+                params![
+                    sql_id(record.cluster_id),
+                    record.name,
+                    to_json(&record.configuration),
+                    to_json(&record.source)
+                ],
+            )?;
+            configuration_row(tx, record.cluster_id)
+        })
+    }
+
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+        self.tx(|tx| configuration_row(tx, cluster_id))
+    }
+
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()> {
+        self.tx(|tx| {
+            configuration_row(tx, cluster_id)?;
+            tx.execute(
+                "DELETE FROM deployment_configurations WHERE cluster_id = ?1",
+                [sql_id(cluster_id)],
+            )?;
+            Ok(())
+        })
+    }
+
     fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()> {
         self.tx(|tx| {
             strategy_row(tx, cluster_id, name)?;
@@ -925,6 +1088,14 @@ impl Store for SqliteStore {
 
     fn create_token(&self, name: &str, hash: &str, role: TokenRole) -> StoreResult<TokenRecord> {
         self.tx(|tx| {
+            let taken: bool = tx
+                .prepare_cached("SELECT 1 FROM tokens WHERE name = ?1 AND revoked_at IS NULL")?
+                .exists([name])?;
+            if taken {
+                return Err(StoreError::Conflict(format!(
+                    "a token named {name:?} exists: revoke it first, or choose another name"
+                )));
+            }
             tx.execute(
                 "INSERT INTO tokens (name, hash, role) VALUES (?1, ?2, ?3)",
                 params![name, hash, to_json(&role).trim_matches('"')],
@@ -934,40 +1105,73 @@ impl Store for SqliteStore {
                 name: name.into(),
                 hash: hash.into(),
                 role,
+                revoked_at_ms: None,
             })
         })
     }
 
     fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
         self.tx(|tx| {
-            let mut stmt =
-                tx.prepare_cached("SELECT id, name, hash, role FROM tokens ORDER BY id")?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, name, hash, role, revoked_at FROM tokens ORDER BY id",
+            )?;
+            let rows = stmt.query_map([], token_from_row)?;
             let mut out = Vec::new();
             for row in rows {
-                let (tid, name, hash, role) = row?;
-                let role = match role.as_str() {
-                    "admin" => TokenRole::Admin,
-                    "read_only" => TokenRole::ReadOnly,
-                    other => return Err(StoreError::Corrupt(format!("token role {other:?}"))),
-                };
-                out.push(TokenRecord {
-                    id: id(tid),
-                    name,
-                    hash,
-                    role,
-                });
+                out.push(row??);
             }
             Ok(out)
         })
     }
+
+    fn token_by_hash(&self, hash: &str) -> StoreResult<Option<TokenRecord>> {
+        self.tx(|tx| {
+            tx.prepare_cached(
+                "SELECT id, name, hash, role, revoked_at FROM tokens WHERE hash = ?1",
+            )?
+            .query_row([hash], token_from_row)
+            .optional()?
+            .transpose()
+        })
+    }
+
+    fn revoke_token(&self, name: &str, now_ms: i64) -> StoreResult<usize> {
+        self.tx(|tx| {
+            let n = tx.execute(
+                "UPDATE tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+                params![name, now_ms],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    kind: "token",
+                    id: format!("{name:?} (not revoked)"),
+                });
+            }
+            Ok(n)
+        })
+    }
+}
+
+fn token_from_row(r: &Row<'_>) -> rusqlite::Result<StoreResult<TokenRecord>> {
+    let (tid, name, hash, role, revoked) = (
+        r.get::<_, i64>(0)?,
+        r.get::<_, String>(1)?,
+        r.get::<_, String>(2)?,
+        r.get::<_, String>(3)?,
+        r.get::<_, Option<i64>>(4)?,
+    );
+    let role = match role.as_str() {
+        "admin" => TokenRole::Admin,
+        "read_only" => TokenRole::ReadOnly,
+        other => return Ok(Err(StoreError::Corrupt(format!("token role {other:?}")))),
+    };
+    Ok(Ok(TokenRecord {
+        id: id(tid),
+        name,
+        hash,
+        role,
+        revoked_at_ms: revoked,
+    }))
 }
 
 fn release_row(tx: &Connection, release_id: u64) -> StoreResult<ReleaseRecord> {
@@ -1026,6 +1230,88 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
     })
 }
 
+/// Inserts lists, each with the next revision of the controller-wide counter.
+fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
+    let mut next = tx.prepare_cached(
+        "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
+    )?;
+    let mut bump =
+        tx.prepare_cached("UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision")?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for list in lists.iter_mut() {
+        let next: i64 = next.query_row([], |r| r.get(0))?;
+        let revision: Option<i64> = bump
+            .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
+            .optional()?;
+        let revision = revision.ok_or_else(|| StoreError::NotFound {
+            kind: "node",
+            id: list.node_id.to_string(),
+        })?;
+        list.revision = id(revision);
+        insert.execute(params![
+            sql_id(deployment_id),
+            sql_id(list.node_id),
+            revision,
+            to_json(&*list)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Ends a deployment (see [`Store::finish_deployment`]).
+fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+    set_state(tx, dep_id, end.state, end.status)?;
+    // A cancelled deployment leaves the cluster's status as it was.
+    let cluster_status = match end.status {
+        DeploymentStatus::Success => Some("operational"),
+        DeploymentStatus::SuccessWithFailures => Some("partially_deployed"),
+        DeploymentStatus::Failed | DeploymentStatus::Running => Some("error"),
+        DeploymentStatus::Cancelled => None,
+    };
+    if let Some(cluster_status) = cluster_status {
+        tx.execute(
+            "UPDATE clusters SET data = json_set(data, '$.status', ?2) \
+             WHERE id = (SELECT cluster_id FROM deployments WHERE id = ?1)",
+            params![sql_id(dep_id), cluster_status],
+        )?;
+    }
+    append_events(tx, dep_id, end.events)?;
+    for node_id in end.succeeded {
+        let node = one_node(tx, *node_id)?;
+        let mut roles = node.roles.clone();
+        for role in &node.pending_roles {
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
+        }
+        let mut fields = node.model.clone();
+        fields.pending_addition = false;
+        fields.error_type = None;
+        tx.execute(
+            "UPDATE nodes SET status = 'ready', roles = ?2, pending_roles = '[]', model = ?3 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&roles), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.failed {
+        let mut fields = one_node(tx, *node_id)?.model;
+        fields.error_type = Some("deploy".into());
+        tx.execute(
+            "UPDATE nodes SET status = 'error', model = ?2 WHERE id = ?1",
+            params![sql_id(*node_id), to_json(&fields)],
+        )?;
+    }
+    for node_id in end.untouched {
+        tx.execute(
+            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+             WHERE id = ?1 AND status = 'deploying'",
+            [sql_id(*node_id)],
+        )?;
+    }
+    Ok(())
+}
+
 fn set_state(
     tx: &Connection,
     dep_id: u64,
@@ -1056,14 +1342,14 @@ fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> 
 }
 
 fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
-    let doc: Option<String> = tx
+    let row: Option<(String, String)> = tx
         .query_row(
-            "SELECT document FROM strategies WHERE cluster_id = ?1 AND name = ?2",
+            "SELECT document, source FROM strategies WHERE cluster_id = ?1 AND name = ?2",
             params![sql_id(cluster_id), name],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let doc = doc.ok_or_else(|| StoreError::NotFound {
+    let (doc, source) = row.ok_or_else(|| StoreError::NotFound {
         kind: "strategy",
         id: format!("{name:?} of cluster {cluster_id}"),
     })?;
@@ -1071,6 +1357,27 @@ fn strategy_row(tx: &Connection, cluster_id: u64, name: &str) -> StoreResult<Str
         cluster_id,
         name: name.to_string(),
         document: from_json(&doc, "strategy")?,
+        source: from_json(&source, "strategy source")?,
+    })
+}
+
+fn configuration_row(tx: &Connection, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+    let row: Option<(String, String, String)> = tx
+        .query_row(
+            "SELECT name, configuration, source FROM deployment_configurations WHERE cluster_id = ?1",
+            [sql_id(cluster_id)],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let (name, configuration, source) = row.ok_or_else(|| StoreError::NotFound {
+        kind: "deployment configuration",
+        id: format!("of cluster {cluster_id}"),
+    })?;
+    Ok(ConfigurationRecord {
+        cluster_id,
+        name,
+        configuration: from_json(&configuration, "deployment configuration")?,
+        source: from_json(&source, "deployment configuration source")?,
     })
 }
 

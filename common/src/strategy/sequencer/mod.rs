@@ -325,7 +325,8 @@ impl Sequencer {
     }
 
     /// Ends a running phase because its timeout passed: nodes that have not reported count as
-    /// [`NodeOutcome::TimedOut`]. Then the group's criteria are checked.
+    /// [`NodeOutcome::TimedOut`], and the group fails whatever its criteria (the seed: a failure based on the
+    /// timeouts "will be treated as a failure for the group").
     pub fn phase_timed_out(&mut self, group: &str, phase: &str) -> Result<(), SequenceError> {
         let g = self.running_group(group, phase)?;
         self.complete_phase(g, NodeOutcome::TimedOut);
@@ -519,7 +520,10 @@ impl Sequencer {
         let group = &state.strategy.groups[g];
         let phase_name = state.strategy.phases[k].name.clone();
         let failures = evaluate(group.success_criteria.as_ref(), succeeded, total);
-        let passed = failures.is_empty();
+        // A phase that reached its timeout fails its group, whatever the criteria (the seed).
+        let timeout_secs = (missing == NodeOutcome::TimedOut && !timed_out.is_empty())
+            .then(|| state.strategy.timeout_of(&state.strategy.phases[k]));
+        let passed = failures.is_empty() && timeout_secs.is_none();
         state.events.push(Event::PhaseFinished {
             group: group.name.clone(),
             phase: phase_name.clone(),
@@ -551,6 +555,7 @@ impl Sequencer {
             total,
             failures: failures.clone(),
             timed_out: timed_out.clone(),
+            timeout_secs,
         };
         for later in run.phases.iter_mut().skip(k + 1) {
             *later = PhaseOutcome::Skipped {
@@ -559,17 +564,17 @@ impl Sequencer {
                 },
             };
         }
-        let reason = if timed_out.is_empty() {
-            FailureReason::Criteria {
+        let reason = match timeout_secs {
+            None => FailureReason::Criteria {
                 phase: phase_name,
                 failures,
-            }
-        } else {
-            FailureReason::Timeout {
+            },
+            Some(after_secs) => FailureReason::Timeout {
                 phase: phase_name,
                 nodes: timed_out,
                 failures,
-            }
+                after_secs,
+            },
         };
         self.fail_group(g, reason);
         self.fail_dependants(g);

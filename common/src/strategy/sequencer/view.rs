@@ -4,7 +4,7 @@
 use super::{InFlightPhase, Sequencer};
 use crate::strategy::model::Strategy;
 use crate::strategy::report::{GroupReport, NodeReport, PhaseReport, Report};
-use crate::strategy::status::{GroupState, NodeStatus};
+use crate::strategy::status::{GroupState, NodeOutcome, NodeStatus};
 
 impl Sequencer {
     /// The strategy being run.
@@ -89,6 +89,8 @@ impl Sequencer {
                     current_phase: (run.state == GroupState::Running)
                         .then(|| phase_name(run.phase)),
                     reason: run.reason.clone(),
+                    depends_on: group.depends_on.clone(),
+                    success_criteria: group.success_criteria.clone(),
                     phases: run
                         .phases
                         .iter()
@@ -117,6 +119,13 @@ impl Sequencer {
                 phases_passed: (0..node.phases_done).map(phase_name).collect(),
                 failed_phase: node.failed_phase.map(phase_name),
                 failure: node.failure,
+                failure_detail: match (node.failure, node.failed_phase) {
+                    (Some(NodeOutcome::TimedOut), Some(k)) => Some(format!(
+                        "timed out after {} s",
+                        strategy.timeout_of(&strategy.phases[k])
+                    )),
+                    _ => None,
+                },
             })
             .collect();
         Report {

@@ -7,6 +7,28 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// Whether a request failed because the server's certificate does not name the host asked for: a
+/// rustls error anywhere in the chain of causes, including inside (nested) I/O errors, whose `source`
+/// skips the error they wrap.
+fn is_name_mismatch(e: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(rustls::Error::InvalidCertificate(
+        rustls::CertificateError::NotValidForName
+        | rustls::CertificateError::NotValidForNameContext { .. },
+    )) = e.downcast_ref::<rustls::Error>()
+    {
+        return true;
+    }
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        if is_name_mismatch(inner) {
+            return true;
+        }
+    }
+    e.source().is_some_and(is_name_mismatch)
+}
+
 /// Where and how to reach the controller.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -23,6 +45,7 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    ca_cert: Option<PathBuf>,
 }
 
 impl Client {
@@ -43,7 +66,36 @@ impl Client {
             http,
             base: target.url.trim_end_matches('/').to_string(),
             token: target.token.clone(),
+            ca_cert: target.ca_cert.clone(),
         })
+    }
+
+    /// Why `url` could not be reached: one sentence for a certificate that does not name the host
+    /// (the usual mistake with a controller reached at an address its certificate lacks), else the error
+    /// with its causes.
+    fn unreachable(&self, url: &str, e: reqwest::Error) -> anyhow::Error {
+        if !is_name_mismatch(&e) {
+            return anyhow::Error::new(e).context(format!("cannot reach the controller at {url}"));
+        }
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_string()))
+            .unwrap_or_else(|| url.to_string());
+        let names = self
+            .ca_cert
+            .as_deref()
+            .map(plinth_controller::tls::certificate_names)
+            .unwrap_or_default();
+        let carries = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" (it names {})", names.join(", "))
+        };
+        anyhow!(
+            "the controller's certificate does not name {host}{carries}: reach it by a name the \
+             certificate carries, or have the controller's certificate made with {host} in tls_names \
+             (`plinth-controller serve --tls-name {host}` before its first start)"
+        )
     }
 
     /// Sends a request to `/api/v1{path}` and returns the JSON answer (Null for 204).
@@ -56,10 +108,7 @@ impl Client {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         Self::answer(method, path, resp).await
     }
 
@@ -80,10 +129,7 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         Self::answer(method, path, resp).await
     }
 
@@ -98,10 +144,7 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         if !resp.status().is_success() {
             bail!("GET {path}: HTTP {}", resp.status());
         }
@@ -157,10 +200,7 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         if resp.status().is_success() {
             return resp
                 .text()
@@ -187,10 +227,7 @@ impl Client {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("cannot reach the controller at {url}"))?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         if resp.status() == StatusCode::NOT_FOUND {
             return Ok(None);
         }

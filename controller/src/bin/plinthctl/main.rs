@@ -80,6 +80,12 @@ enum Command {
         #[command(subcommand)]
         command: StrategyCommand,
     },
+    /// A cluster's deployment configuration (Shipyard's DeploymentConfiguration): the strategy deployments
+    /// use by default and the phase timeouts.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Task graphs: offline on files (resolve, check) and on a controller (list, upload, download,
     /// execute, dot, serialized).
     Graph {
@@ -153,10 +159,16 @@ enum ExprCommand {
 enum StrategyCommand {
     /// List a cluster's strategies.
     List { cluster: u64 },
-    /// Store a strategy (YAML or JSON; Shipyard's document or the plain form) for a cluster.
+    /// Store a strategy (YAML or JSON; Shipyard's document, the plain form, or a site design stream whose
+    /// layered DeploymentStrategy is taken) for a cluster.
     Create {
         cluster: u64,
-        file: PathBuf,
+        /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
+        #[arg(required_unless_present = "file_opts")]
+        files: Vec<PathBuf>,
+        /// A file, as with the positional ones (repeatable).
+        #[arg(short = 'f', long = "file")]
+        file_opts: Vec<PathBuf>,
         /// The name (else the document's).
         #[arg(long)]
         name: Option<String>,
@@ -165,26 +177,53 @@ enum StrategyCommand {
     Replace {
         cluster: u64,
         name: String,
-        file: PathBuf,
+        /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
+        #[arg(required_unless_present = "file_opts")]
+        files: Vec<PathBuf>,
+        /// A file, as with the positional ones (repeatable).
+        #[arg(short = 'f', long = "file")]
+        file_opts: Vec<PathBuf>,
     },
-    /// Show a stored strategy.
-    Show { cluster: u64, name: String },
+    /// Show a stored strategy as uploaded (or `--plain`: the normalised form).
+    Show {
+        cluster: u64,
+        name: String,
+        /// The normalised form instead of the document as uploaded.
+        #[arg(long)]
+        plain: bool,
+    },
     /// Delete a stored strategy.
     Delete { cluster: u64, name: String },
     /// Validate a strategy against a cluster's nodes on the controller (stores nothing).
-    Validate { cluster: u64, file: PathBuf },
+    Validate {
+        cluster: u64,
+        /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
+        #[arg(required_unless_present = "file_opts")]
+        files: Vec<PathBuf>,
+        /// A file, as with the positional ones (repeatable).
+        #[arg(short = 'f', long = "file")]
+        file_opts: Vec<PathBuf>,
+    },
     /// Offline: validate a strategy against a node inventory; print each group's nodes and a valid order.
     Check {
-        /// The strategy file (`-` for standard input).
-        file: PathBuf,
+        /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
+        #[arg(required_unless_present = "file_opts")]
+        files: Vec<PathBuf>,
+        /// A file, as with the positional ones (repeatable).
+        #[arg(short = 'f', long = "file")]
+        file_opts: Vec<PathBuf>,
         /// The nodes: a YAML or JSON list of {name, tags, labels, rack}.
         #[arg(long)]
         inventory: PathBuf,
     },
     /// Offline: run the whole sequencing with chosen nodes failing chosen phases; print the report.
     Simulate {
-        /// The strategy file (`-` for standard input).
-        file: PathBuf,
+        /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
+        #[arg(required_unless_present = "file_opts")]
+        files: Vec<PathBuf>,
+        /// A file, as with the positional ones (repeatable).
+        #[arg(short = 'f', long = "file")]
+        file_opts: Vec<PathBuf>,
         /// The nodes: a YAML or JSON list of {name, tags, labels, rack}.
         #[arg(long)]
         inventory: PathBuf,
@@ -192,6 +231,21 @@ enum StrategyCommand {
         #[arg(long)]
         fail: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Store (create or replace) the cluster's deployment configuration.
+    Set {
+        cluster: u64,
+        /// The files (`-` for standard input): the document, or a site design holding one.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show the cluster's deployment configuration: what Plinth uses, and the document as uploaded.
+    Show { cluster: u64 },
+    /// Delete the cluster's deployment configuration.
+    Delete { cluster: u64 },
 }
 
 #[derive(Subcommand)]
@@ -258,9 +312,16 @@ enum DeployCommand {
         /// Node ids, comma-separated.
         #[arg(long)]
         nodes: Option<String>,
-        /// A strategy stored for the cluster (its phases choose the graph types).
+        /// A strategy stored for the cluster (its phases choose the graph types); without it, the one the
+        /// cluster's deployment configuration names (default `deployment-strategy`) when stored.
         #[arg(long, conflicts_with = "graph_type")]
         strategy: Option<String>,
+        /// Shipyard's action: deploy_site, update_site, or redeploy_server (with --node).
+        #[arg(long, conflicts_with = "graph_type", value_parser = ["deploy_site", "update_site", "redeploy_server"])]
+        action: Option<String>,
+        /// The node redeploy_server redeploys, by name (prepare and deploy, outside any group).
+        #[arg(long, requires = "action", conflicts_with = "nodes")]
+        node: Option<String>,
         /// Run puppet in no-op mode.
         #[arg(long)]
         noop: bool,
@@ -277,6 +338,15 @@ enum DeployCommand {
     Report { id: u64 },
     /// List deployments.
     List,
+    /// Stop a running deployment: nothing new starts, running tasks are ended (SIGTERM, then SIGKILL).
+    Cancel { id: u64 },
+    /// Deploy again the failed and not-started nodes of an ended deployment, with the same inputs.
+    Retry {
+        id: u64,
+        /// Follow it until it ends.
+        #[arg(long)]
+        watch: bool,
+    },
 }
 
 fn read_doc(path: &PathBuf) -> Result<Value> {
@@ -300,6 +370,11 @@ fn parse_assignment(text: &str) -> Result<Value> {
     Ok(json!({"id": id, "roles": roles}))
 }
 
+/// Positional files followed by `-f` ones.
+fn joined(files: &[PathBuf], file_opts: &[PathBuf]) -> Vec<PathBuf> {
+    files.iter().chain(file_opts).cloned().collect()
+}
+
 fn print(format: Format, v: &Value, header: &[&str], pointers: &[&str]) {
     match format {
         Format::Json => output::json(v),
@@ -321,16 +396,22 @@ async fn run(cli: Cli) -> Result<bool> {
     match &cli.command {
         Command::Quickstart { keep } => return quickstart::run(*keep, cli.output).await,
         Command::Strategy {
-            command: StrategyCommand::Check { file, inventory },
-        } => return strategy::check(file, inventory, cli.output),
+            command:
+                StrategyCommand::Check {
+                    files,
+                    file_opts,
+                    inventory,
+                },
+        } => return strategy::check(&joined(files, file_opts), inventory, cli.output),
         Command::Strategy {
             command:
                 StrategyCommand::Simulate {
-                    file,
+                    files,
+                    file_opts,
                     inventory,
                     fail,
                 },
-        } => return strategy::simulate(file, inventory, fail, cli.output),
+        } => return strategy::simulate(&joined(files, file_opts), inventory, fail, cli.output),
         Command::Graph { command } => {
             if let Some(r) = graph::run_offline(command, cli.output) {
                 return r;
@@ -424,26 +505,35 @@ async fn run(cli: Cli) -> Result<bool> {
                 }
                 StrategyCommand::Create {
                     cluster,
-                    file,
+                    files,
+                    file_opts,
                     name,
                 } => {
+                    let files = joined(&files, &file_opts);
                     let v =
-                        strategy::upload(&client, cluster, &file, name.as_deref(), false).await?;
+                        strategy::upload(&client, cluster, &files, name.as_deref(), false).await?;
                     print(f, &v, &cols[..2], &ptrs[..2]);
                 }
                 StrategyCommand::Replace {
                     cluster,
                     name,
-                    file,
+                    files,
+                    file_opts,
                 } => {
-                    let v = strategy::upload(&client, cluster, &file, Some(&name), true).await?;
+                    let files = joined(&files, &file_opts);
+                    let v = strategy::upload(&client, cluster, &files, Some(&name), true).await?;
                     print(f, &v, &cols[..2], &ptrs[..2]);
                 }
-                StrategyCommand::Show { cluster, name } => {
+                StrategyCommand::Show {
+                    cluster,
+                    name,
+                    plain,
+                } => {
+                    let format = if plain { "plain" } else { "uploaded" };
                     let v = client
                         .call(
                             Method::GET,
-                            &format!("/clusters/{cluster}/strategies/{name}/"),
+                            &format!("/clusters/{cluster}/strategies/{name}/?format={format}"),
                             None,
                         )
                         .await?;
@@ -465,8 +555,13 @@ async fn run(cli: Cli) -> Result<bool> {
                         .await?;
                     eprintln!("strategy {name:?} of cluster {cluster} deleted");
                 }
-                StrategyCommand::Validate { cluster, file } => {
-                    return strategy::validate(&client, cluster, &file, f).await
+                StrategyCommand::Validate {
+                    cluster,
+                    files,
+                    file_opts,
+                } => {
+                    return strategy::validate(&client, cluster, &joined(&files, &file_opts), f)
+                        .await
                 }
                 StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
                     unreachable!("handled above")
@@ -474,12 +569,7 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         }
         Command::Nodes { command } => match command {
-            NodesCommand::List => print(
-                f,
-                &client.call(Method::GET, "/nodes", None).await?,
-                &node_cols,
-                &node_ptrs,
-            ),
+            NodesCommand::List => print(f, &all_nodes(&client).await?, &node_cols, &node_ptrs),
             NodesCommand::Show { id } => output::json(
                 &client
                     .call(Method::GET, &format!("/nodes/{id}"), None)
@@ -562,12 +652,63 @@ async fn run(cli: Cli) -> Result<bool> {
                     .await
             }
         },
+        Command::Config { command } => match command {
+            ConfigCommand::Set { cluster, files } => {
+                let v = strategy::set_configuration(&client, cluster, &files).await?;
+                print(
+                    f,
+                    &v,
+                    &[
+                        "cluster",
+                        "name",
+                        "strategy",
+                        "prepare timeout",
+                        "deploy timeout",
+                    ],
+                    &[
+                        "/cluster_id",
+                        "/name",
+                        "/configuration/deployment_strategy",
+                        "/configuration/prepare_node_timeout",
+                        "/configuration/deploy_timeout",
+                    ],
+                );
+            }
+            ConfigCommand::Show { cluster } => {
+                let v = client
+                    .call(
+                        Method::GET,
+                        &format!("/clusters/{cluster}/deployment_configuration/"),
+                        None,
+                    )
+                    .await?;
+                match f {
+                    Format::Json => output::json(&v),
+                    Format::Table => println!(
+                        "{}",
+                        serde_yaml_ng::to_string(&v["source"]["uploaded"]).unwrap_or_default()
+                    ),
+                }
+            }
+            ConfigCommand::Delete { cluster } => {
+                client
+                    .call(
+                        Method::DELETE,
+                        &format!("/clusters/{cluster}/deployment_configuration/"),
+                        None,
+                    )
+                    .await?;
+                eprintln!("deployment configuration of cluster {cluster} deleted");
+            }
+        },
         Command::Deploy { command } => match command {
             DeployCommand::Start {
                 cluster,
                 graph_type,
                 nodes,
                 strategy,
+                action,
+                node,
                 noop,
                 force,
                 watch: follow,
@@ -582,7 +723,17 @@ async fn run(cli: Cli) -> Result<bool> {
                 if let Some(n) = nodes {
                     path.push_str(&format!("&nodes={n}"));
                 }
+                if let Some(a) = action {
+                    path.push_str(&format!("&action={a}"));
+                }
+                if let Some(n) = node {
+                    path.push_str(&format!("&node={n}"));
+                }
                 let dep = client.call(Method::PUT, &path, None).await?;
+                if f == Format::Table {
+                    // What runs: the strategy, how it was chosen, each phase's timeout.
+                    eprint!("{}", strategy::describe_start(&dep));
+                }
                 if follow {
                     let id = dep["id"].as_u64().unwrap_or_default();
                     return finish_watch(&client, id, f).await;
@@ -611,6 +762,31 @@ async fn run(cli: Cli) -> Result<bool> {
                 &["id", "cluster", "graph", "status", "nodes"],
                 &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
             ),
+            DeployCommand::Cancel { id } => {
+                let d = client
+                    .call(Method::POST, &format!("/deployments/{id}/cancel"), None)
+                    .await?;
+                match f {
+                    Format::Json => output::json(&d),
+                    Format::Table => println!("deployment {id} {}", output::cell(&d, "/status")),
+                }
+            }
+            DeployCommand::Retry { id, watch } => {
+                let d = client
+                    .call(Method::POST, &format!("/deployments/{id}/retry"), None)
+                    .await?;
+                let new_id = d["id"].as_u64().unwrap_or_default();
+                if watch {
+                    return finish_watch(&client, new_id, f).await;
+                }
+                match f {
+                    Format::Json => output::json(&d),
+                    Format::Table => println!(
+                        "deployment {new_id} started: nodes {} of deployment {id} again",
+                        output::cell(&d, "/node_ids")
+                    ),
+                }
+            }
         },
     }
     Ok(true)
@@ -645,6 +821,32 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("plinthctl: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Every node, page by page.
+async fn all_nodes(client: &client::Client) -> Result<Value> {
+    const PAGE: usize = 1000;
+    let mut all = Vec::new();
+    let mut marker = 0u64;
+    loop {
+        let page = client
+            .call(
+                Method::GET,
+                &format!("/nodes?limit={PAGE}&marker={marker}"),
+                None,
+            )
+            .await?;
+        let items = page.as_array().cloned().unwrap_or_default();
+        let done = items.len() < PAGE;
+        marker = items
+            .last()
+            .and_then(|n| n["id"].as_u64())
+            .unwrap_or(marker);
+        all.extend(items);
+        if done {
+            return Ok(Value::Array(all));
         }
     }
 }

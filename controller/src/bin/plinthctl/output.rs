@@ -62,7 +62,28 @@ pub fn cell(v: &Value, pointer: &str) -> String {
     }
 }
 
-/// Prints a deployment report for people: the groups, then each node's tasks.
+/// A group's success criteria in words (`none` when it has none: it always succeeds).
+fn criteria(c: &Value) -> String {
+    let parts: Vec<String> = c
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| match k.as_str() {
+            "percent_successful_nodes" => format!("at least {v}% succeed"),
+            "minimum_successful_nodes" => format!("at least {v} succeed"),
+            "maximum_failed_nodes" => format!("at most {v} fail"),
+            other => format!("{other}: {v}"),
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Prints a deployment report for people: action and strategy, the steps, the groups with their criteria,
+/// then each node's tasks.
 pub fn report(r: &Value) {
     println!(
         "Deployment {} of cluster {} ({}): {}",
@@ -71,25 +92,60 @@ pub fn report(r: &Value) {
         cell(r, "/graph_type"),
         cell(r, "/status").to_uppercase()
     );
+    if let Some(action) = r["action"].as_str() {
+        println!("Action: {action}");
+    }
+    if let Some(name) = r["strategy"].as_str() {
+        println!("Strategy: {name}");
+    }
+    if let Some(by) = r["chosen_by"].as_str() {
+        println!("Chosen by: {by}");
+    }
     println!();
+    // Steps, as Shipyard's `describe action` lists them.
+    let steps: Vec<Vec<String>> = r["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            vec![
+                format!(
+                    "step/{}/{}",
+                    cell(r, "/id"),
+                    cell(s, "/name").replace(' ', "/")
+                ),
+                cell(s, "/index"),
+                cell(s, "/state"),
+                cell(s, "/detail"),
+            ]
+        })
+        .collect();
+    if !steps.is_empty() {
+        table(&["steps", "index", "state", "detail"], &steps);
+        println!();
+    }
     let groups: Vec<Vec<String>> = r["groups"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|g| {
-            [
-                "/name",
-                "/state",
-                "/critical",
-                "/succeeded",
-                "/prepared",
-                "/failed",
-                "/not_started",
-                "/reason",
-            ]
-            .iter()
-            .map(|p| cell(g, p))
-            .collect()
+            let mut row: Vec<String> = ["/name", "/state", "/critical", "/depends_on"]
+                .iter()
+                .map(|p| cell(g, p))
+                .collect();
+            row.push(criteria(&g["success_criteria"]));
+            row.extend(
+                [
+                    "/succeeded",
+                    "/prepared",
+                    "/failed",
+                    "/not_started",
+                    "/reason",
+                ]
+                .iter()
+                .map(|p| cell(g, p)),
+            );
+            row
         })
         .collect();
     table(
@@ -97,6 +153,8 @@ pub fn report(r: &Value) {
             "group",
             "state",
             "critical",
+            "depends on",
+            "success criteria",
             "succeeded",
             "prepared",
             "failed",
@@ -135,4 +193,23 @@ pub fn report(r: &Value) {
         ],
         &rows,
     );
+    // Warnings, why it stopped or who cancelled it, and what its nodes sent that was refused.
+    let notices: Vec<String> = r["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            let node = n["node"]
+                .as_str()
+                .map(|name| format!("node {name}: "))
+                .unwrap_or_default();
+            format!("! {}: {node}{}", cell(n, "/event"), cell(n, "/message"))
+        })
+        .collect();
+    if !notices.is_empty() {
+        println!();
+        for line in notices {
+            println!("{line}");
+        }
+    }
 }

@@ -4,10 +4,10 @@
 use crate::client::Client;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
-use plinth_common::strategy::{self, SimulatedFailure};
+use plinth_common::strategy::{self, SimulatedFailure, Source};
 use reqwest::Method;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn read(path: &Path) -> Result<String> {
     if path == Path::new("-") {
@@ -19,22 +19,47 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Reads and validates a strategy file; every finding is in the error.
-pub fn load_strategy(path: &Path) -> Result<strategy::Strategy> {
-    let text = read(path)?;
-    strategy::parse_strategy(&text).map_err(|e| {
-        let mut msg = format!("{}: ", path.display());
-        match e.findings() {
-            [] => msg.push_str(&e.to_string()),
-            findings => {
-                msg.push_str(&format!("{} problem(s)", findings.len()));
-                for f in findings {
-                    msg.push_str(&format!("\n  - {f}"));
-                }
+/// The findings of a refused document, one per line, after `what`.
+fn refusal(what: &str, e: &strategy::StrategyError) -> anyhow::Error {
+    let mut msg = format!("{what}: ");
+    match e.findings() {
+        [] => msg.push_str(&e.to_string()),
+        findings => {
+            msg.push_str(&format!("{} problem(s)", findings.len()));
+            for f in findings {
+                msg.push_str(&format!("\n  - {f}"));
             }
         }
-        anyhow::anyhow!(msg)
-    })
+    }
+    anyhow::anyhow!(msg)
+}
+
+/// The files named, read (`-` is standard input).
+fn read_all(paths: &[PathBuf]) -> Result<Vec<(String, String)>> {
+    if paths.is_empty() {
+        bail!("give at least one file");
+    }
+    paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), read(p)?)))
+        .collect()
+}
+
+/// Reads and validates a strategy from one or several files (a site design's layers); every finding is in
+/// the error. Warnings (unknown fields kept, repeated keys) and, for several documents, where the strategy
+/// came from go to standard error.
+pub fn load_strategy(paths: &[PathBuf]) -> Result<strategy::LoadedStrategy> {
+    let texts = read_all(paths)?;
+    let sources: Vec<Source<'_>> = texts.iter().map(|(n, t)| Source::new(n, t)).collect();
+    let names: Vec<&str> = texts.iter().map(|(n, _)| n.as_str()).collect();
+    let loaded = strategy::load_strategy(&sources).map_err(|e| refusal(&names.join(", "), &e))?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    if paths.len() > 1 || loaded.document.get("metadata").is_some() {
+        eprintln!("strategy from {}", loaded.provenance);
+    }
+    Ok(loaded)
 }
 
 /// Reads a node inventory file (YAML or JSON list of {name, tags, labels, rack}).
@@ -43,9 +68,9 @@ pub fn load_inventory(path: &Path) -> Result<Vec<strategy::InventoryNode>> {
     strategy::parse_inventory(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// `plinthctl strategy check STRATEGY --inventory NODES`.
-pub fn check(strategy_file: &Path, inventory: &Path, format: Format) -> Result<bool> {
-    let s = load_strategy(strategy_file)?;
+/// `plinthctl strategy check FILE... --inventory NODES`.
+pub fn check(files: &[PathBuf], inventory: &Path, format: Format) -> Result<bool> {
+    let s = load_strategy(files)?.strategy;
     let nodes = load_inventory(inventory)?;
     let report = strategy::check(&s, &nodes).map_err(|e| anyhow::anyhow!("{e}"))?;
     match format {
@@ -55,14 +80,15 @@ pub fn check(strategy_file: &Path, inventory: &Path, format: Format) -> Result<b
     Ok(true)
 }
 
-/// `plinthctl strategy simulate STRATEGY --inventory NODES --fail node:phase ...`.
+/// `plinthctl strategy simulate FILE... --inventory NODES --fail node:phase ...`. A failure that never
+/// applies (the node never reached that phase) is reported as such; the simulation still runs.
 pub fn simulate(
-    strategy_file: &Path,
+    files: &[PathBuf],
     inventory: &Path,
     fail: &[String],
     format: Format,
 ) -> Result<bool> {
-    let s = load_strategy(strategy_file)?;
+    let s = load_strategy(files)?.strategy;
     let nodes = load_inventory(inventory)?;
     let failures = fail
         .iter()
@@ -72,30 +98,53 @@ pub fn simulate(
         })
         .collect::<Result<Vec<_>>>()?;
     let sim = strategy::simulate(&s, &nodes, &failures).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if !sim.unused_failures.is_empty() {
-        bail!(
-            "these --fail entries never applied (no such node, or the node never reached that phase): {}",
-            sim.unused_failures.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
-        );
-    }
+    let never: Vec<String> = sim
+        .unused_failures
+        .iter()
+        .map(|f| f.why_never_applied(&sim.report))
+        .collect();
     match format {
-        Format::Json => output::json(&serde_json::to_value(&sim.report)?),
-        Format::Table => print!("{}", sim.report.to_text()),
+        Format::Json => {
+            let mut v = serde_json::to_value(&sim.report)?;
+            v["never_applied"] = serde_json::json!(never);
+            output::json(&v)
+        }
+        Format::Table => {
+            print!("{}", sim.report.to_text());
+            for line in &never {
+                println!("{line}");
+            }
+        }
     }
     Ok(sim.report.status != strategy::DeploymentStatus::Failed)
 }
 
-/// Uploads a strategy (create, or replace by name).
+/// The files as one YAML stream (each file's documents in order).
+fn stream(texts: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (_, text) in texts {
+        if !out.is_empty() || texts.len() > 1 {
+            out.push_str("---\n");
+        }
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Uploads a strategy from one or several files (create, or replace by name).
 pub async fn upload(
     client: &Client,
     cluster: u64,
-    file: &Path,
+    files: &[PathBuf],
     name: Option<&str>,
     replace: bool,
 ) -> Result<Value> {
-    let text = read(file)?;
-    // Check locally first for a message that names the file.
-    load_strategy(file)?;
+    // Check locally first for messages that name the files.
+    load_strategy(files)?;
+    let text = stream(&read_all(files)?);
     let (method, path) = match (replace, name) {
         (true, Some(n)) => (Method::PUT, format!("/clusters/{cluster}/strategies/{n}/")),
         (true, None) => bail!("replacing a strategy needs its name"),
@@ -110,9 +159,14 @@ pub async fn upload(
         .await
 }
 
-/// Validates a strategy file against a cluster's nodes on the controller.
-pub async fn validate(client: &Client, cluster: u64, file: &Path, format: Format) -> Result<bool> {
-    let text = read(file)?;
+/// Validates a strategy (one or several files) against a cluster's nodes on the controller.
+pub async fn validate(
+    client: &Client,
+    cluster: u64,
+    files: &[PathBuf],
+    format: Format,
+) -> Result<bool> {
+    let text = stream(&read_all(files)?);
     let v = client
         .call_text(
             Method::POST,
@@ -126,4 +180,47 @@ pub async fn validate(client: &Client, cluster: u64, file: &Path, format: Format
         Format::Table => print!("{}", v["text"].as_str().unwrap_or_default()),
     }
     Ok(true)
+}
+
+/// `plinthctl config set CLUSTER FILE...`: stores the cluster's deployment configuration (Shipyard's
+/// `DeploymentConfiguration` document, or a site design holding one).
+pub async fn set_configuration(client: &Client, cluster: u64, files: &[PathBuf]) -> Result<Value> {
+    let texts = read_all(files)?;
+    let sources: Vec<Source<'_>> = texts.iter().map(|(n, t)| Source::new(n, t)).collect();
+    let names: Vec<&str> = texts.iter().map(|(n, _)| n.as_str()).collect();
+    let loaded =
+        strategy::load_configuration(&sources).map_err(|e| refusal(&names.join(", "), &e))?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    client
+        .call_text(
+            Method::PUT,
+            &format!("/clusters/{cluster}/deployment_configuration/"),
+            "application/yaml",
+            stream(&texts),
+        )
+        .await
+}
+
+/// The lines `plinthctl deploy start` prints about what a deployment runs: its strategy, how it was
+/// chosen, and each phase's timeout.
+pub fn describe_start(dep: &Value) -> String {
+    let s = &dep["strategy"];
+    let mut out = match s["name"].as_str() {
+        Some(name) => format!("strategy: {name}\n"),
+        None => "strategy: none (every node at once)\n".to_string(),
+    };
+    if let Some(by) = s["chosen_by"].as_str() {
+        out.push_str(&format!("chosen by: {by}\n"));
+    }
+    for p in s["phases"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "phase {} (graph type {}): times out after {} s\n",
+            p["name"].as_str().unwrap_or_default(),
+            p["graph_type"].as_str().unwrap_or_default(),
+            p["timeout_secs"]
+        ));
+    }
+    out
 }

@@ -125,6 +125,17 @@ fn diagram_line(e: &Value) -> Option<String> {
         "deployment_finished" => Some(format!("Finish ({})", s("status"))),
         "warning" => Some(format!("! warning ({}): {}", s("code"), s("message"))),
         "stopped" => Some(format!("! stopped: {}", s("message"))),
+        "cancelled" => Some(format!("! {}", s("message"))),
+        "result_refused" => Some(format!(
+            "! node {}: a result was refused: {}",
+            s("node"),
+            s("message")
+        )),
+        "list_refused" => Some(format!(
+            "! node {} refused its list: {}",
+            s("node"),
+            s("message")
+        )),
         "node_error" => Some(format!("! node {}: {}", s("node"), s("message"))),
         _ => None,
     }

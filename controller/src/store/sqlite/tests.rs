@@ -16,6 +16,7 @@ fn reg(key: &str) -> NodeRegistration {
         labels: BTreeMap::new(),
         rack: Some("r1".into()),
         now_ms: 1,
+        max_discovered: 10,
     }
 }
 
@@ -98,13 +99,38 @@ fn results_are_stored_once() {
         result("a", 1, ResultStatus::Running),
         result("a", 1, ResultStatus::Succeeded),
     ];
-    assert_eq!(s.store_results(n.id, &batch).unwrap().len(), 2);
     assert_eq!(
-        s.store_results(n.id, &batch).unwrap().len(),
-        2,
+        s.store_results(n.id, &batch).unwrap(),
+        [Stored::New, Stored::New]
+    );
+    assert_eq!(
+        s.store_results(n.id, &batch).unwrap(),
+        [Stored::Duplicate, Stored::Duplicate],
         "a resent batch is acknowledged again"
     );
     assert_eq!(s.deployment_results(1).unwrap().len(), 2, "but stored once");
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::Success,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[],
+        },
+    )
+    .unwrap();
+    let late = vec![
+        result("a", 2, ResultStatus::Failed),
+        result("a", 1, ResultStatus::Succeeded),
+    ];
+    assert_eq!(
+        s.store_results(n.id, &late).unwrap(),
+        [Stored::Final, Stored::Duplicate],
+        "a finished deployment's record is final, whatever the attempt or status"
+    );
+    assert_eq!(s.deployment_results(1).unwrap().len(), 2);
 }
 
 #[test]
@@ -202,7 +228,7 @@ fn graphs_create_conflict_replace_delete() {
 }
 
 #[test]
-fn published_lists_get_growing_revisions_above_the_agents_floor() {
+fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
     let s = store();
     let rel = s
         .create_release(
@@ -246,6 +272,7 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
         expires_at: 0,
         nonce: String::new(),
         noop: false,
+        cancel: false,
         tasks: vec![TaskSpec {
             id: "t".into(),
             kind: TaskKind::Shell,
@@ -253,6 +280,7 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
             skip_reason: None,
             waits_for: vec![],
             gated: false,
+            manifests: Default::default(),
         }],
     };
     let state = serde_json::json!({"step": 1});
@@ -268,8 +296,8 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
     let mut second = [list(0)];
     s.publish_lists(d.id, &mut second, &state, &[]).unwrap();
     assert_eq!(second[0].revision, 2, "revisions only grow");
-    // An agent that accepted revision 40 elsewhere (an older database) gets 41.
-    let mut third = [list(40)];
+    // What a list carries in on publishing (whatever a node said) is ignored: u64::MAX included.
+    let mut third = [list(u64::MAX)];
     s.publish_lists(
         d.id,
         &mut third,
@@ -277,13 +305,49 @@ fn published_lists_get_growing_revisions_above_the_agents_floor() {
         &[serde_json::json!({"event": "b"})],
     )
     .unwrap();
-    assert_eq!(third[0].revision, 41);
+    assert_eq!(third[0].revision, 3);
     let all = s.published_lists(d.id).unwrap();
     assert_eq!(
         all.iter().map(|l| l.revision).collect::<Vec<_>>(),
-        [1, 2, 41]
+        [1, 2, 3]
     );
-    assert_eq!(s.issued_list(n.id, 41).unwrap().unwrap().revision, 41);
+    assert_eq!(s.issued_list(n.id, 3).unwrap().unwrap().revision, 3);
+    // A node deleted and registered again (a new id) still gets revisions above all it ever ran.
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &state,
+            status: DeploymentStatus::Success,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[n.id],
+        },
+    )
+    .unwrap();
+    s.delete_node(n.id).unwrap();
+    let again = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_ne!(again.id, n.id);
+    let d2 = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![again.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 2,
+        })
+        .unwrap();
+    let mut fourth = [TaskList {
+        node_id: again.id,
+        deployment_id: d2.id,
+        ..list(0)
+    }];
+    s.publish_lists(d2.id, &mut fourth, &state, &[]).unwrap();
+    assert_eq!(fourth[0].revision, 4);
     assert_eq!(s.events(d.id, 0).unwrap().len(), 2);
     assert_eq!(
         s.events(d.id, s.events(d.id, 0).unwrap()[0].0)
@@ -333,13 +397,20 @@ fn strategies_create_conflict_replace_delete() {
         })
         .unwrap();
     let doc = serde_json::json!({"groups": []});
-    s.put_strategy(c.id, "a", &doc, false).unwrap();
+    s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false)
+        .unwrap();
     assert!(matches!(
-        s.put_strategy(c.id, "a", &doc, false),
+        s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false),
         Err(StoreError::Conflict(_))
     ));
-    s.put_strategy(c.id, "a", &serde_json::json!({"groups": [1]}), true)
-        .unwrap();
+    s.put_strategy(
+        c.id,
+        "a",
+        &serde_json::json!({"groups": [1]}),
+        &serde_json::json!({"uploaded": 1}),
+        true,
+    )
+    .unwrap();
     assert_eq!(
         s.get_strategy(c.id, "a").unwrap().document,
         serde_json::json!({"groups": [1]})
@@ -351,7 +422,7 @@ fn strategies_create_conflict_replace_delete() {
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        s.put_strategy(99, "a", &doc, false),
+        s.put_strategy(99, "a", &doc, &serde_json::Value::Null, false),
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -367,4 +438,20 @@ fn migrations_survive_reopening() {
     }
     let s = SqliteStore::open(&path).unwrap();
     assert_eq!(s.list_nodes().unwrap().len(), 1);
+}
+
+#[test]
+fn acknowledged_writes_are_durable() {
+    // WAL with synchronous=FULL: each commit fsyncs the log before it returns, so what is acknowledged
+    // survives a power loss (NORMAL would only survive a crash of the process).
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&dir.path().join("db.sqlite")).unwrap();
+    let conn = s.conn.lock().unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    let sync: i64 = conn
+        .pragma_query_value(None, "synchronous", |r| r.get(0))
+        .unwrap();
+    assert_eq!((mode.as_str(), sync), ("wal", 2), "2 is FULL");
 }
