@@ -37,6 +37,25 @@ export PLINTH_PYTHON38 PLINTH_REQUIRE_FUEL2=1
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"
+
+# Fuel's 206 expressions compared with Python YAQL 3.2 and Nailgun's helpers, when Python YAQL can be
+# installed (a virtual environment under target/); without it the comparison is skipped, not failed.
+# The Rust side's expectations are in common/tests/data and were checked by `cargo test` above.
+yaql_venv=target/yaql-venv
+yaql_ready() { "$yaql_venv/bin/python" -c 'import collections.abc, yaql, yaml' >/dev/null 2>&1; }
+if command -v python3 >/dev/null 2>&1 && ! yaql_ready; then
+  rm -rf "$yaql_venv"
+  python3 -m venv "$yaql_venv" >/dev/null 2>&1 &&
+    timeout 300 "$yaql_venv/bin/pip" install -q yaql==3.2.0 pyyaml >/dev/null 2>&1 || true
+fi
+if yaql_ready; then
+  PLINTH_FUEL_CONTEXT="$PWD/target/fuel-yaql-context.json" \
+    cargo test -p plinth-common --locked -q --test expr_fuel_results >/dev/null
+  "$yaql_venv/bin/python" bench/fuel_yaql.py --context target/fuel-yaql-context.json --check
+else
+  echo "Python YAQL could not be installed here: Fuel's expressions were not compared with it"
+fi
+
 # The slow booted-image test: Debian's kernel under qemu without KVM (TCG), about half a minute.
 # PLINTH_SKIP_SLOW=1 leaves it out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then

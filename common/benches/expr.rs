@@ -3,10 +3,18 @@
 //! runs the same expressions on Python YAQL.
 //!
 //! Run: `cargo bench -p plinth-common --bench expr`
+//!
+//! With `FUEL_YAQL_TIMES=<file>` it instead times each of Fuel's 206 `yaql_exp` on node 1 of a
+//! 1,000-node Fuel cluster (the data of `tests/expr_fuel_results.rs`), one evaluation at a time
+//! with nothing shared, and writes the mean seconds per evaluation as a JSON list for
+//! `bench/fuel_yaql.py --bench --rust-times <file>`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use plinth_common::expr::{Context, Engine, ExprCache, Expression};
 use serde_json::{json, Map, Value as J};
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 /// The expressions measured, by name (the last five are Fuel library conditions as written).
 pub const EXPRESSIONS: [(&str, &str); 7] = [
@@ -55,8 +63,33 @@ fn node(i: usize) -> J {
     })
 }
 
+/// The cluster part of a deployment of `n` nodes (without any node's own keys).
+fn cluster(n: usize) -> J {
+    let mut data = context_of(n);
+    if let J::Object(m) = &mut data {
+        if let J::Object(own) = node(0) {
+            for k in own.keys() {
+                m.shift_remove(k);
+            }
+        }
+        m.shift_remove("fqdn");
+    }
+    data
+}
+
+/// Node `i`'s own part.
+fn node_part(i: usize) -> J {
+    let mut own = node(i);
+    own["fqdn"] = json!(format!("node-{}.example.org", i + 1));
+    own
+}
+
 /// The deployment context for node 1 of a cluster of `n` nodes.
 pub fn context(n: usize) -> J {
+    context_of(n)
+}
+
+fn context_of(n: usize) -> J {
     let nodes: Vec<J> = (0..n).map(node).collect();
     let mut meta = Map::new();
     for (i, nd) in nodes.iter().enumerate() {
@@ -98,7 +131,35 @@ pub fn context(n: usize) -> J {
     data
 }
 
+/// Mean seconds per evaluation of each of Fuel's expressions (about 50 ms of runs each).
+fn fuel_times(path: &str) {
+    let (new, old) = support::fuel_node_one_of_1000();
+    let engine = Engine::new();
+    let ctx = Context::new(&new).old(Some(&old));
+    let mut out = Vec::new();
+    for text in support::fuel_yaql_exps() {
+        let Ok(e) = Expression::parse(&text) else {
+            out.push(J::Null);
+            continue;
+        };
+        let _ = engine.evaluate_in(&e, &ctx);
+        let (mut runs, start) = (0u32, std::time::Instant::now());
+        while runs < 3 || start.elapsed().as_secs_f64() < 0.05 {
+            let _ = std::hint::black_box(engine.evaluate_in(&e, &ctx));
+            runs += 1;
+        }
+        out.push(json!(start.elapsed().as_secs_f64() / f64::from(runs)));
+    }
+    if let Err(e) = std::fs::write(path, J::Array(out).to_string()) {
+        panic!("{path}: {e}");
+    }
+}
+
 fn bench(c: &mut Criterion) {
+    if let Ok(path) = std::env::var("FUEL_YAQL_TIMES") {
+        fuel_times(&path);
+        return;
+    }
     let engine = Engine::new();
     let cache = ExprCache::new();
     let new = context(1000);
@@ -147,6 +208,60 @@ fn bench(c: &mut Criterion) {
                 .count()
         })
     });
+    group.finish();
+    per_node(c, &engine, &cache);
+}
+
+/// Each expression for every node of a 1,000-node deployment, as `deploy::YaqlFields` evaluates
+/// it: `$` the cluster part with the node's keys over it, old states of 999 nodes, the parts that
+/// do not depend on the node evaluated once per run. Criterion's time is for all 1,000 nodes.
+fn per_node(c: &mut Criterion, engine: &Engine, cache: &ExprCache) {
+    let (now, before) = (cluster(1000), cluster(999));
+    let parts: Vec<J> = (0..1000).map(node_part).collect();
+    let node_keys: Vec<String> = parts[0]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let per_node = |k: &str| node_keys.iter().any(|n| n == k);
+    let mut group = c.benchmark_group("per_node_1000");
+    group
+        .sample_size(10)
+        .measurement_time(std::time::Duration::from_secs(2))
+        .warm_up_time(std::time::Duration::from_millis(500));
+    for (name, text) in EXPRESSIONS {
+        let e = match cache.get_or_parse(text) {
+            Ok(e) => e,
+            Err(err) => panic!("{err}"),
+        };
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let deployed = engine.share(&e, &Context::new(&now).old(Some(&before)), &per_node);
+                let fresh = engine.share(&e, &Context::new(&now), &per_node);
+                let same = now
+                    .as_object()
+                    .zip(before.as_object())
+                    .is_some_and(|(a, b)| {
+                        a.iter()
+                            .filter(|(k, _)| !per_node(k))
+                            .all(|(k, v)| b.get(k) == Some(v))
+                            && a.len() == b.len()
+                    });
+                for (i, own) in parts.iter().enumerate() {
+                    let ctx = Context::layered(&now, own);
+                    let r = if i < 999 {
+                        let ctx = ctx
+                            .old_layered(Some((&before, own)))
+                            .shared(&deployed)
+                            .same_cluster_part(same, &node_keys);
+                        engine.evaluate_in(&e, &ctx)
+                    } else {
+                        engine.evaluate_in(&e, &ctx.shared(&fresh))
+                    };
+                    let _ = std::hint::black_box(r);
+                }
+            })
+        });
+    }
     group.finish();
 }
 

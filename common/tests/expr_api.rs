@@ -161,11 +161,15 @@ fn deep_nesting_is_refused_not_a_crash() {
         let deep = format!("{}1", open.repeat(5000));
         assert!(Expression::parse(&deep).is_err(), "{open}");
     }
-    let long = vec!["1"; 100_000].join(" + ");
+    let long = vec!["$.a"; 100_000].join(" + ");
     assert!(
         Expression::parse(&long).is_err(),
         "operator chains are bounded too"
     );
+    // A chain of constants folds as it is read: one constant, however long.
+    let constants = vec!["1"; 100_000].join(" + ");
+    let e = Expression::parse(&constants).expect("folds");
+    assert_eq!(e.to_string(), "100000");
     let fine = vec!["$.a"; 100].join(" and ");
     let e = Expression::parse(&fine).expect("a 100-term chain parses");
     assert_eq!(e.to_string(), fine);
@@ -295,4 +299,36 @@ fn display_is_canonical_and_parses_back() {
             .to_string(),
         "a + b * (c - 1)"
     );
+}
+
+#[test]
+fn constants_fold_when_parsed_and_print_back() {
+    for (text, folded) in [
+        ("{}", "{}"),
+        (
+            "[1, 'a', {b => [2.5, null]}]",
+            "[1, 'a', {'b' => [2.5, null]}]",
+        ),
+        ("-3", "-3"),
+        ("2 * 60 + 1", "121"),
+        ("'a' + 'b'", "'ab'"),
+        ("not []", "true"),
+        // Not constant, or not exact: left as written.
+        ("[$.a, 1]", "[$.a, 1]"),
+        ("{[1] => 2}", "{[1] => 2}"),
+        ("1 / 0", "1 / 0"),
+        ("9223372036854775807 + 1", "9223372036854775807 + 1"),
+    ] {
+        let e = Expression::parse(text).expect("parses");
+        assert_eq!(e.to_string(), folded, "{text}");
+        assert_eq!(Expression::parse(&e.to_string()).expect("reparses"), e);
+    }
+    let engine = Engine::new();
+    let run = |t: &str| engine.evaluate(&Expression::parse(t).expect("parses"), &json!({"a": 1}));
+    assert_eq!(run("{a => [1, 2]}.a.len()").expect("evaluates"), json!(2));
+    assert_eq!(
+        run("[[1, 2], [3]].selectMany($)").expect("evaluates"),
+        json!([1, 2, 3])
+    );
+    assert!(run("1 / 0").is_err(), "errors are left to evaluation");
 }

@@ -215,6 +215,16 @@ impl DeployData {
         &self.common
     }
 
+    /// A node's own part, or `None` for a node outside the deployment.
+    pub fn node_part(&self, node_id: u64) -> Option<&Arc<Value>> {
+        self.nodes.get(&node_id)
+    }
+
+    /// Every node's own part.
+    pub fn node_parts(&self) -> impl Iterator<Item = &Arc<Value>> {
+        self.nodes.values()
+    }
+
     /// A node's state, or `None` for a node outside the deployment.
     pub fn state(&self, node_id: u64) -> Option<NodeState> {
         self.nodes.get(&node_id).map(|node| NodeState {

@@ -1,19 +1,20 @@
 //! [`YaqlFields`]: the YAQL implementation of the resolution seam.
 
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
 
 use super::data::{DeployData, NodeState};
 use super::restriction::restriction_to_yaql;
-use crate::expr::{Context, Engine, ExprCache};
+use crate::expr::{Context, Engine, ExprCache, Expression, Shared};
 use crate::graph::{EvalContext, FieldEvaluator};
 use crate::model::Node;
 
 /// What each task saw the last time it succeeded on each node: `(node id, task id)` → state.
 #[derive(Debug, Clone, Default)]
 pub struct OldStates {
-    states: HashMap<(u64, String), NodeState>,
+    /// By task, then node (looked up without building a key).
+    states: HashMap<String, HashMap<u64, NodeState>>,
 }
 
 impl OldStates {
@@ -24,17 +25,25 @@ impl OldStates {
 
     /// Records the state `task` last ran against on `node`.
     pub fn insert(&mut self, node: u64, task: impl Into<String>, state: NodeState) {
-        self.states.insert((node, task.into()), state);
+        self.states
+            .entry(task.into())
+            .or_default()
+            .insert(node, state);
     }
 
     /// The state `task` last ran against on `node`.
     pub fn get(&self, node: u64, task: &str) -> Option<&NodeState> {
-        self.states.get(&(node, task.to_string()))
+        self.states.get(task)?.get(&node)
+    }
+
+    /// Every recorded state.
+    pub fn iter(&self) -> impl Iterator<Item = &NodeState> {
+        self.states.values().flat_map(|by_node| by_node.values())
     }
 
     /// How many are recorded.
     pub fn len(&self) -> usize {
-        self.states.len()
+        self.states.values().map(HashMap::len).sum()
     }
 
     /// True when none is recorded.
@@ -45,6 +54,10 @@ impl OldStates {
 
 /// Evaluates computed fields, node filters and restrictions with YAQL, per node, with Nailgun's
 /// deployment helpers reading the old state of the task being resolved.
+///
+/// What an expression reads of the cluster part only is evaluated once per class of nodes (those
+/// whose old state has the same cluster part: one class on a first deployment, one per earlier
+/// deployment after) and reused for every node of the class; see [`crate::expr::shared`].
 pub struct YaqlFields {
     engine: Arc<Engine>,
     cache: Arc<ExprCache>,
@@ -53,6 +66,13 @@ pub struct YaqlFields {
     forced: bool,
     /// The models Nailgun's restriction conditions name (`settings`, `cluster`, `release`, `version`).
     models: Value,
+    /// The top-level keys of the nodes' own parts, now and in the old states.
+    node_keys: HashSet<String>,
+    node_key_list: Vec<String>,
+    /// Per old cluster part: whether it agrees with the current one outside the node keys.
+    same_outside: RwLock<HashMap<usize, bool>>,
+    /// Node-independent values by (expression, old cluster part).
+    shared: RwLock<HashMap<(usize, usize), Arc<Shared>>>,
 }
 
 impl std::fmt::Debug for YaqlFields {
@@ -80,6 +100,21 @@ impl YaqlFields {
             "release": common.get("release").cloned().unwrap_or(Value::Null),
             "version": {"feature_groups": []},
         });
+        let mut node_keys = HashSet::new();
+        let mut seen = HashSet::new();
+        let parts = data
+            .node_parts()
+            .chain(old.iter().map(|s| &s.node))
+            .filter(|p| seen.insert(Arc::as_ptr(p) as usize));
+        for part in parts {
+            if let Value::Object(m) = part.as_ref() {
+                for k in m.keys() {
+                    if !node_keys.contains(k) {
+                        node_keys.insert(k.clone());
+                    }
+                }
+            }
+        }
         YaqlFields {
             engine,
             cache,
@@ -87,7 +122,82 @@ impl YaqlFields {
             old,
             forced,
             models,
+            node_key_list: node_keys.iter().cloned().collect(),
+            node_keys,
+            shared: RwLock::new(HashMap::new()),
+            same_outside: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Whether `old`'s cluster part agrees with the current one on every key but the nodes' own
+    /// (computed once per old cluster part).
+    fn same_outside(&self, old: &NodeState) -> bool {
+        let key = Arc::as_ptr(&old.common) as usize;
+        if let Some(s) = self
+            .same_outside
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return *s;
+        }
+        let same = match (self.data.common().as_ref(), old.common.as_ref()) {
+            (Value::Object(new), Value::Object(was)) => {
+                let outside = |m: &serde_json::Map<String, Value>| {
+                    m.keys().filter(|k| !self.node_keys.contains(*k)).count()
+                };
+                outside(new) == outside(was)
+                    && new
+                        .iter()
+                        .filter(|(k, _)| !self.node_keys.contains(*k))
+                        .all(|(k, v)| {
+                            was.get(k).is_some_and(|w| {
+                                crate::expr::value::equal(
+                                    &crate::expr::Value::from_json(v),
+                                    &crate::expr::Value::from_json(w),
+                                )
+                            })
+                        })
+            }
+            _ => false,
+        };
+        self.same_outside
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, same);
+        same
+    }
+
+    /// The node-independent values of `expr` for nodes whose old state is `old`, computed on first
+    /// use.
+    fn shared_for(&self, expr: &Arc<Expression>, old: Option<&NodeState>) -> Arc<Shared> {
+        let key = (
+            Arc::as_ptr(expr) as usize,
+            old.map_or(0, |s| Arc::as_ptr(&s.common) as usize),
+        );
+        if let Some(s) = self
+            .shared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return s.clone();
+        }
+        let common = self.data.common().as_ref();
+        let ctx = Context::new(common)
+            .var("common", common)
+            .old(old.map(|s| s.common.as_ref()))
+            .forced(self.forced);
+        let shared = Arc::new(
+            self.engine
+                .share(expr, &ctx, &|k: &str| self.node_keys.contains(k)),
+        );
+        self.shared
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key)
+            .or_insert(shared)
+            .clone()
     }
 
     /// The deployment's data.
@@ -113,23 +223,41 @@ impl YaqlFields {
 
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
-        let empty = Value::Object(Default::default());
-        let own = self.data.state(at.node_id);
-        let common = self.data.common().as_ref();
-        let node_part = own.as_ref().map(|s| s.node.as_ref()).unwrap_or(&empty);
-        let old = self.old_state(at.node_id, at.task_id);
-        // `$` is the cluster part with the node's keys over it, layered, not copied.
-        let ctx = Context::layered(common, node_part)
-            .var("node", node_part)
-            .var("common", common)
-            .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
-            .forced(self.forced);
-        self.run(expression, &ctx).map_err(|e| {
+        let fail = |e: String| {
             format!(
                 "task {:?}, field {}, node {}: {e}",
                 at.task_id, at.field_path, at.node_id
             )
-        })
+        };
+        let expr = self
+            .cache
+            .get_or_parse(expression)
+            .map_err(|e| fail(e.to_string()))?;
+        let empty = Value::Object(Default::default());
+        let own = self.data.node_part(at.node_id);
+        let common = self.data.common().as_ref();
+        let node_part = own.map(|s| s.as_ref()).unwrap_or(&empty);
+        let old = self.old_state(at.node_id, at.task_id);
+        let shared = self.shared_for(&expr, old);
+        if let Some(whole) = shared.whole() {
+            return Ok(whole.clone());
+        }
+        if let Some(e) = shared.whole_error() {
+            return Err(fail(e.to_string()));
+        }
+        // `$` is the cluster part with the node's keys over it, layered, not copied.
+        let mut ctx = Context::layered(common, node_part)
+            .var("node", node_part)
+            .var("common", common)
+            .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
+            .forced(self.forced)
+            .shared(&shared);
+        if let Some(old) = old {
+            ctx = ctx.same_cluster_part(self.same_outside(old), &self.node_key_list);
+        }
+        self.engine
+            .evaluate_in(&expr, &ctx)
+            .map_err(|e| fail(e.to_string()))
     }
 
     fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {

@@ -184,6 +184,9 @@ pub enum Kind {
     Unary(UnOp, Box<Node>),
     /// A binary operator.
     Binary(BinOp, Box<Node>, Box<Node>),
+    /// A constant folded at parse time (`[1, 2]`, `{a => 1}`, `{}`, `-1`, `2 * 60`): evaluating it
+    /// borrows the value, building nothing.
+    Const(serde_json::Value),
 }
 
 /// Writes a string as a single-quoted literal that lexes back to the same string.
@@ -210,6 +213,118 @@ pub fn float_text(x: f64) -> String {
         s
     } else {
         format!("{s}.0")
+    }
+}
+
+/// Writes a folded constant as a literal that parses (and folds) back to the same constant.
+fn write_const(f: &mut fmt::Formatter<'_>, j: &serde_json::Value) -> fmt::Result {
+    use serde_json::Value as J;
+    match j {
+        J::Null => f.write_str("null"),
+        J::Bool(b) => write!(f, "{b}"),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => write!(f, "{i}"),
+            None => f.write_str(&float_text(n.as_f64().unwrap_or(0.0))),
+        },
+        J::String(s) => write_quoted(f, s),
+        J::Array(items) => {
+            f.write_str("[")?;
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_const(f, v)?;
+            }
+            f.write_str("]")
+        }
+        J::Object(m) => {
+            f.write_str("{")?;
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_quoted(f, k)?;
+                f.write_str(" => ")?;
+                write_const(f, v)?;
+            }
+            f.write_str("}")
+        }
+    }
+}
+
+/// Folds a node whose children are all constants into a constant, where that is exact:
+/// list literals, dictionary literals with string keys, `-` of a number, `not` of a constant,
+/// and `+ - *` on numbers (no overflow) or `+` on strings. Anything else is left as it is.
+pub fn fold(kind: Kind) -> Kind {
+    use serde_json::Value as J;
+    fn constant(n: &Node) -> Option<J> {
+        Some(match &n.kind {
+            Kind::Null => J::Null,
+            Kind::Bool(b) => J::Bool(*b),
+            Kind::Int(i) => J::from(*i),
+            Kind::Float(x) => J::from(*x),
+            Kind::Str(s) | Kind::Word(s) => J::String(s.clone()),
+            Kind::Const(j) => j.clone(),
+            _ => return None,
+        })
+    }
+    fn truthy(j: &J) -> bool {
+        match j {
+            J::Null => false,
+            J::Bool(b) => *b,
+            J::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+            J::String(s) => !s.is_empty(),
+            J::Array(a) => !a.is_empty(),
+            J::Object(m) => !m.is_empty(),
+        }
+    }
+    match &kind {
+        Kind::List(args) => {
+            let items: Option<Vec<J>> = args
+                .iter()
+                .map(|a| match a {
+                    Arg::Pos(n) => constant(n),
+                    _ => None,
+                })
+                .collect();
+            items.map_or(kind, |v| Kind::Const(J::Array(v)))
+        }
+        Kind::Dict(args) => {
+            let mut m = serde_json::Map::new();
+            for a in args {
+                let Arg::Map(k, v) = a else { return kind };
+                let (Kind::Str(key) | Kind::Word(key)) = &k.kind else {
+                    return kind;
+                };
+                let Some(v) = constant(v) else { return kind };
+                m.insert(key.clone(), v);
+            }
+            Kind::Const(J::Object(m))
+        }
+        Kind::Unary(UnOp::Minus, n) => match n.kind {
+            Kind::Int(i) => i.checked_neg().map_or(kind, Kind::Int),
+            Kind::Float(x) => Kind::Float(-x),
+            _ => kind,
+        },
+        Kind::Unary(UnOp::Not, n) => match constant(n) {
+            Some(j) => Kind::Bool(!truthy(&j)),
+            None => kind,
+        },
+        Kind::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), l, r) => {
+            match (&l.kind, &r.kind, op) {
+                (Kind::Int(a), Kind::Int(b), _) => {
+                    let v = match op {
+                        BinOp::Add => a.checked_add(*b),
+                        BinOp::Sub => a.checked_sub(*b),
+                        _ => a.checked_mul(*b),
+                    };
+                    v.map_or(kind, Kind::Int)
+                }
+                (Kind::Str(a), Kind::Str(b), BinOp::Add) => Kind::Str(format!("{a}{b}")),
+                _ => kind,
+            }
+        }
+        _ => kind,
     }
 }
 
@@ -293,6 +408,7 @@ impl fmt::Display for Node {
             Kind::Unary(UnOp::Plus, n) => write!(f, "+{n}"),
             Kind::Unary(UnOp::Minus, n) => write!(f, "-{n}"),
             Kind::Binary(op, l, r) => write!(f, "{l} {} {r}", op.symbol()),
+            Kind::Const(j) => write_const(f, j),
         }
     }
 }

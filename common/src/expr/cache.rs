@@ -6,10 +6,13 @@ use std::sync::{Arc, RwLock};
 use super::engine::Expression;
 use super::errors::ParseError;
 
+/// Texts come from graphs an operator loaded, not from the network: a fast hasher is enough.
+type Fx = std::hash::BuildHasherDefault<super::value::FxHasher>;
+
 /// Parsed expressions by text, shareable across threads (parse each text once).
 #[derive(Debug, Default)]
 pub struct ExprCache {
-    map: RwLock<HashMap<String, Arc<Expression>>>,
+    map: RwLock<HashMap<String, Arc<Expression>, Fx>>,
 }
 
 impl ExprCache {

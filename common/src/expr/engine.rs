@@ -400,7 +400,7 @@ impl Engine {
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
         if matches!(
             name,
-            "first" | "any" | "where" | "filter" | "select" | "map"
+            "first" | "any" | "where" | "filter" | "select" | "map" | "values"
         ) {
             self.lazy = false;
         }
@@ -441,22 +441,18 @@ impl Engine {
 
     /// Evaluates `expr` in a context (data, named variables, old state).
     pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<J, EvalError> {
-        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
-        for (name, v) in &ctx.vars {
-            vars.push((Name::Named(name.as_str()), Value::from_json(v)));
-        }
-        let data = ctx.data.value();
-        vars.push((Name::Named("data"), data.clone()));
-        vars.push((Name::Dollar, data.clone()));
-        let mut interp = Interp::new(
-            self,
-            vars,
-            States {
-                new: Some(data),
-                old: ctx.old.as_ref().map(Root::value),
-                forced: ctx.forced,
-            },
-        );
+        let other;
+        let ctx = match ctx.shared {
+            Some(s) if !s.is_for(expr) => {
+                other = Context {
+                    shared: None,
+                    ..ctx.clone()
+                };
+                &other
+            }
+            _ => ctx,
+        };
+        let mut interp = self.interp(ctx);
         let fail = |f: Fail| EvalError {
             kind: *f.kind,
             expr: expr.text.clone(),
@@ -472,6 +468,155 @@ impl Engine {
         })
     }
 
+    /// Finds `expr`'s parts that do not depend on the node (`per_node` says which top-level keys
+    /// of `$` are the node's own) and evaluates them once in `ctx`: a context with the cluster
+    /// part as `$`, and the old cluster part as the old state. Pass the result to every node's
+    /// evaluation of `expr` with [`Context::shared`] (for nodes whose old cluster part is the
+    /// same). A part whose evaluation fails, or whose value JSON cannot carry exactly, is left to
+    /// each node's evaluation, so results and errors are the same either way.
+    pub fn share(
+        &self,
+        expr: &Arc<Expression>,
+        ctx: &Context<'_>,
+        per_node: &dyn Fn(&str) -> bool,
+    ) -> super::shared::Shared {
+        let found = super::shared::find(expr.root(), per_node);
+        let (mut parts, changed) = (found.parts, found.changed);
+        let mut kept = Vec::with_capacity(parts.len());
+        let mut whole_error = None;
+        while let Some(node) = parts.pop() {
+            let mut interp = self.interp(ctx);
+            let result = interp.eval(node);
+            if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
+                whole_error = Some(EvalError {
+                    kind: (*f.kind).clone(),
+                    expr: expr.text.clone(),
+                    pos: f.pos.unwrap_or(0),
+                });
+            }
+            let value = result
+                .ok()
+                .filter(|v| super::shared::lossless(v, true, 0))
+                .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+            match value {
+                Some((value, iter)) => kept.push(super::shared::Part {
+                    node: node as *const Node as usize,
+                    value,
+                    iter,
+                }),
+                // Its value cannot be kept: perhaps the parts below it can.
+                None => parts.extend(super::shared::find_below(node, per_node)),
+            }
+        }
+        let mut answers = Vec::with_capacity(changed.len());
+        for node in changed {
+            let mut interp = self.interp(ctx);
+            if let Ok(c) = super::fuel::changed_of(&mut interp, node) {
+                answers.push((node as *const Node as usize, c));
+            }
+        }
+        let mut joins = Vec::new();
+        for (node, recv, key, left) in found.joins {
+            let addr = recv as *const Node as usize;
+            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            else {
+                continue;
+            };
+            if let Some(index) = super::shared::build_index(items, key) {
+                joins.push(super::shared::Join {
+                    node: node as *const Node as usize,
+                    part: addr,
+                    key: key.to_string(),
+                    left,
+                    index,
+                });
+            }
+        }
+        let mut members = Vec::new();
+        for (node, set) in found.members {
+            let addr = set as *const Node as usize;
+            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            else {
+                continue;
+            };
+            if let Some(index) = super::shared::build_set(items) {
+                members.push((node as *const Node as usize, addr, index));
+            }
+        }
+        super::shared::Shared {
+            expr: expr.clone(),
+            parts: kept,
+            changed: answers,
+            joins,
+            members,
+            whole_error,
+        }
+    }
+
+    /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
+    fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
+        for (name, v) in &ctx.vars {
+            vars.push((Name::Named(name), Value::from_json(v)));
+        }
+        let layers = match (ctx.data, ctx.old) {
+            (Root::Layered(J::Object(b), J::Object(t)), old) => {
+                let old = match old {
+                    Some(Root::Layered(J::Object(ob), J::Object(ot))) => Some(Some((ob, ot))),
+                    None => Some(None),
+                    Some(_) => None,
+                };
+                old.map(|old| super::eval::Layers {
+                    new: (b, t),
+                    old,
+                    same_outside: ctx.same_outside,
+                })
+            }
+            _ => None,
+        };
+        let mut interp = match layers {
+            Some(l) => {
+                // `$data` and `$` stand for the layers, merged only when something needs them whole.
+                let at = vars.len();
+                vars.push((Name::Named("data"), Value::Null));
+                vars.push((Name::Dollar, Value::Null));
+                let mut interp = Interp::new(
+                    self,
+                    vars,
+                    States {
+                        new: None,
+                        old: None,
+                        forced: ctx.forced,
+                    },
+                );
+                interp.layers = Some(l);
+                interp.root_slots = (at, at + 1);
+                interp
+            }
+            None => {
+                let data = ctx.data.value();
+                vars.push((Name::Named("data"), data.clone()));
+                vars.push((Name::Dollar, data.clone()));
+                Interp::new(
+                    self,
+                    vars,
+                    States {
+                        new: Some(data),
+                        old: ctx.old.as_ref().map(Root::value),
+                        forced: ctx.forced,
+                    },
+                )
+            }
+        };
+        if let Some(shared) = ctx.shared {
+            interp.shared = &shared.parts;
+            interp.changed = &shared.changed;
+            interp.joins = &shared.joins;
+            interp.members = &shared.members;
+        }
+        interp
+    }
+
     /// Parses and evaluates in one step.
     pub fn eval_str(&self, text: &str, data: &J) -> Result<J, super::errors::ExprError> {
         let e = Expression::parse(text)?;
@@ -484,9 +629,11 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct Context<'c> {
     data: Root<'c>,
-    vars: Vec<(String, &'c J)>,
+    vars: Vec<(&'c str, &'c J)>,
     old: Option<Root<'c>>,
     forced: bool,
+    shared: Option<&'c super::shared::Shared>,
+    same_outside: Option<(bool, &'c [String])>,
 }
 
 /// A state: one document, or two layered (a dictionary with the top's keys over the base's), which
@@ -525,6 +672,8 @@ impl<'c> Context<'c> {
             vars: Vec::new(),
             old: None,
             forced: false,
+            shared: None,
+            same_outside: None,
         }
     }
 
@@ -536,6 +685,8 @@ impl<'c> Context<'c> {
             vars: Vec::new(),
             old: None,
             forced: false,
+            shared: None,
+            same_outside: None,
         }
     }
 
@@ -546,14 +697,28 @@ impl<'c> Context<'c> {
     }
 
     /// Adds the variable `$name`.
-    pub fn var(mut self, name: &str, value: &'c J) -> Self {
-        self.vars.push((name.to_string(), value));
+    pub fn var(mut self, name: &'c str, value: &'c J) -> Self {
+        self.vars.push((name, value));
         self
     }
 
     /// Sets the last deployed state for `old()`, `changed()` and the like.
     pub fn old(mut self, old: Option<&'c J>) -> Self {
         self.old = old.map(Root::Json);
+        self
+    }
+
+    /// Uses the values of the expression's node-independent parts computed once by
+    /// [`Engine::share`] (ignored when they were computed for another expression).
+    pub fn shared(mut self, shared: &'c super::shared::Shared) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// For layered states: whether the current and the old cluster parts agree on every key but
+    /// the node's own (`node_keys`), so that `changed($)` compares only those.
+    pub fn same_cluster_part(mut self, same: bool, node_keys: &'c [String]) -> Self {
+        self.same_outside = Some((same, node_keys));
         self
     }
 

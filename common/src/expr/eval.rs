@@ -49,6 +49,38 @@ pub struct States<'a> {
     pub forced: bool,
 }
 
+/// A JSON object.
+pub type Map = serde_json::Map<String, J>;
+
+/// A state given as two layers: the cluster part and the node's keys over it. Nothing is merged
+/// unless an expression needs the whole state as one value.
+#[derive(Debug, Clone, Copy)]
+pub struct Layers<'a> {
+    /// The current state: (cluster part, node part).
+    pub new: (&'a Map, &'a Map),
+    /// The last deployed state, if any, as two layers.
+    pub old: Option<(&'a Map, &'a Map)>,
+    /// Whether the current and last cluster parts agree on every key that is not one of the
+    /// node's own (listed), when known.
+    pub same_outside: Option<(bool, &'a [String])>,
+}
+
+/// Looks a key up in two layers, the top first.
+#[inline]
+pub fn layered_get<'a>((base, top): (&'a Map, &'a Map), key: &str) -> Option<&'a J> {
+    super::value::json_get(top, key).or_else(|| super::value::json_get(base, key))
+}
+
+/// Two layers merged into one dictionary value.
+pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
+    let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
+        indexmap::IndexMap::with_capacity(base.len() + top.len());
+    for (k, v) in base.iter().chain(top.iter()) {
+        out.insert(Value::Text(k.as_str()), Value::from_json(v));
+    }
+    Value::Dict(Rc::new(out))
+}
+
 /// One evaluation in progress.
 pub struct Interp<'a> {
     /// The engine (registry and limits).
@@ -62,6 +94,21 @@ pub struct Interp<'a> {
     /// Sort keys of lists made by `orderBy`, for `thenBy`.
     #[allow(clippy::type_complexity)]
     pub orderings: Vec<(Rc<Vec<Value<'a>>>, Vec<Vec<(Value<'a>, bool)>>)>,
+    /// Values of the expression's node-independent parts, computed once (see `shared`).
+    pub(crate) shared: &'a [super::shared::Part],
+    /// `changed(x)` of node-independent `x`, computed once: (address of `x`, changed).
+    pub(crate) changed: &'a [(usize, bool)],
+    /// Indexes for `where($.key = Y)` over kept lists.
+    pub(crate) joins: &'a [super::shared::Join],
+    /// Indexes for `X in P` over kept lists.
+    #[allow(clippy::type_complexity)]
+    pub(crate) members: &'a [(usize, usize, std::collections::HashMap<u64, Vec<u32>>)],
+    /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
+    /// `layers.new` and are merged only when needed.
+    pub(crate) layers: Option<Layers<'a>>,
+    pub(crate) root_slots: (usize, usize),
+    root_new: std::cell::OnceCell<Value<'a>>,
+    root_old: std::cell::OnceCell<Value<'a>>,
     steps: u64,
     depth: usize,
 }
@@ -75,6 +122,14 @@ impl<'a> Interp<'a> {
             limits: engine.limits(),
             states,
             orderings: Vec::new(),
+            shared: &[],
+            changed: &[],
+            joins: &[],
+            members: &[],
+            layers: None,
+            root_slots: (usize::MAX, usize::MAX),
+            root_new: std::cell::OnceCell::new(),
+            root_old: std::cell::OnceCell::new(),
             steps: 0,
             depth: 0,
         }
@@ -121,11 +176,60 @@ impl<'a> Interp<'a> {
 
     /// Looks a variable up.
     pub fn lookup(&self, name: Name<'_>) -> Option<&Value<'a>> {
-        self.vars
+        let i = self.vars.iter().rposition(|(n, _)| *n == name)?;
+        if let Some(l) = self.layers.filter(|_| self.is_root_slot(i)) {
+            return Some(self.root_new.get_or_init(|| merge_layers(l.new)));
+        }
+        Some(&self.vars[i].1)
+    }
+
+    fn is_root_slot(&self, i: usize) -> bool {
+        i == self.root_slots.0 || i == self.root_slots.1
+    }
+
+    /// `$var.key` when `$var` is the layered root: the key looked up in the layers, merging
+    /// nothing. `None` when `$var` is anything else.
+    #[inline]
+    fn root_key(&self, var: &str, key: &str) -> Option<R<Value<'a>>> {
+        let l = self.layers?;
+        let i = self
+            .vars
             .iter()
-            .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
+            .rposition(|(n, _)| *n == Name::from_var(var))?;
+        if !self.is_root_slot(i) {
+            return None;
+        }
+        Some(match layered_get(l.new, key) {
+            Some(j) => Ok(Value::from_json(j)),
+            None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
+        })
+    }
+
+    /// The current state's root (for `new()`, `changed()`, ...), if any.
+    pub fn new_state(&self) -> Option<Value<'a>> {
+        match (&self.states.new, self.layers) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(l)) => Some(self.root_new.get_or_init(|| merge_layers(l.new)).clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// The last deployed state's root (for `old()`, `changed()`, ...), if any.
+    pub fn old_state(&self) -> Option<Value<'a>> {
+        match (&self.states.old, self.layers.and_then(|l| l.old)) {
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(old)) => Some(self.root_old.get_or_init(|| merge_layers(old)).clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// `changed(x)` of a node-independent `x`, when it was computed once.
+    pub fn changed_part(&self, node: &Node) -> Option<bool> {
+        let addr = node as *const Node as usize;
+        self.changed
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, c)| *c)
     }
 
     /// The items of a list, set or lazy sequence (lazy ones cut at the collection limit, failing
@@ -156,6 +260,21 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
+        if !self.shared.is_empty() {
+            if let Some(v) = self.shared_value(node) {
+                return Ok(v);
+            }
+            if !self.joins.is_empty() {
+                if let Some(r) = self.join(node) {
+                    return r;
+                }
+            }
+            if !self.members.is_empty() {
+                if let Some(r) = self.member_of(node) {
+                    return r;
+                }
+            }
+        }
         self.depth += 1;
         let r = if self.depth > self.limits.max_depth {
             Err(EvalErrorKind::TooDeep(self.limits.max_depth).into())
@@ -171,6 +290,87 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// The kept value of a node-independent part, if `node` is one.
+    #[inline(never)]
+    fn shared_value(&self, node: &'a Node) -> Option<Value<'a>> {
+        let addr = node as *const Node as usize;
+        let part = self.shared.iter().find(|p| p.node == addr)?;
+        Some(match (&part.value, part.iter) {
+            (J::Array(items), true) => {
+                Value::Iter(Rc::new(items.iter().map(Value::from_json).collect()))
+            }
+            (j, _) => Value::from_json(j),
+        })
+    }
+
+    /// `P.where($.key = Y)` through the index of the kept `P`: the items whose `key` equals `Y`,
+    /// in order. `None` when `node` has no index.
+    #[inline(never)]
+    fn join(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
+        let addr = node as *const Node as usize;
+        let joins: &'a [super::shared::Join] = self.joins;
+        let j = joins.iter().find(|j| j.node == addr)?;
+        let shared: &'a [super::shared::Part] = self.shared;
+        let Some(J::Array(items)) = shared.iter().find(|p| p.node == j.part).map(|p| &p.value)
+        else {
+            return None;
+        };
+        let Kind::Method { args, .. } = &node.kind else {
+            return None;
+        };
+        let [Arg::Pos(p)] = args.as_slice() else {
+            return None;
+        };
+        let Kind::Binary(BinOp::Eq, l, r) = &p.kind else {
+            return None;
+        };
+        if items.is_empty() {
+            return Some(self.new_iter(Vec::new()));
+        }
+        let y = match self.eval(if j.left { l } else { r }) {
+            Ok(y) => y,
+            Err(f) => return Some(Err(f)),
+        };
+        let mut out = Vec::new();
+        if let Some(at) = j.index.get(&super::shared::join_hash(&y)) {
+            for &i in at {
+                let item = &items[i as usize];
+                let hit = item
+                    .get(j.key.as_str())
+                    .is_some_and(|v| super::value::equal(&Value::from_json(v), &y));
+                if hit {
+                    out.push(Value::from_json(item));
+                }
+            }
+        }
+        Some(self.new_iter(out))
+    }
+
+    /// `X in P` through the index of the kept list `P`. `None` when `node` has no index.
+    #[inline(never)]
+    fn member_of(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
+        let addr = node as *const Node as usize;
+        let members = self.members;
+        let (_, part, index) = members.iter().find(|m| m.0 == addr)?;
+        let shared: &'a [super::shared::Part] = self.shared;
+        let Some(J::Array(items)) = shared.iter().find(|p| p.node == *part).map(|p| &p.value)
+        else {
+            return None;
+        };
+        let Kind::Binary(BinOp::In, l, _) = &node.kind else {
+            return None;
+        };
+        let x = match self.eval(l) {
+            Ok(x) => x,
+            Err(f) => return Some(Err(f)),
+        };
+        let hit = index.get(&super::shared::join_hash(&x)).is_some_and(|at| {
+            at.iter()
+                .any(|&i| super::value::equal(&Value::from_json(&items[i as usize]), &x))
+        });
+        Some(Ok(Value::Bool(hit)))
+    }
+
     fn eval_kind(&mut self, node: &'a Node) -> R<Value<'a>> {
         Ok(match &node.kind {
             Kind::Null => Value::Null,
@@ -178,6 +378,7 @@ impl<'a> Interp<'a> {
             Kind::Int(i) => Value::Int(*i),
             Kind::Float(x) => Value::Float(*x),
             Kind::Str(s) | Kind::Word(s) => Value::Text(s),
+            Kind::Const(j) => Value::from_json(j),
             Kind::Var(v) => self
                 .lookup(Name::from_var(v))
                 .cloned()
@@ -207,6 +408,9 @@ impl<'a> Interp<'a> {
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
                 if let (Kind::Var(v), Kind::Word(key)) = (&recv.kind, &rhs.kind) {
+                    if let Some(r) = self.root_key(v, key) {
+                        return r;
+                    }
                     if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
                         return match super::value::json_get(m, key) {
                             Some(j) => Ok(Value::from_json(j)),
@@ -267,17 +471,16 @@ impl<'a> Interp<'a> {
     /// item found, as YAQL's lazy iterators do. `None` when the chain does not qualify.
     #[inline(never)]
     fn lazy_query(&mut self, recv: &'a Node, name: &str, args: &'a [Arg]) -> R<Option<Value<'a>>> {
-        enum Stage<'n> {
-            Where(&'n Node),
-            Select(&'n Node),
-            Key(&'n str),
-        }
         if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
             return Ok(None);
         }
         let mut stages = Vec::new();
         let mut node = recv;
         loop {
+            let indexed = node as *const Node as usize;
+            if self.joins.iter().any(|j| j.node == indexed) {
+                break;
+            }
             match &node.kind {
                 Kind::Method {
                     name,
@@ -306,19 +509,76 @@ impl<'a> Interp<'a> {
             return Ok(None);
         }
         stages.reverse();
-        let source = self.eval(node)?;
+        // `dict.values()` as the source: its values are read in place, not collected.
+        let mut dict_values = None;
+        if let Kind::Method {
+            recv: of,
+            name: values,
+            args: none,
+            safe: false,
+        } = &node.kind
+        {
+            if values == "values" && none.is_empty() {
+                let d = self.eval(of)?;
+                match d {
+                    Value::Json(J::Object(m)) => dict_values = Some(m),
+                    other => {
+                        // Not a dictionary borrowed from the input: the general path decides.
+                        let entry = self.engine.method("values");
+                        if let (Some(entry), true) = (entry, other.is_dict()) {
+                            let call = Call::from_ast("values", entry, Some(other), none, true)?;
+                            let v = self.run(entry, &call)?;
+                            return self.lazy_over(v, &stages, name, args).map(Some);
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        let source = match dict_values {
+            Some(m) => {
+                let items = m.values().map(Value::from_json);
+                return self.lazy_items(items, &stages, name, args).map(Some);
+            }
+            None => self.eval(node)?,
+        };
         if matches!(source, Value::Gen(_)) || !source.is_iterable() {
             return Ok(None);
         }
+        self.lazy_over(source, &stages, name, args).map(Some)
+    }
+
+    /// The lazy chain over an evaluated collection.
+    fn lazy_over(
+        &mut self,
+        source: Value<'a>,
+        stages: &[Stage<'a>],
+        name: &str,
+        args: &'a [Arg],
+    ) -> R<Value<'a>> {
+        if let Value::Json(J::Array(l)) = source {
+            return self.lazy_items(l.iter().map(Value::from_json), stages, name, args);
+        }
+        let items = seq_items(&source);
+        self.lazy_items(items.into_iter(), stages, name, args)
+    }
+
+    /// `first()` / `any()` over `items` through the stages.
+    fn lazy_items(
+        &mut self,
+        items: impl Iterator<Item = Value<'a>>,
+        stages: &[Stage<'a>],
+        name: &str,
+        args: &'a [Arg],
+    ) -> R<Value<'a>> {
         let pred = match args.first() {
             Some(Arg::Pos(p)) => Some(p),
             _ => None,
         };
-        let items = seq_items(&source);
         'items: for item in items {
             self.tick(1)?;
             let mut item = item;
-            for stage in &stages {
+            for stage in stages {
                 match stage {
                     Stage::Where(p) => {
                         if !self.eval_with(p, std::slice::from_ref(&item))?.truthy() {
@@ -330,21 +590,21 @@ impl<'a> Interp<'a> {
                 }
             }
             if name == "first" {
-                return Ok(Some(item));
+                return Ok(item);
             }
             let found = match pred {
                 Some(p) => self.eval_with(p, std::slice::from_ref(&item))?.truthy(),
                 None => true,
             };
             if found {
-                return Ok(Some(Value::Bool(true)));
+                return Ok(Value::Bool(true));
             }
         }
         if name == "any" {
-            return Ok(Some(Value::Bool(false)));
+            return Ok(Value::Bool(false));
         }
         match pred {
-            Some(default) => self.eval(default).map(Some),
+            Some(default) => self.eval(default),
             None => Err(EvalErrorKind::Sequence("the collection is empty".into()).into()),
         }
     }
@@ -400,8 +660,12 @@ impl<'a> Interp<'a> {
         Ok(match op {
             UnOp::Not => Value::Bool(!v.truthy()),
             UnOp::Plus => match v.view() {
-                View::Int(_) | View::Float(_) => v,
+                View::Int(_) | View::Float(_) | View::Span(_) => v,
                 _ => return type_err(format!("unary + of a {}", v.type_name())),
+            },
+            UnOp::Minus if matches!(v, Value::Span(_)) => match v {
+                Value::Span(us) => Value::Span(us.checked_neg().ok_or(EvalErrorKind::Overflow)?),
+                _ => v,
             },
             UnOp::Minus => match v.view() {
                 View::Int(i) => Value::Int(i.checked_neg().ok_or(EvalErrorKind::Overflow)?),
@@ -581,6 +845,9 @@ impl<'a> Interp<'a> {
                 None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
             };
         }
+        if let Some(p) = super::library::datetime::property(r, key) {
+            return p;
+        }
         if r.is_dict() {
             return r
                 .dict_get_str(key)
@@ -729,6 +996,13 @@ pub fn bind_args<'a>(
     for (k, v) in named {
         scope.push((Name::Named(k), v.clone()));
     }
+}
+
+/// One step of a lazy `where`/`select`/`.key` chain.
+enum Stage<'n> {
+    Where(&'n Node),
+    Select(&'n Node),
+    Key(&'n str),
 }
 
 /// The first `n` items of a lazy sequence.

@@ -35,6 +35,7 @@ pub fn compile(node: &Node) -> Option<Fast<'_>> {
         Kind::Int(i) => Fast::Lit(Value::Int(*i)),
         Kind::Float(x) => Fast::Lit(Value::Float(*x)),
         Kind::Str(s) | Kind::Word(s) => Fast::Lit(Value::Text(s)),
+        Kind::Const(j) => Fast::Lit(Value::from_json(j)),
         Kind::Member {
             recv,
             rhs,

@@ -9,9 +9,10 @@ use std::rc::Rc;
 
 use indexmap::IndexMap;
 
-use super::engine::{Call, Engine, Form, Spec};
+use super::ast::{Kind, Node};
+use super::engine::{Call, Engine, Form, Slot, Spec};
 use super::errors::EvalErrorKind;
-use super::eval::{Interp, R};
+use super::eval::{Interp, Map, R};
 use super::library::{need, this_items};
 use super::value::{dict_items, equal, seq_items, to_json, Value, View};
 
@@ -30,16 +31,68 @@ pub fn register(e: &mut Engine) {
     e.register("toYaml", Form::Both, Spec::new(&[], 0), to_yaml_fn);
 }
 
+/// `$.key` when `node` is just that and the states are layers: the key read from `layers`
+/// without merging them (`None` for anything else).
+fn layered_key<'a>(
+    node: &Slot<'a>,
+    layers: Option<(&'a Map, &'a Map)>,
+) -> Option<Option<Value<'a>>> {
+    let (Slot::Ast(n), Some(layers)) = (node, layers) else {
+        return None;
+    };
+    let Kind::Member {
+        recv,
+        rhs,
+        safe: false,
+    } = &n.kind
+    else {
+        return None;
+    };
+    match (&recv.kind, &rhs.kind) {
+        (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => {
+            Some(super::eval::layered_get(layers, k).map(Value::from_json))
+        }
+        _ => None,
+    }
+}
+
 fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    match it.states.new.clone() {
+    if it.states.new.is_none() {
+        if let Some(v) = layered_key(c.slot(i), it.layers.map(|l| l.new)) {
+            return v.ok_or_else(|| key_missing(c.slot(i)));
+        }
+    }
+    match it.new_state() {
         Some(data) => it.apply(c.slot(i), &[data]),
         None => need(it, c, i),
     }
 }
 
 /// The argument evaluated against the old state; undefined when that is impossible.
+/// The error `$.key` gives when the key is missing.
+fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
+    let (key, pos) = match slot {
+        Slot::Ast(n) => match &n.kind {
+            Kind::Member { rhs, .. } => match &rhs.kind {
+                Kind::Word(k) => (k.clone(), Some(n.pos)),
+                _ => (String::new(), None),
+            },
+            _ => (String::new(), None),
+        },
+        _ => (String::new(), None),
+    };
+    let mut f: super::eval::Fail = EvalErrorKind::KeyNotFound(key).into();
+    f.pos = pos;
+    f
+}
+
 fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    let (old, forced) = (it.states.old.clone(), it.states.forced);
+    if it.states.old.is_none() && !it.states.forced {
+        if let Some(v) = layered_key(c.slot(i), it.layers.and_then(|l| l.old)) {
+            return Ok(v.unwrap_or(Value::Undef));
+        }
+    }
+    let (old, forced) = (it.old_state(), it.states.forced);
     // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`: `old($)` is an
     // empty dictionary and `old($.x)` is undefined.
     let old = match old {
@@ -61,7 +114,7 @@ fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
 }
 
 fn has_old(it: &Interp<'_>) -> bool {
-    it.states.old.is_some() && !it.states.forced
+    (it.states.old.is_some() || it.layers.is_some_and(|l| l.old.is_some())) && !it.states.forced
 }
 
 fn new<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
@@ -73,11 +126,68 @@ fn old<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 }
 
 fn changed_at<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<bool> {
+    if let Slot::Ast(node) = c.slot(i) {
+        if let Some(known) = it.changed_part(node) {
+            return Ok(known);
+        }
+        if let Some(changed) = root_changed(it, node) {
+            return Ok(changed);
+        }
+    }
     let n = new_value(it, c, i)?;
     if !has_old(it) {
         return Ok(true);
     }
     let o = old_value(it, c, i)?;
+    Ok(!equal(&n, &o))
+}
+
+/// `changed($)` on layered states whose cluster parts are known to agree (or not) outside the
+/// node's own keys: only those keys are compared. `None` when that is not known.
+fn root_changed(it: &Interp<'_>, node: &Node) -> Option<bool> {
+    if !matches!(&node.kind, Kind::Var(v) if v.is_empty() || v == "1") || it.states.forced {
+        return None;
+    }
+    let l = it.layers?;
+    let old = l.old?;
+    let (same, keys) = l.same_outside?;
+    if !same {
+        return Some(true);
+    }
+    Some(keys.iter().any(|k| {
+        match (
+            super::eval::layered_get(l.new, k),
+            super::eval::layered_get(old, k),
+        ) {
+            (None, None) => false,
+            (Some(a), Some(b)) => !equal(&Value::from_json(a), &Value::from_json(b)),
+            _ => true,
+        }
+    }))
+}
+
+/// `changed(x)` for a node-independent `x`, evaluated once (for [`super::Engine::share`]).
+pub(crate) fn changed_of<'a>(it: &mut Interp<'a>, node: &'a Node) -> R<bool> {
+    let n = match it.new_state() {
+        Some(data) => it.eval_with(node, &[data])?,
+        None => it.eval(node)?,
+    };
+    if !has_old(it) {
+        return Ok(true);
+    }
+    let old = it.old_state().unwrap_or(Value::Null);
+    let o = match it.eval_with(node, &[old]) {
+        Ok(v) => v,
+        Err(f)
+            if matches!(
+                *f.kind,
+                EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
+            ) =>
+        {
+            return Err(f)
+        }
+        Err(_) => Value::Undef,
+    };
     Ok(!equal(&n, &o))
 }
 
@@ -121,14 +231,26 @@ pub fn structural_diff<'a>(a: &Value<'a>, b: &Value<'a>) -> Value<'a> {
     }
     let seq = |v: &Value<'a>| matches!(v.view(), View::JList(_) | View::List(_) | View::Set(_));
     if seq(a) && seq(b) {
-        // Hashing keeps this linear for large node lists.
-        let theirs: indexmap::IndexSet<Value<'a>> = seq_items(b).into_iter().collect();
-        return Value::list(
-            seq_items(a)
+        let (mine, theirs) = (seq_items(a), seq_items(b));
+        // An item equal to the one at its place in the old list is in it: a list that grew or
+        // shrank at its end needs no hashing. The rest are looked for in the old list (hashed
+        // when there are many).
+        let missing: Vec<usize> = (0..mine.len())
+            .filter(|&i| !theirs.get(i).is_some_and(|t| equal(&mine[i], t)))
+            .collect();
+        let kept: Vec<usize> = if missing.len() <= 8 {
+            missing
                 .into_iter()
-                .filter(|x| !theirs.contains(x))
-                .collect(),
-        );
+                .filter(|&i| !theirs.iter().any(|t| equal(&mine[i], t)))
+                .collect()
+        } else {
+            let set: indexmap::IndexSet<&Value<'a>> = theirs.iter().collect();
+            missing
+                .into_iter()
+                .filter(|&i| !set.contains(&mine[i]))
+                .collect()
+        };
+        return Value::list(kept.into_iter().map(|i| mine[i].clone()).collect());
     }
     if equal(a, b) {
         Value::Null

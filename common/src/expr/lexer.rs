@@ -3,6 +3,109 @@
 
 use super::errors::{ParseError, ParseErrorKind};
 
+/// An operator or punctuation mark.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum P {
+    /// `.`
+    Dot,
+    /// `?.`
+    SafeDot,
+    /// `=~`
+    Match,
+    /// `!~`
+    NotMatch,
+    /// `>=`
+    Ge,
+    /// `<=`
+    Le,
+    /// `!=`
+    Ne,
+    /// `->`
+    Arrow,
+    /// `=>`
+    FatArrow,
+    /// `+`
+    Plus,
+    /// `-`
+    Minus,
+    /// `*`
+    Star,
+    /// `/`
+    Slash,
+    /// `>`
+    Gt,
+    /// `<`
+    Lt,
+    /// `=`
+    Eq,
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `[`
+    LBrack,
+    /// `]`
+    RBrack,
+    /// `{`
+    LBrace,
+    /// `}`
+    RBrace,
+    /// `,`
+    Comma,
+    /// `mod`
+    Mod,
+    /// `in`
+    In,
+    /// `not`
+    Not,
+    /// `and`
+    And,
+    /// `or`
+    Or,
+}
+
+impl P {
+    /// The operator as written.
+    pub fn text(self) -> &'static str {
+        match self {
+            P::Dot => ".",
+            P::SafeDot => "?.",
+            P::Match => "=~",
+            P::NotMatch => "!~",
+            P::Ge => ">=",
+            P::Le => "<=",
+            P::Ne => "!=",
+            P::Arrow => "->",
+            P::FatArrow => "=>",
+            P::Plus => "+",
+            P::Minus => "-",
+            P::Star => "*",
+            P::Slash => "/",
+            P::Gt => ">",
+            P::Lt => "<",
+            P::Eq => "=",
+            P::LParen => "(",
+            P::RParen => ")",
+            P::LBrack => "[",
+            P::RBrack => "]",
+            P::LBrace => "{",
+            P::RBrace => "}",
+            P::Comma => ",",
+            P::Mod => "mod",
+            P::In => "in",
+            P::Not => "not",
+            P::And => "and",
+            P::Or => "or",
+        }
+    }
+}
+
+impl std::fmt::Debug for P {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.text())
+    }
+}
+
 /// One token.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tok {
@@ -25,7 +128,7 @@ pub enum Tok {
     /// `null`.
     Null,
     /// An operator or punctuation: `. ?. + - * / mod =~ !~ > < >= <= != = in not and or -> => ( ) [ ] { } ,`.
-    Op(&'static str),
+    Op(P),
     /// End of input.
     End,
 }
@@ -39,12 +142,59 @@ pub struct Token {
     pub pos: usize,
 }
 
-const SYMBOLS: [&str; 23] = [
-    "?.", "=~", "!~", ">=", "<=", "!=", "->", "=>", ".", "+", "-", "*", "/", ">", "<", "=", "(",
-    ")", "[", "]", "{", "}", ",",
-];
+/// The operator or punctuation mark at the start of `rest`, and its length.
+fn symbol(rest: &[u8]) -> Option<(P, usize)> {
+    let two = |p| Some((p, 2));
+    let one = |p| Some((p, 1));
+    let next = rest.get(1).copied();
+    match (rest.first()?, next) {
+        (b'?', Some(b'.')) => two(P::SafeDot),
+        (b'=', Some(b'~')) => two(P::Match),
+        (b'!', Some(b'~')) => two(P::NotMatch),
+        (b'>', Some(b'=')) => two(P::Ge),
+        (b'<', Some(b'=')) => two(P::Le),
+        (b'!', Some(b'=')) => two(P::Ne),
+        (b'-', Some(b'>')) => two(P::Arrow),
+        (b'=', Some(b'>')) => two(P::FatArrow),
+        (b'.', _) => one(P::Dot),
+        (b'+', _) => one(P::Plus),
+        (b'-', _) => one(P::Minus),
+        (b'*', _) => one(P::Star),
+        (b'/', _) => one(P::Slash),
+        (b'>', _) => one(P::Gt),
+        (b'<', _) => one(P::Lt),
+        (b'=', _) => one(P::Eq),
+        (b'(', _) => one(P::LParen),
+        (b')', _) => one(P::RParen),
+        (b'[', _) => one(P::LBrack),
+        (b']', _) => one(P::RBrack),
+        (b'{', _) => one(P::LBrace),
+        (b'}', _) => one(P::RBrace),
+        (b',', _) => one(P::Comma),
+        _ => None,
+    }
+}
 
-const WORD_OPS: [&str; 5] = ["mod", "in", "not", "and", "or"];
+/// The length in bytes of the name at the start of `rest` (ASCII fast, Unicode letters too).
+fn word_len(rest: &str) -> usize {
+    let b = rest.as_bytes();
+    let mut n = 0;
+    while n < b.len() {
+        let c = b[n];
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            n += 1;
+        } else if c < 0x80 {
+            return n;
+        } else {
+            return n + rest[n..]
+                .chars()
+                .take_while(|c| is_word_char(*c))
+                .map(char::len_utf8)
+                .sum::<usize>();
+        }
+    }
+    n
+}
 
 fn is_word_start(c: char) -> bool {
     c.is_alphabetic() || c == '_'
@@ -65,23 +215,35 @@ fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> ParseError {
 
 /// Splits `text` into tokens, ending with [`Tok::End`].
 pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(text.len() / 3 + 2);
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < text.len() {
-        let rest = &text[i..];
-        let Some(c) = rest.chars().next() else { break };
-        if matches!(c, ' ' | '\t' | '\r' | '\n') {
+        let b = bytes[i];
+        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
             i += 1;
             continue;
         }
+        let rest = &text[i..];
         let start = i;
+        if let Some((p, len)) = symbol(&bytes[i..]) {
+            out.push(Token {
+                tok: Tok::Op(p),
+                pos: start,
+            });
+            i += len;
+            continue;
+        }
+        let c = if b < 0x80 {
+            char::from(b)
+        } else {
+            match rest.chars().next() {
+                Some(c) => c,
+                None => break,
+            }
+        };
         if c == '$' {
-            let name_len: usize = rest[1..]
-                .chars()
-                .take_while(|c| is_word_char(*c))
-                .map(char::len_utf8)
-                .sum();
+            let name_len = word_len(&rest[1..]);
             out.push(Token {
                 tok: Tok::Var(rest[1..1 + name_len].to_string()),
                 pos: start,
@@ -130,11 +292,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
             if rest.starts_with("__") {
                 return Err(lex_error(text, start, "names cannot start with `__`"));
             }
-            let len: usize = rest
-                .chars()
-                .take_while(|c| is_word_char(*c))
-                .map(char::len_utf8)
-                .sum();
+            let len = word_len(rest);
             let word = &rest[..len];
             if bytes.get(i + len) == Some(&b'(') {
                 out.push(Token {
@@ -148,10 +306,12 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 "true" => Tok::True,
                 "false" => Tok::False,
                 "null" => Tok::Null,
-                w => match WORD_OPS.iter().find(|op| **op == w) {
-                    Some(op) => Tok::Op(op),
-                    None => Tok::Word(w.to_string()),
-                },
+                "mod" => Tok::Op(P::Mod),
+                "in" => Tok::Op(P::In),
+                "not" => Tok::Op(P::Not),
+                "and" => Tok::Op(P::And),
+                "or" => Tok::Op(P::Or),
+                w => Tok::Word(w.to_string()),
             };
             out.push(Token { tok, pos: start });
             i += len;
@@ -175,22 +335,11 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
             i += len;
             continue;
         }
-        match SYMBOLS.iter().find(|s| rest.starts_with(**s)) {
-            Some(sym) => {
-                out.push(Token {
-                    tok: Tok::Op(sym),
-                    pos: start,
-                });
-                i += sym.len();
-            }
-            None => {
-                return Err(lex_error(
-                    text,
-                    start,
-                    format!("unexpected character `{c}`"),
-                ))
-            }
-        }
+        return Err(lex_error(
+            text,
+            start,
+            format!("unexpected character `{c}`"),
+        ));
     }
     out.push(Token {
         tok: Tok::End,
@@ -224,6 +373,13 @@ fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
 /// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does.
 fn quoted(text: &str, start: usize, quote: char) -> Result<(String, usize), ParseError> {
     let body = &text[start + 1..];
+    // Most strings have no escape: one copy of the slice.
+    let q = quote as u8;
+    if let Some(j) = body.bytes().position(|b| b == q || b == b'\\') {
+        if body.as_bytes()[j] == q {
+            return Ok((body[..j].to_string(), j + 2));
+        }
+    }
     let mut out = String::new();
     let mut chars = body.char_indices().peekable();
     while let Some((j, c)) = chars.next() {

@@ -31,6 +31,7 @@ pub mod lexer;
 pub mod library;
 pub mod limits;
 pub mod parser;
+pub mod shared;
 pub mod value;
 
 pub use cache::ExprCache;
@@ -38,4 +39,5 @@ pub use engine::{Call, Context, Engine, Expression, Form, NativeFn, Slot, Spec};
 pub use errors::{EvalError, EvalErrorKind, ExprError, ParseError, ParseErrorKind};
 pub use eval::{Fail, Interp};
 pub use limits::Limits;
+pub use shared::Shared;
 pub use value::Value;

@@ -93,6 +93,10 @@ pub enum Value<'a> {
     Lambda(Rc<Lambda<'a>>),
     /// A lazy sequence.
     Gen(Rc<Gen<'a>>),
+    /// A date and time with its UTC offset.
+    DateTime(chrono::DateTime<chrono::FixedOffset>),
+    /// A signed duration in microseconds (a timespan).
+    Span(i64),
 }
 
 /// A uniform view of a value, whichever way it is stored.
@@ -125,6 +129,10 @@ pub enum View<'v, 'a> {
     Lambda,
     /// A lazy sequence.
     Gen,
+    /// A date and time.
+    DateTime(chrono::DateTime<chrono::FixedOffset>),
+    /// A timespan in microseconds.
+    Span(i64),
 }
 
 impl<'a> Value<'a> {
@@ -180,6 +188,8 @@ impl<'a> Value<'a> {
             Value::Regex(r) => View::Regex(r),
             Value::Lambda(_) => View::Lambda,
             Value::Gen(_) => View::Gen,
+            Value::DateTime(d) => View::DateTime(*d),
+            Value::Span(us) => View::Span(*us),
         }
     }
 
@@ -241,7 +251,8 @@ impl<'a> Value<'a> {
             View::JDict(d) => !d.is_empty(),
             View::Dict(d) => !d.is_empty(),
             View::Set(s) => !s.is_empty(),
-            View::Regex(_) | View::Lambda | View::Gen => true,
+            View::Regex(_) | View::Lambda | View::Gen | View::DateTime(_) => true,
+            View::Span(us) => us != 0,
         }
     }
 
@@ -300,6 +311,8 @@ impl<'a> Value<'a> {
             View::Regex(_) => "regex",
             View::Lambda => "lambda",
             View::Gen => "sequence",
+            View::DateTime(_) => "datetime",
+            View::Span(_) => "timespan",
         }
     }
 }
@@ -384,12 +397,14 @@ fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
         (View::Bool(x), View::Float(y)) | (View::Float(y), View::Bool(x)) => {
             f64::from(u8::from(x)) == y
         }
-        (View::JList(x), View::JList(y)) => x == y,
+        (View::JList(x), View::JList(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
         (View::JList(_) | View::List(_), View::JList(_) | View::List(_)) => {
             let (xs, ys) = (seq_items(a), seq_items(b));
             xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| equal(x, y))
         }
-        (View::JDict(x), View::JDict(y)) => x == y,
+        (View::JDict(x), View::JDict(y)) => json_map_eq(x, y),
         (View::JDict(_) | View::Dict(_), View::JDict(_) | View::Dict(_)) => {
             let (xs, ys) = (dict_items(a), dict_items(b));
             xs.len() == ys.len()
@@ -399,8 +414,45 @@ fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
         }
         (View::Set(x), View::Set(y)) => x.len() == y.len() && x.iter().all(|v| y.contains(v)),
         (View::Regex(x), View::Regex(y)) => x.as_str() == y.as_str(),
+        (View::DateTime(x), View::DateTime(y)) => x == y,
+        (View::Span(x), View::Span(y)) => x == y,
         _ => false,
     }
+}
+
+/// `a == b` on JSON, faster when objects list their keys in the same order (entries are compared
+/// side by side until the orders part, then by lookup).
+pub fn json_eq(a: &J, b: &J) -> bool {
+    match (a, b) {
+        (J::Object(x), J::Object(y)) => json_map_eq(x, y),
+        (J::Array(x), J::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (J::String(x), J::String(y)) => str_eq(x, y),
+        _ => a == b,
+    }
+}
+
+fn json_map_eq(x: &serde_json::Map<String, J>, y: &serde_json::Map<String, J>) -> bool {
+    if x.len() != y.len() {
+        return false;
+    }
+    let mut theirs = y.iter();
+    for (k, v) in x {
+        match theirs.next() {
+            Some((k2, v2)) if str_eq(k, k2) => {
+                if !json_eq(v, v2) {
+                    return false;
+                }
+            }
+            _ => {
+                return x
+                    .iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+            }
+        }
+    }
+    true
 }
 
 /// The items of a list or set (empty for anything else).
@@ -445,6 +497,8 @@ fn compare_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> Option<Ordering> {
             .zip(b.as_f64())
             .and_then(|(x, y)| x.partial_cmp(&y)),
         (View::Str(x), View::Str(y)) => Some(x.cmp(y)),
+        (View::DateTime(x), View::DateTime(y)) => Some(x.cmp(&y)),
+        (View::Span(x), View::Span(y)) => Some(x.cmp(&y)),
         _ => None,
     }
 }
@@ -543,6 +597,14 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 r.as_str().hash(state)
             }
             View::Lambda | View::Gen => 7u8.hash(state),
+            View::DateTime(d) => {
+                9u8.hash(state);
+                d.timestamp_micros().hash(state)
+            }
+            View::Span(us) => {
+                10u8.hash(state);
+                us.hash(state)
+            }
         }
     }
 }
@@ -588,6 +650,8 @@ fn to_json_at(v: &Value<'_>, depth: usize) -> Option<J> {
         }
         Value::Regex(r) => J::String(r.as_str().to_string()),
         Value::Lambda(_) | Value::Gen(_) => return None,
+        Value::DateTime(d) => J::String(super::library::datetime::datetime_text(d)),
+        Value::Span(us) => J::from(*us as f64 / 1e6),
     })
 }
 
@@ -602,6 +666,7 @@ pub fn display_string(v: &Value<'_>) -> String {
         View::Regex(r) => r.as_str().to_string(),
         View::Lambda => "<lambda>".into(),
         View::Gen => "<sequence>".into(),
+        View::DateTime(d) => super::library::datetime::datetime_text(&d),
         _ => to_json(v).map(|j| j.to_string()).unwrap_or_default(),
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod branching;
 pub mod collections;
+pub mod datetime;
 pub mod math;
 pub mod operators;
 pub mod queries;
@@ -22,6 +23,7 @@ pub fn register_all(e: &mut Engine) {
     math::register(e);
     branching::register(e);
     system::register(e);
+    datetime::register(e);
 }
 
 /// Argument `i`, evaluated; `None` when not given.

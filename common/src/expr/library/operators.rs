@@ -70,6 +70,9 @@ pub fn contains<'a>(it: &mut Interp<'a>, hay: &Value<'a>, needle: &Value<'a>) ->
 /// Evaluates `l op r` for the eager operators.
 pub fn binary<'a>(it: &mut Interp<'a>, op: BinOp, l: Value<'a>, r: Value<'a>) -> R<Value<'a>> {
     use View as V;
+    if let Some(v) = super::datetime::binary(op, &l, &r) {
+        return v;
+    }
     match op {
         BinOp::Eq => return Ok(Value::Bool(equal(&l, &r))),
         BinOp::Ne => return Ok(Value::Bool(!equal(&l, &r))),

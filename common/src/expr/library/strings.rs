@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use super::{get, int_or, need, str_arg, this_str};
-use crate::expr::engine::{Call, Engine, Form, Spec};
+use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
 use crate::expr::eval::{Interp, R};
 use crate::expr::value::{dict_items, display_string, Value, View};
 
@@ -45,7 +45,13 @@ pub fn register(e: &mut Engine) {
     e.register(
         "replace",
         Form::Method,
-        Spec::new(&["old", "new", "count"], 1),
+        Spec {
+            params: &["old", "new", "count"],
+            min: 0,
+            varargs: false,
+            // `=>` pairs are matched here: a datetime's parts (`year => 2014`) or the parameters.
+            kwargs: true,
+        },
         replace,
     );
     e.register(
@@ -225,6 +231,30 @@ fn trim_right<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     trim_with(it, c, false, true)
 }
 
+/// The call with its `name => value` pairs moved to their parameters' places.
+fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
+    let mut out = Call {
+        maps: Vec::new(),
+        ..c.clone()
+    };
+    for (k, v) in &c.maps {
+        let crate::expr::ast::Kind::Word(key) = &k.kind else {
+            return Err(c.no_match("unexpected `=>` pair"));
+        };
+        let Some(i) = params.iter().position(|p| p == key) else {
+            return Err(c.no_match(format!("no parameter `{key}`")));
+        };
+        if out.slots.len() <= i {
+            out.slots.resize(i + 1, Slot::Missing);
+        }
+        if out.has(i) {
+            return Err(c.no_match(format!("`{key}` given twice")));
+        }
+        out.slots[i] = Slot::Ast(v);
+    }
+    Ok(out)
+}
+
 fn replace_n(s: &str, old: &str, new: &str, count: i64) -> String {
     if count < 0 {
         s.replace(old, new)
@@ -234,6 +264,15 @@ fn replace_n(s: &str, old: &str, new: &str, count: i64) -> String {
 }
 
 fn replace<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    if let Value::DateTime(dt) = c.this()? {
+        return super::datetime::replace(it, c, *dt);
+    }
+    if !c.maps.is_empty() {
+        return replace(it, &named_params(c, &["old", "new", "count"])?);
+    }
+    if !c.has(0) {
+        return Err(c.no_match("needs at least 1 arguments"));
+    }
     let this = c.this()?.clone();
     match this.view() {
         View::JList(_) | View::List(_) => return super::collections::list_replace(it, c),
@@ -480,6 +519,9 @@ fn is_string<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 }
 
 fn format<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
+    if let Value::DateTime(dt) = c.this()? {
+        return super::datetime::format(it, c, *dt);
+    }
     let fmt = this_str(c)?;
     let mut args = Vec::new();
     for i in 0..c.slots.len() {

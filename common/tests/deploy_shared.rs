@@ -1,0 +1,121 @@
+//! Node-independent parts of Fuel's expressions, evaluated once per class of nodes, give exactly
+//! what evaluating each whole expression per node gives: every one of Fuel's 206 `yaql_exp`, for
+//! every node of a cluster that grew since its last deployment (old states of the nodes deployed
+//! then, sharing one old cluster part as the controller loads them), errors included.
+
+use plinth_common::deploy::{DeployData, OldStates, YaqlFields};
+use plinth_common::expr::{Context, Engine, ExprCache, Expression};
+use plinth_common::graph::{EvalContext, FieldEvaluator};
+use plinth_common::model::Node;
+use plinth_common::tags::{cluster_tags, Catalog};
+use std::sync::Arc;
+
+mod support;
+use support::{fuel_nodes, fuel_release_and_cluster, fuel_yaql_exps};
+
+fn data(nodes: &[Node]) -> DeployData {
+    let (release, cluster) = fuel_release_and_cluster();
+    let catalog = Catalog::new(&release, &[], Some(&cluster));
+    let tags = cluster_tags(nodes, &catalog);
+    DeployData::build(1, &cluster, &release, nodes, &tags)
+}
+
+/// Evaluates every Fuel expression for every node of `after`, with old states of `before`'s nodes,
+/// through `YaqlFields` and whole per node; both must agree. Returns how many evaluations failed
+/// on both sides.
+fn compare(before: &[Node], after: &[Node]) -> usize {
+    let old_data = data(before);
+    let mut old = OldStates::new();
+    for n in before {
+        old.insert(n.id, "t", old_data.state(n.id).expect("deployed node"));
+    }
+    let new_data = data(after);
+    let engine = Arc::new(Engine::new());
+    let fields = YaqlFields::new(
+        engine.clone(),
+        Arc::new(ExprCache::new()),
+        new_data.clone(),
+        old.clone(),
+        false,
+    );
+    let exprs = fuel_yaql_exps();
+    assert_eq!(exprs.len(), 206);
+    let (mut compared, mut errors) = (0, 0);
+    for text in &exprs {
+        let expr = Expression::parse(text).expect("Fuel's expressions parse");
+        for n in after {
+            let at = EvalContext {
+                node: Some(n),
+                node_id: n.id,
+                task_id: "t",
+                field_path: "condition",
+            };
+            let shared = fields.evaluate(&at, text);
+            // The whole expression, evaluated for this node alone.
+            let own = new_data.state(n.id).expect("a node of the cluster");
+            let was = old.get(n.id, "t");
+            let ctx = Context::layered(&own.common, &own.node)
+                .var("node", &own.node)
+                .var("common", &own.common)
+                .old_layered(was.map(|s| (s.common.as_ref(), s.node.as_ref())));
+            let alone = engine.evaluate_in(&expr, &ctx).map_err(|e| e.to_string());
+            match (&shared, &alone) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}, node {}", n.id),
+                (Err(a), Err(b)) => {
+                    errors += 1;
+                    assert!(a.ends_with(b.as_str()), "{text}, node {}: {a} / {b}", n.id)
+                }
+                _ => panic!("{text}, node {}: {shared:?} / {alone:?}", n.id),
+            }
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 206 * after.len());
+    errors
+}
+
+#[test]
+fn shared_parts_change_no_result() {
+    let before = fuel_nodes(1, &[("controller", 3), ("compute", 4), ("cinder", 2)]);
+    let mut after = before.clone();
+    after.extend(fuel_nodes(10, &[("compute", 2), ("mongo", 1)]));
+    let errors = compare(&before, &after);
+    println!(
+        "grown cluster: {} evaluations compared, {errors} of them errors on both sides",
+        206 * after.len()
+    );
+    // Deployed again unchanged: `changed($)` compares only the nodes' own keys.
+    let errors = compare(&after, &after);
+    println!("unchanged cluster: {errors} errors on both sides");
+
+    let new_data = data(&after);
+    let old_data = data(&before);
+    let engine = Engine::new();
+    let exprs = fuel_yaql_exps();
+    // And the sharing is real: most of Fuel's expressions do not read the node at all.
+    let common = new_data.common();
+    let node_keys: Vec<String> = new_data
+        .node_part(1)
+        .and_then(|p| p.as_object())
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let was = old_data.state(1).expect("node 1 was deployed");
+    let ctx = Context::new(common)
+        .var("common", common)
+        .old(Some(was.common.as_ref()));
+    let (mut whole, mut partly) = (0, 0);
+    for text in &exprs {
+        let expr = Arc::new(Expression::parse(text).expect("parses"));
+        let shared = engine.share(&expr, &ctx, &|k: &str| node_keys.iter().any(|n| n == k));
+        if shared.whole().is_some() {
+            whole += 1;
+        } else if !shared.is_empty() {
+            partly += 1;
+        } else if std::env::var("SHOW_UNSHARED").is_ok() {
+            println!("UNSHARED {}", text.replace('\n', " "));
+        }
+    }
+    println!("{whole} of 206 evaluated once for all nodes, {partly} partly");
+    assert!(whole >= 100, "{whole} whole");
+    assert!(partly >= 5, "{partly} partly");
+}
