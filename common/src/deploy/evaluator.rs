@@ -229,9 +229,10 @@ impl FieldEvaluator for YaqlFields {
                 at.task_id, at.field_path, at.node_id
             )
         };
+        let expression = super::quotes::straighten_quotes(expression);
         let expr = self
             .cache
-            .get_or_parse(expression)
+            .get_or_parse(&expression)
             .map_err(|e| fail(e.to_string()))?;
         let empty = Value::Object(Default::default());
         let own = self.data.node_part(at.node_id);
