@@ -312,13 +312,7 @@ pub async fn put_role(
                                 &plugins,
                                 Some(&cluster),
                             );
-                            match plinth_common::tags::validate_catalog(&catalog)
-                                .into_iter()
-                                .next()
-                            {
-                                Some(p) => Err(p.to_string()),
-                                None => Ok(()),
-                            }
+                            super::tags::catalog_is_valid(&catalog)
                         });
                 if let Err(message) = checked {
                     problem = Some(ApiError::new(

@@ -140,13 +140,7 @@ pub async fn put_role(
                     .map_err(|e| e.to_string())
                     .and_then(|model| {
                         let catalog = plinth_common::tags::Catalog::new(&model, &[], None);
-                        match plinth_common::tags::validate_catalog(&catalog)
-                            .into_iter()
-                            .next()
-                        {
-                            Some(p) => Err(p.to_string()),
-                            None => Ok(()),
-                        }
+                        super::tags::catalog_is_valid(&catalog)
                     });
                 if let Err(message) = checked {
                     problem = Some(ApiError::new(

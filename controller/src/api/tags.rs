@@ -414,3 +414,14 @@ pub fn effective_tags(
         })
         .collect())
 }
+
+/// The first problem of a catalog of roles and tags, in words (for a role edit that would break it).
+pub(crate) fn catalog_is_valid(catalog: &plinth_common::tags::Catalog) -> Result<(), String> {
+    match plinth_common::tags::validate_catalog(catalog)
+        .into_iter()
+        .next()
+    {
+        Some(problem) => Err(problem.to_string()),
+        None => Ok(()),
+    }
+}
