@@ -19,6 +19,8 @@ pub mod connect;
 mod model;
 mod schema;
 pub mod scratch;
+#[cfg(test)]
+mod tests;
 
 /// The most times one method's transaction is tried (the first included) when PostgreSQL cannot
 /// serialize it with others running at the same time.
@@ -293,6 +295,9 @@ impl PgStore {
                 drop(lease);
             }
             match out {
+                // A pooled connection the server closed since (a restart) fails its first statement:
+                // try once more on a new one.
+                Err(_) if broken && attempt == 1 => {}
                 Err(_) if retry && attempt < ATTEMPTS => {
                     // Back off a little, more each time, so that the same transactions do not collide again.
                     std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt)));

@@ -425,6 +425,251 @@ fn strategies_create_conflict_replace_delete(s: &dyn Store) {
     ));
 }
 
+/// A release, a cluster, `n` accepted nodes and a running deployment on them.
+fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let nodes: Vec<u64> = (0..n)
+        .map(|i| {
+            s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
+                .unwrap()
+                .id
+        })
+        .collect();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: nodes.clone(),
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+        })
+        .unwrap();
+    (nodes, d)
+}
+
+fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
+    TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: String::new(),
+        node_id,
+        deployment_id,
+        phase: "deploy".into(),
+        revision: 0,
+        issued_at: 0,
+        expires_at: 0,
+        nonce: String::new(),
+        noop: false,
+        cancel: false,
+        tasks: vec![],
+    }
+}
+
+fn concurrent_publishes_take_distinct_revisions(s: &dyn Store) {
+    let (nodes, d) = running_deployment(s, 4);
+    const EACH: usize = 10;
+    let taken: Vec<u64> = std::thread::scope(|scope| {
+        let workers: Vec<_> = nodes
+            .iter()
+            .map(|node| {
+                scope.spawn(move || {
+                    (0..EACH)
+                        .map(|i| {
+                            let mut lists = [empty_list(*node, d.id)];
+                            s.publish_lists(d.id, &mut lists, &serde_json::json!({"i": i}), &[])
+                                .unwrap();
+                            lists[0].revision
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let mut sorted = taken.clone();
+    sorted.sort_unstable();
+    let expected: Vec<u64> = (1..=(nodes.len() * EACH) as u64).collect();
+    assert_eq!(
+        sorted, expected,
+        "every publish took its own revision, none skipped"
+    );
+    assert_eq!(s.published_lists(d.id).unwrap().len(), nodes.len() * EACH);
+    for node in &nodes {
+        let last = s.get_node(*node).unwrap().revision;
+        let mine = s
+            .published_lists(d.id)
+            .unwrap()
+            .into_iter()
+            .filter(|l| l.node_id == *node)
+            .map(|l| l.revision)
+            .max();
+        assert_eq!(Some(last), mine, "a node's revision is its latest list's");
+    }
+}
+
+fn results_racing_the_end_of_their_deployment_are_stored_only_before_it(s: &dyn Store) {
+    let (nodes, d) = running_deployment(s, 4);
+    let stored_new = std::thread::scope(|scope| {
+        let writers: Vec<_> = nodes
+            .iter()
+            .map(|node| {
+                scope.spawn(move || {
+                    let mut new = 0;
+                    for i in 0..40 {
+                        let r = TaskResult {
+                            deployment_id: d.id,
+                            ..result(&format!("t{i}"), 1, ResultStatus::Succeeded)
+                        };
+                        let out = s.store_results(*node, &[r]).unwrap();
+                        new += usize::from(out[0] == Stored::New);
+                    }
+                    new
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.finish_deployment(
+            d.id,
+            &DeploymentEnd {
+                state: &serde_json::json!({}),
+                status: DeploymentStatus::Success,
+                events: &[],
+                succeeded: &[],
+                failed: &[],
+                untouched: &nodes,
+                deploys: true,
+            },
+        )
+        .unwrap();
+        writers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .sum::<usize>()
+    });
+    assert_eq!(
+        s.deployment_results(d.id).unwrap().len(),
+        stored_new,
+        "exactly the results acknowledged as new are stored"
+    );
+    let late = TaskResult {
+        deployment_id: d.id,
+        ..result("late", 1, ResultStatus::Succeeded)
+    };
+    assert_eq!(s.store_results(nodes[0], &[late]).unwrap(), [Stored::Final]);
+    assert_eq!(s.deployment_results(d.id).unwrap().len(), stored_new);
+}
+
+fn tokens_are_unique_by_name_until_revoked(s: &dyn Store) {
+    s.create_token("ops", "h1", TokenRole::Admin).unwrap();
+    assert!(matches!(
+        s.create_token("ops", "h2", TokenRole::ReadOnly),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(
+        matches!(
+            s.create_token("other", "h1", TokenRole::ReadOnly),
+            Err(StoreError::Conflict(_)),
+        ),
+        "a hash is stored once"
+    );
+    assert_eq!(s.revoke_token("ops", 5).unwrap(), 1);
+    assert!(matches!(
+        s.revoke_token("ops", 6),
+        Err(StoreError::NotFound { .. })
+    ));
+    let again = s.create_token("ops", "h2", TokenRole::ReadOnly).unwrap();
+    assert_eq!(
+        s.token_by_hash("h1").unwrap().unwrap().revoked_at_ms,
+        Some(5)
+    );
+    assert_eq!(s.token_by_hash("h2").unwrap().unwrap().id, again.id);
+    assert!(s.token_by_hash("h3").unwrap().is_none());
+    assert_eq!(s.list_tokens().unwrap().len(), 2);
+}
+
+fn discovered_nodes_are_bounded_and_names_made_unique(s: &dyn Store) {
+    let mut r = reg("a");
+    r.max_discovered = 2;
+    let a = s.register_node(&r, NodeAdmission::Discovered).unwrap();
+    let b = s
+        .register_node(
+            &NodeRegistration {
+                node_key: "b".into(),
+                ..r.clone()
+            },
+            NodeAdmission::Discovered,
+        )
+        .unwrap();
+    assert_eq!(a.name, "host-a");
+    assert_eq!(
+        b.name,
+        format!("host-a-{}", b.id),
+        "a taken name gets the id appended"
+    );
+    let full = s.register_node(
+        &NodeRegistration {
+            node_key: "c".into(),
+            ..r.clone()
+        },
+        NodeAdmission::Discovered,
+    );
+    assert!(matches!(full, Err(StoreError::Full(_))), "{full:?}");
+    assert_eq!(
+        s.list_nodes().unwrap().len(),
+        2,
+        "the refused one was not stored"
+    );
+    // Accepted nodes do not count, and a filter finds nodes by tag and by name.
+    s.register_node(
+        &NodeRegistration {
+            node_key: "c".into(),
+            ..r.clone()
+        },
+        NodeAdmission::Accepted,
+    )
+    .unwrap();
+    let page = s
+        .list_nodes_page(&NodeFilter {
+            limit: 10,
+            tag: Some("web".into()),
+            name: Some("HOST-A-".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.len(), 2, "{page:?}");
+    let discovered = s
+        .list_nodes_page(&NodeFilter {
+            limit: 10,
+            admission: Some(NodeAdmission::Discovered),
+            after_id: a.id,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(discovered.iter().map(|n| n.id).collect::<Vec<_>>(), [b.id]);
+}
+
 /// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
@@ -450,7 +695,11 @@ suite!(
     one_running_deployment_per_cluster_and_failed_writes_change_nothing,
     graphs_create_conflict_replace_delete,
     revisions_come_from_one_counter_and_nothing_a_node_says_moves_them,
-    strategies_create_conflict_replace_delete
+    strategies_create_conflict_replace_delete,
+    concurrent_publishes_take_distinct_revisions,
+    results_racing_the_end_of_their_deployment_are_stored_only_before_it,
+    tokens_are_unique_by_name_until_revoked,
+    discovered_nodes_are_bounded_and_names_made_unique,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

@@ -180,7 +180,23 @@ pub(super) fn store_error(e: tokio_postgres::Error) -> StoreError {
         }
         return StoreError::Database(format!("{} ({})", db.message(), db.code().code()));
     }
-    StoreError::Database(e.to_string())
+    StoreError::Database(with_causes(&e))
+}
+
+/// An error's message followed by its causes' (tokio-postgres puts the detail in the causes: which
+/// option is unknown, why a handshake failed).
+pub(super) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// One transaction on one connection. Its queries wait on the calling thread.

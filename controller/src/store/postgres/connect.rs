@@ -58,7 +58,9 @@ pub fn parse(url: &str) -> StoreResult<Target> {
     } else {
         format!("{base}?{}", kept.join("&"))
     };
-    let mut config: tokio_postgres::Config = rebuilt.parse().map_err(bad)?;
+    let mut config: tokio_postgres::Config = rebuilt
+        .parse()
+        .map_err(|e: tokio_postgres::Error| bad(super::bridge::with_causes(&e)))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }

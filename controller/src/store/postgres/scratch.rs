@@ -68,13 +68,10 @@ fn free_port() -> Result<u16, ScratchError> {
 }
 
 impl ScratchPostgres {
-    /// Starts a server tuned for tests: `fsync` off (nothing here must survive a power loss).
+    /// Starts a server tuned for tests: `fsync` off (nothing here must survive a power loss; a commit
+    /// still survives the server's crash, [`ScratchPostgres::kill`]).
     pub fn start() -> Result<ScratchPostgres, ScratchError> {
-        Self::start_with(&[
-            "fsync = off",
-            "synchronous_commit = off",
-            "full_page_writes = off",
-        ])
+        Self::start_with(&["fsync = off", "full_page_writes = off"])
     }
 
     /// Starts a server that syncs every commit to disk, as a production one does (for measurements).
