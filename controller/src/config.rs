@@ -300,6 +300,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_database_url_comes_from_the_flag_or_the_file_and_sqlite_is_the_default() {
+        let none = Config::merge(Overrides::default(), FileConfig::default()).unwrap();
+        assert_eq!(none.database_url, None, "SQLite in the data directory");
+        let file: FileConfig = toml::from_str("database_url = \"postgres://db/file\"").unwrap();
+        let from_file = Config::merge(Overrides::default(), file).unwrap();
+        assert_eq!(
+            from_file.database_url.as_deref(),
+            Some("postgres://db/file")
+        );
+        let file: FileConfig = toml::from_str("database_url = \"postgres://db/file\"").unwrap();
+        let over = Overrides {
+            database_url: Some("postgres://db/flag".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::merge(over, file).unwrap().database_url.as_deref(),
+            Some("postgres://db/flag")
+        );
+        let empty = Overrides {
+            database_url: Some(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::merge(empty, FileConfig::default())
+                .unwrap()
+                .database_url,
+            None,
+            "an empty PLINTH_DATABASE_URL means SQLite"
+        );
+    }
+
+    #[test]
     fn flags_beat_file_beat_defaults() {
         let file: FileConfig = toml::from_str(
             "listen = \"127.0.0.1:9000\"\nauto_accept = true\nphase_timeout_secs = 5",
