@@ -131,37 +131,35 @@ impl ScratchPostgres {
                 "--no-sync",
             ],
         )?;
-        server.port = free_port()?;
-        let mut conf = format!(
-            "\nlisten_addresses = '127.0.0.1'\nport = {}\nunix_socket_directories = '{}'\n\
-             ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\nmax_connections = 200\n",
-            server.port,
-            server.dir.display(),
-            server.dir.join("server.crt").display(),
-            server.dir.join("server.key").display(),
-        );
-        for s in settings {
-            conf.push_str(s);
-            conf.push('\n');
-        }
         let conf_path = data.join("postgresql.conf");
-        let mut text = std::fs::read_to_string(&conf_path).map_err(fail)?;
-        text.push_str(&conf);
-        std::fs::write(&conf_path, text).map_err(fail)?;
-        let log = server.dir.join("server.log");
-        server.run(
-            "pg_ctl",
-            &[
-                "-D",
-                path_str(&data)?,
-                "-l",
-                path_str(&log)?,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ],
-        )?;
+        let initial = std::fs::read_to_string(&conf_path).map_err(fail)?;
+        // A port found free may be taken by another process before the server binds it: try another.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            server.port = free_port()?;
+            let mut conf = format!(
+                "{initial}\nlisten_addresses = '127.0.0.1'\nport = {}\nunix_socket_directories = '{}'\n\
+                 ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\nmax_connections = 200\n",
+                server.port,
+                server.dir.display(),
+                server.dir.join("server.crt").display(),
+                server.dir.join("server.key").display(),
+            );
+            for s in settings {
+                conf.push_str(s);
+                conf.push('\n');
+            }
+            std::fs::write(&conf_path, conf).map_err(fail)?;
+            match server.start_server() {
+                Ok(()) => break,
+                Err(e) if attempt >= 3 => {
+                    server.port = 0;
+                    return Err(e);
+                }
+                Err(_) => {}
+            }
+        }
         Ok(server)
     }
 
@@ -251,6 +249,10 @@ impl ScratchPostgres {
 
     /// Starts it again after [`ScratchPostgres::kill`].
     pub fn restart(&self) -> Result<(), ScratchError> {
+        self.start_server()
+    }
+
+    fn start_server(&self) -> Result<(), ScratchError> {
         let data = self.data();
         let log = self.dir.join("server.log");
         self.run(
