@@ -348,16 +348,19 @@ fn fault_tolerance_groups(
     let mut out = Vec::new();
     for g in 0..graphs.base.tasks.len() {
         let mut node_ids: Vec<u64> = Vec::new();
-        let mut values: Vec<(Option<FaultTolerance>, &str)> = Vec::new();
+        // Each distinct value with the first node (by id) that computed it.
+        let mut values: Vec<(Option<FaultTolerance>, u64, &str)> = Vec::new();
         for class in classes {
             let own = graphs.of(class);
             if !class.scheduled[g] || own.task(g).task_type != TaskType::Group {
                 continue;
             }
             let ft = own.task(g).fault_tolerance;
-            if let Some(first) = class.members.first() {
-                if !values.iter().any(|(v, _)| *v == ft) {
-                    values.push((ft, first.name.as_str()));
+            for m in &class.members {
+                match values.iter_mut().find(|(v, _, _)| *v == ft) {
+                    Some(seen) if seen.1 <= m.id => {}
+                    Some(seen) => (seen.1, seen.2) = (m.id, m.name.as_str()),
+                    None => values.push((ft, m.id, m.name.as_str())),
                 }
             }
             node_ids.extend(class.members.iter().map(|m| m.id));
@@ -365,10 +368,11 @@ fn fault_tolerance_groups(
         if node_ids.is_empty() {
             continue;
         }
+        values.sort_by_key(|(_, id, _)| *id);
         if values.len() > 1 {
             let shown: Vec<String> = values
                 .iter()
-                .map(|(v, node)| {
+                .map(|(v, _, node)| {
                     let v = v.map_or_else(|| "nothing".to_string(), |f| f.to_string());
                     format!("{v} on {node}")
                 })
@@ -378,7 +382,7 @@ fn fault_tolerance_groups(
                 field: "fault_tolerance".into(),
                 node: values
                     .iter()
-                    .map(|(_, n)| *n)
+                    .map(|(_, _, n)| *n)
                     .collect::<Vec<_>>()
                     .join(", "),
                 message: format!(
@@ -391,7 +395,7 @@ fn fault_tolerance_groups(
         out.push(FaultToleranceGroup {
             name: graphs.base.task(g).id.clone(),
             node_ids,
-            fault_tolerance: values.first().and_then(|(v, _)| *v),
+            fault_tolerance: values.first().and_then(|(v, _, _)| *v),
         });
     }
     Ok(out)
