@@ -156,3 +156,37 @@ fn the_halves_of_the_one_line_pair_fail_on_a_missing_key_and_compare_with_text()
         json!(true)
     );
 }
+
+/// The seed's task template, as printed.
+const SEED_001_TEMPLATE: &str = "- id: task-id
+  condition: yaql_exp: {some yaql expression}
+  parameters:
+    data: yaql_exp: {some yaql expression}
+";
+
+/// The seed's template is not YAML as printed (PyYAML refuses it too: "mapping values are not allowed
+/// here", line 2, column 22): the error names the line. Laid out as Fuel's library writes computed
+/// fields (`yaql_exp` on its own line), with expressions in place of the placeholders, it loads.
+#[test]
+fn seed_001s_task_template_as_printed_and_as_fuels_library_lays_it_out() {
+    use plinth_common::model::{parse_tasks, Condition};
+    let err = parse_tasks(SEED_001_TEMPLATE, "tasks.yaml").unwrap_err();
+    assert_eq!(err.line, Some(2), "{err}");
+    assert!(
+        err.to_string().contains("mapping values are not allowed"),
+        "{err}"
+    );
+    let laid_out = "- id: task-id
+  condition:
+    yaql_exp: changed($.nodes)
+  parameters:
+    data:
+      yaql_exp: $.uid
+";
+    let tasks = parse_tasks(laid_out, "tasks.yaml").expect("loads");
+    assert_eq!(
+        tasks[0].condition,
+        Some(Condition::Yaql("changed($.nodes)".into()))
+    );
+    assert_eq!(tasks[0].parameters["data"], json!({"yaql_exp": "$.uid"}));
+}

@@ -310,4 +310,37 @@ fn computed_roles_and_requires_decide_what_runs_where_and_in_which_order() {
         refused.body
     );
     assert!(ran(&log, &agents).is_empty(), "nothing ran");
+
+    // The seed's task template, as printed, is not YAML: refused, naming the line. Laid out as Fuel's
+    // library writes computed fields, it is taken.
+    let template =
+        "- id: task-id\n  condition: yaql_exp: {some yaql expression}\n  parameters:\n    \
+                    data: yaql_exp: {some yaql expression}\n";
+    let upload = |text: &str| {
+        c.api.raw(
+            "POST",
+            &format!("/clusters/{cid}/deployment_graphs/template"),
+            Some(&c.api.token),
+            Some(("application/yaml", text.as_bytes().to_vec())),
+        )
+    };
+    let refused = upload(template);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 2") && m.contains("mapping values are not allowed")),
+        "{}",
+        refused.body
+    );
+    let laid_out =
+        "- id: task-id\n  condition:\n    yaql_exp: changed($.nodes)\n  parameters:\n    \
+                    data:\n      yaql_exp: $.uid\n";
+    let taken = upload(laid_out);
+    assert!(
+        (200..300).contains(&taken.status),
+        "{} {}",
+        taken.status,
+        taken.body
+    );
 }
