@@ -182,12 +182,13 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
     } else {
         None
     };
+    let variant_compiled = match &variants {
+        Some(v) => compile_variants(request.graph, &compiled, v)?,
+        None => Vec::new(),
+    };
     let graphs = Graphs {
         base: compiled,
-        variants: match &variants {
-            Some(v) => compile_variants(request.graph, v)?,
-            None => Vec::new(),
-        },
+        variants: variant_compiled,
     };
     let placed = members
         .into_iter()

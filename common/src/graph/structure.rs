@@ -32,7 +32,7 @@
 use serde_json::Value;
 use std::collections::HashMap;
 
-use super::compile::{compile, Compiled};
+use super::compile::{compile_reusing, Compiled, PlacementCache};
 use super::compute::{compute_value, Target};
 use super::error::ResolveError;
 use super::evaluate::FieldEvaluator;
@@ -191,6 +191,21 @@ pub(crate) fn compute_variants(
                 } else {
                     compute_value(written, field, target, evaluator)?
                 };
+                if *field == "version" {
+                    // Checked on every node, but it places and orders nothing: no variant for it.
+                    apply(
+                        &mut Task::new(task.id.as_str(), TaskType::Skipped),
+                        field,
+                        value,
+                    )
+                    .map_err(|message| ResolveError::Computed {
+                        task: task.id.clone(),
+                        field: field.to_string(),
+                        node: subject.target.node_name.to_string(),
+                        message,
+                    })?;
+                    continue;
+                }
                 values.push((i, field, value));
             }
         }
@@ -227,6 +242,7 @@ pub(crate) fn compute_variants(
 /// as the computed field's error on the variant's nodes.
 pub(crate) fn compile_variants<'g>(
     original: &MergedGraph,
+    base: &Compiled<'_>,
     variants: &'g Variants,
 ) -> Result<Vec<Compiled<'g>>, ResolveError> {
     let computed = |task: &str, field: &str| {
@@ -236,12 +252,13 @@ pub(crate) fn compile_variants<'g>(
             .find(|t| t.task.id == task)
             .is_some_and(|t| t.task.computed.contains_key(field))
     };
+    let mut cache = PlacementCache::new();
     variants
         .graphs
         .iter()
         .zip(&variants.names)
         .map(|(graph, names)| {
-            compile(graph).map_err(|e| {
+            compile_reusing(graph, Some(base), &mut cache).map_err(|e| {
                 let node = node_list(names);
                 match e {
                     ResolveError::UnknownTask { task, field, name } if computed(&task, &field) => {
