@@ -163,15 +163,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
     let variants = if has_computed_structure(request.graph) {
         let subjects: Vec<Subject> = members
             .iter()
-            .map(|(_, is_master, m)| Subject {
-                target: Target {
-                    node: m.node,
-                    node_id: m.id,
-                    node_name: &m.name,
-                    task_id: "",
-                },
-                is_master: *is_master,
-            })
+            .map(|(_, is_master, m)| Subject::new(m, *is_master))
             .collect();
         Some(compute_variants(
             request.graph,

@@ -32,6 +32,7 @@
 use serde_json::Value;
 use std::collections::HashMap;
 
+use super::classes::Member;
 use super::compile::{compile_reusing, Compiled, PlacementCache};
 use super::compute::{compute_value, Target};
 use super::error::ResolveError;
@@ -60,6 +61,21 @@ const KNOWN_TYPES: &[TaskType] = &[
 pub(crate) struct Subject<'a> {
     pub(crate) target: Target<'a>,
     pub(crate) is_master: bool,
+}
+
+impl<'a> Subject<'a> {
+    /// The subject for a member of the plan.
+    pub(crate) fn new(member: &'a Member<'a>, is_master: bool) -> Subject<'a> {
+        Subject {
+            target: Target {
+                node: member.node,
+                node_id: member.id,
+                node_name: &member.name,
+                task_id: "",
+            },
+            is_master,
+        }
+    }
 }
 
 /// The computed graphs: one per distinct set of computed values, and each member's.
