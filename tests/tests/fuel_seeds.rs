@@ -465,7 +465,7 @@ fn seed_001s_expressions_evaluate_offline_on_fuels_release() {
     assert_eq!(
         status(4),
         "skipped",
-        "murano is off by the release's defaults"
+        "`True` is the text \"True\" in YAQL (as in Python's), never equal to a setting's boolean"
     );
     assert_eq!(status(5), "runs");
 }
