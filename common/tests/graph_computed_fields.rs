@@ -189,6 +189,13 @@ const CASES: &[(&str, &str, &str)] = &[
         "node-1:\nnode-2: g:group x\nnode-3: g:group",
     ),
     (
+        "a group's computed tasks naming no task",
+        r#"
+- {id: g, type: group, role: [compute], tasks: {yaql_exp: "['nope']"}}
+"#,
+        "error: task \"g\", field tasks, node node-1, node-2, node-3: names \"nope\", which is not a task of the merged graph",
+    ),
+    (
         "a computed type per node",
         r#"
 - {id: a, role: ['*'], type: {yaql_exp: "switch('controller' in $.roles => 'shell', true => 'skipped')"}, parameters: {cmd: 'true'}}

@@ -344,3 +344,78 @@ fn computed_roles_and_requires_decide_what_runs_where_and_in_which_order() {
         taken.body
     );
 }
+
+/// The same graph offline: `plinthctl graph resolve` on files gives what the controller runs.
+#[test]
+fn computed_roles_and_requires_resolve_offline_as_online() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = dir.path().join("release.yaml");
+    std::fs::write(
+        &release,
+        r#"name: r
+version: "1"
+roles_metadata:
+  controller: {name: Controller}
+  compute: {name: Compute}
+graphs:
+  default:
+    tasks:
+      - id: upgrade
+        type: shell
+        role: ['*']
+        requires: {yaql_exp: "switch($.status = 'ready' => ['drain'], true => [])"}
+        parameters: {cmd: 'true'}
+      - {id: drain, type: shell, role: ['*'], parameters: {cmd: 'true'}}
+      - id: register-computes
+        type: shell
+        roles:
+          yaql_exp: "switch(changed($.nodes.where($.role = ‘compute’)) => ['controller'], true => [])"
+        parameters: {cmd: 'true'}
+      - id: prepare-new-compute
+        type: shell
+        roles: {yaql_exp: "switch($.pending_addition => ['compute'], true => [])"}
+        parameters: {cmd: 'true'}
+"#,
+    )
+    .unwrap();
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &cluster,
+        "name: env\nnodes:\n\
+         - {id: 1, name: ctl-1, roles: [controller], status: ready}\n\
+         - {id: 2, name: cmp-1, roles: [compute], status: ready}\n\
+         - {id: 3, name: cmp-2, pending_roles: [compute], pending_addition: true}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(bin("plinthctl"))
+        .args(["graph", "resolve", "--release"])
+        .arg(&release)
+        .arg("--cluster")
+        .arg(&cluster)
+        .args(["--nodes", "1,2,3", "-o", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    let order = |name: &str| -> Vec<String> {
+        plan["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap()["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(order("ctl-1"), ["drain", "upgrade", "register-computes"]);
+    assert_eq!(order("cmp-1"), ["drain", "upgrade"]);
+    assert_eq!(order("cmp-2"), ["upgrade", "drain", "prepare-new-compute"]);
+}

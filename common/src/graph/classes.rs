@@ -1,5 +1,5 @@
-//! Node classes: nodes with the same tags (and the same computed dependencies) get the same tasks in the
-//! same order, so each class is resolved and ordered once and shared by its nodes.
+//! Node classes: nodes with the same tags (and the same computed structure and dependencies) get the
+//! same tasks in the same order, so each class is resolved and ordered once and shared by its nodes.
 
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};

@@ -225,6 +225,7 @@ pub(crate) fn compute_variants(
                 values.push((i, field, value));
             }
         }
+        // Writing JSON values (string keys only) as text cannot fail; the text keys the variant.
         let key = serde_json::to_string(&values).unwrap_or_default();
         let name = subject.target.node_name.to_string();
         if let Some(&v) = by_key.get(&key) {
