@@ -301,19 +301,22 @@ pub async fn put_role(
             let updated = s.store.modify_cluster(id, &mut |record, _nodes| {
                 let mut next = record.clone();
                 next.data.roles_metadata.insert(name.clone(), meta.clone());
-                let checked =
-                    crate::cluster_model::cluster_model(&next, &model.release, &model.plugins)
-                        .map_err(|e| e.to_string())
-                        .and_then(|cluster| {
-                            let plugins: Vec<&plinth_common::model::Plugin> =
-                                model.plugins.iter().collect();
-                            let catalog = plinth_common::tags::Catalog::new(
-                                &model.release,
-                                &plugins,
-                                Some(&cluster),
-                            );
-                            super::tags::catalog_is_valid(&catalog)
-                        });
+                let checked = crate::cluster_model::cluster_model(
+                    &next,
+                    &model.snapshot.release,
+                    &model.snapshot.plugins,
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|cluster| {
+                    let plugins: Vec<&plinth_common::model::Plugin> =
+                        model.snapshot.plugins.iter().collect();
+                    let catalog = plinth_common::tags::Catalog::new(
+                        &model.snapshot.release,
+                        &plugins,
+                        Some(&cluster),
+                    );
+                    super::tags::catalog_is_valid(&catalog)
+                });
                 if let Err(message) = checked {
                     problem = Some(ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,

@@ -98,14 +98,29 @@ impl From<StartError> for ApiError {
                 "graph_error",
                 r.to_string(),
             ),
-            StartError::Checks(ref findings) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "checks_failed",
-                e.to_string(),
-            )
-            .with_details(serde_json::json!({ "findings": findings })),
+            StartError::Resolution(r) => r.into(),
             StartError::Model(m) => m.into(),
         }
+    }
+}
+
+impl From<plinth_common::snapshot::ResolutionError> for ApiError {
+    fn from(e: plinth_common::snapshot::ResolutionError) -> Self {
+        use plinth_common::snapshot::ResolutionError as R;
+        let code = match &e {
+            R::Checks { findings, .. } => {
+                let details = serde_json::json!({ "findings": findings });
+                return ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "checks_failed",
+                    e.to_string(),
+                )
+                .with_details(details);
+            }
+            R::Merge(_) | R::Unresolved { .. } => "graph_error",
+            R::UndefinedGraphType(_) | R::NodeFilter(_) | R::TaskSpec(_) => "invalid_deployment",
+        };
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
     }
 }
 

@@ -212,7 +212,7 @@ pub async fn enable(
             let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
             let record = s.store.get_plugin(plugin_id)?;
             let plugin = plugin_model(&record)?;
-            if model.plugins.iter().any(|p| p.name == plugin.name) {
+            if model.snapshot.plugins.iter().any(|p| p.name == plugin.name) {
                 if model.record.data.plugins.contains(&plugin_id) {
                     return Ok(Json(model.record));
                 }
@@ -221,9 +221,13 @@ pub async fn enable(
                     plugin.name
                 )));
             }
-            let mut plugins: Vec<&Plugin> = model.plugins.iter().collect();
+            let mut plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
             plugins.push(&plugin);
-            let catalog = Catalog::new(&model.release, &plugins, Some(&model.cluster));
+            let catalog = Catalog::new(
+                &model.snapshot.release,
+                &plugins,
+                Some(&model.snapshot.cluster),
+            );
             if let Some(problem) = validate_catalog(&catalog).into_iter().next() {
                 return Err(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,

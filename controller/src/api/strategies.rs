@@ -218,7 +218,7 @@ pub async fn validate(
 /// Checks a parsed strategy against the cluster's nodes: the validator's answer.
 fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value, ApiError> {
     let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
-    let tags = plinth_common::tags::cluster_tags(&model.nodes, &model.catalog());
+    let tags = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &model.catalog());
     let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
     let inventory: Vec<_> = model
         .node_records

@@ -397,7 +397,7 @@ pub fn effective_tags(
 ) -> Result<std::collections::BTreeMap<u64, EffectiveTags>, ApiError> {
     let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
     let catalog = model.catalog();
-    let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
+    let all = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &catalog);
     Ok(all
         .nodes
         .iter()

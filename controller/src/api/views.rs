@@ -13,6 +13,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::IntoResponse;
 use plinth_common::graph::{merge_for_cluster, to_dot, DotOptions, Severity};
 use plinth_common::model::Plugin;
+use plinth_common::snapshot::ResolutionError;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -80,9 +81,14 @@ pub async fn cluster_tasks(
     let merged = state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
-            let plugins: Vec<&Plugin> = model.plugins.iter().collect();
-            let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(StartError::Resolve)?;
+            let plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
+            let merged = merge_for_cluster(
+                &model.snapshot.release,
+                &plugins,
+                &model.snapshot.cluster,
+                &gt,
+            )
+            .map_err(StartError::Resolve)?;
             Ok(serde_json::to_value(merged.task_list()).unwrap_or_default())
         })
         .await?;
@@ -158,11 +164,15 @@ pub async fn checks(
     state
         .blocking(move |s| match s.engine.resolve_only(&req) {
             Ok(r) => Ok(axum::Json(json!({"ok": true, "findings": r.findings}))),
-            Err(StartError::Checks(findings)) => Ok(axum::Json(json!({
-                "ok": !findings.iter().any(|f| f.severity == Severity::Error),
-                "findings": findings,
-            }))),
-            Err(StartError::Resolve(e)) => Ok(axum::Json(json!({
+            Err(StartError::Resolution(ResolutionError::Checks { findings, .. })) => {
+                Ok(axum::Json(json!({
+                    "ok": !findings.iter().any(|f| f.severity == Severity::Error),
+                    "findings": findings,
+                })))
+            }
+            Err(StartError::Resolution(
+                e @ (ResolutionError::Merge(_) | ResolutionError::Unresolved { .. }),
+            )) => Ok(axum::Json(json!({
                 "ok": false,
                 "findings": [{"severity": "error", "code": "graph_error", "message": e.to_string()}],
             }))),
@@ -188,9 +198,14 @@ pub async fn dot(
     let text = state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
-            let plugins: Vec<&Plugin> = model.plugins.iter().collect();
-            let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(StartError::Resolve)?;
+            let plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
+            let merged = merge_for_cluster(
+                &model.snapshot.release,
+                &plugins,
+                &model.snapshot.cluster,
+                &gt,
+            )
+            .map_err(StartError::Resolve)?;
             Ok(to_dot(&merged, &gt, &options).map_err(StartError::Resolve)?)
         })
         .await?;
