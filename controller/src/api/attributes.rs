@@ -23,6 +23,17 @@ pub struct AttributesBody {
 }
 
 /// `GET /api/v1/clusters/{id}/attributes`.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -34,6 +45,17 @@ pub async fn show(
 }
 
 /// `GET /api/v1/clusters/{id}/attributes/defaults`: the release's editable defaults, generators run.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/attributes/defaults/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn defaults(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -52,6 +74,17 @@ pub async fn defaults(
 }
 
 /// `PUT /api/v1/clusters/{id}/attributes`: replaces the settings.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -62,6 +95,17 @@ pub async fn replace(
 }
 
 /// `PATCH /api/v1/clusters/{id}/attributes`: merges into the settings (mappings key by key).
+#[utoipa::path(
+    patch,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn patch(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -3,7 +3,7 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::engine::StartError;
 use crate::store::StoreError;
@@ -67,8 +67,13 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
-        let body =
-            json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
+        let body = plinth_api::errors::ErrorBody {
+            error: plinth_api::errors::ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+                details: self.details,
+            },
+        };
         (self.status, axum::Json(body)).into_response()
     }
 }

@@ -128,6 +128,17 @@ fn catalog_of(s: &AppState, owner: TagOwner) -> Result<Catalog, ApiError> {
 }
 
 /// `GET /api/v1/{releases|clusters}/{id}/tags`.
+#[utoipa::path(
+    get,
+    path = "/{kind}/{id}/tags/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -237,6 +248,17 @@ async fn edit(
 
 /// `POST /api/v1/{releases|clusters}/{id}/tags`: a user-defined tag, for every cluster of a release or
 /// for one cluster only (201).
+#[utoipa::path(
+    post,
+    path = "/{kind}/{id}/tags/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -248,6 +270,17 @@ pub async fn create(
 }
 
 /// `PUT /api/v1/{releases|clusters}/{id}/tags/{name}`: changes a user-defined tag's metadata.
+#[utoipa::path(
+    put,
+    path = "/{kind}/{id}/tags/{name}/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn modify(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -264,6 +297,17 @@ pub async fn modify(
 
 /// `DELETE /api/v1/{releases|clusters}/{id}/tags/{name}`: deletes a user-defined tag (403 for
 /// role-owned ones, 409 while a node has it).
+#[utoipa::path(
+    delete,
+    path = "/{kind}/{id}/tags/{name}/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -338,6 +382,17 @@ async fn change_node_tags(
 }
 
 /// `POST /api/v1/nodes/{id}/tags`: assigns tags (known to the node's cluster, or their instances).
+#[utoipa::path(
+    post,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_assign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -348,6 +403,17 @@ pub async fn node_assign(
 }
 
 /// `DELETE /api/v1/nodes/{id}/tags`: unassigns tags (including ones its roles give).
+#[utoipa::path(
+    delete,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_unassign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -359,6 +425,17 @@ pub async fn node_unassign(
 
 /// `GET /api/v1/nodes/{id}/tags`: the node's effective tags (from its roles, the operator's changes and
 /// primary election, as a deployment would see them now), apart from what its agent reported.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_show(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -6,7 +6,9 @@ use crate::inputs;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
 use plinth_common::deploy::{NodeState, OldStates};
-use plinth_common::graph::{merge_for_cluster, to_dot, DotOptions, Finding, Plan, Severity};
+use plinth_common::graph::{
+    merge_for_cluster, to_dot, DotOptions, Finding, Plan, ResolvedTask, Severity,
+};
 use plinth_common::model::Plugin;
 use plinth_common::snapshot::{resolve, Expressions, ResolutionError, Snapshot};
 use serde_json::{json, Value};
@@ -216,18 +218,18 @@ pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
     let outcome = run(files, dot)?;
     match format {
         Format::Json => {
-            let plan = match &outcome.plan {
-                Some(p) => serde_json::to_value(p)?,
-                None => Value::Null,
-            };
+            let plan = outcome.plan.as_ref();
             let mut v = json!({
                 "graph_type": outcome.graph_type,
-                "nodes": plan.get("nodes").cloned().unwrap_or(json!([])),
-                "wait_sets": plan.get("wait_sets").cloned().unwrap_or(json!([])),
-                "primaries": plan.get("primaries").cloned().unwrap_or(json!({})),
-                "fault_tolerance_groups": plan.get("fault_tolerance_groups").cloned().unwrap_or(json!([])),
+                "nodes": plan.map_or(&[][..], |p| &p.nodes),
+                "wait_sets": plan.map_or(&[][..], |p| &p.wait_sets),
+                "primaries": plan.map(|p| &p.primaries),
+                "fault_tolerance_groups": plan.map_or(&[][..], |p| &p.fault_tolerance_groups),
                 "findings": outcome.findings,
             });
+            if plan.is_none() {
+                v["primaries"] = json!({});
+            }
             if let Some(d) = &outcome.dot {
                 v["dot"] = Value::String(d.clone());
             }
@@ -241,7 +243,7 @@ pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
                 }
             } else {
                 if let Some(plan) = &outcome.plan {
-                    print_plan(&serde_json::to_value(plan)?);
+                    print_plan(Some(plan));
                 }
                 print_findings(&outcome.findings);
             }
@@ -261,22 +263,16 @@ pub fn check_cmd(files: &Files, format: Format) -> Result<bool> {
     Ok(ok)
 }
 
-/// Prints findings (serde form) as a table, or a line saying there are none.
-pub fn print_findings<T: serde::Serialize>(findings: &[T]) {
-    let values: Vec<Value> = findings
-        .iter()
-        .filter_map(|f| serde_json::to_value(f).ok())
-        .collect();
-    print_finding_values(&values);
-}
-
-/// Prints findings given as JSON values.
-pub fn print_finding_values(findings: &[Value]) {
+/// Prints findings as a table, or a line saying there are none.
+pub fn print_findings(findings: &[Finding]) {
     if findings.is_empty() {
         println!("No findings.");
         return;
     }
-    let errors = findings.iter().filter(|f| f["severity"] == "error").count();
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
     println!(
         "{} finding(s): {errors} error(s), {} warning(s)",
         findings.len(),
@@ -284,40 +280,38 @@ pub fn print_finding_values(findings: &[Value]) {
     );
     let rows: Vec<Vec<String>> = findings
         .iter()
-        .map(|f| {
-            vec![
-                output::cell(f, "/severity"),
-                output::cell(f, "/code"),
-                output::cell(f, "/message"),
-            ]
-        })
+        .map(|f| vec![f.severity.to_string(), f.code.clone(), f.message.clone()])
         .collect();
     output::table(&["severity", "code", "message"], &rows);
 }
 
-/// How a task waits, from the plan's wait sets: `all: task@1,2; any: other@3`.
-fn waits_text(plan: &Value, task: &Value) -> String {
-    let sets = plan["wait_sets"].as_array();
-    let mut parts = Vec::new();
-    for w in task["waits"].as_array().into_iter().flatten() {
-        let Some(set) = w
-            .as_u64()
-            .and_then(|i| sets.and_then(|s| s.get(i as usize)))
-        else {
-            continue;
-        };
-        let targets: Vec<String> = set["targets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| format!("{}@{}", output::cell(t, "/task"), output::cell(t, "/nodes")))
-            .collect();
-        parts.push(format!(
-            "{}: {}",
-            output::cell(set, "/policy"),
-            targets.join(" ")
-        ));
+/// A value's serde spelling (a policy, a task type).
+fn word<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "-".into(),
     }
+}
+
+/// How a task waits, from the plan's wait sets: `all: task@1,2; any: other@3`.
+fn waits_text(plan: &Plan, task: &ResolvedTask) -> String {
+    let parts: Vec<String> = task
+        .waits
+        .iter()
+        .filter_map(|w| plan.wait_sets.get(*w as usize))
+        .map(|set| {
+            let targets: Vec<String> = set
+                .targets
+                .iter()
+                .map(|t| {
+                    let nodes: Vec<String> = t.nodes.iter().map(u64::to_string).collect();
+                    format!("{}@{}", t.task, nodes.join(","))
+                })
+                .collect();
+            format!("{}: {}", word(&set.policy), targets.join(" "))
+        })
+        .collect();
     if parts.is_empty() {
         "-".into()
     } else {
@@ -325,33 +319,34 @@ fn waits_text(plan: &Value, task: &Value) -> String {
     }
 }
 
-/// Prints a plan (its serde form, as `serialized_tasks` serves it): each node, then its tasks in order.
-pub fn print_plan(plan: &Value) {
-    let nodes = plan["nodes"].as_array().cloned().unwrap_or_default();
-    if nodes.is_empty() {
-        println!("No node runs graph {}.", output::cell(plan, "/graph_type"));
+/// Prints a plan (as `serialized_tasks` serves it, or as resolved offline): each node, then its tasks
+/// in order.
+pub fn print_plan(plan: Option<&Plan>) {
+    let Some(plan) = plan.filter(|p| !p.nodes.is_empty()) else {
+        let graph_type = plan.map_or("-", |p| p.graph_type.as_str());
+        println!("No node runs graph {graph_type}.");
         println!();
         return;
-    }
-    for n in &nodes {
-        let tasks = n["tasks"].as_array().cloned().unwrap_or_default();
+    };
+    for n in &plan.nodes {
         println!(
             "Node {} (id {}), tags {}: {} task(s)",
-            output::cell(n, "/name"),
-            output::cell(n, "/node_id"),
-            output::cell(n, "/tags"),
-            tasks.len()
+            n.name,
+            n.node_id,
+            n.tags.join(","),
+            n.tasks.len()
         );
-        let rows: Vec<Vec<String>> = tasks
+        let rows: Vec<Vec<String>> = n
+            .tasks
             .iter()
             .enumerate()
             .map(|(i, t)| {
                 vec![
                     (i + 1).to_string(),
-                    output::cell(t, "/id"),
-                    output::cell(t, "/type"),
-                    t.get("skip_reason")
-                        .and_then(Value::as_str)
+                    t.id.to_string(),
+                    word(&t.task_type),
+                    t.skip_reason
+                        .as_ref()
                         .map(|s| format!("skipped: {s}"))
                         .unwrap_or_else(|| "-".into()),
                     waits_text(plan, t),

@@ -26,6 +26,7 @@ mod pipe;
 mod plugins;
 mod quickstart;
 mod resolve;
+mod rows;
 mod settings;
 mod strategy;
 mod tags;
@@ -35,6 +36,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use client::{Client, Target};
 use output::Format;
+use plinth_api::records::{ClusterRecord, NodeAssignment, NodeView, ReleaseRecord};
+use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -417,18 +420,19 @@ fn release_body(release: &plinth_common::model::Release, file: &std::path::Path)
     Ok(body)
 }
 
-fn parse_assignment(text: &str) -> Result<Value> {
+fn parse_assignment(text: &str) -> Result<NodeAssignment> {
     let (id, roles) = text.split_once(':').unwrap_or((text, ""));
     let id: u64 = id
         .trim()
         .parse()
         .with_context(|| format!("--node {text:?}: {id:?} is not a node id"))?;
-    let roles: Vec<&str> = roles
+    let roles: Vec<String> = roles
         .split(',')
         .map(str::trim)
         .filter(|r| !r.is_empty())
+        .map(str::to_string)
         .collect();
-    Ok(json!({"id": id, "roles": roles}))
+    Ok(NodeAssignment { id, roles })
 }
 
 /// Positional files followed by `-f` ones.
@@ -504,30 +508,6 @@ async fn run(cli: Cli) -> Result<bool> {
         ca_cert: cli.ca_cert.clone(),
     })?;
     let f = cli.output;
-    let node_cols = [
-        "id",
-        "name",
-        "admission",
-        "status",
-        "online",
-        "cluster",
-        "tags",
-        "reported tags",
-        "roles",
-        "pending",
-    ];
-    let node_ptrs = [
-        "/id",
-        "/name",
-        "/admission",
-        "/status",
-        "/online",
-        "/cluster_id",
-        "/effective_tags",
-        "/tags",
-        "/roles",
-        "/pending_roles",
-    ];
     match cli.command {
         Command::Quickstart { .. } | Command::Expr { .. } => unreachable!("handled above"),
         Command::Graph { command } => return graph::run(&client, command, f).await,
@@ -632,19 +612,17 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         }
         Command::Nodes { command } => match command {
-            NodesCommand::List => print(f, &all_nodes(&client).await?, &node_cols, &node_ptrs),
+            NodesCommand::List => rows::print(f, &all_nodes(&client).await?),
             NodesCommand::Show { id } => output::json(
                 &client
                     .call(Method::GET, &format!("/nodes/{id}"), None)
                     .await?,
             ),
-            NodesCommand::Accept { id } => print(
+            NodesCommand::Accept { id } => rows::print_one(
                 f,
                 &client
-                    .call(Method::POST, &format!("/nodes/{id}/accept"), None)
+                    .send::<(), NodeView>(Method::POST, &format!("/nodes/{id}/accept"), None)
                     .await?,
-                &node_cols,
-                &node_ptrs,
             ),
             NodesCommand::Delete { id } => {
                 client
@@ -654,12 +632,9 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Release { command } => match command {
-            ReleaseCommand::List => print(
-                f,
-                &client.call(Method::GET, "/releases", None).await?,
-                &["id", "name", "version"],
-                &["/id", "/name", "/version"],
-            ),
+            ReleaseCommand::List => {
+                rows::print(f, &client.get::<Vec<ReleaseRecord>>("/releases").await?)
+            }
             ReleaseCommand::Create { file } => {
                 let mut body = read_doc(&file)?;
                 if body.is_array() {
@@ -667,11 +642,11 @@ async fn run(cli: Cli) -> Result<bool> {
                     let release = inputs::load_release(&file, &[], "default")?;
                     body = release_body(&release, &file)?;
                 }
-                print(
+                rows::print_one(
                     f,
-                    &client.call(Method::POST, "/releases", Some(&body)).await?,
-                    &["id", "name", "version"],
-                    &["/id", "/name", "/version"],
+                    &client
+                        .send::<_, ReleaseRecord>(Method::POST, "/releases", Some(&body))
+                        .await?,
                 )
             }
         },
@@ -686,40 +661,32 @@ async fn run(cli: Cli) -> Result<bool> {
                 } => settings::set(&client, cluster, &assignments).await?,
                 SettingsCommand::Edit { cluster } => settings::edit(&client, cluster).await?,
             },
-            ClusterCommand::List => print(
-                f,
-                &client.call(Method::GET, "/clusters", None).await?,
-                &["id", "name", "release"],
-                &["/id", "/name", "/release_id"],
-            ),
+            ClusterCommand::List => {
+                rows::print(f, &client.get::<Vec<ClusterRecord>>("/clusters").await?)
+            }
             ClusterCommand::Create { name, release } => {
-                let v = client
-                    .call(
-                        Method::POST,
-                        "/clusters",
-                        Some(&json!({"name": name, "release_id": release})),
-                    )
-                    .await?;
-                print(
-                    f,
-                    &v,
-                    &["id", "name", "release"],
-                    &["/id", "/name", "/release_id"],
-                )
+                let body = CreateCluster {
+                    name,
+                    release_id: release,
+                    settings: serde_json::Map::new(),
+                };
+                let v: ClusterRecord = client.send(Method::POST, "/clusters", Some(&body)).await?;
+                rows::print_one(f, &v)
             }
             ClusterCommand::AddNodes { cluster, nodes } => {
                 let nodes = nodes
                     .iter()
                     .map(|n| parse_assignment(n))
                     .collect::<Result<Vec<_>>>()?;
+                let count = nodes.len();
                 client
                     .call(
                         Method::PUT,
                         &format!("/clusters/{cluster}/nodes"),
-                        Some(&json!({"nodes": nodes})),
+                        Some(&serde_json::to_value(AssignNodes { nodes })?),
                     )
                     .await?;
-                eprintln!("added {} node(s) to cluster {cluster}", nodes.len());
+                eprintln!("added {count} node(s) to cluster {cluster}");
             }
             ClusterCommand::Check {
                 cluster,
@@ -791,23 +758,19 @@ async fn run(cli: Cli) -> Result<bool> {
                 force,
                 watch: follow,
             } => {
-                let mut path = format!("/clusters/{cluster}/deploy/?noop={noop}&force={force}");
-                if let Some(t) = graph_type {
-                    path.push_str(&format!("&graph_type={t}"));
-                }
-                if let Some(s) = strategy {
-                    path.push_str(&format!("&strategy={s}"));
-                }
-                if let Some(n) = nodes {
-                    path.push_str(&format!("&nodes={n}"));
-                }
-                if let Some(a) = action {
-                    path.push_str(&format!("&action={a}"));
-                }
-                if let Some(n) = node {
-                    path.push_str(&format!("&node={n}"));
-                }
-                let dep = client.call(Method::PUT, &path, None).await?;
+                let query = DeployQuery {
+                    graph_type,
+                    nodes,
+                    strategy,
+                    action,
+                    node,
+                    noop,
+                    force,
+                    dry_run: false,
+                };
+                let dep = client
+                    .call_query(Method::PUT, &format!("/clusters/{cluster}/deploy/"), &query)
+                    .await?;
                 if f == Format::Table {
                     // What runs: the strategy, how it was chosen, each phase's timeout.
                     eprint!("{}", strategy::describe_start(&dep));
@@ -904,27 +867,19 @@ fn main() -> ExitCode {
 }
 
 /// Every node, page by page.
-async fn all_nodes(client: &client::Client) -> Result<Value> {
+async fn all_nodes(client: &client::Client) -> Result<Vec<NodeView>> {
     const PAGE: usize = 1000;
     let mut all = Vec::new();
     let mut marker = 0u64;
     loop {
-        let page = client
-            .call(
-                Method::GET,
-                &format!("/nodes?limit={PAGE}&marker={marker}"),
-                None,
-            )
+        let items: Vec<NodeView> = client
+            .get(&format!("/nodes?limit={PAGE}&marker={marker}"))
             .await?;
-        let items = page.as_array().cloned().unwrap_or_default();
         let done = items.len() < PAGE;
-        marker = items
-            .last()
-            .and_then(|n| n["id"].as_u64())
-            .unwrap_or(marker);
+        marker = items.last().map_or(marker, |n| n.node.id);
         all.extend(items);
         if done {
-            return Ok(Value::Array(all));
+            return Ok(all);
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::output::{self, Format};
 use crate::resolve::{self, node_list, Dot, Files};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use plinth_api::answers::{Checks, SerializedTasks};
 use plinth_common::graph::DotOptions;
 use plinth_common::model::{parse_graph, DEFAULT_GRAPH_TYPE};
 use reqwest::Method;
@@ -542,10 +543,10 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             match format {
                 Format::Json => output::json(&v),
                 Format::Table => {
-                    resolve::print_plan(&v["plan"]);
-                    resolve::print_finding_values(
-                        v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]),
-                    );
+                    let answer: SerializedTasks = serde_json::from_value(v)
+                        .with_context(|| format!("unexpected answer to GET {path}"))?;
+                    resolve::print_plan(answer.plan.as_ref());
+                    resolve::print_findings(&answer.findings);
                 }
             }
         }
@@ -567,11 +568,11 @@ pub async fn cluster_check(
         path.push_str(&format!("&nodes={}", encode(n)));
     }
     let v = client.call(Method::GET, &path, None).await?;
+    let checks: Checks = serde_json::from_value(v.clone())
+        .with_context(|| format!("unexpected answer to GET {path}"))?;
     match format {
         Format::Json => output::json(&v),
-        Format::Table => resolve::print_finding_values(
-            v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]),
-        ),
+        Format::Table => resolve::print_findings(&checks.findings),
     }
-    Ok(v["ok"].as_bool().unwrap_or(false))
+    Ok(checks.ok)
 }
