@@ -269,3 +269,32 @@ impl Hardware {
         }
     }
 }
+
+/// A tag as listed (`GET /{releases|clusters}/{id}/tags`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TagView {
+    /// Its name.
+    pub name: String,
+    /// One node of a cluster holding it becomes primary for it.
+    pub has_primary: bool,
+    /// Who defined it: `{"kind": "release"}`, `{"kind": "plugin", "name": ...}` or `{"kind": "cluster"}`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub owner: plinth_common::tags::Owner,
+    /// Role-owned (or plugin-owned): it cannot be modified or deleted.
+    pub read_only: bool,
+}
+
+/// A node's tags after a change (`POST|DELETE /nodes/{id}/tags`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NodeTagsView {
+    /// The node.
+    pub node_id: u64,
+    /// The tags it carries now (roles' tags, plus additions, minus removals).
+    pub tags: Vec<String>,
+    /// The operator's additions.
+    pub tags_added: Vec<String>,
+    /// The operator's removals.
+    pub tags_removed: Vec<String>,
+}

@@ -67,3 +67,33 @@ pub struct DeployQuery {
     #[serde(default)]
     pub dry_run: bool,
 }
+
+/// `POST /{releases|clusters}/{id}/tags` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewTag {
+    /// The tag's name.
+    pub name: String,
+    /// One node of a cluster holding it becomes primary for it.
+    #[serde(default)]
+    pub has_primary: bool,
+}
+
+/// `PUT /{releases|clusters}/{id}/tags/{name}` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TagChange {
+    /// One node of a cluster holding it becomes primary for it.
+    pub has_primary: bool,
+}
+
+/// `POST|DELETE /nodes/{id}/tags` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NodeTagsBody {
+    /// The tags to assign or unassign.
+    pub tags: Vec<String>,
+}

@@ -13,57 +13,10 @@ use plinth_common::tags::{
     node_tags, validate_tag_assignment, validate_tag_create, validate_tag_delete,
     validate_tag_modify, Catalog, Owner, TagError,
 };
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// A tag as listed.
-#[derive(Debug, Serialize)]
-pub struct TagView {
-    /// Its name.
-    pub name: String,
-    /// One node of a cluster holding it becomes primary for it.
-    pub has_primary: bool,
-    /// Who defined it: `release`, `plugin` (with its name) or `cluster`.
-    pub owner: Owner,
-    /// Role-owned (or plugin-owned): it cannot be modified or deleted.
-    pub read_only: bool,
-}
-
-/// `POST .../tags` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewTag {
-    name: String,
-    #[serde(default)]
-    has_primary: bool,
-}
-
-/// `PUT .../tags/{name}` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TagChange {
-    has_primary: bool,
-}
-
-/// `POST|DELETE /nodes/{id}/tags` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeTagsBody {
-    tags: Vec<String>,
-}
-
-/// A node's tags after a change.
-#[derive(Debug, Serialize)]
-pub struct NodeTagsView {
-    /// The node.
-    pub node_id: u64,
-    /// The tags it carries now (roles' tags, plus additions, minus removals).
-    pub tags: Vec<String>,
-    /// The operator's additions.
-    pub tags_added: Vec<String>,
-    /// The operator's removals.
-    pub tags_removed: Vec<String>,
-}
+pub use plinth_api::records::{NodeTagsView, TagView};
+pub use plinth_api::requests::{NewTag, NodeTagsBody, TagChange};
 
 fn views(catalog: &Catalog) -> Vec<TagView> {
     catalog
@@ -135,7 +88,7 @@ fn catalog_of(s: &AppState, owner: TagOwner) -> Result<Catalog, ApiError> {
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::TagView>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -253,9 +206,10 @@ async fn edit(
     path = "/{kind}/{id}/tags/",
     tag = "tags",
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NewTag,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success"),
+        (status = 201, description = "success", body = Vec<plinth_api::records::TagView>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -275,9 +229,10 @@ pub async fn create(
     path = "/{kind}/{id}/tags/{name}/",
     tag = "tags",
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    request_body = plinth_api::requests::TagChange,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::TagView>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -387,9 +342,10 @@ async fn change_node_tags(
     path = "/nodes/{id}/tags/",
     tag = "tags",
     params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NodeTagsBody,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::NodeTagsView),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -408,9 +364,10 @@ pub async fn node_assign(
     path = "/nodes/{id}/tags/",
     tag = "tags",
     params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NodeTagsBody,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::NodeTagsView),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
