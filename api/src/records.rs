@@ -298,3 +298,34 @@ pub struct NodeTagsView {
     /// The operator's removals.
     pub tags_removed: Vec<String>,
 }
+
+/// A deployment strategy stored for a cluster, in its plain form.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StrategyRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The strategy's name.
+    pub name: String,
+    /// The document (plain form: `groups`, `phases`, ...).
+    pub document: serde_json::Value,
+    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
+    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
+    /// before these were kept.
+    #[serde(default)]
+    pub source: serde_json::Value,
+}
+
+/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConfigurationRecord {
+    /// The cluster.
+    pub cluster_id: u64,
+    /// The document's `metadata.name`.
+    pub name: String,
+    /// What Plinth uses: the strategy's name and the phase timeouts.
+    pub configuration: serde_json::Value,
+    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
+    pub source: serde_json::Value,
+}

@@ -36,7 +36,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use client::{Client, Target};
 use output::Format;
-use plinth_api::records::{ClusterRecord, NodeAssignment, NodeView, ReleaseRecord};
+use plinth_api::records::{
+    ClusterRecord, ConfigurationRecord, NodeAssignment, NodeView, ReleaseRecord, StrategyRecord,
+};
 use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -513,104 +515,71 @@ async fn run(cli: Cli) -> Result<bool> {
         Command::Graph { command } => return graph::run(&client, command, f).await,
         Command::Tag { command } => return tags::run(&client, command, f).await,
         Command::Plugin { command } => return plugins::run(&client, command, f).await,
-        Command::Strategy { command } => {
-            let cols = ["cluster", "name", "groups"];
-            let ptrs = ["/cluster_id", "/name", "/document/groups"];
-            match command {
-                StrategyCommand::List { cluster } => {
-                    let v = client
-                        .call(
-                            Method::GET,
-                            &format!("/clusters/{cluster}/strategies/"),
-                            None,
-                        )
-                        .await?;
-                    match f {
-                        Format::Json => output::json(&v),
-                        Format::Table => {
-                            let rows: Vec<Vec<String>> = v
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .map(|s| {
-                                    let groups =
-                                        s["document"]["groups"].as_array().map_or(0, Vec::len);
-                                    vec![
-                                        output::cell(s, "/cluster_id"),
-                                        output::cell(s, "/name"),
-                                        groups.to_string(),
-                                    ]
-                                })
-                                .collect();
-                            output::table(&cols, &rows);
-                        }
-                    }
-                }
-                StrategyCommand::Create {
-                    cluster,
-                    files,
-                    file_opts,
-                    name,
-                } => {
-                    let files = joined(&files, &file_opts);
-                    let v =
-                        strategy::upload(&client, cluster, &files, name.as_deref(), false).await?;
-                    print(f, &v, &cols[..2], &ptrs[..2]);
-                }
-                StrategyCommand::Replace {
-                    cluster,
-                    name,
-                    files,
-                    file_opts,
-                } => {
-                    let files = joined(&files, &file_opts);
-                    let v = strategy::upload(&client, cluster, &files, Some(&name), true).await?;
-                    print(f, &v, &cols[..2], &ptrs[..2]);
-                }
-                StrategyCommand::Show {
-                    cluster,
-                    name,
-                    plain,
-                } => {
-                    let format = if plain { "plain" } else { "uploaded" };
-                    let v = client
-                        .call(
-                            Method::GET,
-                            &format!("/clusters/{cluster}/strategies/{name}/?format={format}"),
-                            None,
-                        )
-                        .await?;
-                    match f {
-                        Format::Json => output::json(&v),
-                        Format::Table => println!(
-                            "{}",
-                            serde_yaml_ng::to_string(&v["document"]).unwrap_or_default()
-                        ),
-                    }
-                }
-                StrategyCommand::Delete { cluster, name } => {
-                    client
-                        .call(
-                            Method::DELETE,
-                            &format!("/clusters/{cluster}/strategies/{name}/"),
-                            None,
-                        )
-                        .await?;
-                    eprintln!("strategy {name:?} of cluster {cluster} deleted");
-                }
-                StrategyCommand::Validate {
-                    cluster,
-                    files,
-                    file_opts,
-                } => {
-                    return strategy::validate(&client, cluster, &joined(&files, &file_opts), f)
-                        .await
-                }
-                StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
-                    unreachable!("handled above")
+        Command::Strategy { command } => match command {
+            StrategyCommand::List { cluster } => {
+                let list: Vec<StrategyRecord> = client
+                    .get(&format!("/clusters/{cluster}/strategies/"))
+                    .await?;
+                rows::print(f, &list);
+            }
+            StrategyCommand::Create {
+                cluster,
+                files,
+                file_opts,
+                name,
+            } => {
+                let files = joined(&files, &file_opts);
+                let v = strategy::upload(&client, cluster, &files, name.as_deref(), false).await?;
+                rows::print_one(f, &rows::Stored(&v));
+            }
+            StrategyCommand::Replace {
+                cluster,
+                name,
+                files,
+                file_opts,
+            } => {
+                let files = joined(&files, &file_opts);
+                let v = strategy::upload(&client, cluster, &files, Some(&name), true).await?;
+                rows::print_one(f, &rows::Stored(&v));
+            }
+            StrategyCommand::Show {
+                cluster,
+                name,
+                plain,
+            } => {
+                let format = if plain { "plain" } else { "uploaded" };
+                let v: StrategyRecord = client
+                    .get(&format!(
+                        "/clusters/{cluster}/strategies/{name}/?format={format}"
+                    ))
+                    .await?;
+                match f {
+                    Format::Json => output::json(&serde_json::to_value(&v)?),
+                    Format::Table => println!(
+                        "{}",
+                        serde_yaml_ng::to_string(&v.document).unwrap_or_default()
+                    ),
                 }
             }
-        }
+            StrategyCommand::Delete { cluster, name } => {
+                client
+                    .call(
+                        Method::DELETE,
+                        &format!("/clusters/{cluster}/strategies/{name}/"),
+                        None,
+                    )
+                    .await?;
+                eprintln!("strategy {name:?} of cluster {cluster} deleted");
+            }
+            StrategyCommand::Validate {
+                cluster,
+                files,
+                file_opts,
+            } => return strategy::validate(&client, cluster, &joined(&files, &file_opts), f).await,
+            StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
+                unreachable!("handled above")
+            }
+        },
         Command::Nodes { command } => match command {
             NodesCommand::List => rows::print(f, &all_nodes(&client).await?),
             NodesCommand::Show { id } => output::json(
@@ -700,38 +669,18 @@ async fn run(cli: Cli) -> Result<bool> {
         Command::Config { command } => match command {
             ConfigCommand::Set { cluster, files } => {
                 let v = strategy::set_configuration(&client, cluster, &files).await?;
-                print(
-                    f,
-                    &v,
-                    &[
-                        "cluster",
-                        "name",
-                        "strategy",
-                        "prepare timeout",
-                        "deploy timeout",
-                    ],
-                    &[
-                        "/cluster_id",
-                        "/name",
-                        "/configuration/deployment_strategy",
-                        "/configuration/prepare_node_timeout",
-                        "/configuration/deploy_timeout",
-                    ],
-                );
+                rows::print_one(f, &v);
             }
             ConfigCommand::Show { cluster } => {
-                let v = client
-                    .call(
-                        Method::GET,
-                        &format!("/clusters/{cluster}/deployment_configuration/"),
-                        None,
-                    )
+                let v: ConfigurationRecord = client
+                    .get(&format!("/clusters/{cluster}/deployment_configuration/"))
                     .await?;
                 match f {
-                    Format::Json => output::json(&v),
+                    Format::Json => output::json(&serde_json::to_value(&v)?),
                     Format::Table => println!(
                         "{}",
-                        serde_yaml_ng::to_string(&v["source"]["uploaded"]).unwrap_or_default()
+                        serde_yaml_ng::to_string(v.source.get("uploaded").unwrap_or(&Value::Null))
+                            .unwrap_or_default()
                     ),
                 }
             }

@@ -2,7 +2,10 @@
 //! table reads a JSON answer by string.
 
 use crate::output::{self, Format};
-use plinth_api::records::{ClusterRecord, NodeView, ReleaseRecord};
+use plinth_api::records::{
+    ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
+};
+use plinth_common::strategy::DeploymentConfiguration;
 use serde::Serialize;
 
 /// A typed answer printed as one row of a table.
@@ -94,6 +97,55 @@ impl Row for ClusterRecord {
             self.id.to_string(),
             self.name.clone(),
             self.release_id.to_string(),
+        ]
+    }
+}
+
+impl Row for StrategyRecord {
+    const HEADER: &'static [&'static str] = &["cluster", "name", "groups"];
+    fn cells(&self) -> Vec<String> {
+        let groups = self
+            .document
+            .get("groups")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len);
+        vec![
+            self.cluster_id.to_string(),
+            self.name.clone(),
+            groups.to_string(),
+        ]
+    }
+}
+
+/// A strategy just stored: its cluster and name.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Stored<'a>(pub &'a StrategyRecord);
+
+impl Row for Stored<'_> {
+    const HEADER: &'static [&'static str] = &["cluster", "name"];
+    fn cells(&self) -> Vec<String> {
+        vec![self.0.cluster_id.to_string(), self.0.name.clone()]
+    }
+}
+
+impl Row for ConfigurationRecord {
+    const HEADER: &'static [&'static str] = &[
+        "cluster",
+        "name",
+        "strategy",
+        "prepare timeout",
+        "deploy timeout",
+    ];
+    fn cells(&self) -> Vec<String> {
+        let used: Option<DeploymentConfiguration> =
+            serde_json::from_value(self.configuration.clone()).ok();
+        vec![
+            self.cluster_id.to_string(),
+            self.name.clone(),
+            opt(used.as_ref().and_then(|c| c.deployment_strategy.clone())),
+            opt(used.as_ref().map(|c| c.prepare_node_timeout)),
+            opt(used.as_ref().map(|c| c.deploy_timeout)),
         ]
     }
 }

@@ -108,7 +108,7 @@ fn document(s: &Strategy) -> Value {
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::StrategyRecord>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -130,7 +130,7 @@ pub async fn list(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success"),
+        (status = 201, description = "success", body = plinth_api::records::StrategyRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -175,7 +175,7 @@ pub async fn create(
     params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::StrategyRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -199,7 +199,7 @@ pub async fn show(
     params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::StrategyRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

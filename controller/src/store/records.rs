@@ -7,6 +7,7 @@ pub use plinth_api::records::{
     ClusterData, ClusterRecord, ClusterStatus, NodeAdmission, NodeAssignment, NodeModelFields,
     NodeRecord, NodeStatus, PluginRecord, ReleaseRecord, Reported,
 };
+pub use plinth_api::records::{ConfigurationRecord, StrategyRecord};
 
 /// What a registration writes.
 #[derive(Debug, Clone)]
@@ -255,35 +256,6 @@ pub struct DeploymentEnd<'a> {
     /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
     /// (seed 002) leaves both as they were.
     pub deploys: bool,
-}
-
-/// A deployment strategy stored for a cluster, in its plain form.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StrategyRecord {
-    /// The cluster.
-    pub cluster_id: u64,
-    /// The strategy's name.
-    pub name: String,
-    /// The document (plain form: `groups`, `phases`, ...).
-    pub document: serde_json::Value,
-    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
-    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
-    /// before these were kept.
-    #[serde(default)]
-    pub source: serde_json::Value,
-}
-
-/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConfigurationRecord {
-    /// The cluster.
-    pub cluster_id: u64,
-    /// The document's `metadata.name`.
-    pub name: String,
-    /// What Plinth uses: the strategy's name and the phase timeouts.
-    pub configuration: serde_json::Value,
-    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
-    pub source: serde_json::Value,
 }
 
 /// Something a node sent that was refused, to record.
