@@ -80,7 +80,7 @@ pub struct FormatQuery {
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::GraphRecord>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -106,7 +106,7 @@ pub async fn list(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -173,7 +173,7 @@ async fn put(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success"),
+        (status = 201, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -201,7 +201,7 @@ pub async fn create(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -234,7 +234,7 @@ pub struct GraphPatch {
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -295,7 +295,7 @@ pub async fn delete(
     tag = "graphs",
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::GraphRecord>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -317,7 +317,7 @@ pub async fn all(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -342,7 +342,7 @@ pub async fn by_id(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

@@ -185,7 +185,7 @@ pub async fn list(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::records::RefusalRecord>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

@@ -7,7 +7,10 @@ pub use plinth_api::records::{
     ClusterData, ClusterRecord, ClusterStatus, NodeAdmission, NodeAssignment, NodeModelFields,
     NodeRecord, NodeStatus, PluginRecord, ReleaseRecord, Reported,
 };
-pub use plinth_api::records::{ConfigurationRecord, StrategyRecord};
+pub use plinth_api::records::{
+    ConfigurationRecord, GraphBody, GraphOwner, GraphRecord, NewRefusal, RefusalRecord,
+    StrategyRecord,
+};
 
 /// What a registration writes.
 #[derive(Debug, Clone)]
@@ -65,64 +68,6 @@ pub struct NewPlugin {
     pub version: String,
     /// metadata, roles_metadata, tags_metadata, volumes_metadata, as given.
     pub data: serde_json::Value,
-}
-
-/// What a graph belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "model", content = "model_id", rename_all = "snake_case")]
-pub enum GraphOwner {
-    /// A release's graph.
-    Release(u64),
-    /// A plugin's graph.
-    Plugin(u64),
-    /// A cluster's graph.
-    Cluster(u64),
-}
-
-impl GraphOwner {
-    /// The stored kind text.
-    pub fn kind(self) -> &'static str {
-        match self {
-            GraphOwner::Release(_) => "release",
-            GraphOwner::Plugin(_) => "plugin",
-            GraphOwner::Cluster(_) => "cluster",
-        }
-    }
-    /// The owner's id.
-    pub fn id(self) -> u64 {
-        match self {
-            GraphOwner::Release(id) | GraphOwner::Plugin(id) | GraphOwner::Cluster(id) => id,
-        }
-    }
-}
-
-/// A graph's content as uploaded.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GraphBody {
-    /// A verbose name.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The tasks, as given (unknown task fields are kept).
-    #[serde(default)]
-    pub tasks: Vec<serde_json::Value>,
-    /// Which nodes the graph runs on, as an expression; absent means the default filter.
-    #[serde(default)]
-    pub node_filter: Option<String>,
-}
-
-/// A graph as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GraphRecord {
-    /// Id.
-    pub id: u64,
-    /// Owner.
-    pub owner: GraphOwner,
-    /// Type (`default` or any custom type).
-    pub graph_type: String,
-    /// Content.
-    #[serde(flatten)]
-    pub body: GraphBody,
 }
 
 /// A deployment's outcome so far.
@@ -256,33 +201,6 @@ pub struct DeploymentEnd<'a> {
     /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
     /// (seed 002) leaves both as they were.
     pub deploys: bool,
-}
-
-/// Something a node sent that was refused, to record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewRefusal {
-    /// `result` (a result the controller refused) or `list` (a list the agent refused).
-    pub kind: String,
-    /// The deployment it concerned, when known.
-    pub deployment_id: Option<u64>,
-    /// Why, in words.
-    pub reason: String,
-    /// What it was about (task, revision, attempt), as data.
-    pub detail: serde_json::Value,
-    /// When (ms).
-    pub at_ms: i64,
-}
-
-/// A recorded refusal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RefusalRecord {
-    /// Sequence number.
-    pub seq: u64,
-    /// The node.
-    pub node_id: u64,
-    /// What was refused and why.
-    #[serde(flatten)]
-    pub refusal: NewRefusal,
 }
 
 /// Which nodes a page of `GET /nodes` holds.
