@@ -27,3 +27,12 @@ pub struct Checks {
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub findings: Vec<Finding>,
 }
+
+/// `GET|PUT|PATCH /clusters/{id}/attributes/` and `GET .../attributes/defaults/`: a cluster's settings
+/// in Nailgun's shape, `{editable: {section: {attribute: {value: ...}}}}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Attributes {
+    /// The settings by section and attribute.
+    pub editable: serde_json::Value,
+}

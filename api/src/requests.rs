@@ -97,3 +97,14 @@ pub struct NodeTagsBody {
     /// The tags to assign or unassign.
     pub tags: Vec<String>,
 }
+
+/// `PUT|PATCH /clusters/{id}/attributes/` body: Nailgun's
+/// `{editable: {section: {attribute: {value: ...}}}}` (`PATCH` merges it, `PUT` replaces).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AttributesBody {
+    /// The settings by section and attribute.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub editable: serde_json::Map<String, serde_json::Value>,
+}

@@ -11,16 +11,11 @@ use crate::store::StoreError;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use plinth_common::model::{check_settings, dict_merge};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// `PUT`/`PATCH` body: Nailgun's `{editable: {section: {attribute: {value: ...}}}}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttributesBody {
-    editable: serde_json::Map<String, Value>,
-}
+pub use plinth_api::answers::Attributes;
+pub use plinth_api::requests::AttributesBody;
 
 /// `GET /api/v1/clusters/{id}/attributes`.
 #[utoipa::path(
@@ -30,7 +25,7 @@ pub struct AttributesBody {
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -38,9 +33,13 @@ pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
-        .blocking(move |s| Ok(Json(json!({"editable": s.store.get_cluster(id)?.settings}))))
+        .blocking(move |s| {
+            Ok(Json(Attributes {
+                editable: s.store.get_cluster(id)?.settings,
+            }))
+        })
         .await
 }
 
@@ -52,7 +51,7 @@ pub async fn show(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -60,7 +59,7 @@ pub async fn defaults(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
@@ -68,7 +67,9 @@ pub async fn defaults(
             let master = super::clusters::master_ip(&s.config());
             let mut attrs = starting_attributes(&release, &Value::Null, &master)?;
             plinth_common::model::format_cluster_id(&mut attrs.editable, id);
-            Ok(Json(json!({"editable": attrs.editable})))
+            Ok(Json(Attributes {
+                editable: attrs.editable,
+            }))
         })
         .await
 }
@@ -79,9 +80,10 @@ pub async fn defaults(
     path = "/clusters/{id}/attributes/",
     tag = "clusters",
     params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::AttributesBody,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -90,7 +92,7 @@ pub async fn replace(
     _op: Operator,
     Path(id): Path<u64>,
     super::body::Doc(body): super::body::Doc<AttributesBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     change(state, id, body, false).await
 }
 
@@ -100,9 +102,10 @@ pub async fn replace(
     path = "/clusters/{id}/attributes/",
     tag = "clusters",
     params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::AttributesBody,
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -111,7 +114,7 @@ pub async fn patch(
     _op: Operator,
     Path(id): Path<u64>,
     super::body::Doc(body): super::body::Doc<AttributesBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     change(state, id, body, true).await
 }
 
@@ -120,7 +123,7 @@ async fn change(
     id: u64,
     body: AttributesBody,
     merge: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
@@ -157,7 +160,9 @@ async fn change(
             });
             match (stored, refused) {
                 (_, Some(e)) => Err(e),
-                (Ok(record), None) => Ok(Json(json!({"editable": record.settings}))),
+                (Ok(record), None) => Ok(Json(Attributes {
+                    editable: record.settings,
+                })),
                 (Err(e), None) => Err(e.into()),
             }
         })
