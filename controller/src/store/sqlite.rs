@@ -431,6 +431,60 @@ impl Store for SqliteStore {
         self.tx(|tx| model::task_states(tx, node_ids))
     }
 
+    fn cluster_snapshot(
+        &self,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> StoreResult<ClusterRecords> {
+        self.tx(|tx| {
+            let cluster = cluster_row(tx, cluster_id)?;
+            let release = release_row(tx, cluster.release_id)?;
+            let plugins = cluster
+                .data
+                .plugins
+                .iter()
+                .map(|p| model::plugin_row(tx, *p))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let owners = std::iter::once(GraphOwner::Release(release.id))
+                .chain(plugins.iter().map(|p| GraphOwner::Plugin(p.id)))
+                .chain(std::iter::once(GraphOwner::Cluster(cluster.id)));
+            let mut graphs = Vec::new();
+            for owner in owners {
+                for graph_type in graph_types {
+                    match graph_row(tx, owner, graph_type) {
+                        Ok(g) => graphs.push(g),
+                        Err(StoreError::NotFound { kind: "graph", .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let nodes = query_nodes(tx, "WHERE cluster_id = ?1", &[&sql_id(cluster_id)])?;
+            let old_states = if old_states {
+                let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+                old_states_from(model::task_states(tx, &ids)?, |h| model::state_blobs(tx, h))?
+            } else {
+                plinth_common::deploy::OldStates::new()
+            };
+            Ok(ClusterRecords {
+                cluster,
+                release,
+                plugins,
+                graphs,
+                nodes,
+                old_states,
+            })
+        })
+    }
+
+    fn old_states(&self, node_ids: &[u64]) -> StoreResult<plinth_common::deploy::OldStates> {
+        self.tx(|tx| {
+            old_states_from(model::task_states(tx, node_ids)?, |h| {
+                model::state_blobs(tx, h)
+            })
+        })
+    }
+
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
         self.tx(|tx| query_nodes(tx, "", &[]))
     }
