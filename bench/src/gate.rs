@@ -150,7 +150,7 @@ pub async fn run(args: GateArgs) -> Result<()> {
     let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
     let release = op
         .json("POST", "/api/v1/releases", Some(json!({"name": format!("gate-{}", std::process::id()), "version": "1",
-            "graphs": {"deploy": {"tasks": [
+            "graphs": {"default": {"tasks": [
                 {"id": "lead", "type": "shell", "tags": ["leader"], "parameters": {"cmd": "true"}},
                 {"id": "follow", "type": "shell", "tags": ["follower"], "parameters": {"cmd": "true"},
                  "cross_depends": [{"name": "lead", "tags": ["leader"]}]}

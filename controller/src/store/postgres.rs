@@ -485,6 +485,60 @@ impl Store for PgStore {
         self.read(|t| model::task_states(t, node_ids))
     }
 
+    fn cluster_snapshot(
+        &self,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> StoreResult<ClusterRecords> {
+        self.read(|t| {
+            let cluster = cluster_row(t, cluster_id)?;
+            let release = release_row(t, cluster.release_id)?;
+            let plugins = cluster
+                .data
+                .plugins
+                .iter()
+                .map(|p| model::plugin_row(t, *p))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let owners = std::iter::once(GraphOwner::Release(release.id))
+                .chain(plugins.iter().map(|p| GraphOwner::Plugin(p.id)))
+                .chain(std::iter::once(GraphOwner::Cluster(cluster.id)));
+            let mut graphs = Vec::new();
+            for owner in owners {
+                for graph_type in graph_types {
+                    match graph_row(t, owner, graph_type) {
+                        Ok(g) => graphs.push(g),
+                        Err(StoreError::NotFound { kind: "graph", .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let nodes = query_nodes(t, "WHERE cluster_id = $1", &[&sql_id(cluster_id)])?;
+            let old_states = if old_states {
+                let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+                old_states_from(model::task_states(t, &ids)?, |h| model::state_blobs(t, h))?
+            } else {
+                plinth_common::deploy::OldStates::new()
+            };
+            Ok(ClusterRecords {
+                cluster,
+                release,
+                plugins,
+                graphs,
+                nodes,
+                old_states,
+            })
+        })
+    }
+
+    fn old_states(&self, node_ids: &[u64]) -> StoreResult<plinth_common::deploy::OldStates> {
+        self.read(|t| {
+            old_states_from(model::task_states(t, node_ids)?, |h| {
+                model::state_blobs(t, h)
+            })
+        })
+    }
+
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
         self.read(|t| query_nodes(t, "", &[]))
     }

@@ -153,6 +153,13 @@ CREATE TABLE deployment_configurations (
     r#"
 ALTER TABLE clusters ADD COLUMN generated TEXT NOT NULL DEFAULT 'null';
 "#,
+    // Registration looks nodes up by name and counts the discovered ones; a cluster's nodes are read by
+    // cluster (as SQLite's migration 7).
+    r#"
+CREATE INDEX nodes_name ON nodes (name);
+CREATE INDEX nodes_discovered ON nodes (admission) WHERE admission = 'discovered';
+CREATE INDEX nodes_cluster ON nodes (cluster_id);
+"#,
 ];
 
 /// Made before the first migration: where the applied count is kept.
