@@ -44,6 +44,17 @@ impl Drop for PgStore {
     }
 }
 
+/// Writes that would conflict with each other whenever they overlap, so they take turns (a
+/// session-level advisory lock of this key, taken before `BEGIN`) instead of being refused and retried
+/// over and over under load: registrations (each counts the discovered nodes and looks for its name,
+/// which every other registration changes), and publications of lists (each takes the next revision
+/// from the one counter). Other writes rarely overlap on the same rows and run side by side.
+#[derive(Clone, Copy)]
+enum Queue {
+    Registration = 0x706c_0001,
+    Revision = 0x706c_0002,
+}
+
 /// How a transaction begins.
 #[derive(Clone, Copy)]
 enum Mode {
@@ -269,7 +280,12 @@ impl PgStore {
 
     /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise; run again
     /// from the start when PostgreSQL could not serialize it.
-    fn tx<T>(&self, mode: Mode, mut f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
+    fn tx<T>(
+        &self,
+        mode: Mode,
+        queue: Option<Queue>,
+        mut f: impl FnMut(&Tx) -> StoreResult<T>,
+    ) -> StoreResult<T> {
         let begin = match mode {
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
             Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
@@ -280,12 +296,35 @@ impl PgStore {
             let mut lease = self.pool.get()?;
             let (out, retry, broken) = {
                 let t = Tx::new(&mut lease);
-                let out = t.batch(begin).and_then(|()| f(&t)).and_then(|v| {
-                    t.batch("COMMIT")?;
-                    Ok(v)
-                });
-                if out.is_err() && !t.broken.get() && t.batch("ROLLBACK").is_err() {
+                // Queued before the transaction begins, so that its snapshot is taken after the one
+                // before it in the queue committed: the two never overlap, and never conflict.
+                let queued = match queue {
+                    Some(q) => t
+                        .exec("SELECT pg_advisory_lock($1)", &[&(q as i64)])
+                        .map(|_| ()),
+                    None => Ok(()),
+                };
+                let mut committing = false;
+                let out = queued
+                    .and_then(|()| t.batch(begin))
+                    .and_then(|()| f(&t))
+                    .and_then(|v| {
+                        committing = true;
+                        t.batch("COMMIT")?;
+                        Ok(v)
+                    });
+                // A failed COMMIT has ended the transaction already.
+                if out.is_err() && !committing && !t.broken.get() && t.batch("ROLLBACK").is_err() {
                     t.broken.set(true);
+                }
+                if let Some(q) = queue {
+                    if !t.broken.get()
+                        && t.exec("SELECT pg_advisory_unlock($1)", &[&(q as i64)])
+                            .is_err()
+                    {
+                        // Closing the connection releases the lock.
+                        t.broken.set(true);
+                    }
                 }
                 (out, t.retry.get(), t.broken.get())
             };
@@ -308,11 +347,20 @@ impl PgStore {
     }
 
     fn read<T>(&self, f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
-        self.tx(Mode::Read, f)
+        self.tx(Mode::Read, None, f)
     }
 
     fn write<T>(&self, f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
-        self.tx(Mode::Write, f)
+        self.tx(Mode::Write, None, f)
+    }
+
+    /// A write that waits its turn in `queue` (see [`Queue`]).
+    fn write_queued<T>(
+        &self,
+        queue: Queue,
+        f: impl FnMut(&Tx) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.tx(Mode::Write, Some(queue), f)
     }
 }
 
@@ -322,7 +370,7 @@ impl Store for PgStore {
         reg: &NodeRegistration,
         admission: NodeAdmission,
     ) -> StoreResult<NodeRecord> {
-        self.write(|t| {
+        self.write_queued(Queue::Registration, |t| {
             let existing = t.opt("SELECT id FROM nodes WHERE node_key = $1", &[&reg.node_key])?;
             let node_id: i64 = match existing {
                 Some(row) => {
@@ -950,7 +998,7 @@ impl Store for PgStore {
         state: &serde_json::Value,
         events: &[serde_json::Value],
     ) -> StoreResult<()> {
-        self.write(|t| {
+        self.write_queued(Queue::Revision, |t| {
             set_state(t, deployment_id, state, DeploymentStatus::Running)?;
             append_events(t, deployment_id, events)?;
             insert_lists(t, deployment_id, lists)
@@ -967,7 +1015,7 @@ impl Store for PgStore {
         end: &DeploymentEnd<'_>,
         lists: &mut [TaskList],
     ) -> StoreResult<()> {
-        self.write(|t| {
+        self.write_queued(Queue::Revision, |t| {
             let row = t
                 .opt(
                     "SELECT status FROM deployments WHERE id = $1",

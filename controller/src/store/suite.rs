@@ -766,6 +766,42 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     ));
 }
 
+fn many_nodes_registering_at_once_all_get_in_with_unique_names(s: &dyn Store) {
+    // A fleet coming up: every registration counts the discovered nodes and looks for its name, so on
+    // PostgreSQL they would all conflict; none may fail for it.
+    let ids: Vec<u64> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..16)
+            .map(|w| {
+                scope.spawn(move || {
+                    (0..8)
+                        .map(|i| {
+                            let r = NodeRegistration {
+                                node_key: format!("w{w}-{i}"),
+                                name: "same-host".into(),
+                                max_discovered: 1000,
+                                ..reg("x")
+                            };
+                            s.register_node(&r, NodeAdmission::Discovered).unwrap().id
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert_eq!(ids.len(), 128);
+    let names: std::collections::BTreeSet<String> = s
+        .list_nodes()
+        .unwrap()
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(names.len(), 128, "every name unique");
+}
+
 /// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
@@ -797,6 +833,7 @@ suite!(
     tokens_are_unique_by_name_until_revoked,
     discovered_nodes_are_bounded_and_names_made_unique,
     a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states,
+    many_nodes_registering_at_once_all_get_in_with_unique_names,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.
