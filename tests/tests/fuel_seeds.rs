@@ -630,7 +630,12 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
 
 #[test]
 fn seed_000s_example_online_with_the_nodes_effective_tags() {
-    let c = Controller::start();
+    let port = free_port();
+    let c = Controller::start_with(&[
+        "--auto-accept",
+        "--nailgun-listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
     let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
     release["name"] = json!("seed-000");
     release["version"] = json!("1");
@@ -684,6 +689,33 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
     );
     let second = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
     assert_eq!(second["tags"], json!(["controller", "mysql"]), "{second}");
+    // Nailgun's node records (what `fuel2 node list` reads) show the same tags as Plinth's own API.
+    let records: Value = reqwest::blocking::Client::new()
+        .get(format!(
+            "http://127.0.0.1:{port}/api/v1/nodes/?cluster_id={cid}"
+        ))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .expect("the Nailgun port answers")
+        .json()
+        .expect("JSON");
+    for (name, tags) in [(primary, &first["tags"]), (other, &second["tags"])] {
+        let record = records
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {records}"));
+        assert_eq!(&record["tags"], tags, "{name}: {record}");
+        let listed = c.api.ok("GET", &format!("/nodes?cluster_id={cid}"), None);
+        let view = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {listed}"));
+        assert_eq!(&view["effective_tags"], tags, "{name}: {view}");
+    }
     let dry = c.api.ok(
         "PUT",
         &format!("/clusters/{cid}/deploy/?dry_run=true"),
