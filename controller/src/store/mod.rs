@@ -1,14 +1,18 @@
 //! Durable state behind one narrow interface.
 //!
 //! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
-//! backend (one file, WAL), and the only one today. Every
-//! method is one transaction: a method that fails changes nothing.
+//! backend (one file, WAL), the default; [`postgres::PgStore`] keeps the same records in PostgreSQL
+//! (`database_url = "postgres://..."`). Every method is one transaction: a method that fails changes
+//! nothing. Both backends pass one test suite (`suite`).
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
 
+pub mod postgres;
 mod records;
 mod schema;
 pub mod sqlite;
+#[cfg(test)]
+mod suite;
 
 pub use records::*;
 
@@ -17,6 +21,25 @@ use plinth_common::wire::{TaskList, TaskResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+
+/// Opens the store the configuration names: PostgreSQL when `database_url` is given (a `postgres://`
+/// or `postgresql://` URL), else the SQLite file at `sqlite_path`.
+pub fn open(
+    database_url: Option<&str>,
+    sqlite_path: &std::path::Path,
+) -> StoreResult<std::sync::Arc<dyn Store>> {
+    match database_url {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Ok(std::sync::Arc::new(postgres::PgStore::open(url)?))
+        }
+        Some(_) => Err(StoreError::Database(
+            "database_url: only postgres:// (or postgresql://) URLs are supported; leave it out to use \
+             the embedded SQLite database"
+                .into(),
+        )),
+        None => Ok(std::sync::Arc::new(sqlite::SqliteStore::open(sqlite_path)?)),
+    }
+}
 
 /// The most refusals kept per node (older ones are dropped).
 pub const MAX_REFUSALS_PER_NODE: usize = 100;
