@@ -260,6 +260,11 @@ impl SqliteStore {
     }
 }
 
+/// How many nodes wait to be accepted (on every registration of a new discovered node).
+const COUNT_DISCOVERED: &str = "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'";
+/// Whether another node has a name (on every registration of a new node).
+const COUNT_NAME_TAKEN: &str = "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2";
+
 impl Store for SqliteStore {
     fn register_node(
         &self,
@@ -302,7 +307,7 @@ impl Store for SqliteStore {
                 None => {
                     if admission == NodeAdmission::Discovered {
                         let waiting: i64 = tx.query_row(
-                            "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'",
+                            COUNT_DISCOVERED,
                             [],
                             |r| r.get(0),
                         )?;
@@ -331,7 +336,7 @@ impl Store for SqliteStore {
                     let new_id = tx.last_insert_rowid();
                     // Names are unique: a second machine with the same hostname gets its id appended.
                     let taken: i64 = tx.query_row(
-                        "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2",
+                        COUNT_NAME_TAKEN,
                         params![reg.name, new_id],
                         |r| r.get(0),
                     )?;
@@ -1527,5 +1532,7 @@ fn graph_row(tx: &Connection, owner: GraphOwner, graph_type: &str) -> StoreResul
 }
 
 mod model;
+#[cfg(test)]
+mod query_plans;
 #[cfg(test)]
 mod tests;
