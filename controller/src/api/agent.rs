@@ -13,8 +13,8 @@ use plinth_common::signing::{
     public_key_to_text, sign_gate_answer, sign_task_list, SignedEnvelope,
 };
 use plinth_common::wire::{
-    json_len, valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration,
-    RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
+    json_len, valid_nonce, DeploymentEvent, GateAnswer, GateQuery, PollQuery, Refusal,
+    Registration, RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
     MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, MAX_RESULT_BYTES, PRIMARY_TAG_PREFIX,
 };
 use serde_json::json;
@@ -322,12 +322,20 @@ fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
         let Some(dep) = row.deployment_id else {
             continue;
         };
-        let event = json!({
-            "event": format!("{}_refused", row.kind),
-            "node": name,
-            "message": row.reason,
-            "detail": row.detail,
-        });
+        let (node, message, detail) = (name.clone(), row.reason.clone(), row.detail.clone());
+        let event = if row.kind == "list" {
+            DeploymentEvent::ListRefused {
+                node,
+                message,
+                detail,
+            }
+        } else {
+            DeploymentEvent::ResultRefused {
+                node,
+                message,
+                detail,
+            }
+        };
         if let Err(e) = s.engine.note_events(dep, &[event]) {
             tracing::error!(deployment = dep, error = %e, "cannot record a refusal event");
         }

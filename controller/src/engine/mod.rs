@@ -19,7 +19,9 @@ use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, S
 use events::EventHub;
 use plinth_common::model::Policy;
 use plinth_common::strategy::{self, Action, NodeOutcome, Sequencer};
-use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
+use plinth_common::wire::{
+    DeploymentEvent, DeploymentStatus, ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT,
+};
 use resolution::{Inputs, Resolved};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -395,10 +397,13 @@ impl Engine {
             deploys: state.deploys(),
         })?;
         if !resolved.findings.is_empty() {
-            let warnings: Vec<Value> = resolved
+            let warnings: Vec<DeploymentEvent> = resolved
                 .findings
                 .iter()
-                .map(|f| json!({"event": "warning", "code": f.code, "message": f.message}))
+                .map(|f| DeploymentEvent::Warning {
+                    code: f.code.clone(),
+                    message: f.message.clone(),
+                })
                 .collect();
             self.store.append_events(record.id, &warnings)?;
         }
@@ -497,7 +502,10 @@ impl Engine {
             .collect();
         let (succeeded, failed, untouched) = node_outcomes(&run);
         let message = format!("cancelled by {by}");
-        let events = vec![json!({"event": "cancelled", "message": message, "by": by})];
+        let events = vec![DeploymentEvent::Cancelled {
+            message: message.clone(),
+            by: by.to_string(),
+        }];
         let saved = self.save_task_states(&run, &succeeded).and_then(|()| {
             let state = serde_json::to_value(&run.state).unwrap_or_default();
             self.store.cancel_deployment(
@@ -505,7 +513,7 @@ impl Engine {
                 &DeploymentEnd {
                     deploys: run.state.deploys(),
                     state: &state,
-                    status: crate::store::DeploymentStatus::Cancelled,
+                    status: DeploymentStatus::Cancelled,
                     events: &events,
                     succeeded: &succeeded,
                     failed: &failed,
@@ -536,7 +544,7 @@ impl Engine {
     /// or strategy, options and inputs (the cluster as it was resolved then).
     pub fn retry(&self, deployment_id: u64) -> Result<DeploymentRecord, StartError> {
         let dep = self.store.get_deployment(deployment_id)?;
-        if dep.status == crate::store::DeploymentStatus::Running {
+        if dep.status == DeploymentStatus::Running {
             return Err(StartError::Invalid(format!(
                 "deployment {deployment_id} is still running: cancel it first, or wait"
             )));
@@ -545,7 +553,7 @@ impl Engine {
         let nodes: Vec<u64> = report
             .nodes
             .iter()
-            .filter(|n| n.status != "success")
+            .filter(|n| n.status != plinth_common::wire::NodeStatus::Success)
             .map(|n| n.id)
             .collect();
         if nodes.is_empty() {
@@ -634,7 +642,11 @@ impl Engine {
 
     /// Runs the sequencer until it waits for results: publishes the lists of phases that start, records
     /// nodes with nothing to do, finishes the deployment when it ends. Returns whether it finished.
-    fn advance(&self, run: &mut Running, mut events: Vec<Value>) -> Result<bool, StoreError> {
+    fn advance(
+        &self,
+        run: &mut Running,
+        mut events: Vec<DeploymentEvent>,
+    ) -> Result<bool, StoreError> {
         let mut finished = None;
         loop {
             let mut progressed = false;
@@ -699,7 +711,11 @@ impl Engine {
                                     placed.push((group.clone(), phase.clone(), graph_type.clone()));
                                 }
                                 Err(e) => {
-                                    events.push(json!({"event": "node_error", "node": name, "phase": phase, "message": e}));
+                                    events.push(DeploymentEvent::NodeError {
+                                        node: name.clone(),
+                                        phase: phase.clone(),
+                                        message: e,
+                                    });
                                     record(
                                         &mut run.state.sequencer,
                                         &group,
@@ -716,13 +732,7 @@ impl Engine {
                     Action::Finished { status } => finished = Some(status),
                 }
             }
-            events.extend(
-                run.state
-                    .sequencer
-                    .take_events()
-                    .iter()
-                    .map(|e| serde_json::to_value(e).unwrap_or_default()),
-            );
+            events.extend(run.state.sequencer.take_events());
             if !lists.is_empty() {
                 for list in &mut lists {
                     self.files.seal(&mut list.tasks);
@@ -820,15 +830,14 @@ impl Engine {
     fn finish(
         &self,
         run: &mut Running,
-        status: strategy::DeploymentStatus,
-        events: Vec<Value>,
+        status: DeploymentStatus,
+        events: Vec<DeploymentEvent>,
     ) -> Result<(), StoreError> {
         let (succeeded, failed, untouched) = node_outcomes(run);
         let status = match (&run.stopped, status) {
-            (Some(_), _) => strategy::DeploymentStatus::Failed,
+            (Some(_), _) => DeploymentStatus::Failed,
             (None, s) => s,
         };
-        let status = report::store_status(status);
         self.save_task_states(run, &succeeded)?;
         let state = serde_json::to_value(&run.state).unwrap_or_default();
         self.store.finish_deployment(
@@ -997,7 +1006,11 @@ impl Engine {
 
     /// Records events of a running deployment (refusals a node caused) and sends them to its watchers;
     /// a deployment that is not running is left as it is (its record is final).
-    pub fn note_events(&self, deployment_id: u64, events: &[Value]) -> Result<(), StoreError> {
+    pub fn note_events(
+        &self,
+        deployment_id: u64,
+        events: &[DeploymentEvent],
+    ) -> Result<(), StoreError> {
         let map = self.lock();
         if !map.contains_key(&deployment_id) {
             return Ok(());
@@ -1027,7 +1040,9 @@ impl Engine {
             run.stopped = fault_tolerance_exceeded(run, &graph_type);
             if let Some(why) = &run.stopped {
                 tracing::warn!(deployment = run.record.id, reason = %why, "deployment stopped");
-                let event = [json!({"event": "stopped", "message": why})];
+                let event = [DeploymentEvent::Stopped {
+                    message: why.clone(),
+                }];
                 if let Err(e) = self.store.append_events(run.record.id, &event) {
                     tracing::error!(deployment = run.record.id, error = %e, "cannot record why the deployment stopped");
                 }
@@ -1057,7 +1072,13 @@ impl Engine {
                 .unwrap_or_default();
             self.events.send(
                 r.deployment_id,
-                &[json!({"event": "task_result", "node": name, "task": r.task_id, "attempt": r.attempt, "status": r.status, "last": r.last})],
+                &[DeploymentEvent::TaskResult {
+                    node: name,
+                    task: r.task_id.clone(),
+                    attempt: r.attempt,
+                    status: r.status,
+                    last: r.last,
+                }],
             );
             if !touched.contains(&r.deployment_id) {
                 touched.push(r.deployment_id);

@@ -12,7 +12,7 @@ pub mod sqlite;
 
 pub use records::*;
 
-use plinth_common::wire::{TaskList, TaskResult};
+use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 
 /// The most refusals kept per node (older ones are dropped).
 pub const MAX_REFUSALS_PER_NODE: usize = 100;
@@ -199,7 +199,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         id: u64,
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()>;
     /// Publishes task lists with the orchestration state and events that go with them, atomically.
     /// Assigns each list its revision from one counter of the whole controller, so a revision is above
@@ -210,7 +210,7 @@ pub trait Store: Send + Sync + 'static {
         deployment_id: u64,
         lists: &mut [TaskList],
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()>;
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
@@ -224,9 +224,9 @@ pub trait Store: Send + Sync + 'static {
         lists: &mut [TaskList],
     ) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
-    fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
+    fn append_events(&self, id: u64, events: &[DeploymentEvent]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.
-    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>>;
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, DeploymentEvent)>>;
     /// The list issued to a node with a revision, if any.
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>>;
     /// Every list published for a deployment, by node and then revision (a node's latest comes last).

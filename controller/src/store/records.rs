@@ -1,5 +1,6 @@
 //! The records the store keeps, as the rest of the controller sees them.
 
+use plinth_common::wire::DeploymentEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -313,45 +314,7 @@ pub struct GraphRecord {
     pub body: GraphBody,
 }
 
-/// A deployment's outcome so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeploymentStatus {
-    /// Still going.
-    Running,
-    /// Every group and node succeeded.
-    Success,
-    /// Finished; some non-critical groups or some nodes failed.
-    SuccessWithFailures,
-    /// A critical group failed.
-    Failed,
-    /// An operator stopped it: nothing new started, running tasks were ended.
-    Cancelled,
-}
-
-impl DeploymentStatus {
-    /// The stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeploymentStatus::Running => "running",
-            DeploymentStatus::Success => "success",
-            DeploymentStatus::SuccessWithFailures => "success_with_failures",
-            DeploymentStatus::Failed => "failed",
-            DeploymentStatus::Cancelled => "cancelled",
-        }
-    }
-    /// Reads the stored text.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "running" => DeploymentStatus::Running,
-            "success" => DeploymentStatus::Success,
-            "success_with_failures" => DeploymentStatus::SuccessWithFailures,
-            "cancelled" => DeploymentStatus::Cancelled,
-            "failed" => DeploymentStatus::Failed,
-            _ => return None,
-        })
-    }
-}
+pub use plinth_common::wire::DeploymentStatus;
 
 /// A deployment to start.
 #[derive(Debug, Clone)]
@@ -433,7 +396,7 @@ pub struct DeploymentEnd<'a> {
     /// Final status.
     pub status: DeploymentStatus,
     /// Events not yet stored.
-    pub events: &'a [serde_json::Value],
+    pub events: &'a [DeploymentEvent],
     /// Nodes that finished every phase: pending roles become roles; status ready.
     pub succeeded: &'a [u64],
     /// Nodes that failed: status error.

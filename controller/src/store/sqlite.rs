@@ -805,7 +805,7 @@ impl Store for SqliteStore {
         &self,
         dep_id: u64,
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.tx(|tx| {
             set_state(tx, dep_id, state, DeploymentStatus::Running)?;
@@ -818,7 +818,7 @@ impl Store for SqliteStore {
         deployment_id: u64,
         lists: &mut [TaskList],
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.tx(|tx| {
             set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
@@ -859,11 +859,11 @@ impl Store for SqliteStore {
         })
     }
 
-    fn append_events(&self, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+    fn append_events(&self, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
         self.tx(|tx| append_events(tx, dep_id, events))
     }
 
-    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, DeploymentEvent)>> {
         self.tx(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT seq, event FROM events WHERE deployment_id = ?1 AND seq > ?2 ORDER BY seq",
@@ -1371,7 +1371,7 @@ fn set_state(
     Ok(())
 }
 
-fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+fn append_events(tx: &Connection, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
     let mut stmt =
         tx.prepare_cached("INSERT INTO events (deployment_id, event) VALUES (?1, ?2)")?;
     for e in events {

@@ -296,7 +296,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
         d.id,
         &mut first,
         &state,
-        &[serde_json::json!({"event": "a"})],
+        &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "a".into() }],
     )
     .unwrap();
     assert_eq!(first[0].revision, 1);
@@ -309,7 +309,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
         d.id,
         &mut third,
         &state,
-        &[serde_json::json!({"event": "b"})],
+        &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "b".into() }],
     )
     .unwrap();
     assert_eq!(third[0].revision, 3);
