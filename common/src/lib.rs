@@ -19,6 +19,7 @@ pub mod deploy;
 pub mod expr;
 pub mod graph;
 pub mod model;
+pub mod run;
 pub mod signing;
 pub mod strategy;
 pub mod tags;
