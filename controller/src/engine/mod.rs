@@ -381,7 +381,6 @@ impl Engine {
                     .is_some_and(|n| &n.model.primary_tags != mine)
             })
             .collect();
-        self.store.save_primaries(&primaries)?;
         let graph_type = match &chosen.name {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
@@ -395,6 +394,8 @@ impl Engine {
             inputs: serde_json::to_value(&inputs).unwrap_or_default(),
             now_ms: now_ms(),
             deploys: state.deploys(),
+            // Written in the deployment's transaction: a refused deployment elects nothing.
+            primaries,
         })?;
         if !resolved.findings.is_empty() {
             let warnings: Vec<DeploymentEvent> = resolved

@@ -68,9 +68,6 @@ pub trait Store: Send + Sync + 'static {
         change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
     ) -> StoreResult<NodeRecord>;
 
-    /// Records the primaries elected for a cluster: each listed node's `primary_tags`.
-    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()>;
-
     /// A page of nodes by id (see [`NodeFilter`]).
     fn list_nodes_page(&self, filter: &NodeFilter) -> StoreResult<Vec<NodeRecord>>;
 

@@ -336,6 +336,9 @@ pub struct NewDeployment {
     /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and
     /// its nodes' statuses changed while it runs (a custom graph leaves them, seed 002).
     pub deploys: bool,
+    /// The primaries elected for it: each listed node's `primary_tags`, written only if the deployment
+    /// is accepted (in its transaction).
+    pub primaries: Vec<(u64, Vec<String>)>,
 }
 
 /// A deployment as stored.

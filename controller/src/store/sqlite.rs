@@ -353,10 +353,6 @@ impl Store for SqliteStore {
         self.tx(|tx| model::modify_node(tx, node_id, change))
     }
 
-    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()> {
-        self.tx(|tx| model::save_primaries(tx, primaries))
-    }
-
     fn update_release_data(
         &self,
         release_id: u64,
@@ -757,6 +753,7 @@ impl Store for SqliteStore {
                     new.cluster_id
                 )));
             }
+            model::save_primaries(tx, &new.primaries)?;
             tx.execute(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",

@@ -94,6 +94,7 @@ fn results_are_stored_once() {
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     assert_eq!(d.id, 1);
@@ -166,6 +167,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing() {
         state: serde_json::json!({}),
         now_ms: 1,
         deploys: true,
+        primaries: Vec::new(),
     };
     s.create_deployment(&new).unwrap();
     assert!(matches!(
@@ -266,6 +268,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     let list = |floor: u64| TaskList {
@@ -348,6 +351,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
             state: serde_json::json!({}),
             now_ms: 2,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     let mut fourth = [TaskList {
