@@ -334,6 +334,13 @@ impl Run {
         (run, fx)
     }
 
+    /// The same run for the deployment with this id (the store gives the id once the deployment's
+    /// record, with the run's first state, is written). Before [`Run::start`].
+    pub fn with_deployment_id(mut self, id: u64) -> Run {
+        Arc::make_mut(&mut self.plan).deployment_id = id;
+        self
+    }
+
     /// The state to store (and to [`Run::restore`] from).
     pub fn state(&self) -> &RunState {
         &self.state

@@ -403,7 +403,12 @@ pub async fn gate(
     }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
+    // Subscribed before the first look, so no change between the look and the wait is missed.
+    let mut changes = state.engine.gate_watch(q.deployment);
     loop {
+        if let Some(changes) = changes.as_mut() {
+            changes.borrow_and_update();
+        }
         let Some((ready, blocked, waiting_for)) =
             state.engine.gate(agent.node.id, q.deployment, &q.task)
         else {
@@ -424,6 +429,20 @@ pub async fn gate(
             };
             return Ok(Json(sign_gate_answer(&state.signer, &answer)));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Wait until the deployment's wait state changes (a task finished, a node settled, a phase began,
+        // it ended) or the request's time is up.
+        let Some(rx) = changes.as_mut() else {
+            // Not running here any more: the next look answers that.
+            continue;
+        };
+        tokio::select! {
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    // The deployment was let go (it finished): the next look says so.
+                    changes = None;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
     }
 }

@@ -157,7 +157,7 @@ pub fn build_with(
             crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
         })?,
     };
-    let plan = state.sequencer.report();
+    let plan = state.run.sequencer.report();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;
     let names: HashMap<u64, String> = store.node_names()?.into_iter().collect();
@@ -181,7 +181,7 @@ pub fn build_with(
         lists_of.entry(l.node_id).or_default().push(l);
     }
     let mut awaited_in: HashMap<String, String> = HashMap::new();
-    for p in state.sequencer.in_flight() {
+    for p in state.run.sequencer.in_flight() {
         for n in p.awaiting {
             awaited_in.entry(n).or_insert_with(|| p.phase.clone());
         }

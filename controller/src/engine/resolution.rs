@@ -8,14 +8,13 @@ use crate::expressions::Expressions;
 use crate::store::Store;
 use plinth_common::deploy::{DeployData, NodeState, OldStates, YaqlFields};
 use plinth_common::graph::{
-    check_deployment, merge_for_cluster, resolve, FaultToleranceGroup, FieldEvaluator, Finding,
-    Plan, ResolveRequest, Severity, WaitSet,
+    check_deployment, merge_for_cluster, resolve, FieldEvaluator, Finding, Plan, ResolveRequest,
+    Severity,
 };
 use plinth_common::model::{
     default_node_filter, Cluster, Node, Plugin, Policy, Release, StrategyKind,
 };
 use plinth_common::tags::{cluster_tags, Catalog};
-use plinth_common::wire::TaskSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -74,21 +73,8 @@ impl Inputs {
     }
 }
 
-/// One graph type resolved for a deployment.
-#[derive(Debug, Clone, Default)]
-pub struct PhasePlan {
-    /// Each node's list (nodes the graph does not run on are absent).
-    pub specs: HashMap<u64, Vec<TaskSpec>>,
-    /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
-    pub limits: HashMap<String, usize>,
-    /// The plan's shared wait sets.
-    pub wait_sets: Vec<WaitSet>,
-    /// Gated tasks' waits the list does not carry inline (`any` policy, or too many to list): (node,
-    /// task) → indexes into `wait_sets`.
-    pub gated_waits: HashMap<(u64, String), Vec<u32>>,
-    /// Groups whose nodes' failures beyond their tolerance stop the deployment.
-    pub fault_tolerance: Vec<FaultToleranceGroup>,
-}
+/// One graph type resolved for a deployment: what a running deployment enforces.
+pub use plinth_common::run::GraphPlan as PhasePlan;
 
 /// A deployment resolved: per graph type, and the findings of the pre-deployment checks.
 #[derive(Debug, Clone, Default)]

@@ -220,6 +220,10 @@ pub trait Store: Send + Sync + 'static {
         end: &DeploymentEnd<'_>,
         lists: &mut [TaskList],
     ) -> StoreResult<()>;
+    /// Records one step of a running deployment atomically: publishes its lists (with revisions), saves
+    /// its state, appends its events, records task states and, when it ended, ends it as
+    /// [`Store::finish_deployment`] does. A conflict when the deployment is not running.
+    fn record_progress(&self, id: u64, progress: &mut Progress<'_>) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
     fn append_events(&self, id: u64, events: &[DeploymentEvent]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.

@@ -412,6 +412,39 @@ pub struct DeploymentEnd<'a> {
     pub deploys: bool,
 }
 
+/// One step of a running deployment, written in one transaction by
+/// [`super::Store::record_progress`].
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// Lists to publish (orders to stop included); each gets its revision here.
+    pub lists: &'a mut [plinth_common::wire::TaskList],
+    /// The orchestration state, when it changed (always given with an end).
+    pub state: Option<&'a serde_json::Value>,
+    /// Events to append.
+    pub events: &'a [DeploymentEvent],
+    /// Task states to record: blobs by hash, then (node, task, reference) rows.
+    pub task_blobs: &'a [(String, serde_json::Value)],
+    /// See `task_blobs`.
+    pub task_rows: &'a [(u64, String, serde_json::Value)],
+    /// The end, when the deployment ended.
+    pub end: Option<Ending<'a>>,
+}
+
+/// How a deployment ended, as [`Progress`] records it (see [`DeploymentEnd`] for what each field does).
+#[derive(Debug, Clone, Copy)]
+pub struct Ending<'a> {
+    /// Final status.
+    pub status: DeploymentStatus,
+    /// Nodes that finished every phase.
+    pub succeeded: &'a [u64],
+    /// Nodes that failed.
+    pub failed: &'a [u64],
+    /// Nodes never attempted or left half-way.
+    pub untouched: &'a [u64],
+    /// Whether the deployment deploys.
+    pub deploys: bool,
+}
+
 /// A deployment strategy stored for a cluster, in its plain form.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StrategyRecord {

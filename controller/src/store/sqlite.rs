@@ -856,6 +856,55 @@ impl Store for SqliteStore {
         })
     }
 
+    fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
+        self.tx(|tx| {
+            let status: String = tx
+                .query_row(
+                    "SELECT status FROM deployments WHERE id = ?1",
+                    [sql_id(dep_id)],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if status != DeploymentStatus::Running.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {status})"
+                )));
+            }
+            insert_lists(tx, dep_id, p.lists)?;
+            if !p.task_rows.is_empty() {
+                model::save_task_states(tx, p.task_blobs, p.task_rows)?;
+            }
+            match p.end {
+                Some(end) => {
+                    let null = serde_json::Value::Null;
+                    finish(
+                        tx,
+                        dep_id,
+                        &DeploymentEnd {
+                            state: p.state.unwrap_or(&null),
+                            status: end.status,
+                            events: p.events,
+                            succeeded: end.succeeded,
+                            failed: end.failed,
+                            untouched: end.untouched,
+                            deploys: end.deploys,
+                        },
+                    )
+                }
+                None => {
+                    if let Some(state) = p.state {
+                        set_state(tx, dep_id, state, DeploymentStatus::Running)?;
+                    }
+                    append_events(tx, dep_id, p.events)
+                }
+            }
+        })
+    }
+
     fn append_events(&self, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
         self.tx(|tx| append_events(tx, dep_id, events))
     }
