@@ -191,13 +191,6 @@ pub trait Store: Send + Sync + 'static {
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>>;
     /// Deployments still running (resumed after a restart).
     fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>>;
-    /// Saves a running deployment's orchestration state and appends its new events, atomically.
-    fn save_progress(
-        &self,
-        id: u64,
-        state: &serde_json::Value,
-        events: &[DeploymentEvent],
-    ) -> StoreResult<()>;
     /// Publishes task lists with the orchestration state and events that go with them, atomically.
     /// Assigns each list its revision from one counter of the whole controller, so a revision is above
     /// every revision ever issued, to any node (a node deleted and registered again included). Nothing a
@@ -212,14 +205,6 @@ pub trait Store: Send + Sync + 'static {
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
-    /// Cancels a running deployment: publishes `lists` (the orders to stop, with fresh revisions) and ends
-    /// it as [`Store::finish_deployment`] does, atomically; a conflict when it is not running.
-    fn cancel_deployment(
-        &self,
-        id: u64,
-        end: &DeploymentEnd<'_>,
-        lists: &mut [TaskList],
-    ) -> StoreResult<()>;
     /// Records one step of a running deployment atomically: publishes its lists (with revisions), saves
     /// its state, appends its events, records task states and, when it ended, ends it as
     /// [`Store::finish_deployment`] does. A conflict when the deployment is not running.

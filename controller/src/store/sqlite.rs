@@ -798,18 +798,6 @@ impl Store for SqliteStore {
         self.tx(|tx| query_deployments(tx, "WHERE status = 'running'", &[]))
     }
 
-    fn save_progress(
-        &self,
-        dep_id: u64,
-        state: &serde_json::Value,
-        events: &[DeploymentEvent],
-    ) -> StoreResult<()> {
-        self.tx(|tx| {
-            set_state(tx, dep_id, state, DeploymentStatus::Running)?;
-            append_events(tx, dep_id, events)
-        })
-    }
-
     fn publish_lists(
         &self,
         deployment_id: u64,
@@ -826,34 +814,6 @@ impl Store for SqliteStore {
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
         self.tx(|tx| finish(tx, dep_id, end))
-    }
-
-    fn cancel_deployment(
-        &self,
-        dep_id: u64,
-        end: &DeploymentEnd<'_>,
-        lists: &mut [TaskList],
-    ) -> StoreResult<()> {
-        self.tx(|tx| {
-            let status: String = tx
-                .query_row(
-                    "SELECT status FROM deployments WHERE id = ?1",
-                    [sql_id(dep_id)],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })?;
-            if status != DeploymentStatus::Running.as_str() {
-                return Err(StoreError::Conflict(format!(
-                    "deployment {dep_id} is not running (it is {status})"
-                )));
-            }
-            insert_lists(tx, dep_id, lists)?;
-            finish(tx, dep_id, end)
-        })
     }
 
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {

@@ -387,6 +387,82 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them() {
         state,
         "the state did not move either"
     );
+
+    // One step of a running deployment is one transaction: a list for a node that does not exist undoes
+    // the state, the events and the other lists of the same step.
+    let mut step = [
+        list(0),
+        TaskList {
+            node_id: 999,
+            ..list(0)
+        },
+    ];
+    let events_before = s.events(d2.id, 0).unwrap().len();
+    let lists_before = s.published_lists(d2.id).unwrap().len();
+    let state_before = s.get_deployment(d2.id).unwrap().state;
+    let refused = s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut step,
+            state: Some(&serde_json::json!({"step": 3})),
+            events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
+            task_blobs: &[],
+            task_rows: &[],
+            end: None,
+        },
+    );
+    assert!(refused.is_err());
+    assert_eq!(s.events(d2.id, 0).unwrap().len(), events_before);
+    assert_eq!(s.published_lists(d2.id).unwrap().len(), lists_before);
+    assert_eq!(s.get_deployment(d2.id).unwrap().state, state_before);
+    // A step that ends the deployment records the end with its lists and events; after it, nothing.
+    let mut last = [TaskList {
+        node_id: again.id,
+        deployment_id: d2.id,
+        ..list(0)
+    }];
+    s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut last,
+            state: Some(&serde_json::json!({"step": 4})),
+            events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "d".into() }],
+            task_blobs: &[],
+            task_rows: &[],
+            end: Some(Ending {
+                status: DeploymentStatus::Failed,
+                succeeded: &[],
+                failed: &[again.id],
+                untouched: &[],
+                deploys: true,
+            }),
+        },
+    )
+    .unwrap();
+    assert!(last[0].revision > 4, "revisions only grow");
+    let ended = s.get_deployment(d2.id).unwrap();
+    assert_eq!(ended.status, DeploymentStatus::Failed);
+    assert_eq!(ended.state, serde_json::json!({"step": 4}));
+    assert_eq!(s.get_node(again.id).unwrap().status, NodeStatus::Error);
+    let late = s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut [],
+            state: Some(&serde_json::json!({"step": 5})),
+            events: &[],
+            task_blobs: &[],
+            task_rows: &[],
+            end: None,
+        },
+    );
+    assert!(
+        matches!(late, Err(StoreError::Conflict(_))),
+        "an ended deployment's record is final: {late:?}"
+    );
+    assert_eq!(
+        s.get_deployment(d2.id).unwrap().state,
+        serde_json::json!({"step": 4})
+    );
 }
 
 #[test]
