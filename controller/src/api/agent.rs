@@ -403,9 +403,13 @@ pub async fn gate(
     }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
-    // Subscribed before the first look, so no change between the look and the wait is missed.
-    let mut changes = state.engine.gate_watch(q.deployment);
+    let mut changes = None;
     loop {
+        // Subscribed before each look, so no change between the look and the wait is missed (and again
+        // after the deployment was rebuilt from the database, which gives it a new watch).
+        if changes.is_none() {
+            changes = state.engine.gate_watch(q.deployment);
+        }
         if let Some(changes) = changes.as_mut() {
             changes.borrow_and_update();
         }
@@ -432,7 +436,8 @@ pub async fn gate(
         // Wait until the deployment's wait state changes (a task finished, a node settled, a phase began,
         // it ended) or the request's time is up.
         let Some(rx) = changes.as_mut() else {
-            // Not running here any more: the next look answers that.
+            // It stopped running between the subscription and the look: the next look answers that.
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         tokio::select! {
