@@ -44,7 +44,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     }
     let nodes = Arc::new(NodeRegistry::load(&store.list_nodes()?));
     let board = Arc::new(Board::default());
-    let exprs = crate::expressions::Expressions::standard();
+    let exprs = plinth_common::snapshot::Expressions::standard();
     let engine = Arc::new(Engine::new(
         exprs.clone(),
         store.clone(),

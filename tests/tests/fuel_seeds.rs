@@ -465,7 +465,7 @@ fn seed_001s_expressions_evaluate_offline_on_fuels_release() {
     assert_eq!(
         status(4),
         "skipped",
-        "murano is off by the release's defaults"
+        "`True` is the text \"True\" in YAQL (as in Python's), never equal to a setting's boolean"
     );
     assert_eq!(status(5), "runs");
 }
@@ -938,4 +938,68 @@ fn a_refused_second_deployment_leaves_the_primaries_as_they_were() {
         .api
         .wait_deployment(first, std::time::Duration::from_secs(60));
     assert_eq!(report["status"], "cancelled", "{report:#}");
+}
+
+/// On the Nailgun port, a cluster's attributes are read in Nailgun's shape and changed with the same
+/// checks as on the operator API (the port once answered only `GET` there, so `PUT`/`PATCH` were 405).
+#[test]
+fn the_nailgun_port_changes_attributes_with_the_same_checks() {
+    let port = free_port();
+    let c = Controller::start_with(&["--nailgun-listen", &format!("127.0.0.1:{port}")]);
+    let release = fuel_release(&c);
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "fuel", "release_id": release})),
+    );
+    let cid = cluster["id"].as_u64().expect("an id");
+    let plain = reqwest::blocking::Client::new();
+    let url = |path: &str| format!("http://127.0.0.1:{port}/api/v1/clusters/{cid}/{path}");
+    let send = |method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut req = plain
+            .request(method, url(path))
+            .header("X-Auth-Token", &c.api.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().expect("the Nailgun port answers");
+        let status = resp.status().as_u16();
+        (status, resp.json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, body) = send(
+        reqwest::Method::PATCH,
+        "attributes/",
+        Some(json!({"editable": {"access": {"email": {"value": "ops@example.com"}}}})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, now) = send(reqwest::Method::GET, "attributes/", None);
+    assert_eq!(status, 200, "{now}");
+    assert_eq!(
+        now["editable"]["access"]["email"]["value"],
+        "ops@example.com"
+    );
+    // The operator API sees the same change.
+    let tls = c
+        .api
+        .ok("GET", &format!("/clusters/{cid}/attributes"), None);
+    assert_eq!(
+        tls["editable"]["access"]["email"]["value"],
+        "ops@example.com"
+    );
+    // A bad value is refused naming the setting, and nothing changes.
+    let (status, body) = send(
+        reqwest::Method::PUT,
+        "attributes/",
+        Some(json!({"editable": {"storage": {"osd_pool_size": {"value": "three"}}}})),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("storage.osd_pool_size"), "{body}");
+    let (_, after) = send(reqwest::Method::GET, "attributes/", None);
+    assert_eq!(after["editable"]["storage"]["osd_pool_size"]["value"], "3");
+    let (status, defaults) = send(reqwest::Method::GET, "attributes/defaults/", None);
+    assert_eq!(status, 200, "{defaults}");
+    assert_eq!(
+        defaults["editable"]["access"]["email"]["value"],
+        "admin@localhost"
+    );
 }

@@ -223,17 +223,11 @@ impl YaqlFields {
 
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
-        let fail = |e: String| {
-            format!(
-                "task {:?}, field {}, node {}: {e}",
-                at.task_id, at.field_path, at.node_id
-            )
-        };
         let expression = super::quotes::straighten_quotes(expression);
         let expr = self
             .cache
             .get_or_parse(&expression)
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| e.to_string())?;
         let empty = Value::Object(Default::default());
         let own = self.data.node_part(at.node_id);
         let common = self.data.common().as_ref();
@@ -244,7 +238,7 @@ impl FieldEvaluator for YaqlFields {
             return Ok(whole.clone());
         }
         if let Some(e) = shared.whole_error() {
-            return Err(fail(e.to_string()));
+            return Err(e.to_string());
         }
         // `$` is the cluster part with the node's keys over it, layered, not copied.
         let mut ctx = Context::layered(common, node_part)
@@ -258,7 +252,7 @@ impl FieldEvaluator for YaqlFields {
         }
         self.engine
             .evaluate_in(&expr, &ctx)
-            .map_err(|e| fail(e.to_string()))
+            .map_err(|e| e.to_string())
     }
 
     fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {
@@ -343,7 +337,7 @@ mod tests {
         );
         let err = f.evaluate(&at(2, "deploy"), "$.nodes.where(").unwrap_err();
         assert!(
-            err.contains("task \"deploy\"") && err.contains('^'),
+            err.starts_with("syntax error") && err.contains('^'),
             "{err}"
         );
     }

@@ -8,62 +8,10 @@ use crate::store::{NodeAdmission, NodeFilter, NodeRecord, NodeStatus, RefusalRec
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::Arc;
 
-/// A node as operators see it.
-#[derive(Debug, Serialize)]
-pub struct NodeView {
-    #[serde(flatten)]
-    node: NodeRecord,
-    /// Heard from within the offline threshold.
-    online: bool,
-    /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
-    deployed_roles: Vec<String>,
-    /// The tags a deployment would see on it now (its roles' tags, the operator's changes, primaries
-    /// elected), apart from `tags`, which its agent reported; outside a cluster, its own tags with the
-    /// operator's changes.
-    effective_tags: Vec<String>,
-    /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
-    hardware: Hardware,
-}
-
-/// A node's hardware in a few numbers, for lists.
-#[derive(Debug, Default, Serialize)]
-pub struct Hardware {
-    /// Processor threads.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cpus: Option<u64>,
-    /// Memory, in bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    memory_bytes: Option<u64>,
-    /// Disks.
-    disks: usize,
-    /// All disks together, in bytes.
-    disk_bytes: u64,
-    /// Network interfaces (not virtual ones).
-    nics: usize,
-}
-
-impl Hardware {
-    fn of(facts: &serde_json::Value) -> Hardware {
-        let disks = facts["disks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        let nics = facts["nics"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        Hardware {
-            cpus: facts["cpu"]["threads"].as_u64(),
-            memory_bytes: facts["memory"]["total_bytes"].as_u64(),
-            disks: disks.len(),
-            disk_bytes: disks
-                .iter()
-                .filter_map(|d| d["size_bytes"].as_u64())
-                .fold(0, u64::saturating_add),
-            nics: nics
-                .iter()
-                .filter(|n| !n["virtual_device"].as_bool().unwrap_or(false))
-                .count(),
-        }
-    }
-}
+pub use plinth_api::records::{Hardware, NodeView};
 
 /// The offline threshold in force, in milliseconds (read once per request).
 fn offline_after_ms(state: &AppState) -> i64 {
@@ -153,6 +101,24 @@ pub struct NodesQuery {
 /// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=&name=`: a page of nodes by id (an
 /// array, as Nailgun answers). When more nodes follow, `X-Next-Marker` holds the marker of the next
 /// page and `Link` its address.
+#[utoipa::path(
+    get,
+    path = "/nodes/",
+    tag = "nodes",
+    params(
+        ("limit" = Option<u64>, Query, description = "at most this many (1,000 by default, at most 10,000)"),
+        ("marker" = Option<u64>, Query, description = "nodes after this id: the previous page's X-Next-Marker"),
+        ("status" = Option<String>, Query, description = "discover, deploying, ready or error"),
+        ("admission" = Option<String>, Query, description = "discovered or accepted"),
+        ("cluster_id" = Option<u64>, Query, description = "nodes of this cluster"),
+        ("tag" = Option<String>, Query, description = "nodes holding this tag or role")
+    ),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "a page of nodes (X-Next-Marker and Link name the next page)", body = Vec<plinth_api::records::NodeView>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -212,6 +178,17 @@ pub async fn list(
 
 /// `GET /api/v1/nodes/{id}/refusals`: what the node sent that was refused (results, and lists it
 /// refused), newest first.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/refusals/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::RefusalRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn refusals(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -226,6 +203,17 @@ pub async fn refusals(
 }
 
 /// `GET /api/v1/nodes/{id}`.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -242,6 +230,17 @@ pub async fn show(
 }
 
 /// `POST /api/v1/nodes/{id}/accept`.
+#[utoipa::path(
+    post,
+    path = "/nodes/{id}/accept/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn accept(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -258,6 +257,17 @@ pub async fn accept(
 }
 
 /// `DELETE /api/v1/nodes/{id}`.
+#[utoipa::path(
+    delete,
+    path = "/nodes/{id}/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -1,11 +1,11 @@
 //! Driving the deployments running here: each one's [`Run`] behind its own lock; each call's effects
 //! applied in one store transaction, then published (board, event streams, gate wake-ups).
 
-use super::resolution::{self, Resolved};
 use super::{run_plan, Engine, EngineState};
 use crate::clock::now_ms;
 use crate::store::{DeploymentRecord, Ending, NodeRecord, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
+use plinth_common::snapshot::Resolved;
 use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -80,7 +80,7 @@ impl Live {
             hashed
                 .entry(Arc::as_ptr(v) as usize)
                 .or_insert_with(|| {
-                    let h = resolution::blob_hash(v);
+                    let h = crate::store::blob_hash(v);
                     blobs.push((h.clone(), (**v).clone()));
                     h
                 })

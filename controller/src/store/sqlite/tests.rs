@@ -545,3 +545,99 @@ fn acknowledged_writes_are_durable() {
         .unwrap();
     assert_eq!((mode.as_str(), sync), ("wal", 2), "2 is FULL");
 }
+
+#[test]
+fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states() {
+    let s = store();
+    let body = |task: &str| GraphBody {
+        name: None,
+        tasks: vec![serde_json::json!({"id": task})],
+        node_filter: None,
+    };
+    let graphs = BTreeMap::from([
+        ("default".to_string(), body("release-task")),
+        ("other".to_string(), body("other-task")),
+    ]);
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &graphs,
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    s.put_graph(GraphOwner::Cluster(c.id), "default", &body("own"), false)
+        .unwrap();
+    let inside = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    s.register_node(&reg("k2"), NodeAdmission::Accepted)
+        .unwrap();
+    s.assign_nodes(
+        c.id,
+        &[NodeAssignment {
+            id: inside.id,
+            roles: vec![],
+        }],
+    )
+    .unwrap();
+    let (common, own) = (serde_json::json!({"c": 1}), serde_json::json!({"n": 2}));
+    s.save_task_states(
+        &[
+            (blob_hash(&common), common.clone()),
+            (blob_hash(&own), own.clone()),
+        ],
+        &[(
+            inside.id,
+            "release-task".into(),
+            serde_json::json!({"common": blob_hash(&common), "node": blob_hash(&own)}),
+        )],
+    )
+    .unwrap();
+
+    let snap = s.cluster_snapshot(c.id, &["default"], true).unwrap();
+    assert_eq!((snap.cluster.id, snap.release.id), (c.id, rel.id));
+    let mut found: Vec<(String, &str)> = snap
+        .graphs
+        .iter()
+        .map(|g| {
+            (
+                g.owner.kind().to_string(),
+                g.body.tasks[0]["id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("cluster".to_string(), "own"),
+            ("release".to_string(), "release-task")
+        ],
+        "only graphs of the type asked for"
+    );
+    let ids: Vec<u64> = snap.nodes.iter().map(|n| n.id).collect();
+    assert_eq!(ids, [inside.id], "only the cluster's nodes");
+    let old = snap.old_states.get(inside.id, "release-task").unwrap();
+    assert_eq!((&*old.common, &*old.node), (&common, &own));
+
+    let without = s.cluster_snapshot(c.id, &[], false).unwrap();
+    assert!(without.graphs.is_empty() && without.old_states.is_empty());
+    assert!(matches!(
+        s.cluster_snapshot(999, &["default"], true),
+        Err(StoreError::NotFound {
+            kind: "cluster",
+            ..
+        })
+    ));
+}
