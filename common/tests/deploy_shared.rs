@@ -40,10 +40,20 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
     );
     let exprs = fuel_yaql_exps();
     assert_eq!(exprs.len(), 206);
+    // Each node's states merged into one document each: the evaluation alone shares no code path
+    // with the layered one.
+    let merged: Vec<_> = after
+        .iter()
+        .map(|n| {
+            let own = new_data.state(n.id).expect("a node of the cluster");
+            let was = old.get(n.id, "t").map(|s| s.merged());
+            (own.merged(), own, was)
+        })
+        .collect();
     let (mut compared, mut errors) = (0, 0);
     for text in &exprs {
         let expr = Expression::parse(text).expect("Fuel's expressions parse");
-        for n in after {
+        for (n, (now, own, was)) in after.iter().zip(&merged) {
             let at = EvalContext {
                 node: Some(n),
                 node_id: n.id,
@@ -51,13 +61,11 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
                 field_path: "condition",
             };
             let shared = fields.evaluate(&at, text);
-            // The whole expression, evaluated for this node alone.
-            let own = new_data.state(n.id).expect("a node of the cluster");
-            let was = old.get(n.id, "t");
-            let ctx = Context::layered(&own.common, &own.node)
+            // The whole expression, evaluated for this node alone on its merged states.
+            let ctx = Context::new(now)
                 .var("node", &own.node)
                 .var("common", &own.common)
-                .old_layered(was.map(|s| (s.common.as_ref(), s.node.as_ref())));
+                .old(was.as_ref());
             let alone = engine.evaluate_in(&expr, &ctx).map_err(|e| e.to_string());
             match (&shared, &alone) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}, node {}", n.id),
@@ -118,4 +126,67 @@ fn shared_parts_change_no_result() {
     println!("{whole} of 206 evaluated once for all nodes, {partly} partly");
     assert!(whole >= 100, "{whole} whole");
     assert!(partly >= 5, "{partly} partly");
+}
+
+/// States bound by the deployment helpers are read from the layers without merging them, and
+/// parts read in them are kept once per state: each expression gives on layered states, with and
+/// without kept parts, what it gives on the merged documents.
+#[test]
+fn layered_states_read_as_merged_documents() {
+    use serde_json::json;
+    let common =
+        json!({"a": {"x": 1}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 2}}});
+    let old_common =
+        json!({"a": {"x": 2}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 3}}});
+    let node = json!({"uid": "2", "name": "n2"});
+    let old_node = json!({"uid": "2", "name": "old-n2"});
+    let merge = |c: &serde_json::Value, n: &serde_json::Value| {
+        let mut m = c.as_object().cloned().unwrap_or_default();
+        m.extend(n.as_object().cloned().unwrap_or_default());
+        serde_json::Value::Object(m)
+    };
+    let (now, was) = (merge(&common, &node), merge(&old_common, &old_node));
+    let engine = Engine::new();
+    let per_node = |k: &str| matches!(k, "uid" | "name");
+    for text in [
+        "changed($.nodes.values().where($.uid = new($.uid)))",
+        "old($.nodes.values().where($.uid = new($.uid))).first().v",
+        "new($.nodes.values().where($.uid = $node.uid).select($.v))",
+        "old(lambda($.a.x))()",
+        "old(lambda($.name))()",
+        "$.get('a').x + $.get('missing', 5) + $.get('uid', 0).len()",
+        "old($).get('a', {}).x",
+        "old($.get('name'))",
+        "len(old($)) + len(new($))",
+        "changedAny($.a, $.name, $.nodes.values().where($.uid = '1'))",
+        "old($.missing)",
+    ] {
+        let expr = Arc::new(Expression::parse(text).expect("parses"));
+        let merged = Context::new(&now).var("node", &node).old(Some(&was));
+        let expected = engine
+            .evaluate_in(&expr, &merged)
+            .map_err(|e| e.to_string());
+        let layered = Context::layered(&common, &node)
+            .var("node", &node)
+            .old_layered(Some((&old_common, &old_node)));
+        let got = engine
+            .evaluate_in(&expr, &layered)
+            .map_err(|e| e.to_string());
+        assert_eq!(got, expected, "{text}, layered");
+        let shared = engine.share(
+            &expr,
+            &Context::new(&common).old(Some(&old_common)),
+            &per_node,
+        );
+        if text.contains("where($.uid = new($.uid))") {
+            assert!(
+                !shared.is_empty(),
+                "{text}: the list is kept for each state"
+            );
+        }
+        let got = engine
+            .evaluate_in(&expr, &layered.clone().shared(&shared))
+            .map_err(|e| e.to_string());
+        assert_eq!(got, expected, "{text}, layered with kept parts");
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::Value as J;
 
 use super::ast::{Arg, Kind, Node};
 use super::errors::{EvalError, EvalErrorKind, ParseError};
-use super::eval::{Fail, Interp, States, R};
+use super::eval::{Fail, Interp, StateRoot, States, R};
 use super::limits::Limits;
 use super::parser;
 use super::value::{to_json, Name, Value};
@@ -313,6 +313,7 @@ pub struct Engine {
     methods: HashMap<String, Entry, Fx>,
     limits: Limits,
     lazy: bool,
+    plain_get: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -339,6 +340,7 @@ impl Engine {
             methods: HashMap::default(),
             limits: Limits::default(),
             lazy: false,
+            plain_get: false,
         }
     }
 
@@ -348,7 +350,14 @@ impl Engine {
         super::library::register_all(&mut e);
         super::fuel::register(&mut e);
         e.lazy = true;
+        e.plain_get = true;
         e
+    }
+
+    /// True while `get` is the built-in one, so that `$.get('key')` on a layered state may read
+    /// the key from the layers without merging them.
+    pub fn plain_get(&self) -> bool {
+        self.plain_get
     }
 
     /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
@@ -398,6 +407,9 @@ impl Engine {
     }
 
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
+        if name == "get" {
+            self.plain_get = false;
+        }
         if matches!(
             name,
             "first" | "any" | "where" | "filter" | "select" | "map" | "values"
@@ -503,9 +515,39 @@ impl Engine {
                     node: node as *const Node as usize,
                     value,
                     iter,
+                    state: None,
                 }),
                 // Its value cannot be kept: perhaps the parts below it can.
                 None => parts.extend(super::shared::find_below(node, per_node)),
+            }
+        }
+        // Parts read in a deployment helper's state: once against each state (the cluster parts
+        // hold every key they read). `changed()` of one is answered whole below.
+        for node in found.state_parts {
+            if changed.iter().any(|c| std::ptr::eq(*c, node)) {
+                continue;
+            }
+            for which in [StateRoot::New, StateRoot::Old] {
+                let mut interp = self.interp(ctx);
+                let root = match which {
+                    StateRoot::New => interp.new_state(),
+                    StateRoot::Old if ctx.forced => None,
+                    StateRoot::Old => interp.old_state(),
+                };
+                let Some(root) = root else { continue };
+                let value = interp
+                    .eval_with(node, &[root])
+                    .ok()
+                    .filter(|v| super::shared::lossless(v, true, 0))
+                    .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+                if let Some((value, iter)) = value {
+                    kept.push(super::shared::Part {
+                        node: node as *const Node as usize,
+                        value,
+                        iter,
+                        state: Some(which),
+                    });
+                }
             }
         }
         let mut answers = Vec::with_capacity(changed.len());
@@ -518,24 +560,29 @@ impl Engine {
         let mut joins = Vec::new();
         for (node, recv, key, left) in found.joins {
             let addr = recv as *const Node as usize;
-            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
-            else {
-                continue;
-            };
-            if let Some(index) = super::shared::build_index(items, key) {
-                joins.push(super::shared::Join {
-                    node: node as *const Node as usize,
-                    part: addr,
-                    key: key.to_string(),
-                    left,
-                    index,
-                });
+            for part in kept.iter().filter(|p| p.node == addr) {
+                let J::Array(items) = &part.value else {
+                    continue;
+                };
+                if let Some(index) = super::shared::build_index(items, key) {
+                    joins.push(super::shared::Join {
+                        node: node as *const Node as usize,
+                        part: addr,
+                        key: key.to_string(),
+                        left,
+                        index,
+                        state: part.state,
+                    });
+                }
             }
         }
         let mut members = Vec::new();
         for (node, set) in found.members {
             let addr = set as *const Node as usize;
-            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            let Some(J::Array(items)) = kept
+                .iter()
+                .find(|p| p.node == addr && p.state.is_none())
+                .map(|p| &p.value)
             else {
                 continue;
             };

@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use super::ast::{Kind, Node};
 use super::engine::{Call, Engine, Form, Slot, Spec};
 use super::errors::EvalErrorKind;
-use super::eval::{Interp, Map, R};
+use super::eval::{Interp, Map, StateRoot, R};
 use super::library::{need, this_items};
 use super::value::{dict_items, equal, seq_items, to_json, Value, View};
 
@@ -61,6 +61,10 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
         if let Some(v) = layered_key(c.slot(i), it.layers.map(|l| l.new)) {
             return v.ok_or_else(|| key_missing(c.slot(i)));
         }
+        // `$` the layered state, merged only if the argument needs it whole.
+        if let (Slot::Ast(n), Some(_)) = (c.slot(i), it.layers) {
+            return it.eval_in_state(n, StateRoot::New);
+        }
     }
     match it.new_state() {
         Some(data) => it.apply(c.slot(i), &[data]),
@@ -87,19 +91,30 @@ fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
 }
 
 fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    if it.states.old.is_none() && !it.states.forced {
+    let layered_old = it.layers.is_some_and(|l| l.old.is_some());
+    let result = if it.states.old.is_none() && !it.states.forced && layered_old {
         if let Some(v) = layered_key(c.slot(i), it.layers.and_then(|l| l.old)) {
             return Ok(v.unwrap_or(Value::Undef));
         }
-    }
-    let (old, forced) = (it.old_state(), it.states.forced);
-    // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`: `old($)` is an
-    // empty dictionary and `old($.x)` is undefined.
-    let old = match old {
-        Some(data) if !forced => data,
-        _ => Value::Dict(Rc::new(IndexMap::new())),
+        match c.slot(i) {
+            // `$` the layered old state, merged only if the argument needs it whole.
+            Slot::Ast(n) => it.eval_in_state(n, StateRoot::Old),
+            other => {
+                let old = it.old_state().unwrap_or(Value::Null);
+                it.apply(other, &[old])
+            }
+        }
+    } else {
+        let (old, forced) = (it.old_state(), it.states.forced);
+        // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`:
+        // `old($)` is an empty dictionary and `old($.x)` is undefined.
+        let old = match old {
+            Some(data) if !forced => data,
+            _ => Value::Dict(Rc::new(IndexMap::new())),
+        };
+        it.apply(c.slot(i), &[old])
     };
-    match it.apply(c.slot(i), &[old]) {
+    match result {
         Ok(v) => Ok(v),
         Err(f)
             if matches!(
