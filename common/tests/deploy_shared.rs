@@ -134,10 +134,10 @@ fn shared_parts_change_no_result() {
 #[test]
 fn layered_states_read_as_merged_documents() {
     use serde_json::json;
-    let common =
-        json!({"a": {"x": 1}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 2}}});
-    let old_common =
-        json!({"a": {"x": 2}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 3}}});
+    let common = json!({"a": {"x": 1}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 2}},
+        "list": [{"uid": "1"}, {"uid": "2", "v": 1}, {"uid": "3"}]});
+    let old_common = json!({"a": {"x": 2}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 3}},
+        "list": [{"uid": "1"}, {"name": "x"}, {"uid": "2", "v": 2}]});
     let node = json!({"uid": "2", "name": "n2"});
     let old_node = json!({"uid": "2", "name": "old-n2"});
     let merge = |c: &serde_json::Value, n: &serde_json::Value| {
@@ -147,6 +147,7 @@ fn layered_states_read_as_merged_documents() {
     };
     let (now, was) = (merge(&common, &node), merge(&old_common, &old_node));
     let engine = Engine::new();
+    let general = general_engine();
     let per_node = |k: &str| matches!(k, "uid" | "name");
     for text in [
         "changed($.nodes.values().where($.uid = new($.uid)))",
@@ -160,12 +161,26 @@ fn layered_states_read_as_merged_documents() {
         "len(old($)) + len(new($))",
         "changedAny($.a, $.name, $.nodes.values().where($.uid = '1'))",
         "old($.missing)",
+        "$.uid in added($.nodes.values()).uid",
+        "'2' in added($.nodes.values()).uid",
+        "'2' in deleted($.nodes.values()).uid",
+        "'2' in added($.nodes.values().toList()).uid",
+        "$.uid in added($.list).uid",
+        "$.uid in deleted($.list).uid",
+        "'x' in added($.list).name",
+        "$.uid in added($.missing.values()).uid",
+        "$.uid in deleted($.missing).uid",
     ] {
         let expr = Arc::new(Expression::parse(text).expect("parses"));
         let merged = Context::new(&now).var("node", &node).old(Some(&was));
-        let expected = engine
+        // The general path (no shortcut for `get`, `in added()`, `first()`) on merged documents.
+        let expected = general
             .evaluate_in(&expr, &merged)
             .map_err(|e| e.to_string());
+        let got = engine
+            .evaluate_in(&expr, &merged)
+            .map_err(|e| e.to_string());
+        assert_eq!(got, expected, "{text}, merged");
         let layered = Context::layered(&common, &node)
             .var("node", &node)
             .old_layered(Some((&old_common, &old_node)));
@@ -189,4 +204,21 @@ fn layered_states_read_as_merged_documents() {
             .map_err(|e| e.to_string());
         assert_eq!(got, expected, "{text}, layered with kept parts");
     }
+}
+
+/// An engine whose `values`, `get` and `first` are registered again (the same functions): the
+/// evaluator then takes none of its shortcuts for the built-in ones.
+fn general_engine() -> Engine {
+    use plinth_common::expr::engine::Imp;
+    use plinth_common::expr::Form;
+    let mut e = Engine::new();
+    for name in ["values", "get", "first"] {
+        let entry = e.method(name).cloned().expect("a built-in method");
+        let Imp::Native(f) = entry.imp else {
+            panic!("{name} is native")
+        };
+        e.register(name, Form::Method, entry.spec, f);
+    }
+    assert!(!e.plain_get() && !e.plain_diff() && !e.lazy_queries());
+    e
 }

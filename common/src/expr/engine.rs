@@ -314,6 +314,7 @@ pub struct Engine {
     limits: Limits,
     lazy: bool,
     plain_get: bool,
+    plain_diff: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -341,6 +342,7 @@ impl Engine {
             limits: Limits::default(),
             lazy: false,
             plain_get: false,
+            plain_diff: false,
         }
     }
 
@@ -351,7 +353,14 @@ impl Engine {
         super::fuel::register(&mut e);
         e.lazy = true;
         e.plain_get = true;
+        e.plain_diff = true;
         e
+    }
+
+    /// True while `added`, `deleted`, `new`, `old` and `values` are the built-in ones, so that
+    /// `x in added(E).key` may look for `x` without building the difference.
+    pub fn plain_diff(&self) -> bool {
+        self.plain_diff
     }
 
     /// True while `get` is the built-in one, so that `$.get('key')` on a layered state may read
@@ -409,6 +418,9 @@ impl Engine {
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
         if name == "get" {
             self.plain_get = false;
+        }
+        if matches!(name, "added" | "deleted" | "new" | "old" | "values") {
+            self.plain_diff = false;
         }
         if matches!(
             name,

@@ -574,6 +574,11 @@ impl<'a> Interp<'a> {
             }
             Kind::Binary(op, l, r) => {
                 let l = self.eval(l)?;
+                if *op == BinOp::In && self.engine.plain_diff() {
+                    if let Some(found) = super::fuel::in_diff_key(self, &l, r) {
+                        return Ok(Value::Bool(found));
+                    }
+                }
                 let r = self.eval(r)?;
                 match op {
                     BinOp::Eq => Value::Bool(super::value::equal(&l, &r)),
