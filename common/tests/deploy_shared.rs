@@ -157,6 +157,8 @@ fn layered_states_read_as_merged_documents() {
         "old(lambda($.name))()",
         "$.get('a').x + $.get('missing', 5) + $.get('uid', 0).len()",
         "old($).get('a', {}).x",
+        "old($).get('name') + new($).get('name') + old($).get('missing', 'd')",
+        "{k => old($).get('nodes', {})}.toYaml()",
         "old($.get('name'))",
         "len(old($)) + len(new($))",
         "changedAny($.a, $.name, $.nodes.values().where($.uid = '1'))",
@@ -172,37 +174,45 @@ fn layered_states_read_as_merged_documents() {
         "$.uid in deleted($.missing).uid",
     ] {
         let expr = Arc::new(Expression::parse(text).expect("parses"));
-        let merged = Context::new(&now).var("node", &node).old(Some(&was));
-        // The general path (no shortcut for `get`, `in added()`, `first()`) on merged documents.
-        let expected = general
-            .evaluate_in(&expr, &merged)
-            .map_err(|e| e.to_string());
-        let got = engine
-            .evaluate_in(&expr, &merged)
-            .map_err(|e| e.to_string());
-        assert_eq!(got, expected, "{text}, merged");
-        let layered = Context::layered(&common, &node)
-            .var("node", &node)
-            .old_layered(Some((&old_common, &old_node)));
-        let got = engine
-            .evaluate_in(&expr, &layered)
-            .map_err(|e| e.to_string());
-        assert_eq!(got, expected, "{text}, layered");
-        let shared = engine.share(
-            &expr,
-            &Context::new(&common).old(Some(&old_common)),
-            &per_node,
-        );
-        if text.contains("where($.uid = new($.uid))") {
-            assert!(
-                !shared.is_empty(),
-                "{text}: the list is kept for each state"
-            );
+        // Deployed before, never deployed, and forced.
+        for (deployed, forced) in [(true, false), (false, false), (true, true)] {
+            let case = format!("{text} (deployed before: {deployed}, forced: {forced})");
+            let merged = Context::new(&now)
+                .var("node", &node)
+                .old(deployed.then_some(&was))
+                .forced(forced);
+            // The general path (no shortcut for `get`, `in added()`, `first()`) on merged
+            // documents.
+            let expected = general
+                .evaluate_in(&expr, &merged)
+                .map_err(|e| e.to_string());
+            let got = engine
+                .evaluate_in(&expr, &merged)
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, merged");
+            let layered = Context::layered(&common, &node)
+                .var("node", &node)
+                .old_layered(deployed.then_some((&old_common, &old_node)))
+                .forced(forced);
+            let got = engine
+                .evaluate_in(&expr, &layered)
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, layered");
+            let cluster = Context::new(&common)
+                .old(deployed.then_some(&old_common))
+                .forced(forced);
+            let shared = engine.share(&expr, &cluster, &per_node);
+            if text.contains("where($.uid = new($.uid))") && deployed && !forced {
+                assert!(
+                    !shared.is_empty(),
+                    "{case}: the list is kept for each state"
+                );
+            }
+            let got = engine
+                .evaluate_in(&expr, &layered.clone().shared(&shared))
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, layered with kept parts");
         }
-        let got = engine
-            .evaluate_in(&expr, &layered.clone().shared(&shared))
-            .map_err(|e| e.to_string());
-        assert_eq!(got, expected, "{text}, layered with kept parts");
     }
 }
 

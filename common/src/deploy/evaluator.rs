@@ -73,7 +73,21 @@ pub struct YaqlFields {
     same_outside: RwLock<HashMap<usize, bool>>,
     /// Each expression text as given (typographic quotes and all): parsed once, with its
     /// node-independent values per class of nodes.
-    compiled: RwLock<HashMap<String, Arc<Compiled>, Fx>>,
+    compiled: RwLock<HashMap<u64, Vec<Arc<Compiled>>, Fx>>,
+}
+
+/// A cheap hash of an expression text: its length and four samples of eight bytes (the texts are
+/// long and looked up for every node; texts that agree on these are told apart by comparison).
+fn text_hash(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let b = text.as_bytes();
+    let mut h = crate::expr::value::FxHasher::default();
+    h.write_usize(b.len());
+    let n = b.len();
+    for at in [0, n / 3, 2 * n / 3, n.saturating_sub(8)] {
+        h.write(&b[at.min(n)..(at + 8).min(n)]);
+    }
+    h.finish()
 }
 
 /// Texts come from the release's graphs: a fast hasher is enough.
@@ -81,6 +95,7 @@ type Fx = std::hash::BuildHasherDefault<crate::expr::value::FxHasher>;
 
 /// One expression text, parsed (or its parse error), and what is kept of it per class of nodes.
 struct Compiled {
+    text: String,
     expr: Result<Arc<Expression>, String>,
     classes: RwLock<Vec<Class>>,
 }
@@ -191,28 +206,32 @@ impl YaqlFields {
 
     /// The expression `text` (as given), parsed on first use.
     fn compiled(&self, text: &str) -> Arc<Compiled> {
+        let hash = text_hash(text);
         if let Some(c) = self
             .compiled
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(text)
+            .get(&hash)
+            .and_then(|all| all.iter().find(|c| c.text == text))
         {
             return c.clone();
         }
         let straight = super::quotes::straighten_quotes(text);
         let compiled = Arc::new(Compiled {
+            text: text.to_string(),
             expr: self
                 .cache
                 .get_or_parse(&straight)
                 .map_err(|e| e.to_string()),
             classes: RwLock::new(Vec::new()),
         });
-        self.compiled
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(text.to_string())
-            .or_insert(compiled)
-            .clone()
+        let mut map = self.compiled.write().unwrap_or_else(|p| p.into_inner());
+        let all = map.entry(hash).or_default();
+        if let Some(c) = all.iter().find(|c| c.text == text) {
+            return c.clone();
+        }
+        all.push(compiled.clone());
+        compiled
     }
 
     /// What nodes whose old state is `old` share of `expr`, computed on first use.

@@ -593,9 +593,6 @@ impl<'a> Interp<'a> {
     /// the layers, merging nothing. `None` when the call is anything else.
     #[inline(never)]
     fn root_get(&mut self, recv: &'a Node, args: &'a [Arg]) -> R<Option<Value<'a>>> {
-        let Kind::Var(v) = &recv.kind else {
-            return Ok(None);
-        };
         let (key, default) = match args {
             [Arg::Pos(k)] => (k, None),
             [Arg::Pos(k), Arg::Pos(d)] => (k, Some(d)),
@@ -606,13 +603,36 @@ impl<'a> Interp<'a> {
             Kind::Const(J::String(k)) => k.as_str(),
             _ => return Ok(None),
         };
-        match self.root_key(v, key) {
-            None => Ok(None),
-            Some(Ok(found)) => Ok(Some(found)),
-            Some(Err(_)) => match default {
-                Some(d) => self.eval(d).map(Some),
-                None => Ok(Some(Value::Null)),
+        let found = match &recv.kind {
+            Kind::Var(v) => match self.root_key(v, key) {
+                None => return Ok(None),
+                Some(found) => found.ok(),
             },
+            // `old($).get(...)`, `new($).get(...)`: the state's key, merging nothing.
+            Kind::Call(name, of) if self.engine.plain_diff() => {
+                let (Some(l), [Arg::Pos(d)]) = (self.layers, of.as_slice()) else {
+                    return Ok(None);
+                };
+                if !matches!(&d.kind, Kind::Var(v) if v.is_empty() || v == "1") {
+                    return Ok(None);
+                }
+                let layers = match name.as_str() {
+                    "new" => Some(l.new),
+                    // Without an old state, or when forced, the old state is empty.
+                    "old" if self.states.forced => None,
+                    "old" => l.old,
+                    _ => return Ok(None),
+                };
+                layers
+                    .and_then(|l| layered_get(l, key))
+                    .map(Value::from_json)
+            }
+            _ => return Ok(None),
+        };
+        match (found, default) {
+            (Some(v), _) => Ok(Some(v)),
+            (None, Some(d)) => self.eval(d).map(Some),
+            (None, None) => Ok(Some(Value::Null)),
         }
     }
 

@@ -448,15 +448,19 @@ pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: &'a Node)
     };
     it.tick(mine.len() as u64).ok()?;
     let mut found = false;
+    // A string equals only a string of the same text.
+    let text = x.as_str();
     let mut check = |at: usize, name: Option<&str>, item: &'a serde_json::Value| {
         let serde_json::Value::Object(m) = item else {
             return None;
         };
         let v = super::value::json_get(m, key)?;
-        if !found
-            && equal(&Value::from_json(v), x)
-            && !theirs.is_some_and(|t| t.holds(at, name, item))
-        {
+        let hit = match (text, v) {
+            (Some(t), serde_json::Value::String(s)) => super::value::str_eq(t, s),
+            (Some(_), _) => false,
+            (None, v) => equal(&Value::from_json(v), x),
+        };
+        if hit && !found && !theirs.is_some_and(|t| t.holds(at, name, item)) {
             found = true;
         }
         Some(())
