@@ -508,7 +508,13 @@ impl Engine {
         let (mut parts, changed) = (found.parts, found.changed);
         let mut kept = Vec::with_capacity(parts.len());
         let mut whole_error = None;
+        let mut joins = Vec::new();
         while let Some(node) = parts.pop() {
+            // A list only joined on, `D.values()` over a dictionary read in place: indexed by
+            // name, not copied.
+            if self.join_by_name(ctx, node, None, &found.joins, &mut joins) {
+                continue;
+            }
             let mut interp = self.interp(ctx);
             let result = interp.eval(node);
             if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
@@ -547,6 +553,9 @@ impl Engine {
                     StateRoot::Old => interp.old_state(),
                 };
                 let Some(root) = root else { continue };
+                if self.join_by_name(ctx, node, Some((which, &root)), &found.joins, &mut joins) {
+                    continue;
+                }
                 let value = interp
                     .eval_with(node, &[root])
                     .ok()
@@ -569,8 +578,7 @@ impl Engine {
                 answers.push((node as *const Node as usize, c));
             }
         }
-        let mut joins = Vec::new();
-        for (node, recv, key, left) in found.joins {
+        for &(node, recv, key, left) in &found.joins {
             let addr = recv as *const Node as usize;
             for part in kept.iter().filter(|p| p.node == addr) {
                 let J::Array(items) = &part.value else {
@@ -582,7 +590,7 @@ impl Engine {
                         part: addr,
                         key: key.to_string(),
                         left,
-                        index,
+                        index: super::shared::JoinIndex::Positions(index),
                         state: part.state,
                     });
                 }
@@ -610,6 +618,51 @@ impl Engine {
             members,
             whole_error,
         }
+    }
+
+    /// For a part `P` that is `D.values()` over a dictionary read in place, and only the list of
+    /// `P.where($.key = Y)` joins: indexes `D`'s values by name for each join (evaluated in `ctx`,
+    /// or with `$` the given state) and returns true; false (nothing added) otherwise.
+    #[allow(clippy::type_complexity)]
+    fn join_by_name<'n>(
+        &self,
+        ctx: &Context<'_>,
+        part: &'n Node,
+        state: Option<(StateRoot, &Value<'_>)>,
+        found: &[(&'n Node, &'n Node, &'n str, bool)],
+        joins: &mut Vec<super::shared::Join>,
+    ) -> bool {
+        let Some(of) = super::shared::values_of_path(part) else {
+            return false;
+        };
+        let mine: Vec<_> = found.iter().filter(|j| std::ptr::eq(j.1, part)).collect();
+        if mine.is_empty() {
+            return false;
+        }
+        let mut interp = self.interp(ctx);
+        let d = match state {
+            None => interp.eval(of),
+            Some((_, root)) => interp.eval_with(of, std::slice::from_ref(root)),
+        };
+        let Ok(Value::Json(J::Object(d))) = d else {
+            return false;
+        };
+        let mut built = Vec::with_capacity(mine.len());
+        for &&(node, _, key, left) in &mine {
+            let Some(names) = super::shared::build_names(d, key) else {
+                return false;
+            };
+            built.push(super::shared::Join {
+                node: node as *const Node as usize,
+                part: part as *const Node as usize,
+                key: key.to_string(),
+                left,
+                index: super::shared::JoinIndex::Names(names),
+                state: state.map(|s| s.0),
+            });
+        }
+        joins.extend(built);
+        true
     }
 
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.

@@ -345,7 +345,7 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
-        if !self.shared.is_empty() {
+        if !(self.shared.is_empty() && self.joins.is_empty()) {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
             }
@@ -416,15 +416,7 @@ impl<'a> Interp<'a> {
                     Some(w) => *here.get_or_insert_with(|| self.current_state()) == Some(w),
                 }
         })?;
-        let shared: &'a [super::shared::Part] = self.shared;
-        let Some(J::Array(items)) = shared
-            .iter()
-            .find(|p| p.node == j.part && p.state == j.state)
-            .map(|p| &p.value)
-        else {
-            return None;
-        };
-        let Kind::Method { args, .. } = &node.kind else {
+        let Kind::Method { recv, args, .. } = &node.kind else {
             return None;
         };
         let [Arg::Pos(p)] = args.as_slice() else {
@@ -433,21 +425,54 @@ impl<'a> Interp<'a> {
         let Kind::Binary(BinOp::Eq, l, r) = &p.kind else {
             return None;
         };
-        if items.is_empty() {
+        // The items: in the kept list, or read again in place by name.
+        let (items, positions, names) = match &j.index {
+            super::shared::JoinIndex::Positions(index) => {
+                let shared: &'a [super::shared::Part] = self.shared;
+                let Some(J::Array(items)) = shared
+                    .iter()
+                    .find(|p| p.node == j.part && p.state == j.state)
+                    .map(|p| &p.value)
+                else {
+                    return None;
+                };
+                (Some(items), Some(index), None)
+            }
+            super::shared::JoinIndex::Names(index) => {
+                let of = super::shared::values_of_path(recv)?;
+                let d = match self.eval(of) {
+                    Ok(Value::Json(J::Object(d))) => d,
+                    // Not the dictionary indexed: the query as written.
+                    _ => return None,
+                };
+                (None, None, Some((d, index)))
+            }
+        };
+        // Over no items the predicate is never evaluated.
+        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, _)| d.is_empty()) {
             return Some(self.new_iter(Vec::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
             Ok(y) => y,
             Err(f) => return Some(Err(f)),
         };
+        let h = super::shared::join_hash(&y);
+        let hit = |item: &'a J| {
+            item.get(j.key.as_str())
+                .is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
+        };
         let mut out = Vec::new();
-        if let Some(at) = j.index.get(&super::shared::join_hash(&y)) {
-            for &i in at {
+        if let (Some(items), Some(index)) = (items, positions) {
+            for &i in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
                 let item = &items[i as usize];
-                let hit = item
-                    .get(j.key.as_str())
-                    .is_some_and(|v| super::value::equal(&Value::from_json(v), &y));
-                if hit {
+                if hit(item) {
+                    out.push(Value::from_json(item));
+                }
+            }
+        }
+        if let Some((d, index)) = names {
+            for name in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+                if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
             }

@@ -526,16 +526,73 @@ pub struct Shared {
 pub(crate) struct Join {
     /// The `where` node.
     pub(crate) node: usize,
-    /// The kept list (a [`Part`]'s value).
+    /// The list (`P`): a [`Part`]'s value for [`JoinIndex::Positions`].
     pub(crate) part: usize,
     /// The key.
     pub(crate) key: String,
     /// `Y` is on the left of `=`.
     pub(crate) left: bool,
-    /// Positions in the list by the hash of the item's value at `key`.
-    pub(crate) index: std::collections::HashMap<u64, Vec<u32>>,
+    /// Where the items are, by the hash of their value at `key`.
+    pub(crate) index: JoinIndex,
     /// For a list read in the state a deployment helper binds `$` to: which state.
     pub(crate) state: Option<StateRoot>,
+}
+
+/// Where a [`Join`]'s items are.
+#[derive(Debug, Clone)]
+pub(crate) enum JoinIndex {
+    /// Positions in the kept list `P`.
+    Positions(std::collections::HashMap<u64, Vec<u32>>),
+    /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
+    /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
+    /// (nothing of `D` is copied).
+    Names(std::collections::HashMap<u64, Vec<String>>),
+}
+
+/// `X` when `node` is `X.values()` and `X` a path of keys from a variable (`$.a.b`, `$common.a`):
+/// cheap to evaluate again, and read in place.
+pub(crate) fn values_of_path(node: &Node) -> Option<&Node> {
+    let Kind::Method {
+        recv,
+        name,
+        args,
+        safe: false,
+    } = &node.kind
+    else {
+        return None;
+    };
+    if name != "values" || !args.is_empty() {
+        return None;
+    }
+    let mut at: &Node = recv;
+    loop {
+        match &at.kind {
+            Kind::Var(_) => return Some(recv),
+            Kind::Member {
+                recv: r,
+                rhs,
+                safe: false,
+            } if matches!(rhs.kind, Kind::Word(_)) => at = r,
+            _ => return None,
+        }
+    }
+}
+
+/// The names of `d`'s values by the hash of their value at `key`; `None` unless every value is
+/// an object with that key.
+pub(crate) fn build_names(
+    d: &serde_json::Map<String, J>,
+    key: &str,
+) -> Option<std::collections::HashMap<u64, Vec<String>>> {
+    let mut index: std::collections::HashMap<u64, Vec<String>> = std::collections::HashMap::new();
+    for (name, item) in d {
+        let v = item.as_object()?.get(key)?;
+        index
+            .entry(join_hash(&Value::from_json(v)))
+            .or_default()
+            .push(name.clone());
+    }
+    Some(index)
 }
 
 /// The hash [`Join`] indexes by (consistent with YAQL equality: `1 = 1.0`).
