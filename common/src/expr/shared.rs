@@ -584,7 +584,8 @@ pub(crate) fn build_names(
     d: &serde_json::Map<String, J>,
     key: &str,
 ) -> Option<std::collections::HashMap<u64, Vec<String>>> {
-    let mut index: std::collections::HashMap<u64, Vec<String>> = std::collections::HashMap::new();
+    let mut index: std::collections::HashMap<u64, Vec<String>> =
+        std::collections::HashMap::with_capacity(d.len());
     for (name, item) in d {
         let v = item.as_object()?.get(key)?;
         index
