@@ -6,7 +6,9 @@
 //!   up: 3 controllers, 3 mongo, a tenth cinder, the rest computes), every one of Fuel's 206
 //!   `yaql_exp` evaluated for every node through `YaqlFields`, with old states from a deployment
 //!   of the first nine tenths of the nodes (their cluster part shared, as the controller loads
-//!   them). Before measuring, 1,000, 2,000, 5,000 and 10,000 nodes are run once each and timed.
+//!   them). Before measuring, 1,000, 2,000, 5,000 and 10,000 nodes (or the sizes in `FUEL_NODES`,
+//!   `FUEL_NODES=1000,10000`) are run once each and timed, on the clock and on the CPU (the
+//!   machine may be shared: the CPU time is what one core spends).
 //!
 //! Run: `cargo bench -p plinth-common --bench deploy`
 
