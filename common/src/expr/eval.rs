@@ -530,9 +530,23 @@ impl<'a> Interp<'a> {
                 args,
                 safe,
             } => {
-                if name == "get" && self.layers.is_some() && self.engine.plain_get() {
-                    if let Some(v) = self.root_get(recv, args)? {
-                        return Ok(v);
+                if name == "get" && !*safe && self.engine.plain_get() {
+                    if self.layers.is_some() {
+                        if let Some(v) = self.root_get(recv, args)? {
+                            return Ok(v);
+                        }
+                    }
+                    if let Some((key, default)) = const_key(args) {
+                        // `d.get('key')` on a dictionary read in place: the key looked up there.
+                        let r = self.eval(recv)?;
+                        if let Value::Json(J::Object(m)) = &r {
+                            return match (super::value::json_get(m, key), default) {
+                                (Some(j), _) => Ok(Value::from_json(j)),
+                                (None, Some(d)) => self.eval(d),
+                                (None, None) => Ok(Value::Null),
+                            };
+                        }
+                        return self.call_method(name, r, args);
                     }
                 }
                 if !*safe && self.engine.lazy_queries() && matches!(name.as_str(), "first" | "any")
@@ -618,15 +632,8 @@ impl<'a> Interp<'a> {
     /// the layers, merging nothing. `None` when the call is anything else.
     #[inline(never)]
     fn root_get(&mut self, recv: &'a Node, args: &'a [Arg]) -> R<Option<Value<'a>>> {
-        let (key, default) = match args {
-            [Arg::Pos(k)] => (k, None),
-            [Arg::Pos(k), Arg::Pos(d)] => (k, Some(d)),
-            _ => return Ok(None),
-        };
-        let key = match &key.kind {
-            Kind::Str(k) | Kind::Word(k) => k.as_str(),
-            Kind::Const(J::String(k)) => k.as_str(),
-            _ => return Ok(None),
+        let Some((key, default)) = const_key(args) else {
+            return Ok(None);
         };
         let found = match &recv.kind {
             Kind::Var(v) => match self.root_key(v, key) {
@@ -1156,6 +1163,20 @@ impl<'a> Interp<'a> {
             Some(v) => Ok(v.clone()),
             None => default.ok_or_else(|| EvalErrorKind::IndexOutOfRange(i).into()),
         }
+    }
+}
+
+/// The arguments of `get('key')` or `get('key', default)` with a literal key.
+fn const_key(args: &[Arg]) -> Option<(&str, Option<&Node>)> {
+    let (key, default) = match args {
+        [Arg::Pos(k)] => (k, None),
+        [Arg::Pos(k), Arg::Pos(d)] => (k, Some(d)),
+        _ => return None,
+    };
+    match &key.kind {
+        Kind::Str(k) | Kind::Word(k) => Some((k.as_str(), default)),
+        Kind::Const(J::String(k)) => Some((k.as_str(), default)),
+        _ => None,
     }
 }
 
