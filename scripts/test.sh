@@ -19,6 +19,8 @@ command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+# The store's tests and tests/tests/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing test dependencies: ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then

@@ -16,6 +16,7 @@
 //! The controller must admit the simulated nodes (`--auto-accept`); `chaos` starts its own.
 
 mod chaos;
+mod gate;
 mod phases;
 mod poll;
 mod sim;
@@ -41,6 +42,9 @@ enum Mode {
     Phases(phases::PhaseArgs),
     /// A fault-injection soak: kills, drops, duplicates and slow links; checks nothing is lost.
     Chaos(chaos::ChaosArgs),
+    /// Many agents waiting at the gate for one task on another node: the controller's cost while they
+    /// wait, and how fast they are told to go.
+    Gate(gate::GateArgs),
 }
 
 #[tokio::main]
@@ -50,5 +54,6 @@ async fn main() -> Result<()> {
         Mode::Poll(args) => poll::run(args).await,
         Mode::Phases(args) => phases::run(args).await,
         Mode::Chaos(args) => chaos::run(args).await,
+        Mode::Gate(args) => gate::run(args).await,
     }
 }

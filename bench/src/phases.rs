@@ -36,6 +36,9 @@ pub struct PhaseArgs {
     /// list, so the deployment lasts long enough to be watched (the console's measurements use it).
     #[arg(long, default_value_t = 0)]
     answer_delay_ms: u64,
+    /// The controller's process id, to read its CPU time during the deployment (same machine only).
+    #[arg(long)]
+    controller_pid: Option<u32>,
 }
 
 const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
@@ -219,6 +222,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
         ));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let cpu_before = args.controller_pid.and_then(sim::cpu_ms);
     let started = Instant::now();
     let dep = op
         .json(
@@ -238,6 +242,9 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let total = started.elapsed();
+    let cpu_ms = cpu_before
+        .zip(args.controller_pid.and_then(sim::cpu_ms))
+        .map(|(a, b)| b - a);
     stop.store(true, Ordering::Relaxed);
     while let Some(r) = agents.join_next().await {
         r??;
@@ -266,6 +273,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
             "handover_to_next_phase_ms": handover_ms,
         }));
     }
+    let results_sent: usize = tl.results.values().map(Vec::len).sum();
     let handovers: Vec<f64> = phases
         .iter()
         .filter_map(|p| p["handover_to_next_phase_ms"].as_f64())
@@ -275,6 +283,9 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
         "status": report["status"],
         "deployment_seconds": total.as_secs_f64(),
         "phases": phases,
+        "results": results_sent,
+        "controller_cpu_ms": cpu_ms,
+        "controller_cpu_us_per_result": cpu_ms.map(|ms| ms * 1000.0 / results_sent.max(1) as f64),
         "handover_ms_max": handovers.iter().cloned().fold(0.0, f64::max),
         "handover_ms_mean": if handovers.is_empty() { 0.0 } else { handovers.iter().sum::<f64>() / handovers.len() as f64 },
     });

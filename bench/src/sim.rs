@@ -207,3 +207,17 @@ pub fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i] as f64 / 1000.0
 }
+
+/// CPU time (user + system) a process has used so far, in milliseconds, read from `/proc/PID/stat`;
+/// `None` when the process is gone or the file does not parse (the controller may run elsewhere).
+pub fn cpu_ms(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // Linux reports them in USER_HZ ticks, 100 per second on every architecture it runs on.
+    Some((utime + stime) * 10.0)
+}

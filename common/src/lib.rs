@@ -11,6 +11,7 @@
 //! | [`graph`] | merging graphs, resolving tasks per node, ordering them |
 //! | [`expr`] | the expression language (YAQL) and the deployment helpers |
 //! | [`deploy`] | a deployment's data per node and the YAQL evaluator resolution calls |
+//! | [`snapshot`] | a deployment's inputs as one value, and the one `resolve` the controller and `plinthctl` call |
 //! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
 //! | [`wire`] | the messages agents and the controller exchange |
 //! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
@@ -20,6 +21,7 @@ pub mod expr;
 pub mod graph;
 pub mod model;
 pub mod signing;
+pub mod snapshot;
 pub mod strategy;
 pub mod tags;
 pub mod wire;

@@ -185,14 +185,43 @@ fn bad_input_names_the_file_and_line() {
 }
 
 #[test]
-fn fields_read_before_computing_refuse_expressions() {
-    let err = parse_tasks(
-        "- id: a\n  type: shell\n  requires: {yaql_exp: 'x'}\n",
-        "c.yaml",
-    )
-    .unwrap_err();
+fn every_field_but_id_may_be_computed_and_is_written_back_as_read() {
+    let text = "- id: a\n  type: {yaql_exp: \"'shell'\"}\n  version: {yaql_exp: \"'2.1.0'\"}\n  \
+                tags: {yaql_exp: '$.roles'}\n  requires: [b, {yaql_exp: \"['c']\"}]\n  \
+                required_for: {yaql_exp: '[]'}\n  fault_tolerance: {yaql_exp: '1'}\n  \
+                parameters: {cmd: 'true'}\n";
+    let tasks = parse_tasks(text, "c.yaml").expect("computed fields load");
+    let t = &tasks[0];
+    assert_eq!(
+        t.computed.keys().collect::<Vec<_>>(),
+        [
+            "type",
+            "version",
+            "tags",
+            "requires",
+            "required_for",
+            "fault_tolerance"
+        ]
+    );
+    assert!(
+        t.requires.is_empty() && t.tags.is_none(),
+        "typed fields stay at their defaults"
+    );
+    assert!(t.has_computed_fields() && t.has_computed_placement());
+    let written = serde_json::to_value(t).expect("serializes");
+    assert_eq!(
+        written["requires"],
+        serde_json::json!(["b", {"yaql_exp": "['c']"}])
+    );
+    assert_eq!(written["type"], serde_json::json!({"yaql_exp": "'shell'"}));
+    let again: plinth_common::model::Task = serde_json::from_value(written).expect("reads back");
+    assert_eq!(&again, t);
+
+    let err = parse_tasks("- id: {yaql_exp: 'x'}\n  type: shell\n", "c.yaml").unwrap_err();
+    assert!(err.to_string().contains("id is never computed"), "{err}");
+    let err = parse_tasks("- id: a\n  type: shell\n  requires: {b: c}\n", "c.yaml").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "c.yaml:1: task 0 (a): expected a string or a list of strings, not a mapping (placement and requires/required_for are read as written and cannot be computed)"
+        "c.yaml:1: task 0 (a): expected a string or a list of strings, not a mapping"
     );
 }

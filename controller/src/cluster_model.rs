@@ -1,5 +1,6 @@
-//! The stored records of a cluster turned into `plinth_common::model` values, so that the controller
-//! resolves, checks and elects with the same functions `plinthctl` runs offline.
+//! The stored records of a cluster turned into `plinth_common::model` values and a
+//! [`Snapshot`](plinth_common::snapshot::Snapshot), so that the controller resolves, checks and elects
+//! with the same functions `plinthctl` runs offline.
 
 use crate::store::{
     ClusterRecord, GraphBody, GraphOwner, NodeRecord, NodeStatus as StoredStatus, PluginRecord,
@@ -8,6 +9,7 @@ use crate::store::{
 use plinth_common::model::{
     Cluster, Graph, Node, NodeStatus, Plugin, Release, Task, DEFAULT_GRAPH_TYPE,
 };
+use plinth_common::snapshot::{Expressions, Snapshot};
 use plinth_common::tags::Catalog;
 use serde_json::Value;
 
@@ -27,8 +29,8 @@ pub enum ModelError {
     },
 }
 
-/// A cluster with everything resolution needs: its release, enabled plugins, nodes, and graphs of the
-/// types asked for.
+/// A cluster as stored beside the [`Snapshot`] resolution reads: the records (for what only they
+/// hold: ids, names, admission) and the model values made from them, read in one transaction.
 #[derive(Debug, Clone)]
 pub struct ClusterModel {
     /// The cluster as stored.
@@ -39,92 +41,81 @@ pub struct ClusterModel {
     pub plugin_records: Vec<PluginRecord>,
     /// The nodes as stored, by id.
     pub node_records: Vec<NodeRecord>,
-    /// The release as the model sees it.
-    pub release: Release,
-    /// The enabled plugins as the model sees them.
-    pub plugins: Vec<Plugin>,
-    /// The cluster as the model sees it.
-    pub cluster: Cluster,
-    /// The nodes as the model sees them.
-    pub nodes: Vec<Node>,
+    /// The release, plugins, cluster, graphs and nodes as the model sees them (no node named, not
+    /// forced).
+    pub snapshot: Snapshot,
 }
 
 impl ClusterModel {
     /// Loads a cluster, its release, enabled plugins and nodes, and the graphs of `graph_types` of all
-    /// three classes.
+    /// three classes; with `old_states`, what its nodes' tasks last ran against too. One read
+    /// transaction ([`Store::cluster_snapshot`]).
+    pub fn read(
+        store: &dyn Store,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> Result<ClusterModel, ModelError> {
+        let records = store.cluster_snapshot(cluster_id, graph_types, old_states)?;
+        let mut release = release_model(&records.release)?;
+        let mut plugins = Vec::with_capacity(records.plugins.len());
+        for p in &records.plugins {
+            plugins.push(plugin_model(p)?);
+        }
+        let mut cluster = cluster_model(&records.cluster, &release, &plugins)?;
+        for g in &records.graphs {
+            let what = format!("{} {}", g.owner.kind(), g.owner.id());
+            let graph = graph_model(&what, &g.graph_type, &g.body)?;
+            let into = match g.owner {
+                GraphOwner::Release(_) => &mut release.graphs,
+                GraphOwner::Cluster(_) => &mut cluster.graphs,
+                GraphOwner::Plugin(id) => match records.plugins.iter().position(|p| p.id == id) {
+                    Some(i) => &mut plugins[i].graphs,
+                    None => continue,
+                },
+            };
+            into.insert(g.graph_type.clone(), graph);
+        }
+        let nodes = records.nodes.iter().map(node_model).collect();
+        Ok(ClusterModel {
+            snapshot: Snapshot {
+                cluster_id: records.cluster.id,
+                release,
+                plugins,
+                cluster,
+                nodes,
+                named: None,
+                forced: false,
+                old: records.old_states,
+            },
+            record: records.cluster,
+            release_record: records.release,
+            plugin_records: records.plugins,
+            node_records: records.nodes,
+        })
+    }
+
+    /// [`ClusterModel::read`] without old states.
     pub fn load(
         store: &dyn Store,
         cluster_id: u64,
         graph_types: &[&str],
     ) -> Result<ClusterModel, ModelError> {
-        let record = store.get_cluster(cluster_id)?;
-        let release_record = store.get_release(record.release_id)?;
-        let mut release = release_model(&release_record)?;
-        let mut plugin_records = Vec::new();
-        let mut plugins = Vec::new();
-        for plugin_id in &record.data.plugins {
-            let p = store.get_plugin(*plugin_id)?;
-            let mut model = plugin_model(&p)?;
-            load_graphs(
-                store,
-                GraphOwner::Plugin(p.id),
-                graph_types,
-                &mut model.graphs,
-            )?;
-            plugins.push(model);
-            plugin_records.push(p);
-        }
-        load_graphs(
-            store,
-            GraphOwner::Release(release_record.id),
-            graph_types,
-            &mut release.graphs,
-        )?;
-        let mut cluster = cluster_model(&record, &release, &plugins)?;
-        load_graphs(
-            store,
-            GraphOwner::Cluster(record.id),
-            graph_types,
-            &mut cluster.graphs,
-        )?;
-        let node_records: Vec<NodeRecord> = store
-            .list_nodes()?
-            .into_iter()
-            .filter(|n| n.cluster_id == Some(cluster_id))
-            .collect();
-        let nodes = node_records.iter().map(node_model).collect();
-        Ok(ClusterModel {
-            record,
-            release_record,
-            plugin_records,
-            node_records,
-            release,
-            plugins,
-            cluster,
-            nodes,
-        })
+        Self::read(store, cluster_id, graph_types, false)
     }
 
     /// A YAQL evaluator over this cluster's data, with `old` as the tasks' last states.
     pub fn evaluator(
         &self,
-        exprs: &crate::expressions::Expressions,
+        exprs: &Expressions,
         old: plinth_common::deploy::OldStates,
         forced: bool,
     ) -> plinth_common::deploy::YaqlFields {
         let catalog = self.catalog();
-        let tags = plinth_common::tags::cluster_tags(&self.nodes, &catalog);
-        let data = plinth_common::deploy::DeployData::build(
-            self.record.id,
-            &self.cluster,
-            &self.release,
-            &self.nodes,
-            &tags,
-        );
         plinth_common::deploy::YaqlFields::new(
             exprs.engine.clone(),
             exprs.cache.clone(),
-            data,
+            self.snapshot.data(&catalog),
             old,
             forced,
         )
@@ -132,8 +123,7 @@ impl ClusterModel {
 
     /// The roles and tags this cluster knows.
     pub fn catalog(&self) -> Catalog {
-        let plugins: Vec<&Plugin> = self.plugins.iter().collect();
-        Catalog::new(&self.release, &plugins, Some(&self.cluster))
+        self.snapshot.catalog()
     }
 }
 
@@ -291,28 +281,6 @@ pub fn graph_model(owner: &str, graph_type: &str, body: &GraphBody) -> Result<Gr
         node_filter: body.node_filter.clone(),
         ..Graph::default()
     })
-}
-
-fn load_graphs(
-    store: &dyn Store,
-    owner: GraphOwner,
-    graph_types: &[&str],
-    into: &mut indexmap::IndexMap<String, Graph>,
-) -> Result<(), ModelError> {
-    for graph_type in graph_types {
-        match store.get_graph(owner, graph_type) {
-            Ok(record) => {
-                let what = format!("{} {}", owner.kind(), owner.id());
-                into.insert(
-                    graph_type.to_string(),
-                    graph_model(&what, graph_type, &record.body)?,
-                );
-            }
-            Err(StoreError::NotFound { kind: "graph", .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// The graph type used when a request names none.

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct FileConfig {
     /// Data directory.
     pub data_dir: Option<PathBuf>,
+    /// The database: a `postgres://` URL; the embedded SQLite file in the data directory when absent.
+    pub database_url: Option<String>,
     /// Listen address.
     pub listen: Option<SocketAddr>,
     /// A plain-HTTP address serving Nailgun's operator API for Fuel's `fuel2` (off when absent).
@@ -50,6 +52,8 @@ pub struct FileConfig {
 pub struct Config {
     /// Where the database, keys, certificate and token live.
     pub data_dir: PathBuf,
+    /// A PostgreSQL URL to keep the records in, instead of the SQLite file in `data_dir`.
+    pub database_url: Option<String>,
     /// Where to listen.
     pub listen: SocketAddr,
     /// Where to serve Nailgun's operator API over plain HTTP, if anywhere.
@@ -149,6 +153,8 @@ pub fn read_file(path: &Path, explicit: bool) -> Result<FileConfig, ConfigError>
 pub struct Overrides {
     /// `--data-dir` / `PLINTH_DATA_DIR`.
     pub data_dir: Option<PathBuf>,
+    /// `--database-url` / `PLINTH_DATABASE_URL`.
+    pub database_url: Option<String>,
     /// `--listen` / `PLINTH_LISTEN`.
     pub listen: Option<SocketAddr>,
     /// `--nailgun-listen` / `PLINTH_NAILGUN_LISTEN`.
@@ -217,6 +223,10 @@ impl Config {
                 .data_dir
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            database_url: over
+                .database_url
+                .or(file.database_url)
+                .filter(|u| !u.is_empty()),
             listen,
             nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
             tls_files,
@@ -288,6 +298,38 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_database_url_comes_from_the_flag_or_the_file_and_sqlite_is_the_default() {
+        let none = Config::merge(Overrides::default(), FileConfig::default()).unwrap();
+        assert_eq!(none.database_url, None, "SQLite in the data directory");
+        let file: FileConfig = toml::from_str("database_url = \"postgres://db/file\"").unwrap();
+        let from_file = Config::merge(Overrides::default(), file).unwrap();
+        assert_eq!(
+            from_file.database_url.as_deref(),
+            Some("postgres://db/file")
+        );
+        let file: FileConfig = toml::from_str("database_url = \"postgres://db/file\"").unwrap();
+        let over = Overrides {
+            database_url: Some("postgres://db/flag".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::merge(over, file).unwrap().database_url.as_deref(),
+            Some("postgres://db/flag")
+        );
+        let empty = Overrides {
+            database_url: Some(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::merge(empty, FileConfig::default())
+                .unwrap()
+                .database_url,
+            None,
+            "an empty PLINTH_DATABASE_URL means SQLite"
+        );
+    }
 
     #[test]
     fn flags_beat_file_beat_defaults() {

@@ -13,7 +13,6 @@
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
-//! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
@@ -25,7 +24,6 @@ pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
-pub mod expressions;
 pub mod limits;
 pub mod registry;
 pub mod server;

@@ -5,7 +5,6 @@ use clap::{Parser, Subcommand};
 use plinth_controller::api::auth::token_hash;
 use plinth_controller::config::{self, Config, Overrides};
 use plinth_controller::datadir::{random_bytes, DataDir};
-use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::{Store, TokenRole};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,6 +22,15 @@ struct Cli {
     /// Data directory (database, keys, certificate, admin token).
     #[arg(long, env = "PLINTH_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
+    /// The database: a PostgreSQL URL (`postgres://user:password@host/dbname?sslmode=verify-full`);
+    /// the embedded SQLite file in the data directory when absent.
+    #[arg(
+        long,
+        env = "PLINTH_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
     /// Log format: text, json, or journal (journald's native protocol).
     #[arg(long, env = "PLINTH_LOG_FORMAT", global = true, default_value = "text")]
     log_format: String,
@@ -109,7 +117,14 @@ enum TokenCommand {
 }
 
 fn load_config(cli: &Cli, over: Overrides) -> Result<Config> {
-    load_config_from(cli.config.as_deref(), cli.data_dir.clone(), over)
+    load_config_from(
+        cli.config.as_deref(),
+        cli.data_dir.clone(),
+        Overrides {
+            database_url: cli.database_url.clone(),
+            ..over
+        },
+    )
 }
 
 /// The configuration from flags and environment (`over`), then the file, then defaults.
@@ -186,6 +201,7 @@ fn main() -> Result<()> {
                 registrations_per_minute: *registrations_per_minute,
                 max_untrusted_connections: *max_untrusted_connections,
                 max_connections_per_address: *max_connections_per_address,
+                database_url: cli.database_url.clone(),
                 ..Default::default()
             };
             let config = load_config(&cli, over.clone())?;
@@ -213,14 +229,16 @@ fn main() -> Result<()> {
         Command::Token { command } => {
             let config = load_config(&cli, Overrides::default())?;
             let data = DataDir::new(&config.data_dir);
-            let store = SqliteStore::open(&data.database()).context("cannot open the database")?;
-            token_command(&store, command)
+            let store =
+                plinth_controller::store::open(config.database_url.as_deref(), &data.database())
+                    .context("cannot open the database")?;
+            token_command(store.as_ref(), command)
         }
     }
 }
 
 /// `plinth-controller token create|list|revoke`, on the database directly.
-fn token_command(store: &SqliteStore, command: &TokenCommand) -> Result<()> {
+fn token_command(store: &dyn Store, command: &TokenCommand) -> Result<()> {
     match command {
         TokenCommand::Create { name, read_only } => {
             use base64::Engine as _;

@@ -9,7 +9,6 @@ use crate::engine::Engine;
 use crate::limits::{PeerAddr, Trust};
 use crate::registry::NodeRegistry;
 use crate::state::AppState;
-use crate::store::sqlite::SqliteStore;
 use crate::store::{Store, TokenRole};
 use crate::tls;
 use anyhow::{Context, Result};
@@ -27,10 +26,12 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     let data = DataDir::new(&config.data_dir);
     data.ensure()?;
     let signer = data.load_or_create_signing_key()?;
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(&data.database())
+    let store: Arc<dyn Store> = match &config.database_url {
+        Some(url) => crate::store::open(Some(url), &data.database())
+            .context("cannot open the PostgreSQL database (database_url)")?,
+        None => crate::store::open(None, &data.database())
             .with_context(|| format!("cannot open {}", data.database().display()))?,
-    );
+    };
     let stored = store.list_tokens()?;
     if stored.is_empty() {
         let token = format!(
@@ -44,7 +45,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     }
     let nodes = Arc::new(NodeRegistry::load(&store.list_nodes()?));
     let board = Arc::new(Board::default());
-    let exprs = crate::expressions::Expressions::standard();
+    let exprs = plinth_common::snapshot::Expressions::standard();
     let engine = Arc::new(Engine::new(
         exprs.clone(),
         store.clone(),

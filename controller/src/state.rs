@@ -28,7 +28,7 @@ pub struct AppState {
     /// The orchestrator.
     pub engine: Arc<Engine>,
     /// The expression engine and its parse cache.
-    pub exprs: crate::expressions::Expressions,
+    pub exprs: plinth_common::snapshot::Expressions,
 }
 
 impl AppState {

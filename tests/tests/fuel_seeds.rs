@@ -465,7 +465,7 @@ fn seed_001s_expressions_evaluate_offline_on_fuels_release() {
     assert_eq!(
         status(4),
         "skipped",
-        "murano is off by the release's defaults"
+        "`True` is the text \"True\" in YAQL (as in Python's), never equal to a setting's boolean"
     );
     assert_eq!(status(5), "runs");
 }
@@ -630,7 +630,12 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
 
 #[test]
 fn seed_000s_example_online_with_the_nodes_effective_tags() {
-    let c = Controller::start();
+    let port = free_port();
+    let c = Controller::start_with(&[
+        "--auto-accept",
+        "--nailgun-listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
     let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
     release["name"] = json!("seed-000");
     release["version"] = json!("1");
@@ -684,6 +689,33 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
     );
     let second = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
     assert_eq!(second["tags"], json!(["controller", "mysql"]), "{second}");
+    // Nailgun's node records (what `fuel2 node list` reads) show the same tags as Plinth's own API.
+    let records: Value = reqwest::blocking::Client::new()
+        .get(format!(
+            "http://127.0.0.1:{port}/api/v1/nodes/?cluster_id={cid}"
+        ))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .expect("the Nailgun port answers")
+        .json()
+        .expect("JSON");
+    for (name, tags) in [(primary, &first["tags"]), (other, &second["tags"])] {
+        let record = records
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {records}"));
+        assert_eq!(&record["tags"], tags, "{name}: {record}");
+        let listed = c.api.ok("GET", &format!("/nodes?cluster_id={cid}"), None);
+        let view = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {listed}"));
+        assert_eq!(&view["effective_tags"], tags, "{name}: {view}");
+    }
     let dry = c.api.ok(
         "PUT",
         &format!("/clusters/{cid}/deploy/?dry_run=true"),
@@ -875,4 +907,68 @@ fn seed_002s_commands_upload_merge_download_and_execute_a_custom_graph() {
     assert_ne!(shown["status"], "ready", "{shown}");
     let cluster = c.api.ok("GET", &format!("/clusters/{cid}"), None);
     assert_eq!(cluster["status"], "new", "{cluster}");
+}
+
+/// On the Nailgun port, a cluster's attributes are read in Nailgun's shape and changed with the same
+/// checks as on the operator API (the port once answered only `GET` there, so `PUT`/`PATCH` were 405).
+#[test]
+fn the_nailgun_port_changes_attributes_with_the_same_checks() {
+    let port = free_port();
+    let c = Controller::start_with(&["--nailgun-listen", &format!("127.0.0.1:{port}")]);
+    let release = fuel_release(&c);
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "fuel", "release_id": release})),
+    );
+    let cid = cluster["id"].as_u64().expect("an id");
+    let plain = reqwest::blocking::Client::new();
+    let url = |path: &str| format!("http://127.0.0.1:{port}/api/v1/clusters/{cid}/{path}");
+    let send = |method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut req = plain
+            .request(method, url(path))
+            .header("X-Auth-Token", &c.api.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().expect("the Nailgun port answers");
+        let status = resp.status().as_u16();
+        (status, resp.json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, body) = send(
+        reqwest::Method::PATCH,
+        "attributes/",
+        Some(json!({"editable": {"access": {"email": {"value": "ops@example.com"}}}})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, now) = send(reqwest::Method::GET, "attributes/", None);
+    assert_eq!(status, 200, "{now}");
+    assert_eq!(
+        now["editable"]["access"]["email"]["value"],
+        "ops@example.com"
+    );
+    // The operator API sees the same change.
+    let tls = c
+        .api
+        .ok("GET", &format!("/clusters/{cid}/attributes"), None);
+    assert_eq!(
+        tls["editable"]["access"]["email"]["value"],
+        "ops@example.com"
+    );
+    // A bad value is refused naming the setting, and nothing changes.
+    let (status, body) = send(
+        reqwest::Method::PUT,
+        "attributes/",
+        Some(json!({"editable": {"storage": {"osd_pool_size": {"value": "three"}}}})),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("storage.osd_pool_size"), "{body}");
+    let (_, after) = send(reqwest::Method::GET, "attributes/", None);
+    assert_eq!(after["editable"]["storage"]["osd_pool_size"]["value"], "3");
+    let (status, defaults) = send(reqwest::Method::GET, "attributes/defaults/", None);
+    assert_eq!(status, 200, "{defaults}");
+    assert_eq!(
+        defaults["editable"]["access"]["email"]["value"],
+        "admin@localhost"
+    );
 }

@@ -292,14 +292,8 @@ impl YaqlFields {
 
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
-        let fail = |e: String| {
-            format!(
-                "task {:?}, field {}, node {}: {e}",
-                at.task_id, at.field_path, at.node_id
-            )
-        };
         let compiled = self.compiled(expression);
-        let expr = compiled.expr.as_ref().map_err(|e| fail(e.clone()))?;
+        let expr = compiled.expr.as_ref().map_err(|e| e.clone())?;
         let old = self.old_state(at.node_id, at.task_id);
         let class = self.class(&compiled, expr, old);
         let shared = &class.shared;
@@ -307,7 +301,7 @@ impl FieldEvaluator for YaqlFields {
             return Ok(whole.clone());
         }
         if let Some(e) = &class.whole_error {
-            return Err(fail(e.to_string()));
+            return Err(e.to_string());
         }
         let empty = Value::Object(Default::default());
         let own = self.data.node_part(at.node_id);
@@ -325,7 +319,7 @@ impl FieldEvaluator for YaqlFields {
         }
         self.engine
             .evaluate_in(expr, &ctx)
-            .map_err(|e| fail(e.to_string()))
+            .map_err(|e| e.to_string())
     }
 
     fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {
@@ -410,7 +404,7 @@ mod tests {
         );
         let err = f.evaluate(&at(2, "deploy"), "$.nodes.where(").unwrap_err();
         assert!(
-            err.contains("task \"deploy\"") && err.contains('^'),
+            err.starts_with("syntax error") && err.contains('^'),
             "{err}"
         );
     }

@@ -203,6 +203,7 @@ fn override_findings(request: &ResolveRequest<'_>) -> Vec<Finding> {
             continue;
         };
         if task.placement().is_none()
+            && !task.has_computed_placement()
             && !matches!(task.task_type, TaskType::Stage)
             && !members.contains(task.id.as_str())
         {

@@ -1,5 +1,5 @@
-//! Node classes: nodes with the same tags (and the same computed dependencies) get the same tasks in the
-//! same order, so each class is resolved and ordered once and shared by its nodes.
+//! Node classes: nodes with the same tags (and the same computed structure and dependencies) get the
+//! same tasks in the same order, so each class is resolved and ordered once and shared by its nodes.
 
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};
@@ -31,6 +31,8 @@ pub(crate) struct Class<'a> {
     pub(crate) computed: HashMap<usize, (Vec<CompiledDep>, Vec<CompiledDep>)>,
     /// The scheduled tasks in order.
     pub(crate) order: Vec<usize>,
+    /// The variant of the graph with computed structure the class's nodes run (`None`: as written).
+    pub(crate) variant: Option<usize>,
 }
 
 impl Class<'_> {
@@ -103,31 +105,53 @@ fn computed_deps(
     Ok(key)
 }
 
-/// Groups the members into classes (ordered later, all together, by `schedule`).
+/// The graph as written, and its variants with computed structure (see `structure`).
+pub(crate) struct Graphs<'g> {
+    pub(crate) base: Compiled<'g>,
+    pub(crate) variants: Vec<Compiled<'g>>,
+}
+
+impl<'g> Graphs<'g> {
+    /// The compiled graph a class of nodes runs: its variant's, or the graph as written.
+    pub(crate) fn of(&self, class: &Class<'_>) -> &Compiled<'g> {
+        self.get(class.variant)
+    }
+
+    /// The variant `v`, or the graph as written.
+    pub(crate) fn get(&self, v: Option<usize>) -> &Compiled<'g> {
+        match v {
+            Some(v) => &self.variants[v],
+            None => &self.base,
+        }
+    }
+}
+
+/// One node to place: its tags, whether it is the controller's own host, and its variant.
+pub(crate) struct Placed<'a> {
+    pub(crate) tags: NodeTags,
+    pub(crate) is_master: bool,
+    pub(crate) member: Member<'a>,
+    pub(crate) variant: Option<usize>,
+}
+
+/// Groups the members into classes (ordered later, all together, by `schedule`): the same tags, the
+/// same computed structure and the same computed cross dependencies.
 pub(crate) fn build_classes<'a>(
-    compiled: &Compiled<'_>,
-    members: Vec<(NodeTags, Member<'a>)>,
+    graphs: &Graphs<'_>,
+    placed: Vec<Placed<'a>>,
     evaluator: &dyn FieldEvaluator,
 ) -> Result<Vec<Class<'a>>, ResolveError> {
-    let mut by_tags: BTreeMap<NodeTags, Vec<Member<'a>>> = BTreeMap::new();
-    for (tags, member) in members {
-        by_tags.entry(tags).or_default().push(member);
+    type GroupKey = (bool, NodeTags, Option<usize>);
+    // The controller's own host first (`!is_master` sorts it ahead), then by tags.
+    let mut by_key: BTreeMap<(bool, NodeTags, Option<usize>), Vec<Member<'a>>> = BTreeMap::new();
+    for p in placed {
+        let key: GroupKey = (!p.is_master, p.tags, p.variant);
+        by_key.entry(key).or_default().push(p.member);
     }
-    let mut groups: Vec<(NodeTags, bool, Vec<Member<'a>>)> = Vec::new();
-    if compiled.uses_master {
-        groups.push((
-            NodeTags::from_tags(&[MASTER_TAG]),
-            true,
-            vec![Member {
-                node: None,
-                id: MASTER_NODE_ID,
-                name: MASTER_TAG.to_string(),
-            }],
-        ));
-    }
-    groups.extend(by_tags.into_iter().map(|(t, m)| (t, false, m)));
     let mut classes = Vec::new();
-    for (tags, is_master, members) in groups {
+    for ((not_master, tags, variant), members) in by_key {
+        let is_master = !not_master;
+        let compiled = graphs.get(variant);
         let scheduled = compiled.scheduled(&tags, is_master);
         let mut split: IndexMap<DepKey, Vec<Member<'a>>> = IndexMap::new();
         for member in members {
@@ -153,8 +177,21 @@ pub(crate) fn build_classes<'a>(
                 scheduled: scheduled.clone(),
                 computed,
                 order: Vec::new(),
+                variant,
             });
         }
     }
     Ok(classes)
+}
+
+/// The controller's own host as a member of the plan.
+pub(crate) fn master_member<'a>() -> (NodeTags, Member<'a>) {
+    (
+        NodeTags::from_tags(&[MASTER_TAG]),
+        Member {
+            node: None,
+            id: MASTER_NODE_ID,
+            name: MASTER_TAG.to_string(),
+        },
+    )
 }

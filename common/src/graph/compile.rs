@@ -179,9 +179,28 @@ impl<'g> Compiled<'g> {
     }
 }
 
+/// Placements compiled so far, by field and entries (tag patterns hold regular expressions, and Fuel's
+/// graphs repeat the same few placements; variants of a graph repeat all of them).
+pub(crate) type PlacementCache = HashMap<(PlacementField, Vec<String>), Placement>;
+
+fn cached_placement(
+    cache: &mut PlacementCache,
+    field: PlacementField,
+    entries: &[String],
+) -> Result<Placement, String> {
+    let key = (field, entries.to_vec());
+    if let Some(p) = cache.get(&key) {
+        return Ok(p.clone());
+    }
+    let p = Placement::new(field, entries)?;
+    cache.insert(key, p.clone());
+    Ok(p)
+}
+
 fn placement_of(
     task: &Task,
     groups: &HashMap<&str, &Task>,
+    cache: &mut PlacementCache,
 ) -> Result<Option<Placement>, ResolveError> {
     let Some((field, list)) = task.placement() else {
         return Ok(None);
@@ -200,7 +219,7 @@ fn placement_of(
                 None => entries.push(g.clone()),
             }
         }
-        return Placement::new(PlacementField::Roles, &entries)
+        return cached_placement(cache, PlacementField::Roles, &entries)
             .map(Some)
             .map_err(bad);
     }
@@ -209,7 +228,9 @@ fn placement_of(
     } else {
         PlacementField::Roles
     };
-    Placement::new(f, list.as_slice()).map(Some).map_err(bad)
+    cached_placement(cache, f, list.as_slice())
+        .map(Some)
+        .map_err(bad)
 }
 
 fn names_exist(
@@ -235,6 +256,17 @@ fn names_exist(
 
 /// Compiles the merged graph; fails on a dependency naming no task and on patterns that do not compile.
 pub(crate) fn compile(graph: &MergedGraph) -> Result<Compiled<'_>, ResolveError> {
+    compile_reusing(graph, None, &mut PlacementCache::new())
+}
+
+/// Compiles `graph`; with `base` (the same tasks, compiled before, differing at most in fields other
+/// than `cross_depends` / `cross_depended_by`), each task's cross dependencies are taken from it rather
+/// than compiled again.
+pub(crate) fn compile_reusing<'g>(
+    graph: &'g MergedGraph,
+    base: Option<&Compiled<'_>>,
+    cache: &mut PlacementCache,
+) -> Result<Compiled<'g>, ResolveError> {
     let index: HashMap<&str, usize> = graph
         .tasks
         .iter()
@@ -278,7 +310,8 @@ pub(crate) fn compile(graph: &MergedGraph) -> Result<Compiled<'_>, ResolveError>
     }
     for (i, merged) in graph.tasks.iter().enumerate() {
         let task = &merged.task;
-        let mut placements: Vec<Placement> = placement_of(task, &groups)?.into_iter().collect();
+        let mut placements: Vec<Placement> =
+            placement_of(task, &groups, cache)?.into_iter().collect();
         let mut member_of = members[i].clone();
         for g in task.groups.iter().flatten() {
             if let Some(&gi) = compiled.index.get(g.as_str()) {
@@ -288,11 +321,20 @@ pub(crate) fn compile(graph: &MergedGraph) -> Result<Compiled<'_>, ResolveError>
             }
         }
         for &g in &members[i] {
-            if let Some(p) = placement_of(&graph.tasks[g].task, &groups)? {
+            if let Some(p) = placement_of(&graph.tasks[g].task, &groups, cache)? {
                 placements.push(p);
             }
         }
         compiled.uses_master |= placements.iter().any(Placement::matches_master);
+        if let Some(base) = base {
+            compiled.tasks.push(CTask {
+                placements,
+                member_of,
+                forward: base.tasks[i].forward.clone(),
+                backward: base.tasks[i].backward.clone(),
+            });
+            continue;
+        }
         let forward = match &task.cross_depends {
             None => CompiledDeps::None,
             Some(Dependencies::Static(d)) => {

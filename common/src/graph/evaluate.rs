@@ -25,7 +25,8 @@ pub struct EvalContext<'a> {
 /// safe to share across threads.
 pub trait FieldEvaluator: Sync {
     /// Computes a task field's `yaql_exp` for a node. The result replaces the `{yaql_exp: ...}` mapping.
-    /// For `condition` the result is read as a boolean (YAQL truthiness).
+    /// For `condition` the result is read as a boolean (YAQL truthiness). An error says what went
+    /// wrong; resolution names the task, the field and the node around it.
     fn evaluate(&self, context: &EvalContext<'_>, expression: &str) -> Result<Value, String>;
 
     /// Whether a graph's `node_filter` selects `node` (`$` is the node).

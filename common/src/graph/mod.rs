@@ -11,6 +11,7 @@
 //! | `classes` | nodes resolved alike, each class placed once |
 //! | `order` | petgraph ordering and cycle finding |
 //! | `compute` | `yaql_exp` values and conditions through the seam |
+//! | `structure` | computed placement, `requires`, `type`, ... per node: the graph's variants |
 //! | `waits` | shared cross-node wait sets |
 //! | `schedule` | one order for every class at once, consistent across nodes; cycles |
 //! | `resolve` | the pipeline ([`resolve`], [`ResolveRequest`]) |
@@ -33,6 +34,7 @@ mod order;
 mod plan;
 mod resolve;
 mod schedule;
+mod structure;
 mod waits;
 
 pub use checks::check_deployment;

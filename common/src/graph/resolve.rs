@@ -4,7 +4,7 @@ use serde_json::Map;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::classes::{build_classes, Class, Member};
+use super::classes::{build_classes, master_member, Class, Graphs, Member, Placed};
 use super::compile::{compile, Compiled};
 use super::compute::{compute_map, condition_skip_reason, Target};
 use super::error::ResolveError;
@@ -12,10 +12,13 @@ use super::evaluate::FieldEvaluator;
 use super::merge::MergedGraph;
 use super::plan::{FaultToleranceGroup, NodePlan, Plan, ResolvedTask};
 use super::schedule::schedule;
+use super::structure::{compile_variants, compute_variants, has_computed_structure, Subject};
 use super::waits::build_waits;
 use super::MASTER_NODE_ID;
-use crate::model::{contains_expression, default_node_filter, Concurrency, Node, TaskType};
-use crate::tags::{cluster_tags, instances, Catalog, Owner};
+use crate::model::{
+    contains_expression, default_node_filter, Concurrency, FaultTolerance, Node, TaskType,
+};
+use crate::tags::{cluster_tags, instances, Catalog, NodeTags, Owner};
 
 /// What to resolve.
 #[derive(Clone, Copy)]
@@ -142,23 +145,57 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
     let tags = cluster_tags(request.nodes, request.catalog);
     let node_instances = instances(&tags);
     let selected = select(request)?;
-    let members = selected
-        .iter()
-        .map(|n| {
-            let t = tags.nodes.get(&n.id).cloned().unwrap_or_default();
-            (
-                t,
-                Member {
-                    node: Some(*n),
-                    id: n.id,
-                    name: n.display_name(),
-                },
-            )
+    let mut members: Vec<(NodeTags, bool, Member)> = Vec::with_capacity(selected.len() + 1);
+    if compiled.uses_master {
+        let (t, m) = master_member();
+        members.push((t, true, m));
+    }
+    for n in &selected {
+        let t = tags.nodes.get(&n.id).cloned().unwrap_or_default();
+        let member = Member {
+            node: Some(*n),
+            id: n.id,
+            name: n.display_name(),
+        };
+        members.push((t, false, member));
+    }
+    // Computed structure (`requires`, placement, `type`, ...) per node, before placing and ordering.
+    let variants = if has_computed_structure(request.graph) {
+        let subjects: Vec<Subject> = members
+            .iter()
+            .map(|(_, is_master, m)| Subject::new(m, *is_master))
+            .collect();
+        Some(compute_variants(
+            request.graph,
+            &compiled,
+            &subjects,
+            request.evaluator,
+        )?)
+    } else {
+        None
+    };
+    let variant_compiled = match &variants {
+        Some(v) => compile_variants(request.graph, &compiled, v)?,
+        None => Vec::new(),
+    };
+    let graphs = Graphs {
+        base: compiled,
+        variants: variant_compiled,
+    };
+    let placed = members
+        .into_iter()
+        .enumerate()
+        .map(|(k, (tags, is_master, member))| Placed {
+            tags,
+            is_master,
+            member,
+            variant: variants.as_ref().map(|v| v.of_subject[k]),
         })
         .collect();
-    let mut classes = build_classes(&compiled, members, request.evaluator)?;
-    let waits = build_waits(&compiled, &classes);
-    schedule(&compiled, &mut classes, &waits)?;
+    let mut classes = build_classes(&graphs, placed, request.evaluator)?;
+    let waits = build_waits(&graphs, &classes);
+    schedule(&graphs, &mut classes, &waits)?;
+    let compiled = &graphs.base;
 
     let shared: Vec<Shared> = request
         .graph
@@ -194,10 +231,11 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
 
     let mut nodes: Vec<NodePlan> = Vec::with_capacity(selected.len() + 1);
     for (c, class) in classes.iter().enumerate() {
+        let own = graphs.of(class);
         let groups: Vec<Option<usize>> = class
             .order
             .iter()
-            .map(|&i| group_of(&compiled, class, i))
+            .map(|&i| group_of(own, class, i))
             .collect();
         let mut node_tags: Vec<String> = class.tags.tags.iter().cloned().collect();
         node_tags.extend(class.tags.roles.difference(&class.tags.tags).cloned());
@@ -226,7 +264,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                             message,
                         }
                     })?;
-                    (task.task_type.clone(), Arc::new(p), strategy)
+                    (own.task(i).task_type.clone(), Arc::new(p), strategy)
                 } else {
                     let strategy =
                         s.strategy
@@ -236,7 +274,11 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                                 field: "parameters.strategy".into(),
                                 message,
                             })?;
-                    (task.task_type.clone(), s.parameters.clone(), strategy)
+                    (
+                        own.task(i).task_type.clone(),
+                        s.parameters.clone(),
+                        strategy,
+                    )
                 };
                 let extra = if skip.is_some() {
                     empty.clone()
@@ -253,7 +295,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                     skip_reason: skip,
                     waits: waits.by_class[c].get(&i).cloned().unwrap_or_default(),
                     strategy,
-                    fault_tolerance: group.and_then(|g| compiled.task(g).fault_tolerance),
+                    fault_tolerance: group.and_then(|g| own.task(g).fault_tolerance),
                     group: group.map(|g| shared[g].id.clone()),
                     extra,
                 });
@@ -272,7 +314,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
         graph_type: request.graph_type.to_string(),
         nodes,
         wait_sets: waits.sets,
-        fault_tolerance_groups: fault_tolerance_groups(&compiled, &classes),
+        fault_tolerance_groups: fault_tolerance_groups(&graphs, &classes)?,
         primaries: tags.primaries,
     })
 }
@@ -289,27 +331,65 @@ fn group_of(compiled: &Compiled<'_>, class: &Class<'_>, task: usize) -> Option<u
         .find(|&g| class.scheduled[g])
 }
 
+/// Each group task with the plan's nodes it covers and its fault tolerance, which must be one value
+/// for all of them (a computed `fault_tolerance` that differs between the group's nodes is an error
+/// naming them).
 fn fault_tolerance_groups(
-    compiled: &Compiled<'_>,
+    graphs: &Graphs<'_>,
     classes: &[Class<'_>],
-) -> Vec<FaultToleranceGroup> {
-    (0..compiled.tasks.len())
-        .filter(|&g| compiled.task(g).task_type == TaskType::Group)
-        .filter_map(|g| {
-            let mut node_ids: Vec<u64> = classes
-                .iter()
-                .filter(|c| c.scheduled[g])
-                .flat_map(|c| c.members.iter().map(|m| m.id))
-                .collect();
-            if node_ids.is_empty() {
-                return None;
+) -> Result<Vec<FaultToleranceGroup>, ResolveError> {
+    let mut out = Vec::new();
+    for g in 0..graphs.base.tasks.len() {
+        let mut node_ids: Vec<u64> = Vec::new();
+        // Each distinct value with the first node (by id) that computed it.
+        let mut values: Vec<(Option<FaultTolerance>, u64, &str)> = Vec::new();
+        for class in classes {
+            let own = graphs.of(class);
+            if !class.scheduled[g] || own.task(g).task_type != TaskType::Group {
+                continue;
             }
-            node_ids.sort_unstable();
-            Some(FaultToleranceGroup {
-                name: compiled.task(g).id.clone(),
-                node_ids,
-                fault_tolerance: compiled.task(g).fault_tolerance,
-            })
-        })
-        .collect()
+            let ft = own.task(g).fault_tolerance;
+            for m in &class.members {
+                match values.iter_mut().find(|(v, _, _)| *v == ft) {
+                    Some(seen) if seen.1 <= m.id => {}
+                    Some(seen) => (seen.1, seen.2) = (m.id, m.name.as_str()),
+                    None => values.push((ft, m.id, m.name.as_str())),
+                }
+            }
+            node_ids.extend(class.members.iter().map(|m| m.id));
+        }
+        if node_ids.is_empty() {
+            continue;
+        }
+        values.sort_by_key(|(_, id, _)| *id);
+        if values.len() > 1 {
+            let shown: Vec<String> = values
+                .iter()
+                .map(|(v, _, node)| {
+                    let v = v.map_or_else(|| "nothing".to_string(), |f| f.to_string());
+                    format!("{v} on {node}")
+                })
+                .collect();
+            return Err(ResolveError::Computed {
+                task: graphs.base.task(g).id.clone(),
+                field: "fault_tolerance".into(),
+                node: values
+                    .iter()
+                    .map(|(_, _, n)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: format!(
+                    "computes to {}; a group's fault tolerance is one value for all its nodes",
+                    shown.join(", ")
+                ),
+            });
+        }
+        node_ids.sort_unstable();
+        out.push(FaultToleranceGroup {
+            name: graphs.base.task(g).id.clone(),
+            node_ids,
+            fault_tolerance: values.first().and_then(|(v, _, _)| *v),
+        });
+    }
+    Ok(out)
 }

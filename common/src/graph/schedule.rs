@@ -11,7 +11,7 @@
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
 
-use super::classes::Class;
+use super::classes::{Class, Graphs};
 use super::compile::{Compiled, CompiledDep, Selector};
 use super::error::ResolveError;
 use super::order::{find_cycle, stable_order_by};
@@ -40,12 +40,14 @@ fn local_edges(compiled: &Compiled<'_>, class: &Class<'_>) -> Vec<(usize, usize)
     extra
 }
 
-/// Fills every class's `order`, or fails with the tasks and nodes of a cycle.
+/// Fills every class's `order`, or fails with the tasks and nodes of a cycle. Each class is ordered by
+/// its own variant's edges (computed `requires` / `required_for` differ between nodes).
 pub(crate) fn schedule(
-    compiled: &Compiled<'_>,
+    graphs: &Graphs<'_>,
     classes: &mut [Class<'_>],
     waits: &Waits,
 ) -> Result<(), ResolveError> {
+    let compiled = &graphs.base;
     let n = compiled.tasks.len();
     let total = classes.len() * n;
     let mut g = DiGraph::<(), ()>::with_capacity(total, total * 3);
@@ -54,12 +56,13 @@ pub(crate) fn schedule(
     }
     let v = |c: usize, t: usize| NodeIndex::new(c * n + t);
     for (c, class) in classes.iter().enumerate() {
-        for (a, succ) in compiled.successors.iter().enumerate() {
+        let own = graphs.of(class);
+        for (a, succ) in own.successors.iter().enumerate() {
             for &b in succ {
                 g.add_edge(v(c, a), v(c, b), ());
             }
         }
-        for (a, b) in local_edges(compiled, class) {
+        for (a, b) in local_edges(own, class) {
             g.add_edge(v(c, a), v(c, b), ());
         }
     }
@@ -141,18 +144,34 @@ fn cycle_error(
             }
         })
         .collect();
-    // The nodes concerned: those running a task of the cycle (for a cycle across nodes, the nodes of
-    // its classes).
-    let mut members: Vec<(u64, &str)> = Vec::new();
-    for (c, class) in classes.iter().enumerate() {
-        let concerned = if one_class {
-            cycle.iter().any(|&i| class.scheduled[i % n])
-        } else {
-            cycle.iter().any(|&i| i / n == c)
-        };
-        if concerned {
-            members.extend(class.members.iter().map(|m| (m.id, m.name.as_str())));
+    // The nodes concerned: those whose own edges close the cycle and that run a task of it (for a
+    // cycle across nodes, the nodes of its classes). A cycle of computed `requires` exists only on the
+    // nodes that computed them.
+    let closes = |c: usize| {
+        cycle.windows(2).all(|w| {
+            g.contains_edge(
+                NodeIndex::new(c * n + w[0] % n),
+                NodeIndex::new(c * n + w[1] % n),
+            )
+        })
+    };
+    let concerned = |runs: bool| {
+        let mut members: Vec<(u64, &str)> = Vec::new();
+        for (c, class) in classes.iter().enumerate() {
+            let yes = if one_class {
+                closes(c) && (!runs || cycle.iter().any(|&i| class.scheduled[i % n]))
+            } else {
+                cycle.iter().any(|&i| i / n == c)
+            };
+            if yes {
+                members.extend(class.members.iter().map(|m| (m.id, m.name.as_str())));
+            }
         }
+        members
+    };
+    let mut members = concerned(true);
+    if members.is_empty() {
+        members = concerned(false);
     }
     members.sort_unstable();
     let mut nodes: Vec<String> = members

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::classes::Class;
-use super::compile::{Compiled, Selector};
+use super::classes::{Class, Graphs};
+use super::compile::Selector;
 use super::plan::{WaitSet, WaitTarget};
 use crate::model::{Policy, StringList};
 
@@ -38,7 +38,8 @@ fn push_unique(list: &mut Vec<u32>, v: u32) {
 }
 
 /// Builds every cross-node wait of the plan.
-pub(crate) fn build_waits(compiled: &Compiled<'_>, classes: &[Class<'_>]) -> Waits {
+pub(crate) fn build_waits(graphs: &Graphs<'_>, classes: &[Class<'_>]) -> Waits {
+    let compiled = &graphs.base;
     let mut sets: Vec<WaitSet> = Vec::new();
     let mut index: HashMap<WaitKey, Option<u32>> = HashMap::new();
     let mut by_class: Vec<HashMap<usize, Vec<u32>>> = vec![HashMap::new(); classes.len()];
@@ -52,7 +53,7 @@ pub(crate) fn build_waits(compiled: &Compiled<'_>, classes: &[Class<'_>]) -> Wai
     };
     for (x, class) in classes.iter().enumerate() {
         for t in (0..compiled.tasks.len()).filter(|&t| class.scheduled[t]) {
-            let (forward, backward) = class.deps(compiled, t);
+            let (forward, backward) = class.deps(graphs.of(class), t);
             for d in forward
                 .iter()
                 .filter(|d| !matches!(d.selector, Selector::SelfNode))

@@ -68,8 +68,7 @@ impl<'de> Deserialize<'de> for StringList {
             }
             fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<StringList, A::Error> {
                 Err(de::Error::custom(
-                    "expected a string or a list of strings, not a mapping (placement and \
-                     requires/required_for are read as written and cannot be computed)",
+                    "expected a string or a list of strings, not a mapping",
                 ))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StringList, A::Error> {

@@ -51,5 +51,5 @@ pub use release::{
 pub use settings::{check_settings, SettingProblem};
 pub use task::{
     Concurrency, Condition, CrossDep, Dependencies, FaultTolerance, Policy, StrategyKind, Task,
-    TaskType,
+    TaskType, COMPUTABLE_FIELDS,
 };

@@ -9,68 +9,114 @@ use std::fmt;
 use super::computed::{contains_expression, yaql_expression, YAQL_KEY};
 use super::list::StringList;
 
+/// The fields that decide where a task runs and in which order, which may be computed per node
+/// (`{yaql_exp: ...}`, whole or inside): seed 001 allows an expression "in any task field except for
+/// id". Such a field is kept in [`Task::computed`] and resolution computes it per node before placing
+/// and ordering (see `common/src/graph/README.md`).
+pub const COMPUTABLE_FIELDS: &[&str] = &[
+    "type",
+    "version",
+    "tags",
+    "roles",
+    "role",
+    "groups",
+    "tasks",
+    "requires",
+    "required_for",
+    "fault_tolerance",
+];
+
 /// One task of a graph, as Fuel writes it in `tasks.yaml` and Nailgun stores it.
 ///
 /// Fields Plinth does not interpret (`test_pre`, `refresh_on`, `reexecute_on`, ...) are kept in
-/// [`Task::extra`] in their original order, and written back unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// [`Task::extra`] in their original order, and written back unchanged. A field of
+/// [`COMPUTABLE_FIELDS`] written as (or holding) `{yaql_exp: ...}` is kept in [`Task::computed`] and
+/// its typed field stays at its default.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     /// The task's id, unique within a graph. Never computed.
     pub id: String,
     /// What the task does. A task written without a type (as the seeds' examples are) is kept for
     /// ordering only (`skipped`).
-    #[serde(rename = "type", default)]
     pub task_type: TaskType,
     /// The task format version (`2.1.0`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The tags of the nodes the task runs on (seed 000). Wins over `roles`, `role` and `groups`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<StringList>,
     /// Deprecated: roles of the nodes the task runs on, used when `tags` is absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roles: Option<StringList>,
     /// Deprecated: the same as `roles` (Fuel writes both spellings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<StringList>,
     /// Deprecated: the groups the task belongs to; a task runs on the roles of its groups.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<StringList>,
     /// For a task of type `group`: further member tasks, which run on the group's roles too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<StringList>,
     /// Tasks that run before this one on the same node.
-    #[serde(default, skip_serializing_if = "StringList::is_empty")]
     pub requires: StringList,
     /// Tasks that run after this one on the same node.
-    #[serde(default, skip_serializing_if = "StringList::is_empty")]
     pub required_for: StringList,
     /// Tasks on other nodes (or on this one, `role: self`) that must finish before this one starts.
+    pub cross_depends: Option<Dependencies>,
+    /// Tasks on other nodes (or on this one) that must wait for this one.
+    pub cross_depended_by: Option<Dependencies>,
+    /// Whether the task runs; absent means true. A false condition keeps the task in the list as skipped.
+    pub condition: Option<Condition>,
+    /// The task's parameters; `yaql_exp` values at any depth are computed per node.
+    pub parameters: Map<String, Value>,
+    /// For a task of type `group`: how many of its nodes may fail before the deployment stops.
+    pub fault_tolerance: Option<FaultTolerance>,
+    /// Every other field, kept as written (computed like the others when it holds `yaql_exp`).
+    pub extra: IndexMap<String, Value>,
+    /// The fields of [`COMPUTABLE_FIELDS`] written with `{yaql_exp: ...}`, as written, by name.
+    pub computed: IndexMap<String, Value>,
+}
+
+/// [`Task`]'s fields as serde reads and writes them (Task's own impls set its computed fields apart
+/// first). Keep in step with [`Task`].
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Task")]
+struct TaskFields {
+    id: String,
+    #[serde(rename = "type", default)]
+    task_type: TaskType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tags: Option<StringList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    roles: Option<StringList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    role: Option<StringList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    groups: Option<StringList>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tasks: Option<StringList>,
+    #[serde(default, skip_serializing_if = "StringList::is_empty")]
+    requires: StringList,
+    #[serde(default, skip_serializing_if = "StringList::is_empty")]
+    required_for: StringList,
     #[serde(
         default,
         alias = "cross-depends",
         skip_serializing_if = "Option::is_none"
     )]
-    pub cross_depends: Option<Dependencies>,
-    /// Tasks on other nodes (or on this one) that must wait for this one.
+    cross_depends: Option<Dependencies>,
     #[serde(
         default,
         alias = "cross-depended-by",
         skip_serializing_if = "Option::is_none"
     )]
-    pub cross_depended_by: Option<Dependencies>,
-    /// Whether the task runs; absent means true. A false condition keeps the task in the list as skipped.
+    cross_depended_by: Option<Dependencies>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub condition: Option<Condition>,
-    /// The task's parameters; `yaql_exp` values at any depth are computed per node.
+    condition: Option<Condition>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub parameters: Map<String, Value>,
-    /// For a task of type `group`: how many of its nodes may fail before the deployment stops.
+    parameters: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fault_tolerance: Option<FaultTolerance>,
-    /// Every other field, kept as written (computed like the others when it holds `yaql_exp`).
+    fault_tolerance: Option<FaultTolerance>,
     #[serde(flatten)]
-    pub extra: IndexMap<String, Value>,
+    extra: IndexMap<String, Value>,
+    #[serde(skip)]
+    computed: IndexMap<String, Value>,
 }
 
 impl Task {
@@ -93,6 +139,7 @@ impl Task {
             parameters: Map::new(),
             fault_tolerance: None,
             extra: IndexMap::new(),
+            computed: IndexMap::new(),
         }
     }
 
@@ -119,6 +166,55 @@ impl Task {
             || matches!(self.cross_depended_by, Some(Dependencies::Computed(_)))
             || self.parameters.values().any(contains_expression)
             || self.extra.values().any(contains_expression)
+            || !self.computed.is_empty()
+    }
+
+    /// True when the task's placement (`tags`, `roles`, `role` or `groups`) is computed per node.
+    pub fn has_computed_placement(&self) -> bool {
+        ["tags", "roles", "role", "groups"]
+            .iter()
+            .any(|f| self.computed.contains_key(*f))
+    }
+}
+
+impl Serialize for Task {
+    /// Written as read: a computed field goes back under its own name, in place of its typed default.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.computed.is_empty() {
+            return TaskFields::serialize(self, serializer);
+        }
+        let mut value = TaskFields::serialize(self, serde_json::value::Serializer)
+            .map_err(serde::ser::Error::custom)?;
+        if let Value::Object(map) = &mut value {
+            for (k, v) in &self.computed {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Task {
+    /// Sets the computed fields of [`COMPUTABLE_FIELDS`] apart, then reads the others as written.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = Map::<String, Value>::deserialize(deserializer)?;
+        if map.get("id").is_some_and(contains_expression) {
+            return Err(de::Error::custom(
+                "id is never computed (seed 001: an expression may stand in any task field except \
+                 for id)",
+            ));
+        }
+        let mut computed = IndexMap::new();
+        for field in COMPUTABLE_FIELDS {
+            if map.get(*field).is_some_and(contains_expression) {
+                if let Some(v) = map.remove(*field) {
+                    computed.insert((*field).to_string(), v);
+                }
+            }
+        }
+        let mut task = TaskFields::deserialize(Value::Object(map)).map_err(de::Error::custom)?;
+        task.computed = computed;
+        Ok(task)
     }
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::model::{Cluster, Plugin, Release, RoleMeta, TagMeta};
 
 /// Who defined a role or a tag.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 pub enum Owner {
     /// The release.

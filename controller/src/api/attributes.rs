@@ -11,34 +11,55 @@ use crate::store::StoreError;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use plinth_common::model::{check_settings, dict_merge};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// `PUT`/`PATCH` body: Nailgun's `{editable: {section: {attribute: {value: ...}}}}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttributesBody {
-    editable: serde_json::Map<String, Value>,
-}
+pub use plinth_api::answers::Attributes;
+pub use plinth_api::requests::AttributesBody;
 
 /// `GET /api/v1/clusters/{id}/attributes`.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
-        .blocking(move |s| Ok(Json(json!({"editable": s.store.get_cluster(id)?.settings}))))
+        .blocking(move |s| {
+            Ok(Json(Attributes {
+                editable: s.store.get_cluster(id)?.settings,
+            }))
+        })
         .await
 }
 
 /// `GET /api/v1/clusters/{id}/attributes/defaults`: the release's editable defaults, generators run.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/attributes/defaults/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn defaults(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
@@ -46,28 +67,54 @@ pub async fn defaults(
             let master = super::clusters::master_ip(&s.config());
             let mut attrs = starting_attributes(&release, &Value::Null, &master)?;
             plinth_common::model::format_cluster_id(&mut attrs.editable, id);
-            Ok(Json(json!({"editable": attrs.editable})))
+            Ok(Json(Attributes {
+                editable: attrs.editable,
+            }))
         })
         .await
 }
 
 /// `PUT /api/v1/clusters/{id}/attributes`: replaces the settings.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::AttributesBody,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
     super::body::Doc(body): super::body::Doc<AttributesBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     change(state, id, body, false).await
 }
 
 /// `PATCH /api/v1/clusters/{id}/attributes`: merges into the settings (mappings key by key).
+#[utoipa::path(
+    patch,
+    path = "/clusters/{id}/attributes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::AttributesBody,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::Attributes),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn patch(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
     super::body::Doc(body): super::body::Doc<AttributesBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     change(state, id, body, true).await
 }
 
@@ -76,7 +123,7 @@ async fn change(
     id: u64,
     body: AttributesBody,
     merge: bool,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Attributes>, ApiError> {
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
@@ -113,7 +160,9 @@ async fn change(
             });
             match (stored, refused) {
                 (_, Some(e)) => Err(e),
-                (Ok(record), None) => Ok(Json(json!({"editable": record.settings}))),
+                (Ok(record), None) => Ok(Json(Attributes {
+                    editable: record.settings,
+                })),
                 (Err(e), None) => Err(e.into()),
             }
         })

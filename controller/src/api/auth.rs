@@ -102,6 +102,16 @@ impl FromRequestParts<Arc<AppState>> for Operator {
 
 /// `GET /api/v1/whoami`: what the presented token may do (`{"role": "admin"}` or `"read_only"`), so a
 /// client can offer only the actions that will be allowed.
+#[utoipa::path(
+    get,
+    path = "/whoami/",
+    tag = "auth",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn whoami(op: Operator) -> super::error::Json<serde_json::Value> {
     super::error::Json(serde_json::json!({ "role": op.role }))
 }

@@ -11,61 +11,21 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use plinth_common::deploy::OldStates;
 use plinth_common::tags::check_assignment;
-use serde::Deserialize;
 use std::sync::Arc;
 
-/// `POST /api/v1/clusters` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateCluster {
-    name: String,
-    release_id: u64,
-    #[serde(default)]
-    settings: serde_json::Map<String, serde_json::Value>,
-}
-
-/// `PUT /api/v1/clusters/{id}/nodes` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AssignNodes {
-    nodes: Vec<NodeAssignment>,
-}
-
-/// `DELETE /api/v1/clusters/{id}/nodes` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UnassignNodes {
-    node_ids: Vec<u64>,
-}
-
-/// `PUT /api/v1/clusters/{id}/deploy/` query.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeployQuery {
-    #[serde(default)]
-    graph_type: Option<String>,
-    /// Comma-separated node ids; all the cluster's nodes when absent.
-    #[serde(default)]
-    nodes: Option<String>,
-    /// A strategy stored for the cluster; its phases choose the graph types.
-    #[serde(default)]
-    strategy: Option<String>,
-    /// Shipyard's action: `deploy_site`, `update_site`, or `redeploy_server` with `node`.
-    #[serde(default)]
-    action: Option<String>,
-    /// The node `redeploy_server` redeploys (its name).
-    #[serde(default)]
-    node: Option<String>,
-    #[serde(default)]
-    noop: bool,
-    #[serde(default)]
-    force: bool,
-    /// Resolve and report only: nothing is stored or run.
-    #[serde(default)]
-    dry_run: bool,
-}
+pub use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery, UnassignNodes};
 
 /// `GET /api/v1/clusters`.
+#[utoipa::path(
+    get,
+    path = "/clusters/",
+    tag = "clusters",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::ClusterRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -74,6 +34,17 @@ pub async fn list(
 }
 
 /// `GET /api/v1/clusters/{id}`.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ClusterRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -85,6 +56,17 @@ pub async fn show(
 }
 
 /// `GET /api/v1/clusters/{id}/generated`: the attributes made at creation (Nailgun's generated data).
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/generated/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn generated(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -96,6 +78,17 @@ pub async fn generated(
 }
 
 /// `POST /api/v1/clusters`.
+#[utoipa::path(
+    post,
+    path = "/clusters/",
+    tag = "clusters",
+    request_body = plinth_api::requests::CreateCluster,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = plinth_api::records::ClusterRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -138,6 +131,18 @@ pub fn master_ip(config: &crate::config::Config) -> String {
 }
 
 /// `PUT /api/v1/clusters/{id}/nodes`: adds nodes with their pending roles, all or nothing.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/nodes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::AssignNodes,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn assign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -178,6 +183,18 @@ fn check_roles(s: &AppState, cluster_id: u64, nodes: &[NodeAssignment]) -> Resul
 }
 
 /// `DELETE /api/v1/clusters/{id}/nodes`: takes nodes out, all or nothing.
+#[utoipa::path(
+    delete,
+    path = "/clusters/{id}/nodes/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::UnassignNodes,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn unassign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -204,6 +221,18 @@ fn parse_node_list(text: &str) -> Result<Vec<u64>, ApiError> {
 }
 
 /// `PUT /api/v1/clusters/{id}/deploy/?graph_type=&nodes=`: starts a deployment (202), 409 if one runs.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/deploy/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id"), plinth_api::requests::DeployQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 202, description = "success"),
+        (status = 200, description = "a dry run: what would run"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn deploy(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -259,6 +288,17 @@ pub async fn deploy(
 
 /// `PUT /api/v1/clusters/{id}/stop_deployment/` (Nailgun's path): cancels the cluster's running
 /// deployment (202 with it); 409 when none runs.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/stop_deployment/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 202, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn stop_deployment(
     State(state): State<Arc<AppState>>,
     op: crate::api::auth::Operator,
@@ -287,6 +327,17 @@ pub async fn stop_deployment(
 /// `PUT /api/v1/clusters/{id}/roles/{name}`: changes a role for this cluster only (its tags included),
 /// or adds one; Nailgun's `{name, meta}` or the metadata alone. Checked as the cluster's catalog, refused
 /// whole.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/roles/{name}/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn put_role(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -301,19 +352,22 @@ pub async fn put_role(
             let updated = s.store.modify_cluster(id, &mut |record, _nodes| {
                 let mut next = record.clone();
                 next.data.roles_metadata.insert(name.clone(), meta.clone());
-                let checked =
-                    crate::cluster_model::cluster_model(&next, &model.release, &model.plugins)
-                        .map_err(|e| e.to_string())
-                        .and_then(|cluster| {
-                            let plugins: Vec<&plinth_common::model::Plugin> =
-                                model.plugins.iter().collect();
-                            let catalog = plinth_common::tags::Catalog::new(
-                                &model.release,
-                                &plugins,
-                                Some(&cluster),
-                            );
-                            super::tags::catalog_is_valid(&catalog)
-                        });
+                let checked = crate::cluster_model::cluster_model(
+                    &next,
+                    &model.snapshot.release,
+                    &model.snapshot.plugins,
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|cluster| {
+                    let plugins: Vec<&plinth_common::model::Plugin> =
+                        model.snapshot.plugins.iter().collect();
+                    let catalog = plinth_common::tags::Catalog::new(
+                        &model.snapshot.release,
+                        &plugins,
+                        Some(&cluster),
+                    );
+                    super::tags::catalog_is_valid(&catalog)
+                });
                 if let Err(message) = checked {
                     problem = Some(ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,

@@ -15,6 +15,17 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// `PUT /api/v1/clusters/{id}/deployment_configuration/`: creates or replaces.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/deployment_configuration/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ConfigurationRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn put(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -37,6 +48,17 @@ pub async fn put(
 }
 
 /// `GET /api/v1/clusters/{id}/deployment_configuration/`.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/deployment_configuration/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ConfigurationRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -48,6 +70,17 @@ pub async fn show(
 }
 
 /// `DELETE /api/v1/clusters/{id}/deployment_configuration/`.
+#[utoipa::path(
+    delete,
+    path = "/clusters/{id}/deployment_configuration/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,

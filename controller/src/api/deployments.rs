@@ -23,6 +23,16 @@ pub struct ListQuery {
 }
 
 /// `GET /api/v1/deployments?cluster_id=`.
+#[utoipa::path(
+    get,
+    path = "/deployments/",
+    tag = "deployments",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -34,6 +44,17 @@ pub async fn list(
 }
 
 /// `GET /api/v1/deployments/{id}`: the report, live while it runs.
+#[utoipa::path(
+    get,
+    path = "/deployments/{id}/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -53,6 +74,17 @@ pub async fn show(
 
 /// `GET /api/v1/deployments/{id}/summary`: the report without task output (status, groups with counts,
 /// every node's status, phase and progress), for pages that watch many nodes.
+#[utoipa::path(
+    get,
+    path = "/deployments/{id}/summary/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn summary(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -72,6 +104,17 @@ pub async fn summary(
 
 /// `GET /api/v1/deployments/{id}/nodes/{node_id}`: one node's part of the report, with every task's
 /// latest result and output; 404 if the node is not in the deployment.
+#[utoipa::path(
+    get,
+    path = "/deployments/{id}/nodes/{node_id}/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id"), ("node_id" = u64, Path, description = "the node's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -99,6 +142,17 @@ pub async fn node(
 
 /// `POST /api/v1/deployments/{id}/cancel`: stops a running deployment (202 with the deployment, now
 /// `cancelled`); 409 when it is not running.
+#[utoipa::path(
+    post,
+    path = "/deployments/{id}/cancel/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 202, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
     op: Operator,
@@ -112,6 +166,17 @@ pub async fn cancel(
 
 /// `POST /api/v1/deployments/{id}/retry`: a new deployment of an ended one's failed and not-started
 /// nodes, with the same graph type or strategy, options and inputs (202 with the new deployment).
+#[utoipa::path(
+    post,
+    path = "/deployments/{id}/retry/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 202, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn retry(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -207,6 +272,17 @@ impl Feed {
 /// `GET /api/v1/deployments/{id}/events`: the deployment's events as Server-Sent Events: the stored ones
 /// first (each with its sequence number as the SSE id; `Last-Event-ID` resumes after it), then live ones,
 /// until the deployment finishes.
+#[utoipa::path(
+    get,
+    path = "/deployments/{id}/events/",
+    tag = "deployments",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn events(
     State(state): State<Arc<AppState>>,
     _op: Operator,

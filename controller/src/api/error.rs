@@ -3,7 +3,7 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::engine::StartError;
 use crate::store::StoreError;
@@ -67,8 +67,13 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
-        let body =
-            json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
+        let body = plinth_api::errors::ErrorBody {
+            error: plinth_api::errors::ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+                details: self.details,
+            },
+        };
         (self.status, axum::Json(body)).into_response()
     }
 }
@@ -98,14 +103,29 @@ impl From<StartError> for ApiError {
                 "graph_error",
                 r.to_string(),
             ),
-            StartError::Checks(ref findings) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "checks_failed",
-                e.to_string(),
-            )
-            .with_details(serde_json::json!({ "findings": findings })),
+            StartError::Resolution(r) => r.into(),
             StartError::Model(m) => m.into(),
         }
+    }
+}
+
+impl From<plinth_common::snapshot::ResolutionError> for ApiError {
+    fn from(e: plinth_common::snapshot::ResolutionError) -> Self {
+        use plinth_common::snapshot::ResolutionError as R;
+        let code = match &e {
+            R::Checks { findings, .. } => {
+                let details = serde_json::json!({ "findings": findings });
+                return ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "checks_failed",
+                    e.to_string(),
+                )
+                .with_details(details);
+            }
+            R::Merge(_) | R::Unresolved { .. } => "graph_error",
+            R::UndefinedGraphType(_) | R::NodeFilter(_) | R::TaskSpec(_) => "invalid_deployment",
+        };
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
     }
 }
 

@@ -73,6 +73,17 @@ pub struct FormatQuery {
 }
 
 /// `GET /api/v1/{kind}/{id}/deployment_graphs`.
+#[utoipa::path(
+    get,
+    path = "/{kind}/{id}/deployment_graphs/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::GraphRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -88,6 +99,17 @@ pub async fn list(
 }
 
 /// `GET /api/v1/{kind}/{id}/deployment_graphs/{type}`.
+#[utoipa::path(
+    get,
+    path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -144,6 +166,17 @@ async fn put(
 }
 
 /// `POST /api/v1/{kind}/{id}/deployment_graphs/{type}`: 409 when the owner has one of that type.
+#[utoipa::path(
+    post,
+    path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -161,6 +194,17 @@ pub async fn create(
 }
 
 /// `PUT /api/v1/{kind}/{id}/deployment_graphs/{type}`: creates or replaces (every task is replaced).
+#[utoipa::path(
+    put,
+    path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -183,6 +227,17 @@ pub struct GraphPatch {
 }
 
 /// `PATCH /api/v1/{kind}/{id}/deployment_graphs/{type}`: changes the name, tasks or node filter given.
+#[utoipa::path(
+    patch,
+    path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn patch(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -208,6 +263,17 @@ pub async fn patch(
 }
 
 /// `DELETE /api/v1/{kind}/{id}/deployment_graphs/{type}` (204).
+#[utoipa::path(
+    delete,
+    path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -223,6 +289,16 @@ pub async fn delete(
 }
 
 /// `GET /api/v1/graphs`: every graph with its relation (owner and type).
+#[utoipa::path(
+    get,
+    path = "/graphs/",
+    tag = "graphs",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::GraphRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn all(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -234,6 +310,17 @@ pub async fn all(
 }
 
 /// `GET /api/v1/graphs/{id}`.
+#[utoipa::path(
+    get,
+    path = "/graphs/{id}/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn by_id(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -248,6 +335,17 @@ pub async fn by_id(
 }
 
 /// `PUT /api/v1/graphs/{id}`: replaces the graph's name, tasks and node filter.
+#[utoipa::path(
+    put,
+    path = "/graphs/{id}/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn replace_by_id(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -268,6 +366,17 @@ pub async fn replace_by_id(
 }
 
 /// `DELETE /api/v1/graphs/{id}` (204).
+#[utoipa::path(
+    delete,
+    path = "/graphs/{id}/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete_by_id(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -24,7 +24,7 @@ pub mod views;
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
 use plinth_common::wire::MAX_AGENT_REQUEST_BYTES;
@@ -37,157 +37,90 @@ pub const OPERATOR_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from
 /// How long an agent's request body may take to arrive, whole.
 pub const AGENT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Registers a route both with and without its trailing slash (the seeds' paths end in `/`).
-fn both(
+/// Declares the operator API's routes once: the router is built from this table, and
+/// [`OPERATOR_ROUTES`] lists it for the test that holds the OpenAPI document to it. A path ending in `/`
+/// is served with and without the slash (the seeds' paths end in one); any other path as written.
+macro_rules! operator_routes {
+    ($( $path:literal => $( $method:ident ( $handler:path ) ),+ ; )*) => {
+        /// Every route of the operator API (under `/api/v1`): its path as the document names it, and its
+        /// methods. The router is built from the same table.
+        pub const OPERATOR_ROUTES: &[(&str, &[&str])] = &[
+            $( ($path, &[ $( stringify!($method) ),+ ]) ),*
+        ];
+
+        fn operator_routes(mut ops: Router<Arc<AppState>>) -> Router<Arc<AppState>> {
+            $(
+                ops = route(ops, $path, axum::routing::MethodRouter::new() $( .$method($handler) )+);
+            )*
+            ops
+        }
+    };
+}
+
+/// Registers a route; one ending in `/` both with and without it.
+fn route(
     router: Router<Arc<AppState>>,
     path: &str,
     route: axum::routing::MethodRouter<Arc<AppState>>,
 ) -> Router<Arc<AppState>> {
-    let trimmed = path.trim_end_matches('/');
-    router
-        .route(trimmed, route.clone())
-        .route(&format!("{trimmed}/"), route)
+    match path.strip_suffix('/') {
+        Some(trimmed) => router.route(trimmed, route.clone()).route(path, route),
+        None => router.route(path, route),
+    }
+}
+
+operator_routes! {
+    "/openapi.json/" => get(openapi::document);
+    "/nodes/" => get(nodes::list);
+    "/nodes/{id}/" => get(nodes::show), delete(nodes::delete);
+    "/nodes/{id}/accept/" => post(nodes::accept);
+    "/nodes/{id}/refusals/" => get(nodes::refusals);
+    "/releases/" => get(releases::list), post(releases::create);
+    "/releases/{id}/" => get(releases::show);
+    "/releases/{id}/roles/{name}/" => put(releases::put_role);
+    "/clusters/{id}/roles/{name}/" => put(clusters::put_role);
+    "/clusters/" => get(clusters::list), post(clusters::create);
+    "/clusters/{id}/" => get(clusters::show);
+    "/clusters/{id}/generated/" => get(clusters::generated);
+    "/clusters/{id}/attributes/" => get(attributes::show), put(attributes::replace), patch(attributes::patch);
+    "/clusters/{id}/attributes/defaults/" => get(attributes::defaults);
+    "/clusters/{id}/nodes/" => put(clusters::assign), delete(clusters::unassign);
+    "/clusters/{id}/deploy/" => put(clusters::deploy);
+    "/clusters/{id}/stop_deployment/" => put(clusters::stop_deployment);
+    "/{kind}/{id}/deployment_graphs/" => get(graphs::list);
+    "/{kind}/{id}/deployment_graphs/{graph_type}/" => get(graphs::show), post(graphs::create), put(graphs::replace), patch(graphs::patch), delete(graphs::delete);
+    "/graphs/" => get(graphs::all);
+    "/graphs/{id}/" => get(graphs::by_id), put(graphs::replace_by_id), delete(graphs::delete_by_id);
+    "/plugins/" => get(plugins::list), post(plugins::create);
+    "/plugins/{id}/" => get(plugins::show), delete(plugins::delete);
+    "/clusters/{id}/plugins/{plugin_id}/" => put(plugins::enable), delete(plugins::disable);
+    "/{kind}/{id}/tags/" => get(tags::list), post(tags::create);
+    "/{kind}/{id}/tags/{name}/" => put(tags::modify), delete(tags::delete);
+    "/nodes/{id}/tags/" => get(tags::node_show), post(tags::node_assign), delete(tags::node_unassign);
+    "/clusters/{id}/deployment_tasks/" => get(views::cluster_tasks);
+    "/{kind}/{id}/deployment_tasks/" => get(views::class_tasks);
+    "/clusters/{id}/serialized_tasks/" => get(views::serialized);
+    "/clusters/{id}/checks/" => get(views::checks);
+    "/clusters/{id}/deploy_tasks/graph.gv" => get(views::dot);
+    "/deployments/" => get(deployments::list);
+    "/deployments/{id}/" => get(deployments::show);
+    "/deployments/{id}/events/" => get(deployments::events);
+    "/deployments/{id}/summary/" => get(deployments::summary);
+    "/deployments/{id}/nodes/{node_id}/" => get(deployments::node);
+    "/whoami/" => get(auth::whoami);
+    "/deployments/{id}/cancel/" => post(deployments::cancel);
+    "/deployments/{id}/retry/" => post(deployments::retry);
+    "/clusters/{id}/strategies/" => get(strategies::list), post(strategies::create);
+    "/clusters/{id}/strategies/validate/" => post(strategies::validate);
+    "/clusters/{id}/strategies/{name}/check/" => get(strategies::check_stored);
+    "/clusters/{id}/strategies/{name}/" => get(strategies::show), put(strategies::replace), delete(strategies::delete);
+    "/clusters/{id}/deployment_configuration/" => get(configuration::show), put(configuration::put), delete(configuration::delete);
 }
 
 /// The operator API's routes (mounted under `/api/v1`), with its body limits.
 pub fn operator_api() -> Router<Arc<AppState>> {
-    let mut ops = Router::new();
-    ops = both(ops, "/openapi.json", get(openapi::document));
-    ops = both(ops, "/nodes", get(nodes::list));
-    ops = both(ops, "/nodes/{id}", get(nodes::show).delete(nodes::delete));
-    ops = both(ops, "/nodes/{id}/accept", post(nodes::accept));
-    ops = both(ops, "/nodes/{id}/refusals", get(nodes::refusals));
-    ops = both(ops, "/releases", get(releases::list).post(releases::create));
-    ops = both(ops, "/releases/{id}", get(releases::show));
-    ops = both(ops, "/releases/{id}/roles/{name}", put(releases::put_role));
-    ops = both(ops, "/clusters/{id}/roles/{name}", put(clusters::put_role));
-    ops = both(ops, "/clusters", get(clusters::list).post(clusters::create));
-    ops = both(ops, "/clusters/{id}", get(clusters::show));
-    ops = both(ops, "/clusters/{id}/generated", get(clusters::generated));
-    ops = both(
-        ops,
-        "/clusters/{id}/attributes",
-        get(attributes::show)
-            .put(attributes::replace)
-            .patch(attributes::patch),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/attributes/defaults",
-        get(attributes::defaults),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/nodes",
-        put(clusters::assign).delete(clusters::unassign),
-    );
-    ops = both(ops, "/clusters/{id}/deploy", put(clusters::deploy));
-    ops = both(
-        ops,
-        "/clusters/{id}/stop_deployment",
-        put(clusters::stop_deployment),
-    );
-    ops = both(ops, "/{kind}/{id}/deployment_graphs", get(graphs::list));
-    ops = both(
-        ops,
-        "/{kind}/{id}/deployment_graphs/{graph_type}",
-        get(graphs::show)
-            .post(graphs::create)
-            .put(graphs::replace)
-            .patch(graphs::patch)
-            .delete(graphs::delete),
-    );
-    ops = both(ops, "/graphs", get(graphs::all));
-    ops = both(
-        ops,
-        "/graphs/{id}",
-        get(graphs::by_id)
-            .put(graphs::replace_by_id)
-            .delete(graphs::delete_by_id),
-    );
-    ops = both(ops, "/plugins", get(plugins::list).post(plugins::create));
-    ops = both(
-        ops,
-        "/plugins/{id}",
-        get(plugins::show).delete(plugins::delete),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/plugins/{plugin_id}",
-        put(plugins::enable).delete(plugins::disable),
-    );
-    ops = both(ops, "/{kind}/{id}/tags", get(tags::list).post(tags::create));
-    ops = both(
-        ops,
-        "/{kind}/{id}/tags/{name}",
-        put(tags::modify).delete(tags::delete),
-    );
-    ops = both(
-        ops,
-        "/nodes/{id}/tags",
-        get(tags::node_show)
-            .post(tags::node_assign)
-            .delete(tags::node_unassign),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/deployment_tasks",
-        get(views::cluster_tasks),
-    );
-    ops = both(
-        ops,
-        "/{kind}/{id}/deployment_tasks",
-        get(views::class_tasks),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/serialized_tasks",
-        get(views::serialized),
-    );
-    ops = both(ops, "/clusters/{id}/checks", get(views::checks));
-    ops = ops.route("/clusters/{id}/deploy_tasks/graph.gv", get(views::dot));
-    ops = both(ops, "/deployments", get(deployments::list));
-    ops = both(ops, "/deployments/{id}", get(deployments::show));
-    ops = both(ops, "/deployments/{id}/events", get(deployments::events));
-    ops = both(ops, "/deployments/{id}/summary", get(deployments::summary));
-    ops = both(
-        ops,
-        "/deployments/{id}/nodes/{node_id}",
-        get(deployments::node),
-    );
-    ops = both(ops, "/whoami", get(auth::whoami));
-    ops = both(ops, "/deployments/{id}/cancel", post(deployments::cancel));
-    ops = both(ops, "/deployments/{id}/retry", post(deployments::retry));
-    ops = both(
-        ops,
-        "/clusters/{id}/strategies",
-        get(strategies::list).post(strategies::create),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/strategies/validate",
-        post(strategies::validate),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/strategies/{name}/check",
-        get(strategies::check_stored),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/strategies/{name}",
-        get(strategies::show)
-            .put(strategies::replace)
-            .delete(strategies::delete),
-    );
-    ops = both(
-        ops,
-        "/clusters/{id}/deployment_configuration",
-        get(configuration::show)
-            .put(configuration::put)
-            .delete(configuration::delete),
-    );
-    ops.layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
+    operator_routes(Router::new())
+        .layer(DefaultBodyLimit::max(MAX_OPERATOR_REQUEST_BYTES))
         .layer(middleware::from_fn(|req, next| {
             body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
         }))

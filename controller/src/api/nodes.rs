@@ -8,62 +8,10 @@ use crate::store::{NodeAdmission, NodeFilter, NodeRecord, NodeStatus, RefusalRec
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::Arc;
 
-/// A node as operators see it.
-#[derive(Debug, Serialize)]
-pub struct NodeView {
-    #[serde(flatten)]
-    node: NodeRecord,
-    /// Heard from within the offline threshold.
-    online: bool,
-    /// The roles deployed successfully (the same as `roles`, under Nailgun's other name).
-    deployed_roles: Vec<String>,
-    /// The tags a deployment would see on it now (its roles' tags, the operator's changes, primaries
-    /// elected), apart from `tags`, which its agent reported; outside a cluster, its own tags with the
-    /// operator's changes.
-    effective_tags: Vec<String>,
-    /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
-    hardware: Hardware,
-}
-
-/// A node's hardware in a few numbers, for lists.
-#[derive(Debug, Default, Serialize)]
-pub struct Hardware {
-    /// Processor threads.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cpus: Option<u64>,
-    /// Memory, in bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    memory_bytes: Option<u64>,
-    /// Disks.
-    disks: usize,
-    /// All disks together, in bytes.
-    disk_bytes: u64,
-    /// Network interfaces (not virtual ones).
-    nics: usize,
-}
-
-impl Hardware {
-    fn of(facts: &serde_json::Value) -> Hardware {
-        let disks = facts["disks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        let nics = facts["nics"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        Hardware {
-            cpus: facts["cpu"]["threads"].as_u64(),
-            memory_bytes: facts["memory"]["total_bytes"].as_u64(),
-            disks: disks.len(),
-            disk_bytes: disks
-                .iter()
-                .filter_map(|d| d["size_bytes"].as_u64())
-                .fold(0, u64::saturating_add),
-            nics: nics
-                .iter()
-                .filter(|n| !n["virtual_device"].as_bool().unwrap_or(false))
-                .count(),
-        }
-    }
-}
+pub use plinth_api::records::{Hardware, NodeView};
 
 /// The offline threshold in force, in milliseconds (read once per request).
 fn offline_after_ms(state: &AppState) -> i64 {
@@ -82,38 +30,19 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
     }
     NodeView {
         deployed_roles: node.roles.clone(),
-        effective_tags: own_tags(&node),
+        effective_tags: super::tags::own_tags(&node),
         hardware,
         node,
         online,
     }
 }
 
-/// A node's tags by itself, outside any cluster: the ones it carries and the ones an operator added,
-/// less the ones removed, each once. In a cluster, [`with_effective_tags`] replaces them with what a
-/// deployment would see (roles' tags and primaries too).
-fn own_tags(node: &NodeRecord) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in node.tags.iter().chain(&node.model.tags_added) {
-        if !node.model.tags_removed.contains(t) && !out.contains(t) {
-            out.push(t.clone());
-        }
-    }
-    out
-}
-
-/// Fills each view's effective tags, loading each cluster once. A cluster whose model does not load
-/// leaves its nodes' effective tags empty (the node itself still shows).
+/// Fills each view's effective tags ([`super::tags::effective_tags_of`], the one definition every API
+/// shows).
 fn with_effective_tags(s: &AppState, views: &mut [NodeView]) {
-    let mut by_cluster = std::collections::BTreeMap::new();
+    let tags = super::tags::effective_tags_of(s, views.iter().map(|v| &v.node));
     for v in views.iter_mut() {
-        let Some(cluster_id) = v.node.cluster_id else {
-            continue;
-        };
-        let tags = by_cluster
-            .entry(cluster_id)
-            .or_insert_with(|| super::tags::effective_tags(s, cluster_id).ok());
-        if let Some((effective, _)) = tags.as_ref().and_then(|t| t.get(&v.node.id)) {
+        if let Some(effective) = tags.get(&v.node.id) {
             v.effective_tags = effective.clone();
         }
     }
@@ -153,6 +82,24 @@ pub struct NodesQuery {
 /// `GET /api/v1/nodes?limit=&marker=&status=&admission=&cluster_id=&tag=&name=`: a page of nodes by id (an
 /// array, as Nailgun answers). When more nodes follow, `X-Next-Marker` holds the marker of the next
 /// page and `Link` its address.
+#[utoipa::path(
+    get,
+    path = "/nodes/",
+    tag = "nodes",
+    params(
+        ("limit" = Option<u64>, Query, description = "at most this many (1,000 by default, at most 10,000)"),
+        ("marker" = Option<u64>, Query, description = "nodes after this id: the previous page's X-Next-Marker"),
+        ("status" = Option<String>, Query, description = "discover, deploying, ready or error"),
+        ("admission" = Option<String>, Query, description = "discovered or accepted"),
+        ("cluster_id" = Option<u64>, Query, description = "nodes of this cluster"),
+        ("tag" = Option<String>, Query, description = "nodes holding this tag or role")
+    ),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "a page of nodes (X-Next-Marker and Link name the next page)", body = Vec<plinth_api::records::NodeView>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -212,6 +159,17 @@ pub async fn list(
 
 /// `GET /api/v1/nodes/{id}/refusals`: what the node sent that was refused (results, and lists it
 /// refused), newest first.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/refusals/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::RefusalRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn refusals(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -226,6 +184,17 @@ pub async fn refusals(
 }
 
 /// `GET /api/v1/nodes/{id}`.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -242,6 +211,17 @@ pub async fn show(
 }
 
 /// `POST /api/v1/nodes/{id}/accept`.
+#[utoipa::path(
+    post,
+    path = "/nodes/{id}/accept/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn accept(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -258,6 +238,17 @@ pub async fn accept(
 }
 
 /// `DELETE /api/v1/nodes/{id}`.
+#[utoipa::path(
+    delete,
+    path = "/nodes/{id}/",
+    tag = "nodes",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,

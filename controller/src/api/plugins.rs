@@ -68,6 +68,16 @@ struct FuelMetadata {
 }
 
 /// `GET /api/v1/plugins`.
+#[utoipa::path(
+    get,
+    path = "/plugins/",
+    tag = "plugins",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::PluginRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -76,6 +86,17 @@ pub async fn list(
 }
 
 /// `GET /api/v1/plugins/{id}`.
+#[utoipa::path(
+    get,
+    path = "/plugins/{id}/",
+    tag = "plugins",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::PluginRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -87,6 +108,16 @@ pub async fn show(
 }
 
 /// `POST /api/v1/plugins`: registers a plugin; 409 when its name and version exist.
+#[utoipa::path(
+    post,
+    path = "/plugins/",
+    tag = "plugins",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = plinth_api::records::PluginRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -187,6 +218,17 @@ pub async fn create(
 }
 
 /// `DELETE /api/v1/plugins/{id}`: 409 while a cluster has it enabled.
+#[utoipa::path(
+    delete,
+    path = "/plugins/{id}/",
+    tag = "plugins",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -202,6 +244,17 @@ pub async fn delete(
 
 /// `PUT /api/v1/clusters/{id}/plugins/{plugin_id}`: enables a plugin in a cluster. Its roles and tags
 /// must fit the release's and the other plugins' (an unknown tag in a role is refused).
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/plugins/{plugin_id}/",
+    tag = "plugins",
+    params(("id" = u64, Path, description = "the record's id"), ("plugin_id" = u64, Path, description = "the plugin's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ClusterRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn enable(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -212,7 +265,7 @@ pub async fn enable(
             let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
             let record = s.store.get_plugin(plugin_id)?;
             let plugin = plugin_model(&record)?;
-            if model.plugins.iter().any(|p| p.name == plugin.name) {
+            if model.snapshot.plugins.iter().any(|p| p.name == plugin.name) {
                 if model.record.data.plugins.contains(&plugin_id) {
                     return Ok(Json(model.record));
                 }
@@ -221,9 +274,13 @@ pub async fn enable(
                     plugin.name
                 )));
             }
-            let mut plugins: Vec<&Plugin> = model.plugins.iter().collect();
+            let mut plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
             plugins.push(&plugin);
-            let catalog = Catalog::new(&model.release, &plugins, Some(&model.cluster));
+            let catalog = Catalog::new(
+                &model.snapshot.release,
+                &plugins,
+                Some(&model.snapshot.cluster),
+            );
             if let Some(problem) = validate_catalog(&catalog).into_iter().next() {
                 return Err(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -244,6 +301,17 @@ pub async fn enable(
 
 /// `DELETE /api/v1/clusters/{id}/plugins/{plugin_id}`: disables a plugin, unless one of its roles is
 /// assigned (pending) or deployed on a node of the cluster (409 naming the role and the node).
+#[utoipa::path(
+    delete,
+    path = "/clusters/{id}/plugins/{plugin_id}/",
+    tag = "plugins",
+    params(("id" = u64, Path, description = "the record's id"), ("plugin_id" = u64, Path, description = "the plugin's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ClusterRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn disable(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -32,6 +32,16 @@ pub struct CreateRelease {
 }
 
 /// `GET /api/v1/releases`.
+#[utoipa::path(
+    get,
+    path = "/releases/",
+    tag = "releases",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::ReleaseRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -40,6 +50,17 @@ pub async fn list(
 }
 
 /// `GET /api/v1/releases/{id}`.
+#[utoipa::path(
+    get,
+    path = "/releases/{id}/",
+    tag = "releases",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::ReleaseRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -51,6 +72,16 @@ pub async fn show(
 }
 
 /// `POST /api/v1/releases`: creates a release with its graphs, all or nothing.
+#[utoipa::path(
+    post,
+    path = "/releases/",
+    tag = "releases",
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = plinth_api::records::ReleaseRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -116,6 +147,17 @@ pub struct RoleBody(pub serde_json::Value);
 
 /// `PUT /api/v1/releases/{id}/roles/{name}`: creates or replaces a role of the release (its tags
 /// included), checked as the release's roles are; every cluster of the release sees it.
+#[utoipa::path(
+    put,
+    path = "/releases/{id}/roles/{name}/",
+    tag = "releases",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn put_role(
     State(state): State<Arc<AppState>>,
     _op: Operator,

@@ -101,6 +101,17 @@ fn document(s: &Strategy) -> Value {
 }
 
 /// `GET /api/v1/clusters/{id}/strategies/`.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/strategies/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::StrategyRecord>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -112,6 +123,17 @@ pub async fn list(
 }
 
 /// `POST /api/v1/clusters/{id}/strategies/?name=`: creates; 409 if the name is taken.
+#[utoipa::path(
+    post,
+    path = "/clusters/{id}/strategies/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = plinth_api::records::StrategyRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -146,6 +168,17 @@ pub async fn create(
 
 /// `GET /api/v1/clusters/{id}/strategies/{name}/?format=uploaded|plain`: the document as uploaded
 /// (envelope, metadata and unknown fields kept), or its normalised plain form.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/strategies/{name}/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::StrategyRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -159,6 +192,17 @@ pub async fn show(
 }
 
 /// `PUT /api/v1/clusters/{id}/strategies/{name}/`: creates or replaces.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/strategies/{name}/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::StrategyRecord),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -180,6 +224,17 @@ pub async fn replace(
 }
 
 /// `DELETE /api/v1/clusters/{id}/strategies/{name}/`.
+#[utoipa::path(
+    delete,
+    path = "/clusters/{id}/strategies/{name}/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -195,6 +250,17 @@ pub async fn delete(
 
 /// `POST /api/v1/clusters/{id}/strategies/validate/`: checks a document against the cluster's nodes and
 /// answers each group's nodes and a valid order, without storing anything.
+#[utoipa::path(
+    post,
+    path = "/clusters/{id}/strategies/validate/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn validate(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -218,7 +284,7 @@ pub async fn validate(
 /// Checks a parsed strategy against the cluster's nodes: the validator's answer.
 fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value, ApiError> {
     let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
-    let tags = plinth_common::tags::cluster_tags(&model.nodes, &model.catalog());
+    let tags = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &model.catalog());
     let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
     let inventory: Vec<_> = model
         .node_records
@@ -240,6 +306,17 @@ fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value
 /// `GET /api/v1/clusters/{id}/strategies/{name}/check`: the stored strategy checked against the
 /// cluster's nodes now (each group's criteria, dependencies and the nodes it selects), as `validate`
 /// answers; a read, so read-only tokens may ask.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/strategies/{name}/check/",
+    tag = "strategies",
+    params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn check_stored(
     State(state): State<Arc<AppState>>,
     _op: Operator,

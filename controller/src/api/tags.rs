@@ -13,57 +13,10 @@ use plinth_common::tags::{
     node_tags, validate_tag_assignment, validate_tag_create, validate_tag_delete,
     validate_tag_modify, Catalog, Owner, TagError,
 };
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// A tag as listed.
-#[derive(Debug, Serialize)]
-pub struct TagView {
-    /// Its name.
-    pub name: String,
-    /// One node of a cluster holding it becomes primary for it.
-    pub has_primary: bool,
-    /// Who defined it: `release`, `plugin` (with its name) or `cluster`.
-    pub owner: Owner,
-    /// Role-owned (or plugin-owned): it cannot be modified or deleted.
-    pub read_only: bool,
-}
-
-/// `POST .../tags` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewTag {
-    name: String,
-    #[serde(default)]
-    has_primary: bool,
-}
-
-/// `PUT .../tags/{name}` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TagChange {
-    has_primary: bool,
-}
-
-/// `POST|DELETE /nodes/{id}/tags` body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeTagsBody {
-    tags: Vec<String>,
-}
-
-/// A node's tags after a change.
-#[derive(Debug, Serialize)]
-pub struct NodeTagsView {
-    /// The node.
-    pub node_id: u64,
-    /// The tags it carries now (roles' tags, plus additions, minus removals).
-    pub tags: Vec<String>,
-    /// The operator's additions.
-    pub tags_added: Vec<String>,
-    /// The operator's removals.
-    pub tags_removed: Vec<String>,
-}
+pub use plinth_api::records::{NodeTagsView, TagView};
+pub use plinth_api::requests::{NewTag, NodeTagsBody, TagChange};
 
 fn views(catalog: &Catalog) -> Vec<TagView> {
     catalog
@@ -128,6 +81,17 @@ fn catalog_of(s: &AppState, owner: TagOwner) -> Result<Catalog, ApiError> {
 }
 
 /// `GET /api/v1/{releases|clusters}/{id}/tags`.
+#[utoipa::path(
+    get,
+    path = "/{kind}/{id}/tags/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::TagView>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -237,6 +201,18 @@ async fn edit(
 
 /// `POST /api/v1/{releases|clusters}/{id}/tags`: a user-defined tag, for every cluster of a release or
 /// for one cluster only (201).
+#[utoipa::path(
+    post,
+    path = "/{kind}/{id}/tags/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NewTag,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 201, description = "success", body = Vec<plinth_api::records::TagView>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -248,6 +224,18 @@ pub async fn create(
 }
 
 /// `PUT /api/v1/{releases|clusters}/{id}/tags/{name}`: changes a user-defined tag's metadata.
+#[utoipa::path(
+    put,
+    path = "/{kind}/{id}/tags/{name}/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    request_body = plinth_api::requests::TagChange,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = Vec<plinth_api::records::TagView>),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn modify(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -264,6 +252,17 @@ pub async fn modify(
 
 /// `DELETE /api/v1/{releases|clusters}/{id}/tags/{name}`: deletes a user-defined tag (403 for
 /// role-owned ones, 409 while a node has it).
+#[utoipa::path(
+    delete,
+    path = "/{kind}/{id}/tags/{name}/",
+    tag = "tags",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -338,6 +337,18 @@ async fn change_node_tags(
 }
 
 /// `POST /api/v1/nodes/{id}/tags`: assigns tags (known to the node's cluster, or their instances).
+#[utoipa::path(
+    post,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NodeTagsBody,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeTagsView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_assign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -348,6 +359,18 @@ pub async fn node_assign(
 }
 
 /// `DELETE /api/v1/nodes/{id}/tags`: unassigns tags (including ones its roles give).
+#[utoipa::path(
+    delete,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    request_body = plinth_api::requests::NodeTagsBody,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::records::NodeTagsView),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_unassign(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -359,6 +382,17 @@ pub async fn node_unassign(
 
 /// `GET /api/v1/nodes/{id}/tags`: the node's effective tags (from its roles, the operator's changes and
 /// primary election, as a deployment would see them now), apart from what its agent reported.
+#[utoipa::path(
+    get,
+    path = "/nodes/{id}/tags/",
+    tag = "tags",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn node_show(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -397,7 +431,7 @@ pub fn effective_tags(
 ) -> Result<std::collections::BTreeMap<u64, EffectiveTags>, ApiError> {
     let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
     let catalog = model.catalog();
-    let all = plinth_common::tags::cluster_tags(&model.nodes, &catalog);
+    let all = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &catalog);
     Ok(all
         .nodes
         .iter()
@@ -413,6 +447,42 @@ pub fn effective_tags(
             (*id, (tags, primary_for))
         })
         .collect())
+}
+
+/// A node's tags by itself, outside any cluster: the ones it carries and the ones an operator added,
+/// less the ones removed, each once.
+pub(crate) fn own_tags(node: &NodeRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in node.tags.iter().chain(&node.model.tags_added) {
+        if !node.model.tags_removed.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+/// Each node's effective tags by id, the one definition the operator API (`GET /nodes`, `nodes show`)
+/// and Nailgun's node records show: in a cluster, what a deployment would see now ([`effective_tags`]:
+/// roles' tags, the operator's changes, primaries elected as a deployment would elect them), each
+/// cluster loaded once; outside a cluster, or in one whose model does not load, the node's own tags.
+pub(crate) fn effective_tags_of<'a>(
+    s: &AppState,
+    nodes: impl IntoIterator<Item = &'a NodeRecord>,
+) -> std::collections::BTreeMap<u64, Vec<String>> {
+    let mut by_cluster = std::collections::BTreeMap::new();
+    let mut out = std::collections::BTreeMap::new();
+    for node in nodes {
+        let in_cluster = node.cluster_id.and_then(|cluster_id| {
+            by_cluster
+                .entry(cluster_id)
+                .or_insert_with(|| effective_tags(s, cluster_id).ok())
+                .as_ref()
+                .and_then(|t| t.get(&node.id))
+                .map(|(effective, _)| effective.clone())
+        });
+        out.insert(node.id, in_cluster.unwrap_or_else(|| own_tags(node)));
+    }
+    out
 }
 
 /// The first problem of a catalog of roles and tags, in words (for a role edit that would break it).

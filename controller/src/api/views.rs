@@ -11,16 +11,20 @@ use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::IntoResponse;
-use plinth_common::graph::{merge_for_cluster, to_dot, DotOptions, Severity};
+use plinth_api::answers::{Checks, SerializedTasks};
+use plinth_common::graph::{merge_for_cluster, to_dot, DotOptions, Finding, Severity};
 use plinth_common::model::Plugin;
+use plinth_common::snapshot::ResolutionError;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// The query of the views.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ViewQuery {
+    /// The graph type (`default` when absent).
     #[serde(default)]
     graph_type: Option<String>,
     /// `yaml` for YAML (else `Accept` decides).
@@ -69,6 +73,17 @@ fn graph_type(q: &ViewQuery) -> Result<String, ApiError> {
 
 /// `GET /api/v1/clusters/{id}/deployment_tasks/?graph_type=`: the merged tasks (release → enabled
 /// plugins → cluster), each as its last source wrote it.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/deployment_tasks/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id"), ViewQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn cluster_tasks(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -80,9 +95,14 @@ pub async fn cluster_tasks(
     let merged = state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
-            let plugins: Vec<&Plugin> = model.plugins.iter().collect();
-            let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(StartError::Resolve)?;
+            let plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
+            let merged = merge_for_cluster(
+                &model.snapshot.release,
+                &plugins,
+                &model.snapshot.cluster,
+                &gt,
+            )
+            .map_err(StartError::Resolve)?;
             Ok(serde_json::to_value(merged.task_list()).unwrap_or_default())
         })
         .await?;
@@ -90,6 +110,17 @@ pub async fn cluster_tasks(
 }
 
 /// `GET /api/v1/{releases|plugins}/{id}/deployment_tasks/?graph_type=`: that class's own tasks.
+#[utoipa::path(
+    get,
+    path = "/{kind}/{id}/deployment_tasks/",
+    tag = "graphs",
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ViewQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn class_tasks(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -123,6 +154,17 @@ fn request(cluster_id: u64, q: &ViewQuery) -> Result<DeployRequest, ApiError> {
 
 /// `GET /api/v1/clusters/{id}/serialized_tasks/?graph_type=&nodes=`: every node's resolved, ordered tasks
 /// as a deployment would send them, with the wait sets and primaries.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/serialized_tasks/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id"), ViewQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::SerializedTasks),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn serialized(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -133,39 +175,55 @@ pub async fn serialized(
     let req = request(id, &q)?;
     let out = state
         .blocking(move |s| {
-            let resolved = s.engine.resolve_only(&req)?;
-            let plans: Value = resolved
-                .plans
-                .values()
-                .next()
-                .map(|p| serde_json::to_value(p).unwrap_or_default())
-                .unwrap_or(Value::Null);
-            Ok(json!({"plan": plans, "findings": resolved.findings}))
+            let mut resolved = s.engine.resolve_only(&req)?;
+            Ok(SerializedTasks {
+                plan: resolved.plans.pop_first().map(|(_, plan)| plan),
+                findings: resolved.findings,
+            })
         })
         .await?;
+    let out = serde_json::to_value(out).unwrap_or_default();
     Ok(Answer::negotiated(out, &headers, q.format.as_deref()))
 }
 
 /// `GET /api/v1/clusters/{id}/checks/?graph_type=&nodes=`: the pre-deployment checks, errors and
 /// warnings (`ok` is false when a deployment would be refused).
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/checks/",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id"), ViewQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success", body = plinth_api::answers::Checks),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn checks(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
     Query(q): Query<ViewQuery>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<axum::Json<Checks>, ApiError> {
     let req = request(id, &q)?;
     state
         .blocking(move |s| match s.engine.resolve_only(&req) {
-            Ok(r) => Ok(axum::Json(json!({"ok": true, "findings": r.findings}))),
-            Err(StartError::Checks(findings)) => Ok(axum::Json(json!({
-                "ok": !findings.iter().any(|f| f.severity == Severity::Error),
-                "findings": findings,
-            }))),
-            Err(StartError::Resolve(e)) => Ok(axum::Json(json!({
-                "ok": false,
-                "findings": [{"severity": "error", "code": "graph_error", "message": e.to_string()}],
-            }))),
+            Ok(r) => Ok(axum::Json(Checks {
+                ok: true,
+                findings: r.findings,
+            })),
+            Err(StartError::Resolution(ResolutionError::Checks { findings, .. })) => {
+                Ok(axum::Json(Checks {
+                    ok: !findings.iter().any(|f| f.severity == Severity::Error),
+                    findings,
+                }))
+            }
+            Err(StartError::Resolution(
+                e @ (ResolutionError::Merge(_) | ResolutionError::Unresolved { .. }),
+            )) => Ok(axum::Json(Checks {
+                ok: false,
+                findings: vec![Finding::error("graph_error", e.to_string())],
+            })),
             Err(e) => Err(e.into()),
         })
         .await
@@ -173,6 +231,17 @@ pub async fn checks(
 
 /// `GET /api/v1/clusters/{id}/deploy_tasks/graph.gv?graph_type=&tasks=&parents_for=&remove=`: the
 /// merged graph in Graphviz DOT.
+#[utoipa::path(
+    get,
+    path = "/clusters/{id}/deploy_tasks/graph.gv",
+    tag = "graphs",
+    params(("id" = u64, Path, description = "the record's id"), ViewQuery),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
 pub async fn dot(
     State(state): State<Arc<AppState>>,
     _op: Operator,
@@ -188,9 +257,14 @@ pub async fn dot(
     let text = state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
-            let plugins: Vec<&Plugin> = model.plugins.iter().collect();
-            let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(StartError::Resolve)?;
+            let plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
+            let merged = merge_for_cluster(
+                &model.snapshot.release,
+                &plugins,
+                &model.snapshot.cluster,
+                &gt,
+            )
+            .map_err(StartError::Resolve)?;
             Ok(to_dot(&merged, &gt, &options).map_err(StartError::Resolve)?)
         })
         .await?;

@@ -10,7 +10,6 @@
 pub mod events;
 pub mod plan;
 pub mod report;
-pub mod resolution;
 pub mod summary;
 
 use crate::board::Board;
@@ -18,9 +17,9 @@ use crate::clock::now_ms;
 use crate::store::{DeploymentEnd, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
 use plinth_common::model::Policy;
+use plinth_common::snapshot::{ResolutionError, Resolved, Snapshot};
 use plinth_common::strategy::{self, Action, NodeOutcome, Sequencer};
 use plinth_common::wire::{ResultStatus, TaskList, TaskResult, TASK_LIST_FORMAT};
-use resolution::{Inputs, Resolved};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -36,12 +35,12 @@ pub enum StartError {
     /// The request is wrong (names the node, graph or strategy).
     #[error("{0}")]
     Invalid(String),
-    /// The graph does not resolve.
+    /// The graphs do not merge (outside a resolution).
     #[error(transparent)]
     Resolve(#[from] plinth_common::graph::ResolveError),
-    /// The pre-deployment checks found errors (warnings ride along).
-    #[error("the pre-deployment checks failed: {}", .0.iter().filter(|f| f.severity == plinth_common::graph::Severity::Error).map(|f| f.message.as_str()).collect::<Vec<_>>().join("; "))]
-    Checks(Vec<plinth_common::graph::Finding>),
+    /// The deployment's snapshot does not resolve (its checks failed, its graph has a cycle, ...).
+    #[error(transparent)]
+    Resolution(#[from] ResolutionError),
     /// The cluster's stored model does not load.
     #[error(transparent)]
     Model(#[from] crate::cluster_model::ModelError),
@@ -189,7 +188,7 @@ pub struct Engine {
     list_ttl_secs: std::sync::atomic::AtomicI64,
     phase_timeout_secs: AtomicU64,
     running: Mutex<HashMap<u64, Running>>,
-    exprs: crate::expressions::Expressions,
+    exprs: plinth_common::snapshot::Expressions,
     needs_resume: AtomicBool,
     published: AtomicU64,
     /// The files root: file tasks' sources are sealed into their lists when published.
@@ -199,7 +198,7 @@ pub struct Engine {
 impl Engine {
     /// An engine over a store and a board.
     pub fn new(
-        exprs: crate::expressions::Expressions,
+        exprs: plinth_common::snapshot::Expressions,
         store: Arc<dyn Store>,
         board: Arc<Board>,
         list_ttl: std::time::Duration,
@@ -432,7 +431,7 @@ impl Engine {
         req: &DeployRequest,
         strategy: &strategy::Strategy,
         nodes: &[NodeRecord],
-    ) -> Result<(Inputs, Resolved), StartError> {
+    ) -> Result<(Snapshot, Resolved), StartError> {
         let graph_types: Vec<String> = strategy
             .phases
             .iter()
@@ -443,32 +442,40 @@ impl Engine {
             .node_ids
             .as_ref()
             .map(|_| nodes.iter().map(|n| n.id).collect());
-        let inputs = match req.inputs_from {
+        let snapshot = match req.inputs_from {
             Some(earlier) => {
-                let mut inputs: Inputs = serde_json::from_value(
-                    self.store.deployment_inputs(earlier)?,
-                )
-                .map_err(|e| {
-                    StartError::Invalid(format!(
-                        "the inputs stored with deployment {earlier} cannot be read: {e}"
-                    ))
-                })?;
-                inputs.named = named;
-                inputs
+                let mut snapshot = self.stored_snapshot(earlier)?;
+                snapshot.named = named;
+                snapshot
             }
             None => {
-                let model = crate::cluster_model::ClusterModel::load(
+                let mut snapshot = crate::cluster_model::ClusterModel::read(
                     self.store.as_ref(),
                     req.cluster_id,
                     &type_refs,
-                )?;
-                Inputs::from_model(model, named, req.options.force)
+                    true,
+                )?
+                .snapshot;
+                snapshot.named = named;
+                snapshot.forced = req.options.force;
+                snapshot
             }
         };
-        let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
-        let old = resolution::old_states(self.store.as_ref(), &ids)?;
-        let resolved = resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)?;
-        Ok((inputs, resolved))
+        let resolved = plinth_common::snapshot::resolve(&snapshot, &graph_types, &self.exprs)?;
+        Ok((snapshot, resolved))
+    }
+
+    /// The snapshot stored with a deployment, with its nodes' old states as they stand now.
+    fn stored_snapshot(&self, id: u64) -> Result<Snapshot, StartError> {
+        let mut snapshot: Snapshot = serde_json::from_value(self.store.deployment_inputs(id)?)
+            .map_err(|e| {
+                StartError::Invalid(format!(
+                    "the inputs stored with deployment {id} cannot be read: {e}"
+                ))
+            })?;
+        let ids: Vec<u64> = snapshot.nodes.iter().map(|n| n.id).collect();
+        snapshot.old = self.store.old_states(&ids)?;
+        Ok(snapshot)
     }
 
     /// Stops a running deployment for the operator `by`: nothing new starts, every node still running
@@ -572,12 +579,13 @@ impl Engine {
 
     /// Resolves a running deployment again from its stored inputs (after a restart).
     fn resolve_stored(&self, id: u64, state: &EngineState) -> Result<Resolved, StartError> {
-        let inputs: Inputs = serde_json::from_value(self.store.deployment_inputs(id)?)
-            .map_err(|e| StartError::Invalid(format!("stored inputs: {e}")))?;
+        let snapshot = self.stored_snapshot(id)?;
         let graph_types: Vec<String> = state.phase_graph.values().cloned().collect();
-        let ids: Vec<u64> = inputs.nodes.iter().map(|n| n.id).collect();
-        let old = resolution::old_states(self.store.as_ref(), &ids)?;
-        resolution::resolve_all(&inputs, &graph_types, &self.exprs, old)
+        Ok(plinth_common::snapshot::resolve(
+            &snapshot,
+            &graph_types,
+            &self.exprs,
+        )?)
     }
 
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
@@ -782,7 +790,7 @@ impl Engine {
             hashed
                 .entry(Arc::as_ptr(v) as usize)
                 .or_insert_with(|| {
-                    let h = resolution::blob_hash(v);
+                    let h = crate::store::blob_hash(v);
                     blobs.push((h.clone(), (**v).clone()));
                     h
                 })

@@ -1,5 +1,5 @@
 //! What a deployment runs: its strategy (named, configured, or one group of every node) with its phase
-//! timeouts, and its nodes as the strategy's selectors see them. The task lists themselves come from [`super::resolution`].
+//! timeouts, and its nodes as the strategy's selectors see them. The task lists themselves come from [`plinth_common::snapshot::resolve`].
 
 use super::StartError;
 use crate::store::{NodeRecord, Store, StoreError};

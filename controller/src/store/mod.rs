@@ -1,18 +1,45 @@
 //! Durable state behind one narrow interface.
 //!
 //! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
-//! backend (one file, WAL), and the only one today. Every
-//! method is one transaction: a method that fails changes nothing.
+//! backend (one file, WAL), the default; [`postgres::PgStore`] keeps the same records in PostgreSQL
+//! (`database_url = "postgres://..."`). Every method is one transaction: a method that fails changes
+//! nothing. Both backends pass one test suite (`suite`).
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
 
+pub mod postgres;
 mod records;
 mod schema;
 pub mod sqlite;
+#[cfg(test)]
+mod suite;
 
 pub use records::*;
 
+use plinth_common::deploy::{NodeState, OldStates};
 use plinth_common::wire::{TaskList, TaskResult};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Opens the store the configuration names: PostgreSQL when `database_url` is given (a `postgres://`
+/// or `postgresql://` URL), else the SQLite file at `sqlite_path`.
+pub fn open(
+    database_url: Option<&str>,
+    sqlite_path: &std::path::Path,
+) -> StoreResult<std::sync::Arc<dyn Store>> {
+    match database_url {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Ok(std::sync::Arc::new(postgres::PgStore::open(url)?))
+        }
+        Some(_) => Err(StoreError::Database(
+            "database_url: only postgres:// (or postgresql://) URLs are supported; leave it out to use \
+             the embedded SQLite database"
+                .into(),
+        )),
+        None => Ok(std::sync::Arc::new(sqlite::SqliteStore::open(sqlite_path)?)),
+    }
+}
 
 /// The most refusals kept per node (older ones are dropped).
 pub const MAX_REFUSALS_PER_NODE: usize = 100;
@@ -51,6 +78,62 @@ pub enum StoreError {
     /// A bound is reached (too many discovered nodes, ...); the message says which and what to do.
     #[error("{0}")]
     Full(String),
+}
+
+/// A cluster's records as [`Store::cluster_snapshot`] reads them, in one transaction.
+#[derive(Debug, Clone)]
+pub struct ClusterRecords {
+    /// The cluster.
+    pub cluster: ClusterRecord,
+    /// Its release.
+    pub release: ReleaseRecord,
+    /// Its enabled plugins, in enabling order.
+    pub plugins: Vec<PluginRecord>,
+    /// The graphs of the types asked for that the release, the plugins and the cluster have.
+    pub graphs: Vec<GraphRecord>,
+    /// Its nodes, by id.
+    pub nodes: Vec<NodeRecord>,
+    /// What its nodes' tasks last ran against (empty unless asked for).
+    pub old_states: OldStates,
+}
+
+/// The content hash a state blob is stored under.
+pub fn blob_hash(value: &serde_json::Value) -> String {
+    hex::encode(Sha256::digest(value.to_string().as_bytes()))
+}
+
+/// Old states from stored task state references (`{"common": hash, "node": hash}` per node and task)
+/// and the blobs `blobs_of` finds for the hashes they name; a reference whose blob is missing is left
+/// out (the task's `changed()` is then true).
+pub fn old_states_from(
+    rows: Vec<(u64, String, serde_json::Value)>,
+    blobs_of: impl FnOnce(&[String]) -> StoreResult<Vec<(String, serde_json::Value)>>,
+) -> StoreResult<OldStates> {
+    let hashes: Vec<String> = rows
+        .iter()
+        .flat_map(|(_, _, r)| ["common", "node"].map(|key| r.get(key).and_then(|v| v.as_str())))
+        .flatten()
+        .collect::<BTreeSet<&str>>()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let blobs: HashMap<String, Arc<serde_json::Value>> = blobs_of(&hashes)?
+        .into_iter()
+        .map(|(h, v)| (h, Arc::new(v)))
+        .collect();
+    let mut old = OldStates::new();
+    for (node, task, r) in rows {
+        let part = |key: &str| {
+            r.get(key)
+                .and_then(|v| v.as_str())
+                .and_then(|h| blobs.get(h))
+                .cloned()
+        };
+        if let (Some(common), Some(own)) = (part("common"), part("node")) {
+            old.insert(node, task, NodeState { common, node: own });
+        }
+    }
+    Ok(old)
 }
 
 /// Shorthand for store results.
@@ -183,6 +266,18 @@ pub trait Store: Send + Sync + 'static {
     fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>>;
     /// What a deployment was resolved from (its inputs snapshot).
     fn deployment_inputs(&self, id: u64) -> StoreResult<serde_json::Value>;
+    /// Everything a deployment of a cluster resolves from, read in one transaction so that no write
+    /// lands between its parts: the cluster, its release, its enabled plugins (in enabling order), the
+    /// graphs of `graph_types` of all three, its nodes, and (when `old_states`) what each of its nodes'
+    /// tasks last ran against.
+    fn cluster_snapshot(
+        &self,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> StoreResult<ClusterRecords>;
+    /// What these nodes' tasks last ran against, read in one transaction.
+    fn old_states(&self, node_ids: &[u64]) -> StoreResult<OldStates>;
 
     // --- Deployments --------------------------------------------------------------------------------
 

@@ -3,7 +3,14 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use plinth_common::wire::Admission as NodeAdmission;
+pub use plinth_api::records::{
+    ClusterData, ClusterRecord, ClusterStatus, NodeAdmission, NodeAssignment, NodeModelFields,
+    NodeRecord, NodeStatus, PluginRecord, ReleaseRecord, Reported,
+};
+pub use plinth_api::records::{
+    ConfigurationRecord, GraphBody, GraphOwner, GraphRecord, NewRefusal, RefusalRecord,
+    StrategyRecord,
+};
 
 /// What a registration writes.
 #[derive(Debug, Clone)]
@@ -28,119 +35,6 @@ pub struct NodeRegistration {
     pub max_discovered: u64,
 }
 
-/// A node's life-cycle status, as Fuel names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeStatus {
-    /// Registered, in no cluster yet or never deployed.
-    Discover,
-    /// Taking part in a running deployment.
-    Deploying,
-    /// Its last deployment succeeded.
-    Ready,
-    /// Its last deployment failed.
-    Error,
-}
-
-impl NodeStatus {
-    /// The stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeStatus::Discover => "discover",
-            NodeStatus::Deploying => "deploying",
-            NodeStatus::Ready => "ready",
-            NodeStatus::Error => "error",
-        }
-    }
-}
-
-/// A node as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NodeRecord {
-    /// Numeric id.
-    pub id: u64,
-    /// Key fingerprint.
-    pub node_key: String,
-    /// Public key, base64.
-    pub public_key: String,
-    /// Name (hostname at registration).
-    pub name: String,
-    /// Whether it may get work.
-    pub admission: NodeAdmission,
-    /// Life-cycle status.
-    pub status: NodeStatus,
-    /// The cluster it belongs to.
-    pub cluster_id: Option<u64>,
-    /// Roles waiting to be deployed.
-    pub pending_roles: Vec<String>,
-    /// Roles deployed successfully.
-    pub roles: Vec<String>,
-    /// Tags (from the agent and operators).
-    pub tags: Vec<String>,
-    /// Labels.
-    pub labels: BTreeMap<String, String>,
-    /// Rack.
-    pub rack: Option<String>,
-    /// Facts as last reported.
-    pub facts: serde_json::Value,
-    /// When it registered first (ms).
-    pub registered_at_ms: i64,
-    /// When it was last heard from (ms).
-    pub last_seen_ms: i64,
-    /// The highest task list revision issued to it.
-    pub revision: u64,
-    /// Its place in the role and tag model.
-    #[serde(flatten)]
-    pub model: NodeModelFields,
-}
-
-/// The parts of a node the role and tag model owns (seed 000), kept together.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct NodeModelFields {
-    /// Tags the operator added (beyond its roles' tags).
-    pub tags_added: Vec<String>,
-    /// Tags the operator removed (from its roles' tags).
-    pub tags_removed: Vec<String>,
-    /// The `has_primary` tags this node is primary for (it carries `primary-<tag>`).
-    pub primary_tags: Vec<String>,
-    /// Added to its cluster and not yet deployed successfully.
-    pub pending_addition: bool,
-    /// Marked for removal from its cluster.
-    pub pending_deletion: bool,
-    /// What failed last (`deploy`), when its status is `error`.
-    pub error_type: Option<String>,
-    /// What the agent last said of its name, tags, labels and rack where that differs from the record
-    /// (an accepted node's word is facts, not authority: operators see it apart).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reported: Option<Reported>,
-}
-
-/// What an agent said of itself at registration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Reported {
-    /// The name it asked for.
-    pub name: String,
-    /// Its tags.
-    pub tags: Vec<String>,
-    /// Its labels.
-    pub labels: BTreeMap<String, String>,
-    /// Its rack.
-    pub rack: Option<String>,
-}
-
-/// A node's assignment to a cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeAssignment {
-    /// The node.
-    pub id: u64,
-    /// Roles to deploy on it.
-    #[serde(default)]
-    pub roles: Vec<String>,
-}
-
 /// A release to create.
 #[derive(Debug, Clone)]
 pub struct NewRelease {
@@ -149,19 +43,6 @@ pub struct NewRelease {
     /// Version.
     pub version: String,
     /// Everything else (roles_metadata, tags_metadata, volumes_metadata, ...), as given.
-    pub data: serde_json::Value,
-}
-
-/// A release as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ReleaseRecord {
-    /// Id.
-    pub id: u64,
-    /// Name.
-    pub name: String,
-    /// Version.
-    pub version: String,
-    /// roles_metadata, tags_metadata, volumes_metadata, ...
     pub data: serde_json::Value,
 }
 
@@ -178,59 +59,6 @@ pub struct NewCluster {
     pub generated: serde_json::Value,
 }
 
-/// A cluster as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterRecord {
-    /// Id.
-    pub id: u64,
-    /// Name.
-    pub name: String,
-    /// Release.
-    pub release_id: u64,
-    /// Settings (Nailgun's editable attributes).
-    pub settings: serde_json::Value,
-    /// Attributes made once at creation (passwords, keys, paths: Nailgun's `generated`). Operators read
-    /// them at `GET /clusters/{id}/generated`; the cluster's own record leaves them out.
-    #[serde(skip)]
-    pub generated: serde_json::Value,
-    /// Enabled plugins and user-defined tags.
-    #[serde(flatten)]
-    pub data: ClusterData,
-}
-
-/// A cluster's enabled plugins and its user-defined tags.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ClusterData {
-    /// Ids of the enabled plugins, in the order they were enabled (their graphs merge in this order).
-    pub plugins: Vec<u64>,
-    /// Tags defined for this cluster only (`name` → metadata with `has_primary`).
-    pub tags_metadata: serde_json::Map<String, serde_json::Value>,
-    /// Roles changed or added for this cluster only (`name` → role metadata).
-    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
-    pub roles_metadata: serde_json::Map<String, serde_json::Value>,
-    /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
-    /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
-    pub status: ClusterStatus,
-}
-
-/// A cluster's life-cycle status, as Fuel names it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClusterStatus {
-    /// Never deployed.
-    #[default]
-    New,
-    /// A deployment runs.
-    Deployment,
-    /// The last deployment succeeded.
-    Operational,
-    /// The last deployment ended with failed groups or nodes.
-    PartiallyDeployed,
-    /// A critical group of the last deployment failed.
-    Error,
-}
-
 /// A plugin to register.
 #[derive(Debug, Clone)]
 pub struct NewPlugin {
@@ -240,77 +68,6 @@ pub struct NewPlugin {
     pub version: String,
     /// metadata, roles_metadata, tags_metadata, volumes_metadata, as given.
     pub data: serde_json::Value,
-}
-
-/// A plugin as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PluginRecord {
-    /// Id.
-    pub id: u64,
-    /// Name.
-    pub name: String,
-    /// Version.
-    pub version: String,
-    /// metadata, roles_metadata, tags_metadata, volumes_metadata.
-    pub data: serde_json::Value,
-}
-
-/// What a graph belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "model", content = "model_id", rename_all = "snake_case")]
-pub enum GraphOwner {
-    /// A release's graph.
-    Release(u64),
-    /// A plugin's graph.
-    Plugin(u64),
-    /// A cluster's graph.
-    Cluster(u64),
-}
-
-impl GraphOwner {
-    /// The stored kind text.
-    pub fn kind(self) -> &'static str {
-        match self {
-            GraphOwner::Release(_) => "release",
-            GraphOwner::Plugin(_) => "plugin",
-            GraphOwner::Cluster(_) => "cluster",
-        }
-    }
-    /// The owner's id.
-    pub fn id(self) -> u64 {
-        match self {
-            GraphOwner::Release(id) | GraphOwner::Plugin(id) | GraphOwner::Cluster(id) => id,
-        }
-    }
-}
-
-/// A graph's content as uploaded.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GraphBody {
-    /// A verbose name.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The tasks, as given (unknown task fields are kept).
-    #[serde(default)]
-    pub tasks: Vec<serde_json::Value>,
-    /// Which nodes the graph runs on, as an expression; absent means the default filter.
-    #[serde(default)]
-    pub node_filter: Option<String>,
-}
-
-/// A graph as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GraphRecord {
-    /// Id.
-    pub id: u64,
-    /// Owner.
-    pub owner: GraphOwner,
-    /// Type (`default` or any custom type).
-    pub graph_type: String,
-    /// Content.
-    #[serde(flatten)]
-    pub body: GraphBody,
 }
 
 /// A deployment's outcome so far.
@@ -444,62 +201,6 @@ pub struct DeploymentEnd<'a> {
     /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
     /// (seed 002) leaves both as they were.
     pub deploys: bool,
-}
-
-/// A deployment strategy stored for a cluster, in its plain form.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StrategyRecord {
-    /// The cluster.
-    pub cluster_id: u64,
-    /// The strategy's name.
-    pub name: String,
-    /// The document (plain form: `groups`, `phases`, ...).
-    pub document: serde_json::Value,
-    /// The document as uploaded (`uploaded`: Shipyard's envelope and metadata, unknown fields kept), where it
-    /// came from (`provenance`) and the warnings it loaded with (`warnings`); `null` for strategies stored
-    /// before these were kept.
-    #[serde(default)]
-    pub source: serde_json::Value,
-}
-
-/// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConfigurationRecord {
-    /// The cluster.
-    pub cluster_id: u64,
-    /// The document's `metadata.name`.
-    pub name: String,
-    /// What Plinth uses: the strategy's name and the phase timeouts.
-    pub configuration: serde_json::Value,
-    /// The document as uploaded (`uploaded`) and its warnings (`warnings`).
-    pub source: serde_json::Value,
-}
-
-/// Something a node sent that was refused, to record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewRefusal {
-    /// `result` (a result the controller refused) or `list` (a list the agent refused).
-    pub kind: String,
-    /// The deployment it concerned, when known.
-    pub deployment_id: Option<u64>,
-    /// Why, in words.
-    pub reason: String,
-    /// What it was about (task, revision, attempt), as data.
-    pub detail: serde_json::Value,
-    /// When (ms).
-    pub at_ms: i64,
-}
-
-/// A recorded refusal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RefusalRecord {
-    /// Sequence number.
-    pub seq: u64,
-    /// The node.
-    pub node_id: u64,
-    /// What was refused and why.
-    #[serde(flatten)]
-    pub refusal: NewRefusal,
 }
 
 /// Which nodes a page of `GET /nodes` holds.

@@ -150,4 +150,12 @@ CREATE TABLE deployment_configurations (
     r#"
 ALTER TABLE clusters ADD COLUMN generated TEXT NOT NULL DEFAULT 'null';
 "#,
+    // Registration looks nodes up by name and counts the discovered ones; a cluster's nodes are read by
+    // cluster. Without these, each of those was a scan of every node, so registering n nodes took time
+    // in n squared (a 100,000-node fleet registered at a sixth of its first rate by 50,000 nodes).
+    r#"
+CREATE INDEX nodes_name ON nodes (name);
+CREATE INDEX nodes_discovered ON nodes (admission) WHERE admission = 'discovered';
+CREATE INDEX nodes_cluster ON nodes (cluster_id);
+"#,
 ];

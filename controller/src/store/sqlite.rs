@@ -260,6 +260,11 @@ impl SqliteStore {
     }
 }
 
+/// How many nodes wait to be accepted (on every registration of a new discovered node).
+const COUNT_DISCOVERED: &str = "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'";
+/// Whether another node has a name (on every registration of a new node).
+const COUNT_NAME_TAKEN: &str = "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2";
+
 impl Store for SqliteStore {
     fn register_node(
         &self,
@@ -302,7 +307,7 @@ impl Store for SqliteStore {
                 None => {
                     if admission == NodeAdmission::Discovered {
                         let waiting: i64 = tx.query_row(
-                            "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'",
+                            COUNT_DISCOVERED,
                             [],
                             |r| r.get(0),
                         )?;
@@ -331,7 +336,7 @@ impl Store for SqliteStore {
                     let new_id = tx.last_insert_rowid();
                     // Names are unique: a second machine with the same hostname gets its id appended.
                     let taken: i64 = tx.query_row(
-                        "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2",
+                        COUNT_NAME_TAKEN,
                         params![reg.name, new_id],
                         |r| r.get(0),
                     )?;
@@ -424,6 +429,60 @@ impl Store for SqliteStore {
 
     fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
         self.tx(|tx| model::task_states(tx, node_ids))
+    }
+
+    fn cluster_snapshot(
+        &self,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> StoreResult<ClusterRecords> {
+        self.tx(|tx| {
+            let cluster = cluster_row(tx, cluster_id)?;
+            let release = release_row(tx, cluster.release_id)?;
+            let plugins = cluster
+                .data
+                .plugins
+                .iter()
+                .map(|p| model::plugin_row(tx, *p))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let owners = std::iter::once(GraphOwner::Release(release.id))
+                .chain(plugins.iter().map(|p| GraphOwner::Plugin(p.id)))
+                .chain(std::iter::once(GraphOwner::Cluster(cluster.id)));
+            let mut graphs = Vec::new();
+            for owner in owners {
+                for graph_type in graph_types {
+                    match graph_row(tx, owner, graph_type) {
+                        Ok(g) => graphs.push(g),
+                        Err(StoreError::NotFound { kind: "graph", .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let nodes = query_nodes(tx, "WHERE cluster_id = ?1", &[&sql_id(cluster_id)])?;
+            let old_states = if old_states {
+                let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+                old_states_from(model::task_states(tx, &ids)?, |h| model::state_blobs(tx, h))?
+            } else {
+                plinth_common::deploy::OldStates::new()
+            };
+            Ok(ClusterRecords {
+                cluster,
+                release,
+                plugins,
+                graphs,
+                nodes,
+                old_states,
+            })
+        })
+    }
+
+    fn old_states(&self, node_ids: &[u64]) -> StoreResult<plinth_common::deploy::OldStates> {
+        self.tx(|tx| {
+            old_states_from(model::task_states(tx, node_ids)?, |h| {
+                model::state_blobs(tx, h)
+            })
+        })
     }
 
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
@@ -1473,5 +1532,7 @@ fn graph_row(tx: &Connection, owner: GraphOwner, graph_type: &str) -> StoreResul
 }
 
 mod model;
+#[cfg(test)]
+mod query_plans;
 #[cfg(test)]
 mod tests;

@@ -188,9 +188,14 @@ pub async fn merged_tasks(
     state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[gt.as_str()])?;
-            let plugins: Vec<&Plugin> = model.plugins.iter().collect();
-            let merged = merge_for_cluster(&model.release, &plugins, &model.cluster, &gt)
-                .map_err(StartError::Resolve)?;
+            let plugins: Vec<&Plugin> = model.snapshot.plugins.iter().collect();
+            let merged = merge_for_cluster(
+                &model.snapshot.release,
+                &plugins,
+                &model.snapshot.cluster,
+                &gt,
+            )
+            .map_err(StartError::Resolve)?;
             Ok(Json(
                 serde_json::to_value(merged.task_list()).unwrap_or_default(),
             ))

@@ -106,7 +106,20 @@ pub fn router(state: Arc<AppState>) -> Router {
     r = both(r, "/version", get(keystone::version));
     r = both(r, "/clusters", get(clusters::list));
     r = both(r, "/clusters/{id}", get(clusters::show));
-    r = both(r, "/clusters/{id}/attributes", get(clusters::attributes));
+    // Nailgun's attributes: read in its shape (plugins marked as fuel2 looks for them), changed and
+    // defaulted by the operator API's own handlers, so both ports check a change the same way.
+    r = both(
+        r,
+        "/clusters/{id}/attributes",
+        get(clusters::attributes)
+            .put(super::attributes::replace)
+            .patch(super::attributes::patch),
+    );
+    r = both(
+        r,
+        "/clusters/{id}/attributes/defaults",
+        get(super::attributes::defaults),
+    );
     r = both(r, "/clusters/{id}/assignment", post(clusters::assignment));
     r = both(
         r,

@@ -7,6 +7,8 @@ use crate::output::{self, Format};
 use crate::resolve::{self, node_list, Dot, Files};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use plinth_api::answers::{Checks, SerializedTasks};
+use plinth_api::records::{ClusterRecord, GraphRecord};
 use plinth_common::graph::DotOptions;
 use plinth_common::model::{parse_graph, DEFAULT_GRAPH_TYPE};
 use reqwest::Method;
@@ -293,19 +295,18 @@ pub fn run_offline(command: &GraphCommand, format: Format) -> Option<Result<bool
     }
 }
 
-fn graph_rows(level: &str, v: &Value) -> Vec<Vec<String>> {
-    v.as_array()
-        .into_iter()
-        .flatten()
+fn graph_rows(level: &str, graphs: &[GraphRecord]) -> Vec<Vec<String>> {
+    graphs
+        .iter()
         .map(|g| {
             vec![
-                output::cell(g, "/id"),
+                g.id.to_string(),
                 level.to_string(),
-                output::cell(g, "/owner/model_id"),
-                output::cell(g, "/graph_type"),
-                output::cell(g, "/name"),
-                g["tasks"].as_array().map_or(0, Vec::len).to_string(),
-                output::cell(g, "/node_filter"),
+                g.owner.id().to_string(),
+                g.graph_type.clone(),
+                g.body.name.clone().unwrap_or_else(|| "-".into()),
+                g.body.tasks.len().to_string(),
+                g.body.node_filter.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect()
@@ -313,25 +314,8 @@ fn graph_rows(level: &str, v: &Value) -> Vec<Vec<String>> {
 
 /// The cluster's release id and enabled plugin ids.
 async fn cluster_parts(client: &Client, env: u64) -> Result<(u64, Vec<u64>)> {
-    let c = client
-        .call(Method::GET, &format!("/clusters/{env}"), None)
-        .await?;
-    let release = c["release_id"]
-        .as_u64()
-        .with_context(|| format!("cluster {env} has no release_id in the controller's answer"))?;
-    let plugins = c
-        .pointer("/data/plugins")
-        .or_else(|| c.get("plugins"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
-    Ok((release, plugins))
-}
-
-fn tasks_of(graph: Option<Value>) -> Vec<Value> {
-    graph
-        .and_then(|g| g.get("tasks").and_then(Value::as_array).cloned())
-        .unwrap_or_default()
+    let c: ClusterRecord = client.get(&format!("/clusters/{env}")).await?;
+    Ok((c.release_id, c.data.plugins))
 }
 
 fn write_out(file: Option<&PathBuf>, text: &str) -> Result<()> {
@@ -371,14 +355,13 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             let mut all = Vec::new();
             let mut rows = Vec::new();
             for (level, path) in levels {
-                let v = client
-                    .call(Method::GET, &format!("{path}/deployment_graphs/"), None)
-                    .await?;
-                rows.extend(graph_rows(&level, &v));
-                all.extend(v.as_array().cloned().unwrap_or_default());
+                let graphs: Vec<GraphRecord> =
+                    client.get(&format!("{path}/deployment_graphs/")).await?;
+                rows.extend(graph_rows(&level, &graphs));
+                all.extend(graphs);
             }
             match format {
-                Format::Json => output::json(&Value::Array(all)),
+                Format::Json => output::json(&serde_json::to_value(&all)?),
                 Format::Table => output::table(
                     &[
                         "id",
@@ -415,12 +398,14 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
                 "application/yaml"
             };
             let v = client.call_text(method, &base, ctype, text).await?;
+            let stored: GraphRecord = serde_json::from_value(v.clone())
+                .with_context(|| format!("unexpected answer to {base}"))?;
             match format {
                 Format::Json => output::json(&v),
                 Format::Table => println!(
                     "graph {graph_type:?} of {} {verb} (id {}, {} task(s))",
                     owner.path().trim_start_matches('/'),
-                    output::cell(&v, "/id"),
+                    stored.id,
                     graph.tasks.len()
                 ),
             }
@@ -457,7 +442,11 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
                             None,
                         )
                         .await?;
-                    out.extend(tasks_of(g));
+                    if let Some(g) = g {
+                        let g: GraphRecord = serde_json::from_value(g)
+                            .with_context(|| format!("unexpected answer to GET {o}"))?;
+                        out.extend(g.body.tasks);
+                    }
                 }
                 Value::Array(out)
             };
@@ -542,10 +531,10 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             match format {
                 Format::Json => output::json(&v),
                 Format::Table => {
-                    resolve::print_plan(&v["plan"]);
-                    resolve::print_finding_values(
-                        v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]),
-                    );
+                    let answer: SerializedTasks = serde_json::from_value(v)
+                        .with_context(|| format!("unexpected answer to GET {path}"))?;
+                    resolve::print_plan(answer.plan.as_ref());
+                    resolve::print_findings(&answer.findings);
                 }
             }
         }
@@ -567,11 +556,11 @@ pub async fn cluster_check(
         path.push_str(&format!("&nodes={}", encode(n)));
     }
     let v = client.call(Method::GET, &path, None).await?;
+    let checks: Checks = serde_json::from_value(v.clone())
+        .with_context(|| format!("unexpected answer to GET {path}"))?;
     match format {
         Format::Json => output::json(&v),
-        Format::Table => resolve::print_finding_values(
-            v["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]),
-        ),
+        Format::Table => resolve::print_findings(&checks.findings),
     }
-    Ok(v["ok"].as_bool().unwrap_or(false))
+    Ok(checks.ok)
 }

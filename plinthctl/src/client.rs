@@ -2,6 +2,7 @@
 //! a bearer token, and errors that carry the controller's message.
 
 use anyhow::{anyhow, bail, Context, Result};
+use plinth_api::errors::ErrorBody;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -84,7 +85,7 @@ impl Client {
         let names = self
             .ca_cert
             .as_deref()
-            .map(plinth_controller::tls::certificate_names)
+            .map(plinth_api::tls::certificate_names)
             .unwrap_or_default();
         let carries = if names.is_empty() {
             String::new()
@@ -107,6 +108,22 @@ impl Client {
         }
         if let Some(b) = body {
             req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
+        Self::answer(method, path, resp).await
+    }
+
+    /// Sends a request with a typed query and no body, and returns the JSON answer.
+    pub async fn call_query<Q: serde::Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &Q,
+    ) -> Result<Value> {
+        let url = format!("{}/api/v1{}", self.base, path);
+        let mut req = self.http.request(method.clone(), &url).query(query);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
         }
         let resp = req.send().await.map_err(|e| self.unreachable(&url, e))?;
         Self::answer(method, path, resp).await
@@ -163,33 +180,26 @@ impl Client {
             }
             bail!("{method} {path}: HTTP {status}");
         }
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| anyhow!("{method} {path}: HTTP {status}, not JSON ({e}): {text}"))?;
         if !status.is_success() {
-            let msg = value
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or(&text);
-            let code = value
-                .pointer("/error/code")
-                .and_then(Value::as_str)
-                .unwrap_or("error");
-            let mut out = format!("{method} {path}: {status} {code}: {msg}");
-            if let Some(findings) = value
-                .pointer("/error/details/findings")
-                .and_then(Value::as_array)
-            {
-                for f in findings {
-                    out.push_str(&format!(
-                        "\n  - group {}, {}: {}",
-                        f["group"].as_str().unwrap_or("-"),
-                        f["field"].as_str().unwrap_or("-"),
-                        f["message"].as_str().unwrap_or("")
-                    ));
-                }
+            let Ok(ErrorBody { error }) = serde_json::from_str::<ErrorBody>(&text) else {
+                bail!("{method} {path}: HTTP {status}: {text}");
+            };
+            let mut out = format!(
+                "{method} {path}: {status} {}: {}",
+                error.code, error.message
+            );
+            for f in error.findings() {
+                out.push_str(&format!(
+                    "\n  - group {}, {}: {}",
+                    f.group.as_deref().unwrap_or("-"),
+                    f.field.as_deref().unwrap_or("-"),
+                    f.message
+                ));
             }
             bail!(out);
         }
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow!("{method} {path}: HTTP {status}, not JSON ({e}): {text}"))?;
         Ok(value)
     }
 
@@ -232,6 +242,21 @@ impl Client {
             return Ok(None);
         }
         Self::answer(method, path, resp).await.map(Some)
+    }
+
+    /// Sends a typed body (or none) and decodes the typed answer.
+    pub async fn send<B: serde::Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T> {
+        let body = body
+            .map(serde_json::to_value)
+            .transpose()
+            .context("cannot encode the request")?;
+        let v = self.call(method.clone(), path, body.as_ref()).await?;
+        serde_json::from_value(v).with_context(|| format!("unexpected answer to {method} {path}"))
     }
 
     /// GET and decode.

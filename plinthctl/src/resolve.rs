@@ -1,18 +1,16 @@
-//! `plinthctl graph resolve` and `graph check`: offline, on files, through the controller's own path
-//! (its catalog and deployment data, its expression engine, `merge_for_cluster`, its node selection,
-//! `check_deployment`, `resolve`, `to_dot`), so what prints here is what the controller would do.
+//! `plinthctl graph resolve` and `graph check`: offline, on files read into a
+//! [`Snapshot`](plinth_common::snapshot::Snapshot), resolved by the function the controller's engine
+//! calls (`plinth_common::snapshot::resolve`), so what prints here is what the controller would do.
 
 use crate::inputs;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
-use plinth_common::deploy::{NodeState, OldStates, YaqlFields};
+use plinth_common::deploy::{NodeState, OldStates};
 use plinth_common::graph::{
-    check_deployment, merge_for_cluster, resolve, to_dot, DotOptions, Finding, ResolveRequest,
-    Severity,
+    merge_for_cluster, to_dot, DotOptions, Finding, Plan, ResolvedTask, Severity,
 };
 use plinth_common::model::Plugin;
-use plinth_controller::engine::resolution::Inputs;
-use plinth_controller::expressions::Expressions;
+use plinth_common::snapshot::{resolve, Expressions, ResolutionError, Snapshot};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,7 +46,7 @@ pub struct Dot {
 
 /// What a resolution produced: the plan (JSON, as the API serves it), the findings and the drawing.
 pub struct Outcome {
-    plan: Option<Value>,
+    plan: Option<Plan>,
     findings: Vec<Finding>,
     dot: Option<String>,
     graph_type: String,
@@ -72,7 +70,8 @@ pub fn node_list(text: &str) -> Result<Vec<u64>> {
         .collect()
 }
 
-fn load(files: &Files) -> Result<Inputs> {
+/// Reads the files into a snapshot (old states not yet read: they need the merged graph's tasks).
+fn load(files: &Files) -> Result<Snapshot> {
     let release = inputs::load_release(&files.release, &files.tasks, &files.graph_type)?;
     let mut plugins: Vec<Plugin> = files
         .plugins
@@ -112,7 +111,7 @@ fn load(files: &Files) -> Result<Inputs> {
             }
         }
     }
-    Ok(Inputs {
+    Ok(Snapshot {
         cluster_id: cf.id,
         release,
         plugins,
@@ -120,33 +119,27 @@ fn load(files: &Files) -> Result<Inputs> {
         nodes: cf.nodes,
         named: files.nodes.clone(),
         forced: files.force,
+        old: OldStates::new(),
     })
 }
 
 /// Resolves the files' graph type; errors are bad input, findings are in the outcome.
 pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
-    let inputs = load(files)?;
+    let mut snapshot = load(files)?;
     let graph_type = files.graph_type.as_str();
-    let defined = inputs.release.graphs.contains_key(graph_type)
-        || inputs.cluster.graphs.contains_key(graph_type)
-        || inputs
-            .plugins
-            .iter()
-            .any(|p| p.graphs.contains_key(graph_type));
-    if !defined {
-        bail!("graph type {graph_type:?} is defined by neither the release, an enabled plugin, nor the cluster");
+    if !snapshot.defines(graph_type) {
+        bail!("{}", ResolutionError::UndefinedGraphType(graph_type.into()));
     }
-    let exprs = Expressions::standard();
-    let catalog = inputs.catalog();
-    let data = inputs.data(&catalog);
-    let plugins: Vec<&Plugin> = inputs.plugins.iter().collect();
     let mut outcome = Outcome {
         plan: None,
         findings: Vec::new(),
         dot: None,
         graph_type: graph_type.to_string(),
     };
-    let merged = match merge_for_cluster(&inputs.release, &plugins, &inputs.cluster, graph_type) {
+    // The merged graph names the tasks an old-state file's states stand for, and is what DOT draws.
+    let plugins: Vec<&Plugin> = snapshot.plugins.iter().collect();
+    let merged = match merge_for_cluster(&snapshot.release, &plugins, &snapshot.cluster, graph_type)
+    {
         Ok(m) => m,
         Err(e) => {
             outcome
@@ -155,13 +148,12 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
             return Ok(outcome);
         }
     };
-    let mut old = OldStates::new();
     if let Some(path) = &files.old {
         let empty = Arc::new(json!({}));
         for (node, state) in inputs::load_old(path)? {
             let state = Arc::new(state);
             for t in &merged.tasks {
-                old.insert(
+                snapshot.old.insert(
                     node,
                     t.task.id.clone(),
                     NodeState {
@@ -172,13 +164,6 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
             }
         }
     }
-    let evaluator = YaqlFields::new(
-        exprs.engine.clone(),
-        exprs.cache.clone(),
-        data,
-        old,
-        inputs.forced,
-    );
     if dot.enabled {
         match to_dot(&merged, graph_type, &dot.options) {
             Ok(text) => outcome.dot = Some(text),
@@ -187,37 +172,41 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
                 .push(Finding::error("graph_error", e.to_string())),
         }
     }
-    let chosen = match plinth_controller::engine::resolution::selection(
-        &inputs,
-        merged.node_filter.as_deref(),
-        &evaluator,
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            outcome.findings.push(Finding::error("node_filter", e));
-            return Ok(outcome);
+    let exprs = Expressions::standard();
+    let mut unresolved = None;
+    match resolve(&snapshot, &[graph_type.to_string()], &exprs) {
+        Ok(mut resolved) => {
+            outcome.findings.extend(resolved.findings);
+            outcome.plan = resolved.plans.remove(graph_type);
         }
-    };
-    let request = ResolveRequest {
-        graph_type,
-        graph: &merged,
-        catalog: &catalog,
-        nodes: &inputs.nodes,
-        selection: Some(&chosen),
-        evaluator: &evaluator,
-    };
-    for f in check_deployment(&request) {
-        if !outcome.findings.contains(&f) {
-            outcome.findings.push(f);
+        Err(ResolutionError::UndefinedGraphType(t)) => {
+            bail!("{}", ResolutionError::UndefinedGraphType(t))
+        }
+        Err(ResolutionError::NodeFilter(e)) => {
+            outcome.findings.push(Finding::error("node_filter", e));
+        }
+        Err(ResolutionError::Checks {
+            findings,
+            plan,
+            unresolved: error,
+        }) => {
+            outcome.findings.extend(findings);
+            outcome.plan = plan.map(|p| *p);
+            unresolved = error.map(|e| e.to_string());
+        }
+        Err(ResolutionError::Unresolved { error, findings }) => {
+            outcome.findings.extend(findings);
+            unresolved = Some(error.to_string());
+        }
+        Err(e @ (ResolutionError::Merge(_) | ResolutionError::TaskSpec(_))) => {
+            unresolved = Some(e.to_string());
         }
     }
-    match resolve(&request) {
-        Ok(plan) => outcome.plan = Some(serde_json::to_value(&plan)?),
-        Err(e) => {
-            let f = Finding::error("graph_error", e.to_string());
-            if !outcome.findings.iter().any(|x| x.message == f.message) {
-                outcome.findings.push(f);
-            }
+    if let Some(message) = unresolved {
+        if !outcome.findings.iter().any(|x| x.message == message) {
+            outcome
+                .findings
+                .push(Finding::error("graph_error", message));
         }
     }
     Ok(outcome)
@@ -229,15 +218,18 @@ pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
     let outcome = run(files, dot)?;
     match format {
         Format::Json => {
-            let plan = outcome.plan.clone().unwrap_or(Value::Null);
+            let plan = outcome.plan.as_ref();
             let mut v = json!({
                 "graph_type": outcome.graph_type,
-                "nodes": plan.get("nodes").cloned().unwrap_or(json!([])),
-                "wait_sets": plan.get("wait_sets").cloned().unwrap_or(json!([])),
-                "primaries": plan.get("primaries").cloned().unwrap_or(json!({})),
-                "fault_tolerance_groups": plan.get("fault_tolerance_groups").cloned().unwrap_or(json!([])),
+                "nodes": plan.map_or(&[][..], |p| &p.nodes),
+                "wait_sets": plan.map_or(&[][..], |p| &p.wait_sets),
+                "primaries": plan.map(|p| &p.primaries),
+                "fault_tolerance_groups": plan.map_or(&[][..], |p| &p.fault_tolerance_groups),
                 "findings": outcome.findings,
             });
+            if plan.is_none() {
+                v["primaries"] = json!({});
+            }
             if let Some(d) = &outcome.dot {
                 v["dot"] = Value::String(d.clone());
             }
@@ -251,7 +243,7 @@ pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
                 }
             } else {
                 if let Some(plan) = &outcome.plan {
-                    print_plan(plan);
+                    print_plan(Some(plan));
                 }
                 print_findings(&outcome.findings);
             }
@@ -271,22 +263,16 @@ pub fn check_cmd(files: &Files, format: Format) -> Result<bool> {
     Ok(ok)
 }
 
-/// Prints findings (serde form) as a table, or a line saying there are none.
-pub fn print_findings<T: serde::Serialize>(findings: &[T]) {
-    let values: Vec<Value> = findings
-        .iter()
-        .filter_map(|f| serde_json::to_value(f).ok())
-        .collect();
-    print_finding_values(&values);
-}
-
-/// Prints findings given as JSON values.
-pub fn print_finding_values(findings: &[Value]) {
+/// Prints findings as a table, or a line saying there are none.
+pub fn print_findings(findings: &[Finding]) {
     if findings.is_empty() {
         println!("No findings.");
         return;
     }
-    let errors = findings.iter().filter(|f| f["severity"] == "error").count();
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
     println!(
         "{} finding(s): {errors} error(s), {} warning(s)",
         findings.len(),
@@ -294,40 +280,38 @@ pub fn print_finding_values(findings: &[Value]) {
     );
     let rows: Vec<Vec<String>> = findings
         .iter()
-        .map(|f| {
-            vec![
-                output::cell(f, "/severity"),
-                output::cell(f, "/code"),
-                output::cell(f, "/message"),
-            ]
-        })
+        .map(|f| vec![f.severity.to_string(), f.code.clone(), f.message.clone()])
         .collect();
     output::table(&["severity", "code", "message"], &rows);
 }
 
-/// How a task waits, from the plan's wait sets: `all: task@1,2; any: other@3`.
-fn waits_text(plan: &Value, task: &Value) -> String {
-    let sets = plan["wait_sets"].as_array();
-    let mut parts = Vec::new();
-    for w in task["waits"].as_array().into_iter().flatten() {
-        let Some(set) = w
-            .as_u64()
-            .and_then(|i| sets.and_then(|s| s.get(i as usize)))
-        else {
-            continue;
-        };
-        let targets: Vec<String> = set["targets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| format!("{}@{}", output::cell(t, "/task"), output::cell(t, "/nodes")))
-            .collect();
-        parts.push(format!(
-            "{}: {}",
-            output::cell(set, "/policy"),
-            targets.join(" ")
-        ));
+/// A value's serde spelling (a policy, a task type).
+fn word<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "-".into(),
     }
+}
+
+/// How a task waits, from the plan's wait sets: `all: task@1,2; any: other@3`.
+fn waits_text(plan: &Plan, task: &ResolvedTask) -> String {
+    let parts: Vec<String> = task
+        .waits
+        .iter()
+        .filter_map(|w| plan.wait_sets.get(*w as usize))
+        .map(|set| {
+            let targets: Vec<String> = set
+                .targets
+                .iter()
+                .map(|t| {
+                    let nodes: Vec<String> = t.nodes.iter().map(u64::to_string).collect();
+                    format!("{}@{}", t.task, nodes.join(","))
+                })
+                .collect();
+            format!("{}: {}", word(&set.policy), targets.join(" "))
+        })
+        .collect();
     if parts.is_empty() {
         "-".into()
     } else {
@@ -335,33 +319,34 @@ fn waits_text(plan: &Value, task: &Value) -> String {
     }
 }
 
-/// Prints a plan (its serde form, as `serialized_tasks` serves it): each node, then its tasks in order.
-pub fn print_plan(plan: &Value) {
-    let nodes = plan["nodes"].as_array().cloned().unwrap_or_default();
-    if nodes.is_empty() {
-        println!("No node runs graph {}.", output::cell(plan, "/graph_type"));
+/// Prints a plan (as `serialized_tasks` serves it, or as resolved offline): each node, then its tasks
+/// in order.
+pub fn print_plan(plan: Option<&Plan>) {
+    let Some(plan) = plan.filter(|p| !p.nodes.is_empty()) else {
+        let graph_type = plan.map_or("-", |p| p.graph_type.as_str());
+        println!("No node runs graph {graph_type}.");
         println!();
         return;
-    }
-    for n in &nodes {
-        let tasks = n["tasks"].as_array().cloned().unwrap_or_default();
+    };
+    for n in &plan.nodes {
         println!(
             "Node {} (id {}), tags {}: {} task(s)",
-            output::cell(n, "/name"),
-            output::cell(n, "/node_id"),
-            output::cell(n, "/tags"),
-            tasks.len()
+            n.name,
+            n.node_id,
+            n.tags.join(","),
+            n.tasks.len()
         );
-        let rows: Vec<Vec<String>> = tasks
+        let rows: Vec<Vec<String>> = n
+            .tasks
             .iter()
             .enumerate()
             .map(|(i, t)| {
                 vec![
                     (i + 1).to_string(),
-                    output::cell(t, "/id"),
-                    output::cell(t, "/type"),
-                    t.get("skip_reason")
-                        .and_then(Value::as_str)
+                    t.id.to_string(),
+                    word(&t.task_type),
+                    t.skip_reason
+                        .as_ref()
                         .map(|s| format!("skipped: {s}"))
                         .unwrap_or_else(|| "-".into()),
                     waits_text(plan, t),

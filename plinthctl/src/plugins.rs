@@ -5,6 +5,7 @@ use crate::inputs;
 use crate::output::{self, Format};
 use anyhow::Result;
 use clap::Subcommand;
+use plinth_api::records::PluginRecord;
 use reqwest::Method;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -49,36 +50,25 @@ pub enum PluginCommand {
     },
 }
 
-fn print_plugins(format: Format, v: &Value) {
-    match format {
-        Format::Json => output::json(v),
-        Format::Table => {
-            let items: Vec<&Value> = match v {
-                Value::Array(a) => a.iter().collect(),
-                other => vec![other],
-            };
-            let rows: Vec<Vec<String>> = items
-                .iter()
-                .map(|p| {
-                    let roles: Vec<String> = p
-                        .pointer("/data/roles_metadata")
-                        .and_then(Value::as_object)
-                        .map(|m| m.keys().cloned().collect())
-                        .unwrap_or_default();
-                    vec![
-                        output::cell(p, "/id"),
-                        output::cell(p, "/name"),
-                        output::cell(p, "/version"),
-                        if roles.is_empty() {
-                            "-".into()
-                        } else {
-                            roles.join(",")
-                        },
-                    ]
-                })
-                .collect();
-            output::table(&["id", "name", "version", "roles"], &rows);
-        }
+impl crate::rows::Row for PluginRecord {
+    const HEADER: &'static [&'static str] = &["id", "name", "version", "roles"];
+    fn cells(&self) -> Vec<String> {
+        let roles: Vec<String> = self
+            .data
+            .get("roles_metadata")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        vec![
+            self.id.to_string(),
+            self.name.clone(),
+            self.version.clone(),
+            if roles.is_empty() {
+                "-".into()
+            } else {
+                roles.join(",")
+            },
+        ]
     }
 }
 
@@ -96,8 +86,8 @@ fn content_type(path: &std::path::Path) -> &'static str {
 pub async fn run(client: &Client, command: PluginCommand, format: Format) -> Result<bool> {
     match command {
         PluginCommand::List => {
-            let v = client.call(Method::GET, "/plugins", None).await?;
-            print_plugins(format, &v);
+            let plugins: Vec<PluginRecord> = client.get("/plugins").await?;
+            crate::rows::print(format, &plugins);
         }
         PluginCommand::Show { id } => {
             let v = client
@@ -115,7 +105,9 @@ pub async fn run(client: &Client, command: PluginCommand, format: Format) -> Res
             let v = client
                 .call_text(Method::POST, "/plugins", content_type(&file), text)
                 .await?;
-            print_plugins(format, &v);
+            let plugin: PluginRecord = serde_json::from_value(v)
+                .map_err(|e| anyhow::anyhow!("unexpected answer to POST /plugins: {e}"))?;
+            crate::rows::print_one(format, &plugin);
         }
         PluginCommand::Delete { id } => {
             client

@@ -1,10 +1,11 @@
-//! The controller's expression engine: YAQL's standard library, Nailgun's deployment helpers, and the
-//! helpers the controller adds through the engine's registry at start (the core is not touched).
+//! The expression engine resolution uses: YAQL's standard library, Nailgun's deployment helpers, and the
+//! helpers Plinth adds through the engine's registry (the core is not touched). The controller keeps one
+//! for its lifetime; `plinthctl` makes one per command.
 
-use plinth_common::expr::{Engine, ExprCache, Form};
+use crate::expr::{Engine, ExprCache, Form};
 use std::sync::Arc;
 
-/// One engine and one parse cache for the whole controller, shared across threads.
+/// One engine and one parse cache, shared across threads.
 #[derive(Clone)]
 pub struct Expressions {
     /// The engine with every registered function.
@@ -28,7 +29,7 @@ impl Default for Expressions {
 }
 
 impl Expressions {
-    /// YAQL, the deployment helpers, and the controller's own helpers (see [`register_helpers`]).
+    /// YAQL, the deployment helpers, and Plinth's own helpers (see [`register_helpers`]).
     pub fn standard() -> Expressions {
         let mut engine = Engine::new();
         register_helpers(&mut engine);
@@ -39,7 +40,7 @@ impl Expressions {
     }
 }
 
-/// The controller's helpers:
+/// Plinth's helpers:
 /// - `versionCompare(a, b)`: -1, 0 or 1 comparing dotted versions part by part, numerically where both
 ///   parts are numbers (`versionCompare('1.10', '1.9') = 1`).
 pub fn register_helpers(engine: &mut Engine) {

@@ -4,6 +4,7 @@
 use crate::client::Client;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
+use plinth_api::records::{ConfigurationRecord, StrategyRecord};
 use plinth_common::strategy::{self, SimulatedFailure, Source};
 use reqwest::Method;
 use serde_json::Value;
@@ -141,7 +142,7 @@ pub async fn upload(
     files: &[PathBuf],
     name: Option<&str>,
     replace: bool,
-) -> Result<Value> {
+) -> Result<StrategyRecord> {
     // Check locally first for messages that name the files.
     load_strategy(files)?;
     let text = stream(&read_all(files)?);
@@ -154,9 +155,10 @@ pub async fn upload(
         ),
         (false, None) => (Method::POST, format!("/clusters/{cluster}/strategies/")),
     };
-    client
-        .call_text(method, &path, "application/yaml", text)
-        .await
+    let v = client
+        .call_text(method.clone(), &path, "application/yaml", text)
+        .await?;
+    serde_json::from_value(v).with_context(|| format!("unexpected answer to {method} {path}"))
 }
 
 /// Validates a strategy (one or several files) against a cluster's nodes on the controller.
@@ -184,7 +186,11 @@ pub async fn validate(
 
 /// `plinthctl config set CLUSTER FILE...`: stores the cluster's deployment configuration (Shipyard's
 /// `DeploymentConfiguration` document, or a site design holding one).
-pub async fn set_configuration(client: &Client, cluster: u64, files: &[PathBuf]) -> Result<Value> {
+pub async fn set_configuration(
+    client: &Client,
+    cluster: u64,
+    files: &[PathBuf],
+) -> Result<ConfigurationRecord> {
     let texts = read_all(files)?;
     let sources: Vec<Source<'_>> = texts.iter().map(|(n, t)| Source::new(n, t)).collect();
     let names: Vec<&str> = texts.iter().map(|(n, _)| n.as_str()).collect();
@@ -193,14 +199,11 @@ pub async fn set_configuration(client: &Client, cluster: u64, files: &[PathBuf])
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    client
-        .call_text(
-            Method::PUT,
-            &format!("/clusters/{cluster}/deployment_configuration/"),
-            "application/yaml",
-            stream(&texts),
-        )
-        .await
+    let path = format!("/clusters/{cluster}/deployment_configuration/");
+    let v = client
+        .call_text(Method::PUT, &path, "application/yaml", stream(&texts))
+        .await?;
+    serde_json::from_value(v).with_context(|| format!("unexpected answer to PUT {path}"))
 }
 
 /// The lines `plinthctl deploy start` prints about what a deployment runs: its strategy, how it was

@@ -5,7 +5,7 @@ use crate::inputs;
 use crate::output::{self, Format};
 use anyhow::{anyhow, bail, Result};
 use plinth_common::expr::Context;
-use plinth_controller::expressions::Expressions;
+use plinth_common::snapshot::Expressions;
 use serde_json::{json, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;

@@ -4,8 +4,10 @@
 use crate::client::{Client, Target};
 use crate::{output, watch};
 use anyhow::{bail, Context, Result};
+use plinth_api::records::{ClusterRecord, NodeAssignment, NodeView, ReleaseRecord};
+use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -169,42 +171,54 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
         Duration::from_secs(60),
         || async {
             client
-                .get::<Vec<Value>>("/nodes")
+                .get::<Vec<NodeView>>("/nodes")
                 .await
                 .map(|n| n.len() >= AGENTS.len())
                 .unwrap_or(false)
         },
     )
     .await?;
-    let nodes: Vec<Value> = client.get("/nodes").await?;
+    let nodes: Vec<NodeView> = client.get("/nodes").await?;
 
     let release: Value =
         serde_yaml_ng::from_str(SAMPLE).context("the embedded sample release is not YAML")?;
-    let release = client
-        .call(Method::POST, "/releases", Some(&release))
+    let release: ReleaseRecord = client
+        .send(Method::POST, "/releases", Some(&release))
         .await?;
-    let cluster = client
-        .call(
+    let cluster: ClusterRecord = client
+        .send(
             Method::POST,
             "/clusters",
-            Some(&json!({"name": "quickstart", "release_id": release["id"]})),
+            Some(&CreateCluster {
+                name: "quickstart".into(),
+                release_id: release.id,
+                settings: serde_json::Map::new(),
+            }),
         )
         .await?;
-    let cid = cluster["id"].as_u64().unwrap_or_default();
-    let assign: Vec<Value> = nodes.iter().map(|n| json!({"id": n["id"]})).collect();
+    let cid = cluster.id;
+    let assign = AssignNodes {
+        nodes: nodes
+            .iter()
+            .map(|n| NodeAssignment {
+                id: n.node.id,
+                roles: Vec::new(),
+            })
+            .collect(),
+    };
     client
-        .call(
+        .send::<_, Value>(
             Method::PUT,
             &format!("/clusters/{cid}/nodes"),
-            Some(&json!({"nodes": assign})),
+            Some(&assign),
         )
         .await?;
+    let query = DeployQuery {
+        graph_type: Some("default".into()),
+        ..DeployQuery::default()
+    };
     let dep = client
-        .call(
-            Method::PUT,
-            &format!("/clusters/{cid}/deploy/?graph_type=default"),
-            None,
-        )
+        .call_query(Method::PUT, &format!("/clusters/{cid}/deploy/"), &query)
         .await?;
     let id = dep["id"].as_u64().unwrap_or_default();
     eprintln!("  deployment {id} started on {} nodes\n", nodes.len());

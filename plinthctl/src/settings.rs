@@ -4,19 +4,17 @@
 use crate::client::Client;
 use crate::output::Format;
 use anyhow::{anyhow, bail, Context, Result};
+use plinth_api::answers::Attributes;
+use plinth_api::requests::AttributesBody;
 use reqwest::Method;
 use serde_json::{json, Value};
 
 /// `get CLUSTER [SECTION]`: the settings (or one section) as YAML (JSON with `-o json`).
 pub async fn get(client: &Client, cluster: u64, section: Option<&str>, f: Format) -> Result<()> {
-    let v = client
-        .call(
-            Method::GET,
-            &format!("/clusters/{cluster}/attributes"),
-            None,
-        )
+    let v: Attributes = client
+        .get(&format!("/clusters/{cluster}/attributes"))
         .await?;
-    let editable = &v["editable"];
+    let editable = &v.editable;
     let shown = match section {
         Some(name) => editable
             .get(name)
@@ -33,14 +31,10 @@ pub async fn get(client: &Client, cluster: u64, section: Option<&str>, f: Format
 /// `set CLUSTER SECTION.ATTRIBUTE=VALUE...`: each value read as YAML (`true`, `2`, `[a, b]`), kept as
 /// text where the setting holds text; sent as one `PATCH`.
 pub async fn set(client: &Client, cluster: u64, assignments: &[String]) -> Result<()> {
-    let current = client
-        .call(
-            Method::GET,
-            &format!("/clusters/{cluster}/attributes"),
-            None,
-        )
+    let current: Attributes = client
+        .get(&format!("/clusters/{cluster}/attributes"))
         .await?;
-    let mut patch = json!({});
+    let mut patch = serde_json::Map::new();
     for a in assignments {
         let (path, text) = a
             .split_once('=')
@@ -48,7 +42,8 @@ pub async fn set(client: &Client, cluster: u64, assignments: &[String]) -> Resul
         let (section, attr) = path
             .split_once('.')
             .ok_or_else(|| anyhow!("{path:?}: write SECTION.ATTRIBUTE"))?;
-        let now = current["editable"]
+        let now = current
+            .editable
             .get(section)
             .and_then(|s| s.get(attr))
             .and_then(|a| a.get("value"));
@@ -57,13 +52,16 @@ pub async fn set(client: &Client, cluster: u64, assignments: &[String]) -> Resul
             _ => serde_yaml_ng::from_str(text)
                 .with_context(|| format!("{a:?}: the value is not YAML"))?,
         };
-        patch[section][attr] = json!({"value": value});
+        let entry = patch
+            .entry(section)
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        entry[attr] = json!({ "value": value });
     }
     client
-        .call(
+        .send::<_, Attributes>(
             Method::PATCH,
             &format!("/clusters/{cluster}/attributes"),
-            Some(&json!({"editable": patch})),
+            Some(&AttributesBody { editable: patch }),
         )
         .await?;
     eprintln!(
@@ -110,14 +108,10 @@ impl Drop for EditFile {
 /// `edit CLUSTER`: the settings in `$VISUAL`/`$EDITOR` (else `vi`) as YAML, then replaced with `PUT`;
 /// unchanged text changes nothing.
 pub async fn edit(client: &Client, cluster: u64) -> Result<()> {
-    let current = client
-        .call(
-            Method::GET,
-            &format!("/clusters/{cluster}/attributes"),
-            None,
-        )
+    let current: Attributes = client
+        .get(&format!("/clusters/{cluster}/attributes"))
         .await?;
-    let text = serde_yaml_ng::to_string(&current["editable"])?;
+    let text = serde_yaml_ng::to_string(&current.editable)?;
     let file = EditFile::create(cluster, &text)?;
     let editor = std::env::var("VISUAL")
         .or_else(|_| std::env::var("EDITOR"))
@@ -146,11 +140,14 @@ pub async fn edit(client: &Client, cluster: u64) -> Result<()> {
         ),
         None => anyhow!("the edited settings: {e}; nothing changed"),
     })?;
+    let Value::Object(editable) = value else {
+        bail!("the edited settings are not a mapping of sections; nothing changed");
+    };
     client
-        .call(
+        .send::<_, Attributes>(
             Method::PUT,
             &format!("/clusters/{cluster}/attributes"),
-            Some(&json!({"editable": value})),
+            Some(&AttributesBody { editable }),
         )
         .await?;
     eprintln!("cluster {cluster}: settings replaced");

@@ -26,6 +26,7 @@ mod pipe;
 mod plugins;
 mod quickstart;
 mod resolve;
+mod rows;
 mod settings;
 mod strategy;
 mod tags;
@@ -35,6 +36,10 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use client::{Client, Target};
 use output::Format;
+use plinth_api::records::{
+    ClusterRecord, ConfigurationRecord, NodeAssignment, NodeView, ReleaseRecord, StrategyRecord,
+};
+use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -417,18 +422,19 @@ fn release_body(release: &plinth_common::model::Release, file: &std::path::Path)
     Ok(body)
 }
 
-fn parse_assignment(text: &str) -> Result<Value> {
+fn parse_assignment(text: &str) -> Result<NodeAssignment> {
     let (id, roles) = text.split_once(':').unwrap_or((text, ""));
     let id: u64 = id
         .trim()
         .parse()
         .with_context(|| format!("--node {text:?}: {id:?} is not a node id"))?;
-    let roles: Vec<&str> = roles
+    let roles: Vec<String> = roles
         .split(',')
         .map(str::trim)
         .filter(|r| !r.is_empty())
+        .map(str::to_string)
         .collect();
-    Ok(json!({"id": id, "roles": roles}))
+    Ok(NodeAssignment { id, roles })
 }
 
 /// Positional files followed by `-f` ones.
@@ -504,147 +510,88 @@ async fn run(cli: Cli) -> Result<bool> {
         ca_cert: cli.ca_cert.clone(),
     })?;
     let f = cli.output;
-    let node_cols = [
-        "id",
-        "name",
-        "admission",
-        "status",
-        "online",
-        "cluster",
-        "tags",
-        "reported tags",
-        "roles",
-        "pending",
-    ];
-    let node_ptrs = [
-        "/id",
-        "/name",
-        "/admission",
-        "/status",
-        "/online",
-        "/cluster_id",
-        "/effective_tags",
-        "/tags",
-        "/roles",
-        "/pending_roles",
-    ];
     match cli.command {
         Command::Quickstart { .. } | Command::Expr { .. } => unreachable!("handled above"),
         Command::Graph { command } => return graph::run(&client, command, f).await,
         Command::Tag { command } => return tags::run(&client, command, f).await,
         Command::Plugin { command } => return plugins::run(&client, command, f).await,
-        Command::Strategy { command } => {
-            let cols = ["cluster", "name", "groups"];
-            let ptrs = ["/cluster_id", "/name", "/document/groups"];
-            match command {
-                StrategyCommand::List { cluster } => {
-                    let v = client
-                        .call(
-                            Method::GET,
-                            &format!("/clusters/{cluster}/strategies/"),
-                            None,
-                        )
-                        .await?;
-                    match f {
-                        Format::Json => output::json(&v),
-                        Format::Table => {
-                            let rows: Vec<Vec<String>> = v
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .map(|s| {
-                                    let groups =
-                                        s["document"]["groups"].as_array().map_or(0, Vec::len);
-                                    vec![
-                                        output::cell(s, "/cluster_id"),
-                                        output::cell(s, "/name"),
-                                        groups.to_string(),
-                                    ]
-                                })
-                                .collect();
-                            output::table(&cols, &rows);
-                        }
-                    }
-                }
-                StrategyCommand::Create {
-                    cluster,
-                    files,
-                    file_opts,
-                    name,
-                } => {
-                    let files = joined(&files, &file_opts);
-                    let v =
-                        strategy::upload(&client, cluster, &files, name.as_deref(), false).await?;
-                    print(f, &v, &cols[..2], &ptrs[..2]);
-                }
-                StrategyCommand::Replace {
-                    cluster,
-                    name,
-                    files,
-                    file_opts,
-                } => {
-                    let files = joined(&files, &file_opts);
-                    let v = strategy::upload(&client, cluster, &files, Some(&name), true).await?;
-                    print(f, &v, &cols[..2], &ptrs[..2]);
-                }
-                StrategyCommand::Show {
-                    cluster,
-                    name,
-                    plain,
-                } => {
-                    let format = if plain { "plain" } else { "uploaded" };
-                    let v = client
-                        .call(
-                            Method::GET,
-                            &format!("/clusters/{cluster}/strategies/{name}/?format={format}"),
-                            None,
-                        )
-                        .await?;
-                    match f {
-                        Format::Json => output::json(&v),
-                        Format::Table => println!(
-                            "{}",
-                            serde_yaml_ng::to_string(&v["document"]).unwrap_or_default()
-                        ),
-                    }
-                }
-                StrategyCommand::Delete { cluster, name } => {
-                    client
-                        .call(
-                            Method::DELETE,
-                            &format!("/clusters/{cluster}/strategies/{name}/"),
-                            None,
-                        )
-                        .await?;
-                    eprintln!("strategy {name:?} of cluster {cluster} deleted");
-                }
-                StrategyCommand::Validate {
-                    cluster,
-                    files,
-                    file_opts,
-                } => {
-                    return strategy::validate(&client, cluster, &joined(&files, &file_opts), f)
-                        .await
-                }
-                StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
-                    unreachable!("handled above")
+        Command::Strategy { command } => match command {
+            StrategyCommand::List { cluster } => {
+                let list: Vec<StrategyRecord> = client
+                    .get(&format!("/clusters/{cluster}/strategies/"))
+                    .await?;
+                rows::print(f, &list);
+            }
+            StrategyCommand::Create {
+                cluster,
+                files,
+                file_opts,
+                name,
+            } => {
+                let files = joined(&files, &file_opts);
+                let v = strategy::upload(&client, cluster, &files, name.as_deref(), false).await?;
+                rows::print_one(f, &rows::Stored(&v));
+            }
+            StrategyCommand::Replace {
+                cluster,
+                name,
+                files,
+                file_opts,
+            } => {
+                let files = joined(&files, &file_opts);
+                let v = strategy::upload(&client, cluster, &files, Some(&name), true).await?;
+                rows::print_one(f, &rows::Stored(&v));
+            }
+            StrategyCommand::Show {
+                cluster,
+                name,
+                plain,
+            } => {
+                let format = if plain { "plain" } else { "uploaded" };
+                let v: StrategyRecord = client
+                    .get(&format!(
+                        "/clusters/{cluster}/strategies/{name}/?format={format}"
+                    ))
+                    .await?;
+                match f {
+                    Format::Json => output::json(&serde_json::to_value(&v)?),
+                    Format::Table => println!(
+                        "{}",
+                        serde_yaml_ng::to_string(&v.document).unwrap_or_default()
+                    ),
                 }
             }
-        }
+            StrategyCommand::Delete { cluster, name } => {
+                client
+                    .call(
+                        Method::DELETE,
+                        &format!("/clusters/{cluster}/strategies/{name}/"),
+                        None,
+                    )
+                    .await?;
+                eprintln!("strategy {name:?} of cluster {cluster} deleted");
+            }
+            StrategyCommand::Validate {
+                cluster,
+                files,
+                file_opts,
+            } => return strategy::validate(&client, cluster, &joined(&files, &file_opts), f).await,
+            StrategyCommand::Check { .. } | StrategyCommand::Simulate { .. } => {
+                unreachable!("handled above")
+            }
+        },
         Command::Nodes { command } => match command {
-            NodesCommand::List => print(f, &all_nodes(&client).await?, &node_cols, &node_ptrs),
+            NodesCommand::List => rows::print(f, &all_nodes(&client).await?),
             NodesCommand::Show { id } => output::json(
                 &client
                     .call(Method::GET, &format!("/nodes/{id}"), None)
                     .await?,
             ),
-            NodesCommand::Accept { id } => print(
+            NodesCommand::Accept { id } => rows::print_one(
                 f,
                 &client
-                    .call(Method::POST, &format!("/nodes/{id}/accept"), None)
+                    .send::<(), NodeView>(Method::POST, &format!("/nodes/{id}/accept"), None)
                     .await?,
-                &node_cols,
-                &node_ptrs,
             ),
             NodesCommand::Delete { id } => {
                 client
@@ -654,12 +601,9 @@ async fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Release { command } => match command {
-            ReleaseCommand::List => print(
-                f,
-                &client.call(Method::GET, "/releases", None).await?,
-                &["id", "name", "version"],
-                &["/id", "/name", "/version"],
-            ),
+            ReleaseCommand::List => {
+                rows::print(f, &client.get::<Vec<ReleaseRecord>>("/releases").await?)
+            }
             ReleaseCommand::Create { file } => {
                 let mut body = read_doc(&file)?;
                 if body.is_array() {
@@ -667,11 +611,11 @@ async fn run(cli: Cli) -> Result<bool> {
                     let release = inputs::load_release(&file, &[], "default")?;
                     body = release_body(&release, &file)?;
                 }
-                print(
+                rows::print_one(
                     f,
-                    &client.call(Method::POST, "/releases", Some(&body)).await?,
-                    &["id", "name", "version"],
-                    &["/id", "/name", "/version"],
+                    &client
+                        .send::<_, ReleaseRecord>(Method::POST, "/releases", Some(&body))
+                        .await?,
                 )
             }
         },
@@ -686,40 +630,32 @@ async fn run(cli: Cli) -> Result<bool> {
                 } => settings::set(&client, cluster, &assignments).await?,
                 SettingsCommand::Edit { cluster } => settings::edit(&client, cluster).await?,
             },
-            ClusterCommand::List => print(
-                f,
-                &client.call(Method::GET, "/clusters", None).await?,
-                &["id", "name", "release"],
-                &["/id", "/name", "/release_id"],
-            ),
+            ClusterCommand::List => {
+                rows::print(f, &client.get::<Vec<ClusterRecord>>("/clusters").await?)
+            }
             ClusterCommand::Create { name, release } => {
-                let v = client
-                    .call(
-                        Method::POST,
-                        "/clusters",
-                        Some(&json!({"name": name, "release_id": release})),
-                    )
-                    .await?;
-                print(
-                    f,
-                    &v,
-                    &["id", "name", "release"],
-                    &["/id", "/name", "/release_id"],
-                )
+                let body = CreateCluster {
+                    name,
+                    release_id: release,
+                    settings: serde_json::Map::new(),
+                };
+                let v: ClusterRecord = client.send(Method::POST, "/clusters", Some(&body)).await?;
+                rows::print_one(f, &v)
             }
             ClusterCommand::AddNodes { cluster, nodes } => {
                 let nodes = nodes
                     .iter()
                     .map(|n| parse_assignment(n))
                     .collect::<Result<Vec<_>>>()?;
+                let count = nodes.len();
                 client
                     .call(
                         Method::PUT,
                         &format!("/clusters/{cluster}/nodes"),
-                        Some(&json!({"nodes": nodes})),
+                        Some(&serde_json::to_value(AssignNodes { nodes })?),
                     )
                     .await?;
-                eprintln!("added {} node(s) to cluster {cluster}", nodes.len());
+                eprintln!("added {count} node(s) to cluster {cluster}");
             }
             ClusterCommand::Check {
                 cluster,
@@ -733,38 +669,18 @@ async fn run(cli: Cli) -> Result<bool> {
         Command::Config { command } => match command {
             ConfigCommand::Set { cluster, files } => {
                 let v = strategy::set_configuration(&client, cluster, &files).await?;
-                print(
-                    f,
-                    &v,
-                    &[
-                        "cluster",
-                        "name",
-                        "strategy",
-                        "prepare timeout",
-                        "deploy timeout",
-                    ],
-                    &[
-                        "/cluster_id",
-                        "/name",
-                        "/configuration/deployment_strategy",
-                        "/configuration/prepare_node_timeout",
-                        "/configuration/deploy_timeout",
-                    ],
-                );
+                rows::print_one(f, &v);
             }
             ConfigCommand::Show { cluster } => {
-                let v = client
-                    .call(
-                        Method::GET,
-                        &format!("/clusters/{cluster}/deployment_configuration/"),
-                        None,
-                    )
+                let v: ConfigurationRecord = client
+                    .get(&format!("/clusters/{cluster}/deployment_configuration/"))
                     .await?;
                 match f {
-                    Format::Json => output::json(&v),
+                    Format::Json => output::json(&serde_json::to_value(&v)?),
                     Format::Table => println!(
                         "{}",
-                        serde_yaml_ng::to_string(&v["source"]["uploaded"]).unwrap_or_default()
+                        serde_yaml_ng::to_string(v.source.get("uploaded").unwrap_or(&Value::Null))
+                            .unwrap_or_default()
                     ),
                 }
             }
@@ -791,23 +707,19 @@ async fn run(cli: Cli) -> Result<bool> {
                 force,
                 watch: follow,
             } => {
-                let mut path = format!("/clusters/{cluster}/deploy/?noop={noop}&force={force}");
-                if let Some(t) = graph_type {
-                    path.push_str(&format!("&graph_type={t}"));
-                }
-                if let Some(s) = strategy {
-                    path.push_str(&format!("&strategy={s}"));
-                }
-                if let Some(n) = nodes {
-                    path.push_str(&format!("&nodes={n}"));
-                }
-                if let Some(a) = action {
-                    path.push_str(&format!("&action={a}"));
-                }
-                if let Some(n) = node {
-                    path.push_str(&format!("&node={n}"));
-                }
-                let dep = client.call(Method::PUT, &path, None).await?;
+                let query = DeployQuery {
+                    graph_type,
+                    nodes,
+                    strategy,
+                    action,
+                    node,
+                    noop,
+                    force,
+                    dry_run: false,
+                };
+                let dep = client
+                    .call_query(Method::PUT, &format!("/clusters/{cluster}/deploy/"), &query)
+                    .await?;
                 if f == Format::Table {
                     // What runs: the strategy, how it was chosen, each phase's timeout.
                     eprint!("{}", strategy::describe_start(&dep));
@@ -904,27 +816,19 @@ fn main() -> ExitCode {
 }
 
 /// Every node, page by page.
-async fn all_nodes(client: &client::Client) -> Result<Value> {
+async fn all_nodes(client: &client::Client) -> Result<Vec<NodeView>> {
     const PAGE: usize = 1000;
     let mut all = Vec::new();
     let mut marker = 0u64;
     loop {
-        let page = client
-            .call(
-                Method::GET,
-                &format!("/nodes?limit={PAGE}&marker={marker}"),
-                None,
-            )
+        let items: Vec<NodeView> = client
+            .get(&format!("/nodes?limit={PAGE}&marker={marker}"))
             .await?;
-        let items = page.as_array().cloned().unwrap_or_default();
         let done = items.len() < PAGE;
-        marker = items
-            .last()
-            .and_then(|n| n["id"].as_u64())
-            .unwrap_or(marker);
+        marker = items.last().map_or(marker, |n| n.node.id);
         all.extend(items);
         if done {
-            return Ok(Value::Array(all));
+            return Ok(all);
         }
     }
 }

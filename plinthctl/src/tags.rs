@@ -1,11 +1,14 @@
 //! `plinthctl tag ...`: a release's or a cluster's tags, and the operator's tag changes on nodes.
 
 use crate::client::Client;
-use crate::output::{self, Format};
+use crate::output::Format;
+use crate::rows;
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use plinth_api::records::{NodeTagsView, TagView};
+use plinth_api::requests::{NewTag, NodeTagsBody, TagChange};
+use plinth_common::tags::Owner;
 use reqwest::Method;
-use serde_json::{json, Value};
 
 /// Whose tags: a release's or a cluster's.
 #[derive(Args, Debug, Clone)]
@@ -85,64 +88,32 @@ pub enum TagCommand {
     },
 }
 
-fn owner_text(t: &Value) -> String {
-    match &t["owner"] {
-        Value::String(s) => s.clone(),
-        // `{kind: plugin, name: p1}` reads `plugin p1`.
-        Value::Object(m) => {
-            let mut parts: Vec<String> = m
-                .get("kind")
-                .map(|k| output::cell(k, ""))
-                .into_iter()
-                .collect();
-            parts.extend(
-                m.iter()
-                    .filter(|(k, v)| k.as_str() != "kind" && !v.is_null())
-                    .map(|(_, v)| output::cell(v, "")),
-            );
-            parts.join(" ")
-        }
-        Value::Null => "-".into(),
-        other => other.to_string(),
+impl crate::rows::Row for TagView {
+    const HEADER: &'static [&'static str] = &["name", "has_primary", "owner", "read_only"];
+    fn cells(&self) -> Vec<String> {
+        let owner = match &self.owner {
+            Owner::Release => "release".to_string(),
+            Owner::Plugin(name) => format!("plugin {name}"),
+            Owner::Cluster => "cluster".to_string(),
+        };
+        vec![
+            self.name.clone(),
+            self.has_primary.to_string(),
+            owner,
+            self.read_only.to_string(),
+        ]
     }
 }
 
-fn print_tags(format: Format, v: &Value) {
-    match format {
-        Format::Json => output::json(v),
-        Format::Table => {
-            let items: Vec<&Value> = match v {
-                Value::Array(a) => a.iter().collect(),
-                other => vec![other],
-            };
-            let rows: Vec<Vec<String>> = items
-                .iter()
-                .map(|t| {
-                    vec![
-                        output::cell(t, "/name"),
-                        output::cell(t, "/has_primary"),
-                        owner_text(t),
-                        output::cell(t, "/read_only"),
-                    ]
-                })
-                .collect();
-            output::table(&["name", "has_primary", "owner", "read_only"], &rows);
-        }
-    }
-}
-
-fn print_node_tags(format: Format, v: &Value) {
-    match format {
-        Format::Json => output::json(v),
-        Format::Table => output::table(
-            &["node", "tags", "added", "removed"],
-            &[vec![
-                output::cell(v, "/node_id"),
-                output::cell(v, "/tags"),
-                output::cell(v, "/tags_added"),
-                output::cell(v, "/tags_removed"),
-            ]],
-        ),
+impl crate::rows::Row for NodeTagsView {
+    const HEADER: &'static [&'static str] = &["node", "tags", "added", "removed"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.node_id.to_string(),
+            self.tags.join(","),
+            self.tags_added.join(","),
+            self.tags_removed.join(","),
+        ]
     }
 }
 
@@ -150,36 +121,36 @@ fn print_node_tags(format: Format, v: &Value) {
 pub async fn run(client: &Client, command: TagCommand, format: Format) -> Result<bool> {
     match command {
         TagCommand::List { owner } => {
-            let v = client.call(Method::GET, &owner.base(), None).await?;
-            print_tags(format, &v);
+            let tags: Vec<TagView> = client.get(&owner.base()).await?;
+            rows::print(format, &tags);
         }
         TagCommand::Create {
             owner,
             name,
             has_primary,
         } => {
-            let v = client
-                .call(
+            let tags: Vec<TagView> = client
+                .send(
                     Method::POST,
                     &owner.base(),
-                    Some(&json!({"name": name, "has_primary": has_primary})),
+                    Some(&NewTag { name, has_primary }),
                 )
                 .await?;
-            print_tags(format, &v);
+            rows::print(format, &tags);
         }
         TagCommand::Update {
             owner,
             name,
             has_primary,
         } => {
-            let v = client
-                .call(
+            let tags: Vec<TagView> = client
+                .send(
                     Method::PUT,
                     &format!("{}/{name}", owner.base()),
-                    Some(&json!({"has_primary": has_primary})),
+                    Some(&TagChange { has_primary }),
                 )
                 .await?;
-            print_tags(format, &v);
+            rows::print(format, &tags);
         }
         TagCommand::Delete { owner, name } => {
             client
@@ -188,24 +159,24 @@ pub async fn run(client: &Client, command: TagCommand, format: Format) -> Result
             eprintln!("tag {name:?} deleted");
         }
         TagCommand::Assign { node, tags } => {
-            let v = client
-                .call(
+            let v: NodeTagsView = client
+                .send(
                     Method::POST,
                     &format!("/nodes/{node}/tags"),
-                    Some(&json!({"tags": tags})),
+                    Some(&NodeTagsBody { tags }),
                 )
                 .await?;
-            print_node_tags(format, &v);
+            rows::print_one(format, &v);
         }
         TagCommand::Unassign { node, tags } => {
-            let v = client
-                .call(
+            let v: NodeTagsView = client
+                .send(
                     Method::DELETE,
                     &format!("/nodes/{node}/tags"),
-                    Some(&json!({"tags": tags})),
+                    Some(&NodeTagsBody { tags }),
                 )
                 .await?;
-            print_node_tags(format, &v);
+            rows::print_one(format, &v);
         }
     }
     Ok(true)

@@ -1,0 +1,222 @@
+//! [`resolve`]: a snapshot's graph types resolved into every node's list, with the cross-node rules the
+//! controller's gate enforces. The controller's engine and `plinthctl graph resolve` both call it.
+
+use super::{selection, Expressions, Snapshot};
+use crate::deploy::NodeState;
+use crate::graph::{
+    check_deployment, merge_for_cluster, FaultToleranceGroup, Finding, Plan, ResolveError,
+    ResolveRequest, Severity, WaitSet,
+};
+use crate::model::{Plugin, Policy, StrategyKind};
+use crate::tags::cluster_tags;
+use crate::wire::TaskSpec;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Why a snapshot does not resolve.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolutionError {
+    /// No source defines a graph of this type.
+    #[error(
+        "graph type {0:?} is defined by neither the release, an enabled plugin, nor the cluster"
+    )]
+    UndefinedGraphType(String),
+    /// The release's, plugins' and cluster's graphs do not merge.
+    #[error(transparent)]
+    Merge(Box<ResolveError>),
+    /// The graph's node filter does not evaluate (the message names the node and the expression).
+    #[error("{0}")]
+    NodeFilter(String),
+    /// The pre-deployment checks found errors (warnings ride along).
+    #[error("the pre-deployment checks failed: {}", errors(.findings))]
+    Checks {
+        /// Every finding of the graph type that failed, errors and warnings.
+        findings: Vec<Finding>,
+        /// The plan as far as it resolves regardless (offline tools show it beside the findings).
+        plan: Option<Box<Plan>>,
+        /// Why it does not resolve, when it does not.
+        unresolved: Option<Box<ResolveError>>,
+    },
+    /// The merged graph does not resolve (a cycle, an unknown dependency, ...).
+    #[error("{error}")]
+    Unresolved {
+        /// What is wrong.
+        error: Box<ResolveError>,
+        /// The warnings the checks found before it.
+        findings: Vec<Finding>,
+    },
+    /// A resolved task cannot be sent to an agent (a task type no agent runs, ...).
+    #[error("{0}")]
+    TaskSpec(String),
+}
+
+fn errors(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One graph type resolved for a deployment.
+#[derive(Debug, Clone, Default)]
+pub struct PhasePlan {
+    /// Each node's list (nodes the graph does not run on are absent).
+    pub specs: HashMap<u64, Vec<TaskSpec>>,
+    /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
+    pub limits: HashMap<String, usize>,
+    /// The plan's shared wait sets.
+    pub wait_sets: Vec<WaitSet>,
+    /// Gated tasks' waits the list does not carry inline (`any` policy, or too many to list): (node,
+    /// task) → indexes into `wait_sets`.
+    pub gated_waits: HashMap<(u64, String), Vec<u32>>,
+    /// Groups whose nodes' failures beyond their tolerance stop the deployment.
+    pub fault_tolerance: Vec<FaultToleranceGroup>,
+}
+
+/// A deployment resolved: per graph type, and the findings of the pre-deployment checks.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// By graph type.
+    pub phases: BTreeMap<String, Arc<PhasePlan>>,
+    /// Warnings (errors refuse the deployment before this exists).
+    pub findings: Vec<Finding>,
+    /// Each node's state, recorded per task when the task succeeds (for `changed()` next time).
+    pub states: BTreeMap<u64, NodeState>,
+    /// The plans themselves (for dry runs, `serialized_tasks` and `plinthctl graph resolve`).
+    pub plans: BTreeMap<String, Plan>,
+    /// Each node's tags, primaries elected (strategies select nodes by these).
+    pub tags: BTreeMap<u64, BTreeSet<String>>,
+    /// The elected primaries: tag → node.
+    pub primaries: BTreeMap<String, u64>,
+}
+
+/// Resolves every graph type of `graph_types` (each once) from `snapshot`: merges release → plugins →
+/// cluster graphs, chooses the nodes, runs the pre-deployment checks (errors refuse), and resolves and
+/// orders every node's list.
+pub fn resolve(
+    snapshot: &Snapshot,
+    graph_types: &[String],
+    exprs: &Expressions,
+) -> Result<Resolved, ResolutionError> {
+    let catalog = snapshot.catalog();
+    let elected = cluster_tags(&snapshot.nodes, &catalog);
+    let data = snapshot.data(&catalog);
+    let states: BTreeMap<u64, NodeState> = snapshot
+        .nodes
+        .iter()
+        .filter_map(|n| data.state(n.id).map(|s| (n.id, s)))
+        .collect();
+    let evaluator = crate::deploy::YaqlFields::new(
+        exprs.engine.clone(),
+        exprs.cache.clone(),
+        data,
+        snapshot.old.clone(),
+        snapshot.forced,
+    );
+    let plugins: Vec<&Plugin> = snapshot.plugins.iter().collect();
+    let mut out = Resolved {
+        states,
+        tags: elected
+            .nodes
+            .iter()
+            .map(|(id, t)| (*id, t.tags.clone()))
+            .collect(),
+        primaries: elected.primaries.clone(),
+        ..Resolved::default()
+    };
+    for graph_type in graph_types {
+        if out.phases.contains_key(graph_type) {
+            continue;
+        }
+        if !snapshot.defines(graph_type) {
+            return Err(ResolutionError::UndefinedGraphType(graph_type.clone()));
+        }
+        let merged = merge_for_cluster(&snapshot.release, &plugins, &snapshot.cluster, graph_type)
+            .map_err(|e| ResolutionError::Merge(Box::new(e)))?;
+        let chosen = selection(snapshot, merged.node_filter.as_deref(), &evaluator)
+            .map_err(ResolutionError::NodeFilter)?;
+        let request = ResolveRequest {
+            graph_type,
+            graph: &merged,
+            catalog: &catalog,
+            nodes: &snapshot.nodes,
+            selection: Some(&chosen),
+            evaluator: &evaluator,
+        };
+        let findings = check_deployment(&request);
+        if findings.iter().any(|f| f.severity == Severity::Error) {
+            let (plan, unresolved) = match crate::graph::resolve(&request) {
+                Ok(plan) => (Some(Box::new(plan)), None),
+                Err(e) => (None, Some(Box::new(e))),
+            };
+            return Err(ResolutionError::Checks {
+                findings,
+                plan,
+                unresolved,
+            });
+        }
+        for f in findings {
+            if !out.findings.contains(&f) {
+                out.findings.push(f);
+            }
+        }
+        let plan =
+            crate::graph::resolve(&request).map_err(|error| ResolutionError::Unresolved {
+                error: Box::new(error),
+                findings: out.findings.clone(),
+            })?;
+        out.phases
+            .insert(graph_type.clone(), Arc::new(phase_plan(&plan)?));
+        out.plans.insert(graph_type.clone(), plan);
+    }
+    Ok(out)
+}
+
+fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {
+    let mut out = PhasePlan {
+        fault_tolerance: plan.fault_tolerance_groups.clone(),
+        wait_sets: plan.wait_sets.clone(),
+        ..PhasePlan::default()
+    };
+    for node in &plan.nodes {
+        let specs = plan
+            .task_specs(node)
+            .map_err(|e| ResolutionError::TaskSpec(e.to_string()))?;
+        for task in &node.tasks {
+            if let Some(s) = task.strategy {
+                let limit = match (s.kind, s.amount) {
+                    (StrategyKind::OneByOne, _) => Some(1),
+                    (_, Some(n)) => Some(usize::try_from(n).unwrap_or(usize::MAX).max(1)),
+                    _ => None,
+                };
+                if let Some(limit) = limit {
+                    out.limits.insert(task.id.to_string(), limit);
+                }
+            }
+        }
+        for (task, spec) in node.tasks.iter().zip(&specs) {
+            // Waits the list carries inline are checked from the list; the others from the sets.
+            let inline = !spec.waits_for.is_empty();
+            let sets: Vec<u32> = task
+                .waits
+                .iter()
+                .copied()
+                .filter(|&w| {
+                    plan.wait_sets
+                        .get(w as usize)
+                        .is_some_and(|s| s.policy == Policy::Any || !inline)
+                })
+                .collect();
+            if spec.gated && !sets.is_empty() {
+                out.gated_waits
+                    .insert((node.node_id, task.id.to_string()), sets);
+            }
+        }
+        if !specs.is_empty() {
+            out.specs.insert(node.node_id, specs);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,134 @@
+//! Store write throughput for results, on both backends: `store_results` of one result per call (what an
+//! agent's report of one task becomes), from 1 thread and from 8 at once (many agents reporting), each
+//! result new. SQLite: a file with WAL and `synchronous=FULL`. PostgreSQL: a scratch server on this machine
+//! with `fsync` on (every commit on disk, as SQLite's), over TLS.
+//!
+//! `cargo bench -p plinth-controller --bench store_results`
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use plinth_common::wire::{ResultStatus, TaskResult};
+use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::sqlite::SqliteStore;
+use plinth_controller::store::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A running deployment on one node; returns (node, deployment).
+fn running(s: &dyn Store) -> (u64, u64) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .expect("release");
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .expect("cluster");
+    let n = s
+        .register_node(
+            &NodeRegistration {
+                node_key: "k".into(),
+                public_key: "pk".into(),
+                name: "n".into(),
+                facts: serde_json::json!({}),
+                tags: vec![],
+                labels: BTreeMap::new(),
+                rack: None,
+                now_ms: 1,
+                max_discovered: 10,
+            },
+            NodeAdmission::Accepted,
+        )
+        .expect("node");
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+        })
+        .expect("deployment");
+    (n.id, d.id)
+}
+
+fn result(deployment_id: u64, n: u64) -> TaskResult {
+    TaskResult {
+        deployment_id,
+        revision: 1,
+        task_id: format!("task-{n}"),
+        attempt: 1,
+        status: ResultStatus::Succeeded,
+        last: true,
+        exit_code: Some(0),
+        started_at_ms: 0,
+        duration_ms: 12,
+        stdout_tail: "installed 3 packages\n".into(),
+        stderr_tail: String::new(),
+        message: String::new(),
+        details: serde_json::Value::Null,
+    }
+}
+
+/// Stores `iters` new results from `threads` threads at once; the time it took.
+fn store_many(
+    s: &dyn Store,
+    node: u64,
+    dep: u64,
+    next: &AtomicU64,
+    iters: u64,
+    threads: u64,
+) -> Duration {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let share = iters / threads + u64::from(t < iters % threads);
+            scope.spawn(move || {
+                for _ in 0..share {
+                    let r = result(dep, next.fetch_add(1, Ordering::Relaxed));
+                    let out = s.store_results(node, &[r]).expect("stored");
+                    assert_eq!(out, [Stored::New]);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sqlite = SqliteStore::open(&dir.path().join("bench.db")).expect("sqlite");
+    let server = ScratchPostgres::start_durable().expect("a scratch PostgreSQL");
+    let pg = PgStore::open(&server.fresh_database().expect("a database")).expect("postgres");
+    let backends: [(&str, &dyn Store); 2] = [("sqlite", &sqlite), ("postgres", &pg)];
+    let mut group = c.benchmark_group("store_results");
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(10));
+    for (name, store) in backends {
+        let (node, dep) = running(store);
+        let next = AtomicU64::new(0);
+        for threads in [1u64, 8] {
+            group.bench_function(format!("{name}/{threads}-threads"), |b| {
+                b.iter_custom(|iters| store_many(store, node, dep, &next, iters, threads))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

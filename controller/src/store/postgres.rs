@@ -1,0 +1,1572 @@
+//! The PostgreSQL backend, for a database outside the controller (`database_url = "postgres://..."`).
+//!
+//! Every method is one transaction, as with SQLite. Writes run at `SERIALIZABLE`, reads at
+//! `REPEATABLE READ, READ ONLY` (one snapshot): where SQLite relied on its single writer (the
+//! revision counter, one running deployment per cluster, a result stored only while its deployment
+//! runs, the bound on discovered nodes, unique node names), PostgreSQL's serializable isolation gives
+//! the same outcome as some one-at-a-time order, and a transaction it refuses to serialize (or a
+//! deadlock) is run again from the start, up to [`ATTEMPTS`] times.
+//!
+//! See [`bridge`] for how the synchronous trait meets tokio-postgres, and [`connect`] for the URL.
+
+use super::*;
+use crate::clock::now_ms;
+use bridge::{Lease, Params, Pool, Tx};
+use tokio_postgres::Row;
+
+mod bridge;
+pub mod connect;
+mod model;
+mod schema;
+pub mod scratch;
+#[cfg(test)]
+mod tests;
+
+/// The most times one method's transaction is tried (the first included) when PostgreSQL cannot
+/// serialize it with others running at the same time.
+pub const ATTEMPTS: u32 = 20;
+
+/// The most connections one controller opens by default.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// PostgreSQL-backed [`Store`].
+pub struct PgStore {
+    pool: Pool,
+    /// Drives the connections' sockets; shut down without waiting when the store is dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// How a transaction begins.
+#[derive(Clone, Copy)]
+enum Mode {
+    Read,
+    Write,
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    // The controller's own types always serialise.
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+fn id(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or_default()
+}
+
+fn sql_id(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Column `i` of a row, or a corrupt-data error naming `what`.
+fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    i: usize,
+    what: &str,
+) -> StoreResult<T> {
+    row.try_get(i)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+const NODE_COLUMNS: &str =
+    "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
+    roles, tags, labels, rack, facts, registered_at, last_seen, revision, model";
+
+fn admission_text(a: NodeAdmission) -> &'static str {
+    match a {
+        NodeAdmission::Discovered => "discovered",
+        NodeAdmission::Accepted => "accepted",
+    }
+}
+
+fn node_from_row(row: &Row) -> StoreResult<NodeRecord> {
+    let w = "node";
+    let admission: String = col(row, 4, w)?;
+    let status: String = col(row, 5, w)?;
+    Ok(NodeRecord {
+        id: id(col(row, 0, w)?),
+        node_key: col(row, 1, w)?,
+        public_key: col(row, 2, w)?,
+        name: col(row, 3, w)?,
+        admission: match admission.as_str() {
+            "accepted" => NodeAdmission::Accepted,
+            "discovered" => NodeAdmission::Discovered,
+            other => return Err(StoreError::Corrupt(format!("node admission {other:?}"))),
+        },
+        status: match status.as_str() {
+            "discover" => NodeStatus::Discover,
+            "deploying" => NodeStatus::Deploying,
+            "ready" => NodeStatus::Ready,
+            "error" => NodeStatus::Error,
+            other => return Err(StoreError::Corrupt(format!("node status {other:?}"))),
+        },
+        cluster_id: col::<Option<i64>>(row, 6, w)?.map(id),
+        pending_roles: from_json(col(row, 7, w)?, "node pending_roles")?,
+        roles: from_json(col(row, 8, w)?, "node roles")?,
+        tags: from_json(col(row, 9, w)?, "node tags")?,
+        labels: from_json(col(row, 10, w)?, "node labels")?,
+        rack: col(row, 11, w)?,
+        facts: from_json(col(row, 12, w)?, "node facts")?,
+        registered_at_ms: col(row, 13, w)?,
+        last_seen_ms: col(row, 14, w)?,
+        revision: id(col(row, 15, w)?),
+        model: from_json(col(row, 16, w)?, "node model")?,
+    })
+}
+
+fn query_nodes(t: &Tx, where_clause: &str, args: Params<'_>) -> StoreResult<Vec<NodeRecord>> {
+    t.query(
+        &format!("SELECT {NODE_COLUMNS} FROM nodes {where_clause} ORDER BY id"),
+        args,
+    )?
+    .iter()
+    .map(node_from_row)
+    .collect()
+}
+
+fn one_node(t: &Tx, node_id: u64) -> StoreResult<NodeRecord> {
+    query_nodes(t, "WHERE id = $1", &[&sql_id(node_id)])?
+        .pop()
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "node",
+            id: node_id.to_string(),
+        })
+}
+
+const DEPLOYMENT_COLUMNS: &str =
+    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+
+fn deployment_from_row(row: &Row) -> StoreResult<DeploymentRecord> {
+    let w = "deployment";
+    let status: String = col(row, 3, w)?;
+    Ok(DeploymentRecord {
+        id: id(col(row, 0, w)?),
+        cluster_id: id(col(row, 1, w)?),
+        graph_type: col(row, 2, w)?,
+        status: DeploymentStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("deployment status {status:?}")))?,
+        node_ids: from_json(col(row, 4, w)?, "deployment node_ids")?,
+        options: from_json(col(row, 5, w)?, "deployment options")?,
+        state: from_json(col(row, 6, w)?, "deployment state")?,
+        created_at_ms: col(row, 7, w)?,
+        finished_at_ms: col(row, 8, w)?,
+    })
+}
+
+fn query_deployments(
+    t: &Tx,
+    where_clause: &str,
+    args: Params<'_>,
+) -> StoreResult<Vec<DeploymentRecord>> {
+    t.query(
+        &format!("SELECT {DEPLOYMENT_COLUMNS} FROM deployments {where_clause} ORDER BY id DESC"),
+        args,
+    )?
+    .iter()
+    .map(deployment_from_row)
+    .collect()
+}
+
+const GRAPH_COLUMNS: &str = "id, owner_kind, owner_id, graph_type, name, tasks, node_filter";
+
+fn graph_from_row(row: &Row) -> StoreResult<GraphRecord> {
+    let w = "graph";
+    let kind: String = col(row, 1, w)?;
+    let owner_id = id(col(row, 2, w)?);
+    let owner = match kind.as_str() {
+        "release" => GraphOwner::Release(owner_id),
+        "plugin" => GraphOwner::Plugin(owner_id),
+        "cluster" => GraphOwner::Cluster(owner_id),
+        other => return Err(StoreError::Corrupt(format!("graph owner kind {other:?}"))),
+    };
+    Ok(GraphRecord {
+        id: id(col(row, 0, w)?),
+        owner,
+        graph_type: col(row, 3, w)?,
+        body: GraphBody {
+            name: col(row, 4, w)?,
+            tasks: from_json(col(row, 5, w)?, "graph tasks")?,
+            node_filter: col(row, 6, w)?,
+        },
+    })
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (see [`connect`]) and runs pending migrations, with at most
+    /// [`DEFAULT_POOL_SIZE`] connections.
+    pub fn open(url: &str) -> StoreResult<Self> {
+        Self::open_with(url, DEFAULT_POOL_SIZE)
+    }
+
+    /// As [`PgStore::open`], with at most `pool_size` connections.
+    pub fn open_with(url: &str, pool_size: usize) -> StoreResult<Self> {
+        let target = connect::parse(url)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("plinth-db")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))?;
+        let pool = Pool::new(
+            pool_size,
+            connect::connector(target, runtime.handle().clone()),
+        );
+        let store = PgStore {
+            pool,
+            runtime: Some(runtime),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Runs pending migrations in one transaction, under an advisory lock so that controllers
+    /// starting at once migrate one after the other.
+    fn migrate(&self) -> StoreResult<()> {
+        let mut lease = self.pool.get()?;
+        let t = Tx::new(&mut lease);
+        let run = || -> StoreResult<()> {
+            t.batch("BEGIN")?;
+            t.exec(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&schema::MIGRATION_LOCK],
+            )?;
+            t.batch(schema::VERSION_TABLE)?;
+            let applied: i32 = col(
+                &t.one("SELECT version FROM plinth_schema", &[])?,
+                0,
+                "schema version",
+            )?;
+            let applied = usize::try_from(applied).unwrap_or(0);
+            if applied > schema::MIGRATIONS.len() {
+                return Err(StoreError::Database(format!(
+                    "the database has schema version {applied}, newer than this controller's {}",
+                    schema::MIGRATIONS.len()
+                )));
+            }
+            for sql in schema::MIGRATIONS.iter().skip(applied) {
+                t.batch(sql)?;
+            }
+            let version = i32::try_from(schema::MIGRATIONS.len()).unwrap_or(i32::MAX);
+            t.exec("UPDATE plinth_schema SET version = $1", &[&version])?;
+            t.batch("COMMIT")
+        };
+        let out = run();
+        if out.is_err() {
+            let _ = t.batch("ROLLBACK");
+        }
+        out
+    }
+
+    /// Runs `f` in one transaction: committed if it returns `Ok`, rolled back otherwise; run again
+    /// from the start when PostgreSQL could not serialize it.
+    fn tx<T>(&self, mode: Mode, mut f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
+        let begin = match mode {
+            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+            Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut lease = self.pool.get()?;
+            let (out, retry, broken) = {
+                let t = Tx::new(&mut lease);
+                let out = t.batch(begin).and_then(|()| f(&t)).and_then(|v| {
+                    t.batch("COMMIT")?;
+                    Ok(v)
+                });
+                if out.is_err() && !t.broken.get() && t.batch("ROLLBACK").is_err() {
+                    t.broken.set(true);
+                }
+                (out, t.retry.get(), t.broken.get())
+            };
+            if broken {
+                Lease::discard(lease);
+            } else {
+                drop(lease);
+            }
+            match out {
+                // A pooled connection the server closed since (a restart) fails its first statement:
+                // try once more on a new one.
+                Err(_) if broken && attempt == 1 => {}
+                Err(_) if retry && attempt < ATTEMPTS => {
+                    // Back off a little, more each time, so that the same transactions do not collide again.
+                    std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt)));
+                }
+                out => return out,
+            }
+        }
+    }
+
+    fn read<T>(&self, f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
+        self.tx(Mode::Read, f)
+    }
+
+    fn write<T>(&self, f: impl FnMut(&Tx) -> StoreResult<T>) -> StoreResult<T> {
+        self.tx(Mode::Write, f)
+    }
+}
+
+impl Store for PgStore {
+    fn register_node(
+        &self,
+        reg: &NodeRegistration,
+        admission: NodeAdmission,
+    ) -> StoreResult<NodeRecord> {
+        self.write(|t| {
+            let existing = t.opt("SELECT id FROM nodes WHERE node_key = $1", &[&reg.node_key])?;
+            let node_id: i64 = match existing {
+                Some(row) => {
+                    let node_id: i64 = col(&row, 0, "node id")?;
+                    let node = one_node(t, id(node_id))?;
+                    if node.admission == NodeAdmission::Accepted {
+                        let said = Reported {
+                            name: reg.name.clone(),
+                            tags: reg.tags.clone(),
+                            labels: reg.labels.clone(),
+                            rack: reg.rack.clone(),
+                        };
+                        let same = said.name == node.name
+                            && said.tags == node.tags
+                            && said.labels == node.labels
+                            && said.rack == node.rack;
+                        let mut fields = node.model.clone();
+                        fields.reported = (!same).then_some(said);
+                        t.exec(
+                            "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
+                            &[&node_id, &to_json(&reg.facts), &reg.now_ms, &to_json(&fields)],
+                        )?;
+                    } else {
+                        t.exec(
+                            "UPDATE nodes SET facts = $2, tags = $3, labels = $4, rack = $5, last_seen = $6 \
+                             WHERE id = $1",
+                            &[&node_id, &to_json(&reg.facts), &to_json(&reg.tags), &to_json(&reg.labels), &reg.rack, &reg.now_ms],
+                        )?;
+                    }
+                    node_id
+                }
+                None => {
+                    if admission == NodeAdmission::Discovered {
+                        let waiting: i64 = col(
+                            &t.one("SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'", &[])?,
+                            0,
+                            "count",
+                        )?;
+                        if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
+                            return Err(StoreError::Full(format!(
+                                "{waiting} nodes are waiting to be accepted, the most this controller keeps \
+                                 (max_discovered_nodes): accept or delete some first"
+                            )));
+                        }
+                    }
+                    let row = t.one(
+                        "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
+                         registered_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
+                        &[
+                            &reg.node_key,
+                            &reg.public_key,
+                            &reg.name,
+                            &admission_text(admission),
+                            &to_json(&reg.facts),
+                            &to_json(&reg.tags),
+                            &to_json(&reg.labels),
+                            &reg.rack,
+                            &reg.now_ms,
+                        ],
+                    )?;
+                    let new_id: i64 = col(&row, 0, "node id")?;
+                    // Names are unique: a second machine with the same hostname gets its id appended.
+                    let taken: i64 = col(
+                        &t.one(
+                            "SELECT COUNT(*) FROM nodes WHERE name = $1 AND id != $2",
+                            &[&reg.name, &new_id],
+                        )?,
+                        0,
+                        "count",
+                    )?;
+                    if taken > 0 {
+                        t.exec(
+                            "UPDATE nodes SET name = $2 WHERE id = $1",
+                            &[&new_id, &format!("{}-{new_id}", reg.name)],
+                        )?;
+                    }
+                    new_id
+                }
+            };
+            one_node(t, id(node_id))
+        })
+    }
+
+    fn modify_node(
+        &self,
+        node_id: u64,
+        change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
+    ) -> StoreResult<NodeRecord> {
+        self.write(|t| model::modify_node(t, node_id, change))
+    }
+
+    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()> {
+        self.write(|t| model::save_primaries(t, primaries))
+    }
+
+    fn update_release_data(
+        &self,
+        release_id: u64,
+        change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
+    ) -> StoreResult<ReleaseRecord> {
+        self.write(|t| model::update_release_data(t, release_id, change))
+    }
+
+    fn modify_cluster(
+        &self,
+        cluster_id: u64,
+        change: &mut dyn FnMut(&mut ClusterRecord, &[NodeRecord]) -> StoreResult<()>,
+    ) -> StoreResult<ClusterRecord> {
+        self.write(|t| model::modify_cluster(t, cluster_id, change))
+    }
+
+    fn create_plugin(
+        &self,
+        plugin: &NewPlugin,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<PluginRecord> {
+        self.write(|t| model::create_plugin(t, plugin, graphs))
+    }
+
+    fn list_plugins(&self) -> StoreResult<Vec<PluginRecord>> {
+        self.read(model::list_plugins)
+    }
+
+    fn get_plugin(&self, plugin_id: u64) -> StoreResult<PluginRecord> {
+        self.read(|t| model::plugin_row(t, plugin_id))
+    }
+
+    fn delete_plugin(&self, plugin_id: u64) -> StoreResult<()> {
+        self.write(|t| model::delete_plugin(t, plugin_id))
+    }
+
+    fn save_task_states(
+        &self,
+        blobs: &[(String, serde_json::Value)],
+        rows: &[(u64, String, serde_json::Value)],
+    ) -> StoreResult<()> {
+        self.write(|t| model::save_task_states(t, blobs, rows))
+    }
+
+    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>> {
+        self.read(|t| model::state_blobs(t, hashes))
+    }
+
+    fn deployment_inputs(&self, dep_id: u64) -> StoreResult<serde_json::Value> {
+        self.read(|t| {
+            let row = t
+                .opt(
+                    "SELECT inputs FROM deployments WHERE id = $1",
+                    &[&sql_id(dep_id)],
+                )?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            from_json(col(&row, 0, "deployment inputs")?, "deployment inputs")
+        })
+    }
+
+    fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
+        self.read(|t| model::task_states(t, node_ids))
+    }
+
+    fn cluster_snapshot(
+        &self,
+        cluster_id: u64,
+        graph_types: &[&str],
+        old_states: bool,
+    ) -> StoreResult<ClusterRecords> {
+        self.read(|t| {
+            let cluster = cluster_row(t, cluster_id)?;
+            let release = release_row(t, cluster.release_id)?;
+            let plugins = cluster
+                .data
+                .plugins
+                .iter()
+                .map(|p| model::plugin_row(t, *p))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let owners = std::iter::once(GraphOwner::Release(release.id))
+                .chain(plugins.iter().map(|p| GraphOwner::Plugin(p.id)))
+                .chain(std::iter::once(GraphOwner::Cluster(cluster.id)));
+            let mut graphs = Vec::new();
+            for owner in owners {
+                for graph_type in graph_types {
+                    match graph_row(t, owner, graph_type) {
+                        Ok(g) => graphs.push(g),
+                        Err(StoreError::NotFound { kind: "graph", .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let nodes = query_nodes(t, "WHERE cluster_id = $1", &[&sql_id(cluster_id)])?;
+            let old_states = if old_states {
+                let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+                old_states_from(model::task_states(t, &ids)?, |h| model::state_blobs(t, h))?
+            } else {
+                plinth_common::deploy::OldStates::new()
+            };
+            Ok(ClusterRecords {
+                cluster,
+                release,
+                plugins,
+                graphs,
+                nodes,
+                old_states,
+            })
+        })
+    }
+
+    fn old_states(&self, node_ids: &[u64]) -> StoreResult<plinth_common::deploy::OldStates> {
+        self.read(|t| {
+            old_states_from(model::task_states(t, node_ids)?, |h| {
+                model::state_blobs(t, h)
+            })
+        })
+    }
+
+    fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>> {
+        self.read(|t| query_nodes(t, "", &[]))
+    }
+
+    fn node_names(&self) -> StoreResult<Vec<(u64, String)>> {
+        self.read(|t| {
+            t.query("SELECT id, name FROM nodes ORDER BY id", &[])?
+                .iter()
+                .map(|r| Ok((id(col(r, 0, "node")?), col(r, 1, "node")?)))
+                .collect()
+        })
+    }
+
+    fn list_nodes_page(&self, f: &NodeFilter) -> StoreResult<Vec<NodeRecord>> {
+        let mut clauses = vec!["id > $1".to_string()];
+        let mut args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> =
+            vec![Box::new(sql_id(f.after_id))];
+        if let Some(status) = f.status {
+            args.push(Box::new(status.as_str()));
+            clauses.push(format!("status = ${}", args.len()));
+        }
+        if let Some(admission) = f.admission {
+            args.push(Box::new(admission_text(admission)));
+            clauses.push(format!("admission = ${}", args.len()));
+        }
+        if let Some(cluster) = f.cluster_id {
+            args.push(Box::new(sql_id(cluster)));
+            clauses.push(format!("cluster_id = ${}", args.len()));
+        }
+        if let Some(tag) = &f.tag {
+            args.push(Box::new(tag.clone()));
+            let n = args.len();
+            let holds = |array: &str| {
+                format!(
+                    "EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof({array}) = 'array' \
+                     THEN {array} ELSE '[]'::jsonb END) AS e(value) WHERE e.value = ${n})"
+                )
+            };
+            clauses.push(format!(
+                "({} OR {} OR {} OR {})",
+                holds("nodes.tags::jsonb"),
+                holds("nodes.roles::jsonb"),
+                holds("nodes.pending_roles::jsonb"),
+                holds("(nodes.model::jsonb -> 'tags_added')"),
+            ));
+        }
+        if let Some(name) = &f.name {
+            args.push(Box::new(name.to_ascii_lowercase()));
+            clauses.push(format!("strpos(lower(name), ${}) > 0", args.len()));
+        }
+        args.push(Box::new(i64::try_from(f.limit).unwrap_or(i64::MAX)));
+        let sql = format!(
+            "SELECT {NODE_COLUMNS} FROM nodes WHERE {} ORDER BY id LIMIT ${}",
+            clauses.join(" AND "),
+            args.len()
+        );
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            args.iter().map(|a| a.as_ref()).collect();
+        self.read(|t| t.query(&sql, &refs)?.iter().map(node_from_row).collect())
+    }
+
+    fn get_node(&self, node_id: u64) -> StoreResult<NodeRecord> {
+        self.read(|t| one_node(t, node_id))
+    }
+
+    fn set_admission(&self, node_id: u64, admission: NodeAdmission) -> StoreResult<NodeRecord> {
+        self.write(|t| {
+            one_node(t, node_id)?;
+            t.exec(
+                "UPDATE nodes SET admission = $2 WHERE id = $1",
+                &[&sql_id(node_id), &admission_text(admission)],
+            )?;
+            one_node(t, node_id)
+        })
+    }
+
+    fn delete_node(&self, node_id: u64) -> StoreResult<()> {
+        self.write(|t| {
+            let node = one_node(t, node_id)?;
+            if node.status == NodeStatus::Deploying {
+                return Err(StoreError::Conflict(format!(
+                    "node {node_id} takes part in a running deployment"
+                )));
+            }
+            t.exec("DELETE FROM nodes WHERE id = $1", &[&sql_id(node_id)])?;
+            t.exec(
+                "DELETE FROM refusals WHERE node_id = $1",
+                &[&sql_id(node_id)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn touch_nodes(&self, seen: &[(u64, i64)]) -> StoreResult<()> {
+        // In id order, so that two batches touching the same nodes lock them in the same order.
+        let mut seen = seen.to_vec();
+        seen.sort_unstable();
+        self.write(|t| {
+            for (node_id, at) in &seen {
+                t.exec(
+                    "UPDATE nodes SET last_seen = GREATEST(last_seen, $2) WHERE id = $1",
+                    &[&sql_id(*node_id), at],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn assign_nodes(&self, cluster_id: u64, nodes: &[NodeAssignment]) -> StoreResult<()> {
+        self.write(|t| {
+            cluster_row(t, cluster_id)?;
+            for a in nodes {
+                let node = one_node(t, a.id)?;
+                if let Some(other) = node.cluster_id.filter(|c| *c != cluster_id) {
+                    return Err(StoreError::Conflict(format!(
+                        "node {} belongs to cluster {other}",
+                        a.id
+                    )));
+                }
+                let mut fields = node.model.clone();
+                if node.cluster_id.is_none() {
+                    fields.pending_addition = true;
+                }
+                t.exec(
+                    "UPDATE nodes SET cluster_id = $2, pending_roles = $3, model = $4 WHERE id = $1",
+                    &[&sql_id(a.id), &sql_id(cluster_id), &to_json(&a.roles), &to_json(&fields)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn unassign_nodes(&self, cluster_id: u64, node_ids: &[u64]) -> StoreResult<()> {
+        self.write(|t| {
+            for node_id in node_ids {
+                let node = one_node(t, *node_id)?;
+                if node.cluster_id != Some(cluster_id) {
+                    return Err(StoreError::Conflict(format!(
+                        "node {node_id} is not in cluster {cluster_id}"
+                    )));
+                }
+                if node.status == NodeStatus::Deploying {
+                    return Err(StoreError::Conflict(format!(
+                        "node {node_id} takes part in a running deployment"
+                    )));
+                }
+                t.exec(
+                    "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover', \
+                     model = '{}' WHERE id = $1",
+                    &[&sql_id(*node_id)],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn create_release(
+        &self,
+        release: &NewRelease,
+        graphs: &std::collections::BTreeMap<String, GraphBody>,
+    ) -> StoreResult<ReleaseRecord> {
+        self.write(|t| {
+            let row = t
+                .one(
+                    "INSERT INTO releases (name, version, data) VALUES ($1, $2, $3) RETURNING id",
+                    &[&release.name, &release.version, &to_json(&release.data)],
+                )
+                .map_err(|e| match e {
+                    StoreError::Conflict(_) => StoreError::Conflict(format!(
+                        "release {} {} exists already",
+                        release.name, release.version
+                    )),
+                    other => other,
+                })?;
+            let release_id = id(col(&row, 0, "release id")?);
+            for (graph_type, graph) in graphs {
+                insert_graph(t, GraphOwner::Release(release_id), graph_type, graph)?;
+            }
+            release_row(t, release_id)
+        })
+    }
+
+    fn list_releases(&self) -> StoreResult<Vec<ReleaseRecord>> {
+        self.read(|t| {
+            t.query("SELECT id FROM releases ORDER BY id", &[])?
+                .iter()
+                .map(|r| release_row(t, id(col(r, 0, "release id")?)))
+                .collect()
+        })
+    }
+
+    fn get_release(&self, release_id: u64) -> StoreResult<ReleaseRecord> {
+        self.read(|t| release_row(t, release_id))
+    }
+
+    fn create_cluster(&self, cluster: &NewCluster) -> StoreResult<ClusterRecord> {
+        self.write(|t| {
+            release_row(t, cluster.release_id)?;
+            let row = t
+                .one(
+                    "INSERT INTO clusters (name, release_id, settings, generated) VALUES ($1, $2, $3, $4) \
+                     RETURNING id",
+                    &[
+                        &cluster.name,
+                        &sql_id(cluster.release_id),
+                        &to_json(&cluster.settings),
+                        &to_json(&cluster.generated),
+                    ],
+                )
+                .map_err(|e| match e {
+                    StoreError::Conflict(_) => {
+                        StoreError::Conflict(format!("cluster {:?} exists already", cluster.name))
+                    }
+                    other => other,
+                })?;
+            let cluster_id = id(col(&row, 0, "cluster id")?);
+            // Attributes made before the cluster had its id name it now (Nailgun's `{cluster.id}`).
+            let mut settings = cluster.settings.clone();
+            let mut generated = cluster.generated.clone();
+            plinth_common::model::format_cluster_id(&mut settings, cluster_id);
+            plinth_common::model::format_cluster_id(&mut generated, cluster_id);
+            if settings != cluster.settings || generated != cluster.generated {
+                t.exec(
+                    "UPDATE clusters SET settings = $2, generated = $3 WHERE id = $1",
+                    &[&sql_id(cluster_id), &to_json(&settings), &to_json(&generated)],
+                )?;
+            }
+            cluster_row(t, cluster_id)
+        })
+    }
+
+    fn list_clusters(&self) -> StoreResult<Vec<ClusterRecord>> {
+        self.read(|t| {
+            t.query("SELECT id FROM clusters ORDER BY id", &[])?
+                .iter()
+                .map(|r| cluster_row(t, id(col(r, 0, "cluster id")?)))
+                .collect()
+        })
+    }
+
+    fn get_cluster(&self, cluster_id: u64) -> StoreResult<ClusterRecord> {
+        self.read(|t| cluster_row(t, cluster_id))
+    }
+
+    fn list_graphs(&self, owner: GraphOwner) -> StoreResult<Vec<GraphRecord>> {
+        self.read(|t| {
+            owner_exists(t, owner)?;
+            t.query(
+                &format!(
+                    "SELECT {GRAPH_COLUMNS} FROM graphs WHERE owner_kind = $1 AND owner_id = $2 \
+                     ORDER BY graph_type COLLATE \"C\""
+                ),
+                &[&owner.kind(), &sql_id(owner.id())],
+            )?
+            .iter()
+            .map(graph_from_row)
+            .collect()
+        })
+    }
+
+    fn get_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRecord> {
+        self.read(|t| graph_row(t, owner, graph_type))
+    }
+
+    fn put_graph(
+        &self,
+        owner: GraphOwner,
+        graph_type: &str,
+        graph: &GraphBody,
+        replace: bool,
+    ) -> StoreResult<GraphRecord> {
+        self.write(|t| {
+            owner_exists(t, owner)?;
+            let exists = graph_row(t, owner, graph_type).is_ok();
+            if exists && !replace {
+                return Err(StoreError::Conflict(format!(
+                    "{} {} has a graph of type {graph_type:?} already",
+                    owner.kind(),
+                    owner.id()
+                )));
+            }
+            insert_graph(t, owner, graph_type, graph)?;
+            graph_row(t, owner, graph_type)
+        })
+    }
+
+    fn list_all_graphs(&self) -> StoreResult<Vec<GraphRecord>> {
+        self.read(|t| {
+            t.query(
+                &format!("SELECT {GRAPH_COLUMNS} FROM graphs ORDER BY id"),
+                &[],
+            )?
+            .iter()
+            .map(graph_from_row)
+            .collect()
+        })
+    }
+
+    fn graph_by_id(&self, graph_id: u64) -> StoreResult<GraphRecord> {
+        self.read(|t| {
+            match t.opt(
+                &format!("SELECT {GRAPH_COLUMNS} FROM graphs WHERE id = $1"),
+                &[&sql_id(graph_id)],
+            )? {
+                Some(r) => graph_from_row(&r),
+                None => Err(StoreError::NotFound {
+                    kind: "graph",
+                    id: graph_id.to_string(),
+                }),
+            }
+        })
+    }
+
+    fn delete_graph(&self, owner: GraphOwner, graph_type: &str) -> StoreResult<()> {
+        self.write(|t| {
+            graph_row(t, owner, graph_type)?;
+            t.exec(
+                "DELETE FROM graphs WHERE owner_kind = $1 AND owner_id = $2 AND graph_type = $3",
+                &[&owner.kind(), &sql_id(owner.id()), &graph_type],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn create_deployment(&self, new: &NewDeployment) -> StoreResult<DeploymentRecord> {
+        self.write(|t| {
+            cluster_row(t, new.cluster_id)?;
+            let running = t.opt(
+                "SELECT id FROM deployments WHERE cluster_id = $1 AND status = 'running'",
+                &[&sql_id(new.cluster_id)],
+            )?;
+            if let Some(running) = running {
+                let running: i64 = col(&running, 0, "deployment id")?;
+                return Err(StoreError::Conflict(format!(
+                    "cluster {} has a running deployment ({running})",
+                    new.cluster_id
+                )));
+            }
+            let row = t.one(
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
+                 VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
+                &[
+                    &sql_id(new.cluster_id),
+                    &new.graph_type,
+                    &to_json(&new.node_ids),
+                    &to_json(&new.options),
+                    &to_json(&new.state),
+                    &new.now_ms,
+                    &to_json(&new.inputs),
+                ],
+            )?;
+            let dep_id = id(col(&row, 0, "deployment id")?);
+            if new.deploys {
+                set_cluster_status(t, new.cluster_id, "deployment")?;
+                for node in &new.node_ids {
+                    t.exec(
+                        "UPDATE nodes SET status = 'deploying' WHERE id = $1",
+                        &[&sql_id(*node)],
+                    )?;
+                }
+            }
+            query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })
+        })
+    }
+
+    fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
+        self.read(|t| {
+            query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })
+        })
+    }
+
+    fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
+        self.read(|t| match cluster_id {
+            Some(c) => query_deployments(t, "WHERE cluster_id = $1", &[&sql_id(c)]),
+            None => query_deployments(t, "", &[]),
+        })
+    }
+
+    fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>> {
+        self.read(|t| query_deployments(t, "WHERE status = 'running'", &[]))
+    }
+
+    fn save_progress(
+        &self,
+        dep_id: u64,
+        state: &serde_json::Value,
+        events: &[serde_json::Value],
+    ) -> StoreResult<()> {
+        self.write(|t| {
+            set_state(t, dep_id, state, DeploymentStatus::Running)?;
+            append_events(t, dep_id, events)
+        })
+    }
+
+    fn publish_lists(
+        &self,
+        deployment_id: u64,
+        lists: &mut [TaskList],
+        state: &serde_json::Value,
+        events: &[serde_json::Value],
+    ) -> StoreResult<()> {
+        self.write(|t| {
+            set_state(t, deployment_id, state, DeploymentStatus::Running)?;
+            append_events(t, deployment_id, events)?;
+            insert_lists(t, deployment_id, lists)
+        })
+    }
+
+    fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+        self.write(|t| finish(t, dep_id, end))
+    }
+
+    fn cancel_deployment(
+        &self,
+        dep_id: u64,
+        end: &DeploymentEnd<'_>,
+        lists: &mut [TaskList],
+    ) -> StoreResult<()> {
+        self.write(|t| {
+            let row = t
+                .opt(
+                    "SELECT status FROM deployments WHERE id = $1",
+                    &[&sql_id(dep_id)],
+                )?
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            let status: String = col(&row, 0, "deployment status")?;
+            if status != DeploymentStatus::Running.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {status})"
+                )));
+            }
+            insert_lists(t, dep_id, lists)?;
+            finish(t, dep_id, end)
+        })
+    }
+
+    fn append_events(&self, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+        self.write(|t| append_events(t, dep_id, events))
+    }
+
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
+        self.read(|t| {
+            t.query(
+                "SELECT seq, event FROM events WHERE deployment_id = $1 AND seq > $2 ORDER BY seq",
+                &[&sql_id(deployment_id), &sql_id(after)],
+            )?
+            .iter()
+            .map(|r| {
+                Ok((
+                    id(col(r, 0, "event")?),
+                    from_json(col(r, 1, "event")?, "event")?,
+                ))
+            })
+            .collect()
+        })
+    }
+
+    fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>> {
+        self.read(|t| {
+            t.opt(
+                "SELECT list FROM task_lists WHERE node_id = $1 AND revision = $2",
+                &[&sql_id(node_id), &sql_id(revision)],
+            )?
+            .map(|r| from_json(col(&r, 0, "task list")?, "task list"))
+            .transpose()
+        })
+    }
+
+    fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>> {
+        self.read(|t| {
+            t.query(
+                "SELECT list FROM task_lists WHERE deployment_id = $1 ORDER BY node_id, revision",
+                &[&sql_id(deployment_id)],
+            )?
+            .iter()
+            .map(|r| from_json(col(r, 0, "task list")?, "task list"))
+            .collect()
+        })
+    }
+
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
+        self.write(|t| {
+            let mut out = Vec::with_capacity(results.len());
+            for r in results {
+                let status = to_json(&r.status);
+                let status = status.trim_matches('"');
+                let attempt = i64::from(r.attempt);
+                let inserted = t.exec(
+                    "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7 \
+                     WHERE EXISTS (SELECT 1 FROM deployments WHERE id = $2 AND status = 'running') \
+                     ON CONFLICT DO NOTHING",
+                    &[
+                        &sql_id(node_id),
+                        &sql_id(r.deployment_id),
+                        &sql_id(r.revision),
+                        &r.task_id,
+                        &attempt,
+                        &status,
+                        &to_json(r),
+                    ],
+                )?;
+                out.push(if inserted > 0 {
+                    Stored::New
+                } else if t
+                    .opt(
+                        "SELECT 1 FROM results WHERE node_id = $1 AND deployment_id = $2 AND revision = $3 \
+                         AND task_id = $4 AND attempt = $5 AND status = $6",
+                        &[
+                            &sql_id(node_id),
+                            &sql_id(r.deployment_id),
+                            &sql_id(r.revision),
+                            &r.task_id,
+                            &attempt,
+                            &status,
+                        ],
+                    )?
+                    .is_some()
+                {
+                    Stored::Duplicate
+                } else {
+                    Stored::Final
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn record_refusals(&self, node_id: u64, refusals: &[NewRefusal]) -> StoreResult<()> {
+        self.write(|t| {
+            for r in refusals {
+                t.exec(
+                    "INSERT INTO refusals (node_id, at_ms, kind, deployment_id, reason, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &sql_id(node_id),
+                        &r.at_ms,
+                        &r.kind,
+                        &r.deployment_id.map(sql_id),
+                        &r.reason,
+                        &to_json(&r.detail),
+                    ],
+                )?;
+            }
+            t.exec(
+                "DELETE FROM refusals WHERE node_id = $1 AND seq NOT IN \
+                 (SELECT seq FROM refusals WHERE node_id = $1 ORDER BY seq DESC LIMIT $2)",
+                &[&sql_id(node_id), &(MAX_REFUSALS_PER_NODE as i64)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn node_refusals(&self, node_id: u64) -> StoreResult<Vec<RefusalRecord>> {
+        self.read(|t| {
+            t.query(
+                "SELECT seq, at_ms, kind, deployment_id, reason, detail FROM refusals \
+                 WHERE node_id = $1 ORDER BY seq DESC",
+                &[&sql_id(node_id)],
+            )?
+            .iter()
+            .map(|r| {
+                let w = "refusal";
+                Ok(RefusalRecord {
+                    seq: id(col(r, 0, w)?),
+                    node_id,
+                    refusal: NewRefusal {
+                        kind: col(r, 2, w)?,
+                        deployment_id: col::<Option<i64>>(r, 3, w)?.map(id),
+                        reason: col(r, 4, w)?,
+                        detail: from_json(col(r, 5, w)?, w)?,
+                        at_ms: col(r, 1, w)?,
+                    },
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>> {
+        self.read(|t| {
+            t.query(
+                "SELECT node_id, result FROM results WHERE deployment_id = $1 ORDER BY seq",
+                &[&sql_id(deployment_id)],
+            )?
+            .iter()
+            .map(|r| {
+                Ok((
+                    id(col(r, 0, "task result")?),
+                    from_json(col(r, 1, "task result")?, "task result")?,
+                ))
+            })
+            .collect()
+        })
+    }
+
+    fn put_strategy(
+        &self,
+        cluster_id: u64,
+        name: &str,
+        document: &serde_json::Value,
+        source: &serde_json::Value,
+        replace: bool,
+    ) -> StoreResult<StrategyRecord> {
+        self.write(|t| {
+            cluster_row(t, cluster_id)?;
+            let exists = strategy_row(t, cluster_id, name).is_ok();
+            if exists && !replace {
+                return Err(StoreError::Conflict(format!(
+                    "cluster {cluster_id} has a strategy named {name:?} already"
+                )));
+            }
+            t.exec(
+                "INSERT INTO strategies (cluster_id, name, document, source) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (cluster_id, name) DO UPDATE SET document = excluded.document, \
+                 source = excluded.source",
+                &[&sql_id(cluster_id), &name, &to_json(document), &to_json(source)],
+            )?;
+            strategy_row(t, cluster_id, name)
+        })
+    }
+
+    fn list_strategies(&self, cluster_id: u64) -> StoreResult<Vec<StrategyRecord>> {
+        self.read(|t| {
+            cluster_row(t, cluster_id)?;
+            t.query(
+                "SELECT name FROM strategies WHERE cluster_id = $1 ORDER BY name COLLATE \"C\"",
+                &[&sql_id(cluster_id)],
+            )?
+            .iter()
+            .map(|r| strategy_row(t, cluster_id, col(r, 0, "strategy name")?))
+            .collect()
+        })
+    }
+
+    fn get_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
+        self.read(|t| strategy_row(t, cluster_id, name))
+    }
+
+    fn delete_strategy(&self, cluster_id: u64, name: &str) -> StoreResult<()> {
+        self.write(|t| {
+            strategy_row(t, cluster_id, name)?;
+            t.exec(
+                "DELETE FROM strategies WHERE cluster_id = $1 AND name = $2",
+                &[&sql_id(cluster_id), &name],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn put_configuration(&self, record: &ConfigurationRecord) -> StoreResult<ConfigurationRecord> {
+        self.write(|t| {
+            cluster_row(t, record.cluster_id)?;
+            t.exec(
+                "INSERT INTO deployment_configurations (cluster_id, name, configuration, source) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (cluster_id) DO UPDATE SET name = excluded.name, \
+                 configuration = excluded.configuration, source = excluded.source",
+                &[
+                    &sql_id(record.cluster_id),
+                    &record.name,
+                    &to_json(&record.configuration),
+                    &to_json(&record.source),
+                ],
+            )?;
+            configuration_row(t, record.cluster_id)
+        })
+    }
+
+    fn get_configuration(&self, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+        self.read(|t| configuration_row(t, cluster_id))
+    }
+
+    fn delete_configuration(&self, cluster_id: u64) -> StoreResult<()> {
+        self.write(|t| {
+            configuration_row(t, cluster_id)?;
+            t.exec(
+                "DELETE FROM deployment_configurations WHERE cluster_id = $1",
+                &[&sql_id(cluster_id)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn create_token(&self, name: &str, hash: &str, role: TokenRole) -> StoreResult<TokenRecord> {
+        self.write(|t| {
+            let taken = t
+                .opt(
+                    "SELECT 1 FROM tokens WHERE name = $1 AND revoked_at IS NULL",
+                    &[&name],
+                )?
+                .is_some();
+            if taken {
+                return Err(StoreError::Conflict(format!(
+                    "a token named {name:?} exists: revoke it first, or choose another name"
+                )));
+            }
+            let row = t.one(
+                "INSERT INTO tokens (name, hash, role) VALUES ($1, $2, $3) RETURNING id",
+                &[&name, &hash, &to_json(&role).trim_matches('"')],
+            )?;
+            Ok(TokenRecord {
+                id: id(col(&row, 0, "token id")?),
+                name: name.into(),
+                hash: hash.into(),
+                role,
+                revoked_at_ms: None,
+            })
+        })
+    }
+
+    fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
+        self.read(|t| {
+            t.query(
+                "SELECT id, name, hash, role, revoked_at FROM tokens ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(token_from_row)
+            .collect()
+        })
+    }
+
+    fn token_by_hash(&self, hash: &str) -> StoreResult<Option<TokenRecord>> {
+        self.read(|t| {
+            t.opt(
+                "SELECT id, name, hash, role, revoked_at FROM tokens WHERE hash = $1",
+                &[&hash],
+            )?
+            .map(|r| token_from_row(&r))
+            .transpose()
+        })
+    }
+
+    fn revoke_token(&self, name: &str, now_ms: i64) -> StoreResult<usize> {
+        self.write(|t| {
+            let n = t.exec(
+                "UPDATE tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL",
+                &[&name, &now_ms],
+            )?;
+            if n == 0 {
+                return Err(StoreError::NotFound {
+                    kind: "token",
+                    id: format!("{name:?} (not revoked)"),
+                });
+            }
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        })
+    }
+}
+
+fn token_from_row(r: &Row) -> StoreResult<TokenRecord> {
+    let w = "token";
+    let role: String = col(r, 3, w)?;
+    let role = match role.as_str() {
+        "admin" => TokenRole::Admin,
+        "read_only" => TokenRole::ReadOnly,
+        other => return Err(StoreError::Corrupt(format!("token role {other:?}"))),
+    };
+    Ok(TokenRecord {
+        id: id(col(r, 0, w)?),
+        name: col(r, 1, w)?,
+        hash: col(r, 2, w)?,
+        role,
+        revoked_at_ms: col(r, 4, w)?,
+    })
+}
+
+fn release_row(t: &Tx, release_id: u64) -> StoreResult<ReleaseRecord> {
+    let row = t
+        .opt(
+            "SELECT id, name, version, data FROM releases WHERE id = $1",
+            &[&sql_id(release_id)],
+        )?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "release",
+            id: release_id.to_string(),
+        })?;
+    let w = "release";
+    Ok(ReleaseRecord {
+        id: id(col(&row, 0, w)?),
+        name: col(&row, 1, w)?,
+        version: col(&row, 2, w)?,
+        data: from_json(col(&row, 3, w)?, "release data")?,
+    })
+}
+
+fn cluster_row(t: &Tx, cluster_id: u64) -> StoreResult<ClusterRecord> {
+    let row = t
+        .opt(
+            "SELECT id, name, release_id, settings, data, generated FROM clusters WHERE id = $1",
+            &[&sql_id(cluster_id)],
+        )?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "cluster",
+            id: cluster_id.to_string(),
+        })?;
+    let w = "cluster";
+    Ok(ClusterRecord {
+        id: id(col(&row, 0, w)?),
+        name: col(&row, 1, w)?,
+        release_id: id(col(&row, 2, w)?),
+        settings: from_json(col(&row, 3, w)?, "cluster settings")?,
+        generated: from_json(col(&row, 5, w)?, "cluster generated attributes")?,
+        data: from_json(col(&row, 4, w)?, "cluster data")?,
+    })
+}
+
+/// Sets `status` in a cluster's data (SQLite's `json_set(data, '$.status', ...)`).
+fn set_cluster_status(t: &Tx, cluster_id: u64, status: &str) -> StoreResult<()> {
+    t.exec(
+        "UPDATE clusters SET data = jsonb_set(data::jsonb, '{status}', to_jsonb($2::text))::text \
+         WHERE id = $1",
+        &[&sql_id(cluster_id), &status],
+    )?;
+    Ok(())
+}
+
+/// Inserts lists, each with the next revision of the controller-wide counter.
+fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
+    for list in lists.iter_mut() {
+        let next: i64 = col(
+            &t.one(
+                "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
+                &[],
+            )?,
+            0,
+            "revision counter",
+        )?;
+        let revision = t
+            .opt(
+                "UPDATE nodes SET revision = $2 WHERE id = $1 RETURNING revision",
+                &[&sql_id(list.node_id), &next],
+            )?
+            .ok_or_else(|| StoreError::NotFound {
+                kind: "node",
+                id: list.node_id.to_string(),
+            })?;
+        let revision: i64 = col(&revision, 0, "node revision")?;
+        list.revision = id(revision);
+        t.exec(
+            "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES ($1, $2, $3, $4)",
+            &[
+                &sql_id(deployment_id),
+                &sql_id(list.node_id),
+                &revision,
+                &to_json(&*list),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Ends a deployment (see [`Store::finish_deployment`]).
+fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
+    set_state(t, dep_id, end.state, end.status)?;
+    // A cancelled deployment, and a custom graph (seed 002), leave the cluster's status as it was.
+    let cluster_status = match end.status {
+        DeploymentStatus::Success => Some("operational"),
+        DeploymentStatus::SuccessWithFailures => Some("partially_deployed"),
+        DeploymentStatus::Failed | DeploymentStatus::Running => Some("error"),
+        DeploymentStatus::Cancelled => None,
+    };
+    if let Some(cluster_status) = cluster_status.filter(|_| end.deploys) {
+        let row = t.one(
+            "SELECT cluster_id FROM deployments WHERE id = $1",
+            &[&sql_id(dep_id)],
+        )?;
+        set_cluster_status(t, id(col(&row, 0, "deployment cluster")?), cluster_status)?;
+    }
+    append_events(t, dep_id, end.events)?;
+    // Only a deployment that deploys moves pending roles and marks nodes ready.
+    let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
+        (end.succeeded, end.untouched.to_vec())
+    } else {
+        (&[], [end.succeeded, end.untouched].concat())
+    };
+    for node_id in succeeded {
+        let node = one_node(t, *node_id)?;
+        let mut roles = node.roles.clone();
+        for role in &node.pending_roles {
+            if !roles.contains(role) {
+                roles.push(role.clone());
+            }
+        }
+        let mut fields = node.model.clone();
+        fields.pending_addition = false;
+        fields.error_type = None;
+        t.exec(
+            "UPDATE nodes SET status = 'ready', roles = $2, pending_roles = '[]', model = $3 WHERE id = $1",
+            &[&sql_id(*node_id), &to_json(&roles), &to_json(&fields)],
+        )?;
+    }
+    for node_id in end.failed {
+        let mut fields = one_node(t, *node_id)?.model;
+        fields.error_type = Some("deploy".into());
+        t.exec(
+            "UPDATE nodes SET status = 'error', model = $2 WHERE id = $1",
+            &[&sql_id(*node_id), &to_json(&fields)],
+        )?;
+    }
+    for node_id in &untouched {
+        t.exec(
+            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+             WHERE id = $1 AND status = 'deploying'",
+            &[&sql_id(*node_id)],
+        )?;
+    }
+    Ok(())
+}
+
+fn set_state(
+    t: &Tx,
+    dep_id: u64,
+    state: &serde_json::Value,
+    status: DeploymentStatus,
+) -> StoreResult<()> {
+    let finished = (status != DeploymentStatus::Running).then(now_ms);
+    let changed = t.exec(
+        "UPDATE deployments SET state = $2, status = $3, finished_at = COALESCE(finished_at, $4) WHERE id = $1",
+        &[&sql_id(dep_id), &to_json(state), &status.as_str(), &finished],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::NotFound {
+            kind: "deployment",
+            id: dep_id.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn append_events(t: &Tx, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+    for e in events {
+        t.exec(
+            "INSERT INTO events (deployment_id, event) VALUES ($1, $2)",
+            &[&sql_id(dep_id), &to_json(e)],
+        )?;
+    }
+    Ok(())
+}
+
+fn strategy_row(t: &Tx, cluster_id: u64, name: &str) -> StoreResult<StrategyRecord> {
+    let row = t
+        .opt(
+            "SELECT document, source FROM strategies WHERE cluster_id = $1 AND name = $2",
+            &[&sql_id(cluster_id), &name],
+        )?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "strategy",
+            id: format!("{name:?} of cluster {cluster_id}"),
+        })?;
+    Ok(StrategyRecord {
+        cluster_id,
+        name: name.to_string(),
+        document: from_json(col(&row, 0, "strategy")?, "strategy")?,
+        source: from_json(col(&row, 1, "strategy")?, "strategy source")?,
+    })
+}
+
+fn configuration_row(t: &Tx, cluster_id: u64) -> StoreResult<ConfigurationRecord> {
+    let row = t
+        .opt(
+            "SELECT name, configuration, source FROM deployment_configurations WHERE cluster_id = $1",
+            &[&sql_id(cluster_id)],
+        )?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "deployment configuration",
+            id: format!("of cluster {cluster_id}"),
+        })?;
+    let w = "deployment configuration";
+    Ok(ConfigurationRecord {
+        cluster_id,
+        name: col(&row, 0, w)?,
+        configuration: from_json(col(&row, 1, w)?, w)?,
+        source: from_json(col(&row, 2, w)?, "deployment configuration source")?,
+    })
+}
+
+fn insert_graph(t: &Tx, owner: GraphOwner, graph_type: &str, graph: &GraphBody) -> StoreResult<()> {
+    t.exec(
+        "INSERT INTO graphs (owner_kind, owner_id, graph_type, name, tasks, node_filter) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (owner_kind, owner_id, graph_type) DO UPDATE SET \
+         name = excluded.name, tasks = excluded.tasks, node_filter = excluded.node_filter",
+        &[
+            &owner.kind(),
+            &sql_id(owner.id()),
+            &graph_type,
+            &graph.name,
+            &to_json(&graph.tasks),
+            &graph.node_filter,
+        ],
+    )?;
+    Ok(())
+}
+
+fn owner_exists(t: &Tx, owner: GraphOwner) -> StoreResult<()> {
+    match owner {
+        GraphOwner::Release(r) => release_row(t, r).map(|_| ()),
+        GraphOwner::Cluster(c) => cluster_row(t, c).map(|_| ()),
+        GraphOwner::Plugin(p) => model::plugin_row(t, p).map(|_| ()),
+    }
+}
+
+fn graph_row(t: &Tx, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRecord> {
+    owner_exists(t, owner)?;
+    match t.opt(
+        &format!(
+            "SELECT {GRAPH_COLUMNS} FROM graphs WHERE owner_kind = $1 AND owner_id = $2 AND graph_type = $3"
+        ),
+        &[&owner.kind(), &sql_id(owner.id()), &graph_type],
+    )? {
+        Some(r) => graph_from_row(&r),
+        None => Err(StoreError::NotFound {
+            kind: "graph",
+            id: format!("{graph_type:?} of {} {}", owner.kind(), owner.id()),
+        }),
+    }
+}

@@ -1,0 +1,172 @@
+//! What only the PostgreSQL backend has: its migrations' bookkeeping, the database URL and TLS, the
+//! bridge from any thread, and coming back after the server restarts. The behaviour both backends
+//! share is tested once for both in `store::suite`.
+
+use super::*;
+use crate::store::postgres::scratch::ScratchPostgres;
+
+fn reg(key: &str) -> NodeRegistration {
+    NodeRegistration {
+        node_key: key.into(),
+        public_key: "pk".into(),
+        name: key.into(),
+        facts: serde_json::json!({}),
+        tags: vec![],
+        labels: Default::default(),
+        rack: None,
+        now_ms: 1,
+        max_discovered: 10,
+    }
+}
+
+fn server() -> ScratchPostgres {
+    ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)")
+}
+
+#[test]
+fn migrations_correspond_to_sqlite_and_run_once() {
+    assert_eq!(
+        schema::MIGRATIONS.len(),
+        crate::store::schema::MIGRATIONS.len(),
+        "one PostgreSQL migration for each SQLite migration"
+    );
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    {
+        let s = PgStore::open(&url).unwrap();
+        s.register_node(&reg("k1"), NodeAdmission::Accepted)
+            .unwrap();
+    }
+    // Two controllers starting together: both open, neither migrates twice.
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| PgStore::open(&url));
+        let b = scope.spawn(|| PgStore::open(&url));
+        (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+    });
+    assert_eq!(a.list_nodes().unwrap().len(), 1);
+    let version: i32 = a
+        .read(|t| col(&t.one("SELECT version FROM plinth_schema", &[])?, 0, "v"))
+        .unwrap();
+    assert_eq!(version as usize, schema::MIGRATIONS.len());
+    assert_eq!(b.list_nodes().unwrap().len(), 1);
+    // A database from a newer controller is refused, not used.
+    a.write(|t| t.exec("UPDATE plinth_schema SET version = 999", &[]))
+        .unwrap();
+    let newer = PgStore::open(&url).err().expect("refused").to_string();
+    assert!(newer.contains("schema version 999"), "{newer}");
+}
+
+#[test]
+fn tls_is_used_and_the_certificate_checked() {
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    let s = PgStore::open(&url).unwrap();
+    let ssl: bool = s
+        .read(|t| {
+            col(
+                &t.one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )?,
+                0,
+                "ssl",
+            )
+        })
+        .unwrap();
+    assert!(ssl, "the connection is TLS");
+    // Trusting another certificate: refused, the server's certificate does not verify.
+    let other = pg.certificate().with_file_name("other.crt");
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    std::fs::write(&other, made.cert.pem()).unwrap();
+    let wrong = url.replace(
+        &pg.certificate().display().to_string(),
+        &other.display().to_string(),
+    );
+    let err = PgStore::open(&wrong).err().expect("refused").to_string();
+    assert!(
+        err.contains("certificate") || err.contains("Certificate"),
+        "{err}"
+    );
+    // sslmode=disable: plain text, by choice.
+    let plain = format!("{}?sslmode=disable", url.split('?').next().unwrap());
+    let s = PgStore::open(&plain).unwrap();
+    let ssl: bool = s
+        .read(|t| {
+            col(
+                &t.one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )?,
+                0,
+                "ssl",
+            )
+        })
+        .unwrap();
+    assert!(!ssl);
+}
+
+#[test]
+fn bad_urls_are_refused_without_repeating_them() {
+    for (url, says) in [
+        (
+            "postgres://u:secret@127.0.0.1/db?sslmode=sometimes",
+            "sslmode",
+        ),
+        (
+            "postgres://u:secret@127.0.0.1/db?sslrootcert=/nonexistent/ca.pem",
+            "sslrootcert",
+        ),
+        ("postgres://u:secret@127.0.0.1/db?colour=blue", "colour"),
+    ] {
+        let err = PgStore::open(url).err().expect("refused").to_string();
+        assert!(err.contains("database_url") && err.contains(says), "{err}");
+        assert!(!err.contains("secret"), "{err}");
+    }
+    let err = crate::store::open(Some("mysql://x"), std::path::Path::new("/nonexistent"))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("postgres://"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_from_a_runtime_worker_and_the_blocking_pool() {
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    // Opened on a runtime's worker thread, as the controller does at start.
+    let s = std::sync::Arc::new(PgStore::open(&url).unwrap());
+    let handles: Vec<_> = (0..32)
+        .map(|i| {
+            let s = s.clone();
+            tokio::task::spawn_blocking(move || {
+                s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
+                    .map(|n| n.id)
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap().unwrap();
+    }
+    assert_eq!(s.list_nodes().unwrap().len(), 32);
+    // Dropped on a worker thread too: the store's runtime shuts down without blocking.
+    drop(s);
+}
+
+#[test]
+fn the_store_comes_back_after_the_server_restarts() {
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    let s = PgStore::open(&url).unwrap();
+    s.register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_eq!(s.list_nodes().unwrap().len(), 1);
+    pg.kill().unwrap();
+    let down = s.list_nodes().expect_err("no database, no answer");
+    assert!(matches!(down, StoreError::Database(_)), "{down:?}");
+    pg.restart().unwrap();
+    // The pooled connection died with the server; the next call opens a new one.
+    assert_eq!(s.list_nodes().unwrap().len(), 1, "{}", pg.log());
+    s.register_node(&reg("k2"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_eq!(s.list_nodes().unwrap().len(), 2);
+}

@@ -1,0 +1,833 @@
+//! One test suite for every backend: each case is a function of a `&dyn Store`, run against SQLite (in
+//! memory) and against PostgreSQL (a scratch server this test binary starts, a fresh database per
+//! case, the connection over TLS); the server stops when the last case using it ends.
+
+use super::*;
+use plinth_common::wire::{ResultStatus, TaskKind, TaskSpec, TASK_LIST_FORMAT};
+use std::collections::BTreeMap;
+
+fn reg(key: &str) -> NodeRegistration {
+    NodeRegistration {
+        node_key: key.into(),
+        public_key: "pk".into(),
+        name: format!("host-{key}"),
+        facts: serde_json::json!({"hostname": key}),
+        tags: vec!["web".into()],
+        labels: BTreeMap::new(),
+        rack: Some("r1".into()),
+        now_ms: 1,
+        max_discovered: 10,
+    }
+}
+
+fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
+    TaskResult {
+        deployment_id: 1,
+        revision: 1,
+        task_id: task.into(),
+        attempt,
+        status,
+        last: status != ResultStatus::Running,
+        exit_code: Some(0),
+        started_at_ms: 0,
+        duration_ms: 1,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        message: String::new(),
+        details: serde_json::Value::Null,
+    }
+}
+
+fn registration_is_idempotent_per_key(s: &dyn Store) {
+    let a = s
+        .register_node(&reg("k1"), NodeAdmission::Discovered)
+        .unwrap();
+    let again = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_eq!(a.id, again.id);
+    assert_eq!(
+        again.admission,
+        NodeAdmission::Discovered,
+        "re-registering never changes admission"
+    );
+    let b = s
+        .register_node(&reg("k2"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_ne!(a.id, b.id);
+    assert_eq!(s.list_nodes().unwrap().len(), 2);
+}
+
+fn results_are_stored_once(s: &dyn Store) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+        })
+        .unwrap();
+    assert_eq!(d.id, 1);
+    let batch = vec![
+        result("a", 1, ResultStatus::Running),
+        result("a", 1, ResultStatus::Succeeded),
+    ];
+    assert_eq!(
+        s.store_results(n.id, &batch).unwrap(),
+        [Stored::New, Stored::New]
+    );
+    assert_eq!(
+        s.store_results(n.id, &batch).unwrap(),
+        [Stored::Duplicate, Stored::Duplicate],
+        "a resent batch is acknowledged again"
+    );
+    assert_eq!(s.deployment_results(1).unwrap().len(), 2, "but stored once");
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::Success,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    let late = vec![
+        result("a", 2, ResultStatus::Failed),
+        result("a", 1, ResultStatus::Succeeded),
+    ];
+    assert_eq!(
+        s.store_results(n.id, &late).unwrap(),
+        [Stored::Final, Stored::Duplicate],
+        "a finished deployment's record is final, whatever the attempt or status"
+    );
+    assert_eq!(s.deployment_results(1).unwrap().len(), 2);
+}
+
+fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn Store) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let new = NewDeployment {
+        inputs: serde_json::Value::Null,
+        cluster_id: c.id,
+        graph_type: "default".into(),
+        node_ids: vec![],
+        options: serde_json::json!({}),
+        state: serde_json::json!({}),
+        now_ms: 1,
+        deploys: true,
+    };
+    s.create_deployment(&new).unwrap();
+    assert!(matches!(
+        s.create_deployment(&new),
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(s.list_deployments(None).unwrap().len(), 1);
+    // Assigning two nodes where the second does not exist assigns neither.
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let err = s.assign_nodes(
+        c.id,
+        &[
+            NodeAssignment {
+                id: n.id,
+                roles: vec![],
+            },
+            NodeAssignment {
+                id: 77,
+                roles: vec![],
+            },
+        ],
+    );
+    assert!(matches!(err, Err(StoreError::NotFound { .. })));
+    assert_eq!(s.get_node(n.id).unwrap().cluster_id, None);
+}
+
+fn graphs_create_conflict_replace_delete(s: &dyn Store) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let owner = GraphOwner::Release(rel.id);
+    let body = GraphBody {
+        name: Some("g".into()),
+        tasks: vec![serde_json::json!({"id": "t"})],
+        node_filter: None,
+    };
+    s.put_graph(owner, "default", &body, false).unwrap();
+    assert!(matches!(
+        s.put_graph(owner, "default", &body, false),
+        Err(StoreError::Conflict(_))
+    ));
+    s.put_graph(owner, "default", &GraphBody::default(), true)
+        .unwrap();
+    assert!(s.get_graph(owner, "default").unwrap().body.tasks.is_empty());
+    s.delete_graph(owner, "default").unwrap();
+    assert!(matches!(
+        s.get_graph(owner, "default"),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.list_graphs(GraphOwner::Release(42)),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn Store) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+        })
+        .unwrap();
+    let list = |floor: u64| TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: "k1".into(),
+        node_id: n.id,
+        deployment_id: d.id,
+        phase: "deploy".into(),
+        revision: floor,
+        issued_at: 0,
+        expires_at: 0,
+        nonce: String::new(),
+        noop: false,
+        cancel: false,
+        tasks: vec![TaskSpec {
+            id: "t".into(),
+            kind: TaskKind::Shell,
+            parameters: Default::default(),
+            skip_reason: None,
+            waits_for: vec![],
+            gated: false,
+            manifests: Default::default(),
+        }],
+    };
+    let state = serde_json::json!({"step": 1});
+    let mut first = [list(0)];
+    s.publish_lists(
+        d.id,
+        &mut first,
+        &state,
+        &[serde_json::json!({"event": "a"})],
+    )
+    .unwrap();
+    assert_eq!(first[0].revision, 1);
+    let mut second = [list(0)];
+    s.publish_lists(d.id, &mut second, &state, &[]).unwrap();
+    assert_eq!(second[0].revision, 2, "revisions only grow");
+    // What a list carries in on publishing (whatever a node said) is ignored: u64::MAX included.
+    let mut third = [list(u64::MAX)];
+    s.publish_lists(
+        d.id,
+        &mut third,
+        &state,
+        &[serde_json::json!({"event": "b"})],
+    )
+    .unwrap();
+    assert_eq!(third[0].revision, 3);
+    let all = s.published_lists(d.id).unwrap();
+    assert_eq!(
+        all.iter().map(|l| l.revision).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(s.issued_list(n.id, 3).unwrap().unwrap().revision, 3);
+    // A node deleted and registered again (a new id) still gets revisions above all it ever ran.
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &state,
+            status: DeploymentStatus::Success,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[n.id],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    s.delete_node(n.id).unwrap();
+    let again = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    assert_ne!(again.id, n.id);
+    let d2 = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![again.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 2,
+            deploys: true,
+        })
+        .unwrap();
+    let mut fourth = [TaskList {
+        node_id: again.id,
+        deployment_id: d2.id,
+        ..list(0)
+    }];
+    s.publish_lists(d2.id, &mut fourth, &state, &[]).unwrap();
+    assert_eq!(fourth[0].revision, 4);
+    assert_eq!(s.events(d.id, 0).unwrap().len(), 2);
+    assert_eq!(
+        s.events(d.id, s.events(d.id, 0).unwrap()[0].0)
+            .unwrap()
+            .len(),
+        1,
+        "events after a cursor"
+    );
+    assert_eq!(s.get_deployment(d.id).unwrap().state, state);
+    // A list for a node that does not exist publishes nothing at all.
+    let mut bad = [
+        list(0),
+        TaskList {
+            node_id: 999,
+            ..list(0)
+        },
+    ];
+    assert!(s
+        .publish_lists(d.id, &mut bad, &serde_json::json!({"step": 2}), &[])
+        .is_err());
+    assert_eq!(s.published_lists(d.id).unwrap().len(), 3);
+    assert_eq!(
+        s.get_deployment(d.id).unwrap().state,
+        state,
+        "the state did not move either"
+    );
+}
+
+fn strategies_create_conflict_replace_delete(s: &dyn Store) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let doc = serde_json::json!({"groups": []});
+    s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false)
+        .unwrap();
+    assert!(matches!(
+        s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false),
+        Err(StoreError::Conflict(_))
+    ));
+    s.put_strategy(
+        c.id,
+        "a",
+        &serde_json::json!({"groups": [1]}),
+        &serde_json::json!({"uploaded": 1}),
+        true,
+    )
+    .unwrap();
+    assert_eq!(
+        s.get_strategy(c.id, "a").unwrap().document,
+        serde_json::json!({"groups": [1]})
+    );
+    assert_eq!(s.list_strategies(c.id).unwrap().len(), 1);
+    s.delete_strategy(c.id, "a").unwrap();
+    assert!(matches!(
+        s.get_strategy(c.id, "a"),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.put_strategy(99, "a", &doc, &serde_json::Value::Null, false),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+/// A release, a cluster, `n` accepted nodes and a running deployment on them.
+fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let nodes: Vec<u64> = (0..n)
+        .map(|i| {
+            s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
+                .unwrap()
+                .id
+        })
+        .collect();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: nodes.clone(),
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+        })
+        .unwrap();
+    (nodes, d)
+}
+
+fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
+    TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: String::new(),
+        node_id,
+        deployment_id,
+        phase: "deploy".into(),
+        revision: 0,
+        issued_at: 0,
+        expires_at: 0,
+        nonce: String::new(),
+        noop: false,
+        cancel: false,
+        tasks: vec![],
+    }
+}
+
+fn concurrent_publishes_take_distinct_revisions(s: &dyn Store) {
+    let (nodes, d) = running_deployment(s, 4);
+    const EACH: usize = 10;
+    let taken: Vec<u64> = std::thread::scope(|scope| {
+        let workers: Vec<_> = nodes
+            .iter()
+            .map(|node| {
+                scope.spawn(move || {
+                    (0..EACH)
+                        .map(|i| {
+                            let mut lists = [empty_list(*node, d.id)];
+                            s.publish_lists(d.id, &mut lists, &serde_json::json!({"i": i}), &[])
+                                .unwrap();
+                            lists[0].revision
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let mut sorted = taken.clone();
+    sorted.sort_unstable();
+    let expected: Vec<u64> = (1..=(nodes.len() * EACH) as u64).collect();
+    assert_eq!(
+        sorted, expected,
+        "every publish took its own revision, none skipped"
+    );
+    assert_eq!(s.published_lists(d.id).unwrap().len(), nodes.len() * EACH);
+    for node in &nodes {
+        let last = s.get_node(*node).unwrap().revision;
+        let mine = s
+            .published_lists(d.id)
+            .unwrap()
+            .into_iter()
+            .filter(|l| l.node_id == *node)
+            .map(|l| l.revision)
+            .max();
+        assert_eq!(Some(last), mine, "a node's revision is its latest list's");
+    }
+}
+
+fn results_racing_the_end_of_their_deployment_are_stored_only_before_it(s: &dyn Store) {
+    let (nodes, d) = running_deployment(s, 4);
+    let stored_new = std::thread::scope(|scope| {
+        let writers: Vec<_> = nodes
+            .iter()
+            .map(|node| {
+                scope.spawn(move || {
+                    let mut new = 0;
+                    for i in 0..40 {
+                        let r = TaskResult {
+                            deployment_id: d.id,
+                            ..result(&format!("t{i}"), 1, ResultStatus::Succeeded)
+                        };
+                        let out = s.store_results(*node, &[r]).unwrap();
+                        new += usize::from(out[0] == Stored::New);
+                    }
+                    new
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        s.finish_deployment(
+            d.id,
+            &DeploymentEnd {
+                state: &serde_json::json!({}),
+                status: DeploymentStatus::Success,
+                events: &[],
+                succeeded: &[],
+                failed: &[],
+                untouched: &nodes,
+                deploys: true,
+            },
+        )
+        .unwrap();
+        writers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .sum::<usize>()
+    });
+    assert_eq!(
+        s.deployment_results(d.id).unwrap().len(),
+        stored_new,
+        "exactly the results acknowledged as new are stored"
+    );
+    let late = TaskResult {
+        deployment_id: d.id,
+        ..result("late", 1, ResultStatus::Succeeded)
+    };
+    assert_eq!(s.store_results(nodes[0], &[late]).unwrap(), [Stored::Final]);
+    assert_eq!(s.deployment_results(d.id).unwrap().len(), stored_new);
+}
+
+fn tokens_are_unique_by_name_until_revoked(s: &dyn Store) {
+    s.create_token("ops", "h1", TokenRole::Admin).unwrap();
+    assert!(matches!(
+        s.create_token("ops", "h2", TokenRole::ReadOnly),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(
+        matches!(
+            s.create_token("other", "h1", TokenRole::ReadOnly),
+            Err(StoreError::Conflict(_)),
+        ),
+        "a hash is stored once"
+    );
+    assert_eq!(s.revoke_token("ops", 5).unwrap(), 1);
+    assert!(matches!(
+        s.revoke_token("ops", 6),
+        Err(StoreError::NotFound { .. })
+    ));
+    let again = s.create_token("ops", "h2", TokenRole::ReadOnly).unwrap();
+    assert_eq!(
+        s.token_by_hash("h1").unwrap().unwrap().revoked_at_ms,
+        Some(5)
+    );
+    assert_eq!(s.token_by_hash("h2").unwrap().unwrap().id, again.id);
+    assert!(s.token_by_hash("h3").unwrap().is_none());
+    assert_eq!(s.list_tokens().unwrap().len(), 2);
+}
+
+fn discovered_nodes_are_bounded_and_names_made_unique(s: &dyn Store) {
+    let mut r = reg("a");
+    r.max_discovered = 2;
+    let a = s.register_node(&r, NodeAdmission::Discovered).unwrap();
+    let b = s
+        .register_node(
+            &NodeRegistration {
+                node_key: "b".into(),
+                ..r.clone()
+            },
+            NodeAdmission::Discovered,
+        )
+        .unwrap();
+    assert_eq!(a.name, "host-a");
+    assert_eq!(
+        b.name,
+        format!("host-a-{}", b.id),
+        "a taken name gets the id appended"
+    );
+    let full = s.register_node(
+        &NodeRegistration {
+            node_key: "c".into(),
+            ..r.clone()
+        },
+        NodeAdmission::Discovered,
+    );
+    assert!(matches!(full, Err(StoreError::Full(_))), "{full:?}");
+    assert_eq!(
+        s.list_nodes().unwrap().len(),
+        2,
+        "the refused one was not stored"
+    );
+    // Accepted nodes do not count, and a filter finds nodes by tag and by name.
+    s.register_node(
+        &NodeRegistration {
+            node_key: "c".into(),
+            ..r.clone()
+        },
+        NodeAdmission::Accepted,
+    )
+    .unwrap();
+    let page = s
+        .list_nodes_page(&NodeFilter {
+            limit: 10,
+            tag: Some("web".into()),
+            name: Some("HOST-A-".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.len(), 2, "{page:?}");
+    let discovered = s
+        .list_nodes_page(&NodeFilter {
+            limit: 10,
+            admission: Some(NodeAdmission::Discovered),
+            after_id: a.id,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(discovered.iter().map(|n| n.id).collect::<Vec<_>>(), [b.id]);
+}
+
+fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states(
+    s: &dyn Store,
+) {
+    let body = |task: &str| GraphBody {
+        name: None,
+        tasks: vec![serde_json::json!({"id": task})],
+        node_filter: None,
+    };
+    let graphs = BTreeMap::from([
+        ("default".to_string(), body("release-task")),
+        ("other".to_string(), body("other-task")),
+    ]);
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &graphs,
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    s.put_graph(GraphOwner::Cluster(c.id), "default", &body("own"), false)
+        .unwrap();
+    let inside = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    s.register_node(&reg("k2"), NodeAdmission::Accepted)
+        .unwrap();
+    s.assign_nodes(
+        c.id,
+        &[NodeAssignment {
+            id: inside.id,
+            roles: vec![],
+        }],
+    )
+    .unwrap();
+    let (common, own) = (serde_json::json!({"c": 1}), serde_json::json!({"n": 2}));
+    s.save_task_states(
+        &[
+            (blob_hash(&common), common.clone()),
+            (blob_hash(&own), own.clone()),
+        ],
+        &[(
+            inside.id,
+            "release-task".into(),
+            serde_json::json!({"common": blob_hash(&common), "node": blob_hash(&own)}),
+        )],
+    )
+    .unwrap();
+
+    let snap = s.cluster_snapshot(c.id, &["default"], true).unwrap();
+    assert_eq!((snap.cluster.id, snap.release.id), (c.id, rel.id));
+    let mut found: Vec<(String, &str)> = snap
+        .graphs
+        .iter()
+        .map(|g| {
+            (
+                g.owner.kind().to_string(),
+                g.body.tasks[0]["id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("cluster".to_string(), "own"),
+            ("release".to_string(), "release-task")
+        ],
+        "only graphs of the type asked for"
+    );
+    let ids: Vec<u64> = snap.nodes.iter().map(|n| n.id).collect();
+    assert_eq!(ids, [inside.id], "only the cluster's nodes");
+    let old = snap.old_states.get(inside.id, "release-task").unwrap();
+    assert_eq!((&*old.common, &*old.node), (&common, &own));
+
+    let without = s.cluster_snapshot(c.id, &[], false).unwrap();
+    assert!(without.graphs.is_empty() && without.old_states.is_empty());
+    assert!(matches!(
+        s.cluster_snapshot(999, &["default"], true),
+        Err(StoreError::NotFound {
+            kind: "cluster",
+            ..
+        })
+    ));
+}
+
+/// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
+macro_rules! suite {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test]
+            fn $case() {
+                super::$case(&crate::store::sqlite::SqliteStore::in_memory().unwrap());
+            })*
+        }
+        mod postgres {
+            $(#[test]
+            fn $case() {
+                let db = super::postgres_database();
+                super::$case(&db.store);
+            })*
+        }
+    };
+}
+
+suite!(
+    registration_is_idempotent_per_key,
+    results_are_stored_once,
+    one_running_deployment_per_cluster_and_failed_writes_change_nothing,
+    graphs_create_conflict_replace_delete,
+    revisions_come_from_one_counter_and_nothing_a_node_says_moves_them,
+    strategies_create_conflict_replace_delete,
+    concurrent_publishes_take_distinct_revisions,
+    results_racing_the_end_of_their_deployment_are_stored_only_before_it,
+    tokens_are_unique_by_name_until_revoked,
+    discovered_nodes_are_bounded_and_names_made_unique,
+    a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states,
+);
+
+/// A fresh PostgreSQL database on the shared scratch server, and a store on it.
+struct PgDatabase {
+    // Dropped first: the store's connections close before the server may stop.
+    store: crate::store::postgres::PgStore,
+    _server: std::sync::Arc<crate::store::postgres::scratch::ScratchPostgres>,
+}
+
+/// The scratch server shared by the cases running now: started by the first, stopped with the last.
+fn shared_server() -> std::sync::Arc<crate::store::postgres::scratch::ScratchPostgres> {
+    use std::sync::{Arc, Mutex, Weak};
+    static SERVER: Mutex<Weak<crate::store::postgres::scratch::ScratchPostgres>> =
+        Mutex::new(Weak::new());
+    let mut slot = SERVER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(server) = slot.upgrade() {
+        return server;
+    }
+    let server = Arc::new(
+        crate::store::postgres::scratch::ScratchPostgres::start()
+            .expect("a scratch PostgreSQL (scripts/test.sh installs Debian's postgresql)"),
+    );
+    *slot = Arc::downgrade(&server);
+    server
+}
+
+fn postgres_database() -> PgDatabase {
+    let server = shared_server();
+    let url = server.fresh_database().expect("a fresh database");
+    PgDatabase {
+        store: crate::store::postgres::PgStore::open(&url).expect("the store opens and migrates"),
+        _server: server,
+    }
+}

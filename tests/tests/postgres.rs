@@ -1,0 +1,83 @@
+//! The controller on PostgreSQL: one real controller started with `--database-url` on a scratch
+//! PostgreSQL server (TLS to it, certificate verified), one real agent, and a deployment of a small graph
+//! that completes. The records are in PostgreSQL, not in a SQLite file, and a controller restarted on the
+//! same database finds them.
+
+use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::{DeploymentStatus, Store};
+use plinth_e2e::*;
+use serde_json::json;
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(120);
+
+#[test]
+fn a_controller_on_postgresql_runs_a_deployment_to_the_end() {
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let url = pg.fresh_database().expect("a database");
+    let mut c = Controller::start_with(&["--auto-accept", "--database-url", &url]);
+    let agent = Agent::start(&c, "pg-node", &[]);
+    let ids: Vec<u64> = c.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
+    let graph = json!({"default": {"tasks": [
+        shell("first", &["*"], "echo one > first-ran"),
+        {"id": "second", "type": "shell", "tags": ["*"], "requires": ["first"],
+         "parameters": {"cmd": "test -e first-ran && touch second-ran", "retries": 0}},
+    ]}});
+    let cid = c.api.cluster_with_graph("on-postgres", graph, &ids);
+    let dep = c.api.deploy(cid, "");
+    let report = c.api.wait_deployment(dep, LONG);
+    assert_eq!(report["status"], "success", "{report:#}");
+    for task in ["first", "second"] {
+        assert_eq!(
+            task_line(&report, &agent.name, task).map(|t| t["status"].clone()),
+            Some(json!("succeeded")),
+            "{report:#}"
+        );
+    }
+    assert!(
+        agent.work().join("second-ran").exists(),
+        "the tasks ran, in order"
+    );
+    assert!(
+        !c.data_dir().join("plinth.db").exists(),
+        "no SQLite database was made in the data directory"
+    );
+
+    // The records are PostgreSQL's: another store on the same database reads them.
+    let store = PgStore::open(&url).expect("the database opens");
+    let stored = store.get_deployment(dep).expect("the deployment is stored");
+    assert_eq!(stored.status, DeploymentStatus::Success);
+    let results = store.deployment_results(dep).expect("results");
+    for task in ["first", "second"] {
+        assert!(
+            results.iter().any(|(_, r)| r.task_id == task && r.last),
+            "the final result of {task} is stored: {results:?}"
+        );
+    }
+    drop(store);
+
+    // A controller restarted on the same database serves what the first one recorded.
+    c.restart();
+    let again = c
+        .api
+        .get(&format!("/deployments/{dep}"))
+        .expect("the deployment after a restart");
+    assert_eq!(again["status"], "success", "{again:#}");
+    assert_eq!(c.api.node_ids().len(), 1, "the node is still registered");
+}
+
+#[test]
+fn a_database_url_that_is_not_postgresql_is_refused_with_its_setting_named() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = std::process::Command::new(bin("plinth-controller"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--database-url", "mysql://db/plinth", "serve", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .output()
+        .expect("the controller runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {err}");
+    assert!(err.contains("database_url"), "names the setting: {err}");
+    assert!(!err.contains("mysql://db"), "never repeats the URL: {err}");
+}
