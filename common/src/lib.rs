@@ -20,6 +20,7 @@ pub mod deploy;
 pub mod expr;
 pub mod graph;
 pub mod model;
+pub mod run;
 pub mod signing;
 pub mod snapshot;
 pub mod strategy;

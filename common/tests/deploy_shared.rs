@@ -40,10 +40,20 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
     );
     let exprs = fuel_yaql_exps();
     assert_eq!(exprs.len(), 206);
+    // Each node's states merged into one document each: the evaluation alone shares no code path
+    // with the layered one.
+    let merged: Vec<_> = after
+        .iter()
+        .map(|n| {
+            let own = new_data.state(n.id).expect("a node of the cluster");
+            let was = old.get(n.id, "t").map(|s| s.merged());
+            (own.merged(), own, was)
+        })
+        .collect();
     let (mut compared, mut errors) = (0, 0);
     for text in &exprs {
         let expr = Expression::parse(text).expect("Fuel's expressions parse");
-        for n in after {
+        for (n, (now, own, was)) in after.iter().zip(&merged) {
             let at = EvalContext {
                 node: Some(n),
                 node_id: n.id,
@@ -51,13 +61,11 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
                 field_path: "condition",
             };
             let shared = fields.evaluate(&at, text);
-            // The whole expression, evaluated for this node alone.
-            let own = new_data.state(n.id).expect("a node of the cluster");
-            let was = old.get(n.id, "t");
-            let ctx = Context::layered(&own.common, &own.node)
+            // The whole expression, evaluated for this node alone on its merged states.
+            let ctx = Context::new(now)
                 .var("node", &own.node)
                 .var("common", &own.common)
-                .old_layered(was.map(|s| (s.common.as_ref(), s.node.as_ref())));
+                .old(was.as_ref());
             let alone = engine.evaluate_in(&expr, &ctx).map_err(|e| e.to_string());
             match (&shared, &alone) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}, node {}", n.id),
@@ -118,4 +126,113 @@ fn shared_parts_change_no_result() {
     println!("{whole} of 206 evaluated once for all nodes, {partly} partly");
     assert!(whole >= 100, "{whole} whole");
     assert!(partly >= 5, "{partly} partly");
+}
+
+/// States bound by the deployment helpers are read from the layers without merging them, and
+/// parts read in them are kept once per state: each expression gives on layered states, with and
+/// without kept parts, what it gives on the merged documents.
+#[test]
+fn layered_states_read_as_merged_documents() {
+    use serde_json::json;
+    let common = json!({"a": {"x": 1}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 2}},
+        "list": [{"uid": "1"}, {"uid": "2", "v": 1}, {"uid": "3"}]});
+    let old_common = json!({"a": {"x": 2}, "nodes": {"n1": {"uid": "1", "v": 1}, "n2": {"uid": "2", "v": 3}},
+        "list": [{"uid": "1"}, {"name": "x"}, {"uid": "2", "v": 2}]});
+    let node = json!({"uid": "2", "name": "n2"});
+    let old_node = json!({"uid": "2", "name": "old-n2"});
+    let merge = |c: &serde_json::Value, n: &serde_json::Value| {
+        let mut m = c.as_object().cloned().unwrap_or_default();
+        m.extend(n.as_object().cloned().unwrap_or_default());
+        serde_json::Value::Object(m)
+    };
+    let (now, was) = (merge(&common, &node), merge(&old_common, &old_node));
+    let engine = Engine::new();
+    let general = general_engine();
+    let per_node = |k: &str| matches!(k, "uid" | "name");
+    for text in [
+        "changed($.nodes.values().where($.uid = new($.uid)))",
+        "old($.nodes.values().where($.uid = new($.uid))).first().v",
+        "new($.nodes.values().where($.uid = $node.uid).select($.v))",
+        "old(lambda($.a.x))()",
+        "old(lambda($.name))()",
+        "$.get('a').x + $.get('missing', 5) + $.get('uid', 0).len()",
+        "old($).get('a', {}).x",
+        "$.a.get('x') + $.a.get('y', 3) + $.a.get(y, 4)",
+        "$.a.get('y')",
+        "$.list.get(0)",
+        "{x => 1}.get(x) + {x => 1}.get('y', 2)",
+        "old($).get('name') + new($).get('name') + old($).get('missing', 'd')",
+        "{k => old($).get('nodes', {})}.toYaml()",
+        "old($.get('name'))",
+        "len(old($)) + len(new($))",
+        "changedAny($.a, $.name, $.nodes.values().where($.uid = '1'))",
+        "old($.missing)",
+        "$.uid in added($.nodes.values()).uid",
+        "'2' in added($.nodes.values()).uid",
+        "'2' in deleted($.nodes.values()).uid",
+        "'2' in added($.nodes.values().toList()).uid",
+        "$.uid in added($.list).uid",
+        "$.uid in deleted($.list).uid",
+        "'x' in added($.list).name",
+        "$.uid in added($.missing.values()).uid",
+        "$.uid in deleted($.missing).uid",
+    ] {
+        let expr = Arc::new(Expression::parse(text).expect("parses"));
+        // Deployed before, never deployed, and forced.
+        for (deployed, forced) in [(true, false), (false, false), (true, true)] {
+            let case = format!("{text} (deployed before: {deployed}, forced: {forced})");
+            let merged = Context::new(&now)
+                .var("node", &node)
+                .old(deployed.then_some(&was))
+                .forced(forced);
+            // The general path (no shortcut for `get`, `in added()`, `first()`) on merged
+            // documents.
+            let expected = general
+                .evaluate_in(&expr, &merged)
+                .map_err(|e| e.to_string());
+            let got = engine
+                .evaluate_in(&expr, &merged)
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, merged");
+            let layered = Context::layered(&common, &node)
+                .var("node", &node)
+                .old_layered(deployed.then_some((&old_common, &old_node)))
+                .forced(forced);
+            let got = engine
+                .evaluate_in(&expr, &layered)
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, layered");
+            let cluster = Context::new(&common)
+                .old(deployed.then_some(&old_common))
+                .forced(forced);
+            let shared = engine.share(&expr, &cluster, &per_node);
+            if text.contains("where($.uid = new($.uid))") && deployed && !forced {
+                assert!(
+                    !shared.is_empty(),
+                    "{case}: the list is kept for each state"
+                );
+            }
+            let got = engine
+                .evaluate_in(&expr, &layered.clone().shared(&shared))
+                .map_err(|e| e.to_string());
+            assert_eq!(got, expected, "{case}, layered with kept parts");
+        }
+    }
+}
+
+/// An engine whose `values`, `get` and `first` are registered again (the same functions): the
+/// evaluator then takes none of its shortcuts for the built-in ones.
+fn general_engine() -> Engine {
+    use plinth_common::expr::engine::Imp;
+    use plinth_common::expr::Form;
+    let mut e = Engine::new();
+    for name in ["values", "get", "first"] {
+        let entry = e.method(name).cloned().expect("a built-in method");
+        let Imp::Native(f) = entry.imp else {
+            panic!("{name} is native")
+        };
+        e.register(name, Form::Method, entry.spec, f);
+    }
+    assert!(!e.plain_get() && !e.plain_diff() && !e.lazy_queries());
+    e
 }

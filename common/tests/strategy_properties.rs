@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use plinth_common::strategy::{
     parse_strategy, strategy_from_value, Action, DeploymentStatus, FailureReason, Group,
-    GroupState, InventoryNode, Label, NodeOutcome, NodeResult, NodeStatus, Phase, Selector,
+    GroupStatus, InventoryNode, Label, NodeOutcome, NodeResult, NodeStatus, Phase, Selector,
     Sequencer, Strategy, SuccessCriteria,
 };
 use proptest::collection::vec;
@@ -189,7 +189,7 @@ proptest! {
                 let k = phase_index[phase];
                 let deps = &strategy.group(group).unwrap().depends_on;
                 for dep in deps {
-                    prop_assert_eq!(seq.group_state(dep), Some(GroupState::Succeeded));
+                    prop_assert_eq!(seq.group_state(dep), Some(GroupStatus::Succeeded));
                 }
                 for node in nodes {
                     prop_assert!(sent.insert((node.clone(), k)), "{} sent twice in {}", node, phase);
@@ -260,12 +260,12 @@ proptest! {
         prop_assert_eq!(report.status, status);
         prop_assert!(seq.in_flight().is_empty());
         for group in &report.groups {
-            prop_assert!(matches!(group.state, GroupState::Succeeded | GroupState::Failed));
+            prop_assert!(matches!(group.state, GroupStatus::Succeeded | GroupStatus::Failed));
             if let Some(FailureReason::Dependency { dependency, .. }) = &group.reason {
-                prop_assert_eq!(report.group(dependency).unwrap().state, GroupState::Failed);
+                prop_assert_eq!(report.group(dependency).unwrap().state, GroupStatus::Failed);
             }
         }
-        let critical_failed = report.groups.iter().any(|g| g.critical && g.state == GroupState::Failed);
+        let critical_failed = report.groups.iter().any(|g| g.critical && g.state == GroupStatus::Failed);
         prop_assert_eq!(status == DeploymentStatus::Failed, critical_failed);
         for node in &report.nodes {
             let was_sent = (0..strategy.phases.len()).any(|k| sent.contains(&(node.name.clone(), k)));

@@ -2,8 +2,8 @@
 //! outcome of every group and every node checked.
 
 use plinth_common::strategy::{
-    parse_strategy, simulate, Action, Criterion, DeploymentStatus, Event, FailureReason,
-    GroupState, InventoryNode, NodeOutcome, NodeStatus, PhaseOutcome, SimulatedFailure, SkipCause,
+    parse_strategy, simulate, Action, Criterion, DeploymentEvent, DeploymentStatus, FailureReason,
+    GroupStatus, InventoryNode, NodeOutcome, NodeStatus, PhaseOutcome, SimulatedFailure, SkipCause,
     Strategy,
 };
 
@@ -169,7 +169,7 @@ fn scenario_all_succeed() {
     let report = &sim.report;
     assert_eq!(report.status, DeploymentStatus::Success);
     for group in &report.groups {
-        assert_eq!(group.state, GroupState::Succeeded, "{}", group.name);
+        assert_eq!(group.state, GroupStatus::Succeeded, "{}", group.name);
         assert!(group.reason.is_none());
         assert!(group
             .phases
@@ -249,7 +249,7 @@ fn scenario_ntp_node_fails_prepare() {
 
     // prepare ntp-node <FAILED>; deploy ntp-node <FAILED, due to prepare failure>
     let ntp = report.group("ntp-node").unwrap();
-    assert_eq!(ntp.state, GroupState::Failed);
+    assert_eq!(ntp.state, GroupStatus::Failed);
     match &ntp.reason {
         Some(FailureReason::Criteria { phase, failures }) => {
             assert_eq!(phase, "prepare");
@@ -279,7 +279,7 @@ fn scenario_ntp_node_fails_prepare() {
 
     // control-nodes and both compute groups <FAILED, due to dependency>, never attempted.
     let control = report.group("control-nodes").unwrap();
-    assert_eq!(control.state, GroupState::Failed);
+    assert_eq!(control.state, GroupStatus::Failed);
     assert_eq!(
         control.reason,
         Some(FailureReason::Dependency {
@@ -290,7 +290,7 @@ fn scenario_ntp_node_fails_prepare() {
     assert_eq!(control.not_started, names(&["ctl01", "ctl02", "ctl03"]));
     for compute in ["compute-nodes-1", "compute-nodes-2"] {
         let group = report.group(compute).unwrap();
-        assert_eq!(group.state, GroupState::Failed, "{compute}");
+        assert_eq!(group.state, GroupStatus::Failed, "{compute}");
         assert_eq!(
             group.reason,
             Some(FailureReason::Dependency {
@@ -321,7 +321,7 @@ fn scenario_ntp_node_fails_prepare() {
     // monitoring-nodes <SUCCESS>
     assert_eq!(
         report.group("monitoring-nodes").unwrap().state,
-        GroupState::Succeeded
+        GroupStatus::Succeeded
     );
 
     // Nodes.
@@ -398,13 +398,13 @@ fn scenario_compute_nodes_2_fails_deploy() {
     ] {
         assert_eq!(
             report.group(group).unwrap().state,
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
             "{group}"
         );
     }
     // prepare compute-nodes-2 <SUCCESS>; deploy compute-nodes-2 <FAILED>
     let compute2 = report.group("compute-nodes-2").unwrap();
-    assert_eq!(compute2.state, GroupState::Failed);
+    assert_eq!(compute2.state, GroupStatus::Failed);
     assert!(matches!(
         compute2.phases[0].outcome,
         PhaseOutcome::Succeeded {
@@ -449,7 +449,7 @@ fn critical_group_survives_one_failure_within_its_criteria() {
     // control-nodes allow 1 failure out of 3 only if 90% succeed: 2 of 3 is 66%, so one failure fails it.
     let sim = simulate(&strategy(), &inventory(), &[fail("ctl02:deploy")]).unwrap();
     let control = sim.report.group("control-nodes").unwrap();
-    assert_eq!(control.state, GroupState::Failed);
+    assert_eq!(control.state, GroupStatus::Failed);
     let Some(FailureReason::Criteria { failures, .. }) = &control.reason else {
         panic!("{:?}", control.reason)
     };
@@ -470,11 +470,11 @@ fn events_tell_the_story() {
     let events = &sim.events;
     assert_eq!(
         events.first(),
-        Some(&Event::GroupStarted {
+        Some(&DeploymentEvent::GroupStarted {
             group: "monitoring-nodes".into()
         })
     );
-    assert!(events.contains(&Event::NodeStatusChanged {
+    assert!(events.contains(&DeploymentEvent::NodeStatusChanged {
         node: "ntp01".into(),
         group: "ntp-node".into(),
         phase: "prepare".into(),
@@ -482,7 +482,7 @@ fn events_tell_the_story() {
         from: NodeStatus::NotStarted,
         to: NodeStatus::Failure,
     }));
-    assert!(events.contains(&Event::NodeStatusChanged {
+    assert!(events.contains(&DeploymentEvent::NodeStatusChanged {
         node: "mon01".into(),
         group: "monitoring-nodes".into(),
         phase: "deploy".into(),
@@ -493,7 +493,7 @@ fn events_tell_the_story() {
     let failed: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            Event::GroupFailed { group, .. } => Some(group.clone()),
+            DeploymentEvent::GroupFailed { group, .. } => Some(group.clone()),
             _ => None,
         })
         .collect();
@@ -508,7 +508,7 @@ fn events_tell_the_story() {
     );
     assert_eq!(
         events.last(),
-        Some(&Event::DeploymentFinished {
+        Some(&DeploymentEvent::DeploymentFinished {
             status: DeploymentStatus::Failed
         })
     );
@@ -516,7 +516,7 @@ fn events_tell_the_story() {
     let json = serde_json::to_value(
         events
             .iter()
-            .find(|e| matches!(e, Event::GroupFailed { group, .. } if group == "control-nodes"))
+            .find(|e| matches!(e, DeploymentEvent::GroupFailed { group, .. } if group == "control-nodes"))
             .unwrap(),
     )
     .unwrap();

@@ -2,9 +2,9 @@
 //! opt-in concurrency, resuming from a stored state, and refused calls.
 
 use plinth_common::strategy::{
-    check, parse_strategy, simulate, Action, Criterion, DeploymentStatus, Event, FailureReason,
-    GroupState, InventoryNode, NodeOutcome, NodeResult, NodeStatus, PhaseOutcome, SequenceError,
-    Sequencer, SimulatedFailure, Strategy, Warning,
+    check, parse_strategy, simulate, Action, Criterion, DeploymentEvent, DeploymentStatus,
+    FailureReason, GroupStatus, InventoryNode, NodeOutcome, NodeResult, NodeStatus, PhaseOutcome,
+    SequenceError, Sequencer, SimulatedFailure, Strategy, Warning,
 };
 
 fn strategy(yaml: &str) -> Strategy {
@@ -74,7 +74,7 @@ fn a_node_failed_by_an_earlier_group_is_not_sent_again_but_counts() {
     // second: n2 failed in first, so only n3 is sent; 1 success of the 2 needed.
     assert!(sent.contains(&("second".into(), "prepare".into(), names(&["n3"]))));
     let second = sim.report.group("second").unwrap();
-    assert_eq!(second.state, GroupState::Failed);
+    assert_eq!(second.state, GroupStatus::Failed);
     let Some(FailureReason::Criteria { phase, failures }) = &second.reason else {
         panic!("{:?}", second.reason)
     };
@@ -95,7 +95,7 @@ fn a_node_succeeded_by_an_earlier_group_is_not_sent_again_but_counts() {
     assert!(sent.contains(&("second".into(), "prepare".into(), names(&["n3"]))));
     assert!(sent.contains(&("second".into(), "deploy".into(), names(&["n3"]))));
     let second = sim.report.group("second").unwrap();
-    assert_eq!(second.state, GroupState::Succeeded);
+    assert_eq!(second.state, GroupStatus::Succeeded);
     assert_eq!(
         second.phases[0].outcome,
         PhaseOutcome::Succeeded {
@@ -131,8 +131,8 @@ groups:
     let inv = nodes(&["r1", "c1", "shared", "o1"]);
     let sim = simulate(&strategy(text), &inv, &["r1:deploy".parse().unwrap()]).unwrap();
     let report = &sim.report;
-    assert_eq!(report.group("child").unwrap().state, GroupState::Failed);
-    assert_eq!(report.group("other").unwrap().state, GroupState::Succeeded);
+    assert_eq!(report.group("child").unwrap().state, GroupStatus::Failed);
+    assert_eq!(report.group("other").unwrap().state, GroupStatus::Succeeded);
     assert!(starts(&sim.actions).contains(&(
         "other".into(),
         "prepare".into(),
@@ -221,14 +221,14 @@ groups:
     let report = &sim.report;
     assert_eq!(
         report.group("empty-no-criteria").unwrap().state,
-        GroupState::Succeeded
+        GroupStatus::Succeeded
     );
     assert_eq!(
         report.group("empty-percent").unwrap().state,
-        GroupState::Succeeded
+        GroupStatus::Succeeded
     );
     let minimum = report.group("empty-minimum").unwrap();
-    assert_eq!(minimum.state, GroupState::Failed);
+    assert_eq!(minimum.state, GroupStatus::Failed);
     let Some(FailureReason::Criteria { failures, .. }) = &minimum.reason else {
         panic!("{:?}", minimum.reason)
     };
@@ -240,7 +240,7 @@ groups:
     );
     assert_eq!(
         report.group("after-minimum").unwrap().state,
-        GroupState::Failed
+        GroupStatus::Failed
     );
     assert_eq!(report.node("n1").unwrap().status, NodeStatus::NotStarted);
     // No phase had a node to send: nothing was asked of the controller.
@@ -301,7 +301,7 @@ groups:
     assert_eq!(seq.in_flight()[0].awaiting, names(&["b", "c"]));
     seq.phase_timed_out("g", "prepare").unwrap();
     assert_eq!(seq.node_status("b"), Some(NodeStatus::Failure));
-    assert_eq!(seq.group_state("g"), Some(GroupState::Failed));
+    assert_eq!(seq.group_state("g"), Some(GroupStatus::Failed));
     let report = seq.report();
     let Some(FailureReason::Timeout {
         phase,
@@ -349,7 +349,7 @@ fn a_timeout_fails_the_group_even_when_its_criteria_are_met() {
         .unwrap();
     // Two of three passed (67% >= 50%), but c is still running at the timeout.
     seq.phase_timed_out("g", "deploy").unwrap();
-    assert_eq!(seq.group_state("g"), Some(GroupState::Failed));
+    assert_eq!(seq.group_state("g"), Some(GroupStatus::Failed));
     let report = seq.report();
     let g = report.group("g").unwrap();
     assert_eq!(
@@ -357,7 +357,7 @@ fn a_timeout_fails_the_group_even_when_its_criteria_are_met() {
         "deploy timed out after 30 s with 1 node unfinished (c)"
     );
     // Its dependant fails by dependency; the unfinished node is a failure, not left prepared.
-    assert_eq!(report.group("h").unwrap().state, GroupState::Failed);
+    assert_eq!(report.group("h").unwrap().state, GroupStatus::Failed);
     assert_eq!(seq.node_status("c"), Some(NodeStatus::Failure));
     assert_eq!(
         seq.next_actions(),
@@ -385,7 +385,7 @@ fn never_reported_nodes_fail_the_phase_and_a_group_without_criteria_still_succee
         report.node("b").unwrap().failure,
         Some(NodeOutcome::NeverReported)
     );
-    assert_eq!(report.group("g").unwrap().state, GroupState::Succeeded);
+    assert_eq!(report.group("g").unwrap().state, GroupStatus::Succeeded);
     assert_eq!(
         seq.next_actions(),
         [Action::Finished {
@@ -558,8 +558,8 @@ groups:
     let sim = simulate(&strategy, &inv, &failures).unwrap();
     assert_eq!(seq.report(), sim.report);
     assert_eq!(sim.report.status, DeploymentStatus::SuccessWithFailures);
-    let mut a: Vec<&Event> = events.iter().collect();
-    let mut b: Vec<&Event> = sim.events.iter().collect();
+    let mut a: Vec<&DeploymentEvent> = events.iter().collect();
+    let mut b: Vec<&DeploymentEvent> = sim.events.iter().collect();
     a.sort_by_key(|e| serde_json::to_string(e).unwrap());
     b.sort_by_key(|e| serde_json::to_string(e).unwrap());
     assert_eq!(a, b);

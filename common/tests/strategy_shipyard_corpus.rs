@@ -4,7 +4,7 @@
 
 use plinth_common::strategy::{
     load_configuration, load_strategy, parse_strategy, simulate, Criterion, DeploymentStatus,
-    FailureReason, GroupState, InventoryNode, SimulatedFailure, Source, StrategyError,
+    FailureReason, GroupStatus, InventoryNode, SimulatedFailure, Source, StrategyError,
 };
 use std::path::PathBuf;
 
@@ -218,7 +218,7 @@ fn the_seven_group_document_runs_in_dependency_order_and_a_failed_ntp_node_fails
         let sim = simulate(&strategy, &inventory(), &[fail("node3:prepare")]).unwrap();
         let r = &sim.report;
         assert_eq!(r.status, DeploymentStatus::Failed);
-        assert_eq!(r.group("ntp-node").unwrap().state, GroupState::Failed);
+        assert_eq!(r.group("ntp-node").unwrap().state, GroupStatus::Failed);
         for dependant in [
             "control-nodes",
             "compute-nodes-1",
@@ -239,7 +239,7 @@ fn the_seven_group_document_runs_in_dependency_order_and_a_failed_ntp_node_fails
         }
         assert_eq!(
             r.group("monitoring-nodes").unwrap().state,
-            GroupState::Succeeded
+            GroupStatus::Succeeded
         );
     }
 }
@@ -283,7 +283,7 @@ fn percentages_are_exact_and_each_criterion_is_checked() {
     let one = simulate(&minimal, &inventory(), &[fail("node4:deploy")]).unwrap();
     assert_eq!(
         one.report.group("control-nodes").unwrap().state,
-        GroupState::Succeeded
+        GroupStatus::Succeeded
     );
     let two = simulate(
         &minimal,
@@ -293,7 +293,7 @@ fn percentages_are_exact_and_each_criterion_is_checked() {
     .unwrap();
     assert_eq!(
         two.report.group("control-nodes").unwrap().state,
-        GroupState::Failed
+        GroupStatus::Failed
     );
 }
 
@@ -385,58 +385,58 @@ fn the_treasuremap_site_strategy_replaces_the_global_one() {
 #[test]
 fn each_single_group_fixture_selects_and_ends_as_the_seed_says() {
     // (file, the group's nodes, a failure to inject, the group's state)
-    let cases: &[(&str, &[&str], Option<&str>, GroupState)] = &[
+    let cases: &[(&str, &[&str], Option<&str>, GroupStatus)] = &[
         (
             "GROUP_YAML_1.yaml",
             &["node4", "node5", "node6"],
             None,
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
         ),
         // 2 of 3 is 66%, below 90%; one failure is within `maximum_failed_nodes: 1`.
         (
             "GROUP_YAML_1.yaml",
             &["node4", "node5", "node6"],
             Some("node5:deploy"),
-            GroupState::Failed,
+            GroupStatus::Failed,
         ),
         // No selectors, or a selector with only empty criteria: every node.
         (
             "GROUP_YAML_ALL_SELECTOR.yaml",
             &[],
             None,
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
         ),
         (
             "GROUP_YAML_ALL_SELECTOR_2.yaml",
             &[],
             None,
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
         ),
         // No node: 100% of nothing, but 0 successes miss the minimum of 3.
         (
             "GROUP_YAML_EXCLUDES_ALL.yaml",
             &[],
             None,
-            GroupState::Failed,
+            GroupStatus::Failed,
         ),
         (
             "GROUP_YAML_MINIMAL_SUCC_CRITERIA.yaml",
             &["node4", "node5", "node6", "node7"],
             Some("node7:prepare"),
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
         ),
         (
             "GROUP_YAML_MULTI_SELECTOR.yaml",
             &["node4", "node5", "node6", "node7"],
             Some("node7:prepare"),
-            GroupState::Failed,
+            GroupStatus::Failed,
         ),
         // No criteria: processing continues as if nothing is wrong, even when its only node fails.
         (
             "GROUP_YAML_NO_SUCC_CRITERIA.yaml",
             &["node7"],
             Some("node7:deploy"),
-            GroupState::Succeeded,
+            GroupStatus::Succeeded,
         ),
     ];
     for (file, members, failure, state) in cases {

@@ -6,6 +6,8 @@ use crate::client::Client;
 use crate::output;
 use anyhow::Result;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use plinth_common::strategy::FailureReason;
+use plinth_common::wire::DeploymentEvent;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -99,58 +101,46 @@ impl Bars {
 }
 
 /// The seed-style line for an event, if it makes one.
-fn diagram_line(e: &Value) -> Option<String> {
-    let s = |k: &str| e[k].as_str().unwrap_or("?").to_string();
-    match e["event"].as_str()? {
-        "phase_finished" => {
-            let verdict = if e["passed"] == true {
-                "SUCCESS".to_string()
-            } else {
-                "FAILED".to_string()
-            };
-            Some(format!(
-                "| {:<8} {:<24} <{verdict}> {}/{} nodes succeeded",
-                s("phase"),
-                s("group"),
-                e["succeeded"],
-                e["total"]
-            ))
+fn diagram_line(e: &DeploymentEvent) -> Option<String> {
+    Some(match e {
+        DeploymentEvent::PhaseFinished {
+            group,
+            phase,
+            passed,
+            succeeded,
+            total,
+            ..
+        } => {
+            let verdict = if *passed { "SUCCESS" } else { "FAILED" };
+            format!("| {phase:<8} {group:<24} <{verdict}> {succeeded}/{total} nodes succeeded")
         }
-        "group_failed" => Some(format!(
-            "| {:<33} <FAILED: {}>",
-            s("group"),
-            reason(&e["reason"])
-        )),
-        "group_succeeded" => Some(format!("V {} succeeded", s("group"))),
-        "deployment_finished" => Some(format!("Finish ({})", s("status"))),
-        "warning" => Some(format!("! warning ({}): {}", s("code"), s("message"))),
-        "stopped" => Some(format!("! stopped: {}", s("message"))),
-        "cancelled" => Some(format!("! {}", s("message"))),
-        "result_refused" => Some(format!(
-            "! node {}: a result was refused: {}",
-            s("node"),
-            s("message")
-        )),
-        "list_refused" => Some(format!(
-            "! node {} refused its list: {}",
-            s("node"),
-            s("message")
-        )),
-        "node_error" => Some(format!("! node {}: {}", s("node"), s("message"))),
-        _ => None,
-    }
+        DeploymentEvent::GroupFailed { group, reason, .. } => {
+            format!("| {group:<33} <FAILED: {}>", reason_words(reason))
+        }
+        DeploymentEvent::GroupSucceeded { group } => format!("V {group} succeeded"),
+        DeploymentEvent::DeploymentFinished { status } => format!("Finish ({status})"),
+        DeploymentEvent::Warning { code, message } => format!("! warning ({code}): {message}"),
+        DeploymentEvent::Stopped { message } => format!("! stopped: {message}"),
+        DeploymentEvent::Cancelled { message, .. } => format!("! {message}"),
+        DeploymentEvent::ResultRefused { node, message, .. } => {
+            format!("! node {node}: a result was refused: {message}")
+        }
+        DeploymentEvent::ListRefused { node, message, .. } => {
+            format!("! node {node} refused its list: {message}")
+        }
+        DeploymentEvent::NodeError { node, message, .. } => format!("! node {node}: {message}"),
+        DeploymentEvent::GroupStarted { .. }
+        | DeploymentEvent::PhaseStarted { .. }
+        | DeploymentEvent::NodeStatusChanged { .. }
+        | DeploymentEvent::TaskResult { .. } => return None,
+    })
 }
 
-fn reason(r: &Value) -> String {
-    match r["kind"].as_str() {
-        Some("dependency") => format!(
-            "due to dependency {}",
-            r["dependency"].as_str().unwrap_or("?")
-        ),
-        Some("timeout") => "phase timed out".into(),
-        Some("criteria") => "success criteria not met".into(),
-        Some(other) => other.to_string(),
-        None => r.to_string(),
+fn reason_words(r: &FailureReason) -> String {
+    match r {
+        FailureReason::Dependency { dependency, .. } => format!("due to dependency {dependency}"),
+        FailureReason::Timeout { .. } => "phase timed out".into(),
+        FailureReason::Criteria { .. } => "success criteria not met".into(),
     }
 }
 
@@ -175,9 +165,10 @@ pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
                 if let Some(d) = line.strip_prefix("data:") {
                     data.push_str(d.trim_start());
                 } else if line.is_empty() && !data.is_empty() {
-                    let event: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                    // An event this version does not know (a newer controller) prints nothing.
+                    let event = serde_json::from_str::<DeploymentEvent>(&data).ok();
                     data.clear();
-                    if let Some(text) = diagram_line(&event) {
+                    if let Some(text) = event.as_ref().and_then(diagram_line) {
                         bars.line(text);
                     }
                     if last_refresh.elapsed() >= Duration::from_millis(200) {

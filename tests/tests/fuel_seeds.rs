@@ -630,7 +630,12 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
 
 #[test]
 fn seed_000s_example_online_with_the_nodes_effective_tags() {
-    let c = Controller::start();
+    let port = free_port();
+    let c = Controller::start_with(&[
+        "--auto-accept",
+        "--nailgun-listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
     let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
     release["name"] = json!("seed-000");
     release["version"] = json!("1");
@@ -684,6 +689,33 @@ fn seed_000s_example_online_with_the_nodes_effective_tags() {
     );
     let second = c.api.ok("GET", &format!("/nodes/{}/tags", id(other)), None);
     assert_eq!(second["tags"], json!(["controller", "mysql"]), "{second}");
+    // Nailgun's node records (what `fuel2 node list` reads) show the same tags as Plinth's own API.
+    let records: Value = reqwest::blocking::Client::new()
+        .get(format!(
+            "http://127.0.0.1:{port}/api/v1/nodes/?cluster_id={cid}"
+        ))
+        .header("X-Auth-Token", &c.api.token)
+        .send()
+        .expect("the Nailgun port answers")
+        .json()
+        .expect("JSON");
+    for (name, tags) in [(primary, &first["tags"]), (other, &second["tags"])] {
+        let record = records
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {records}"));
+        assert_eq!(&record["tags"], tags, "{name}: {record}");
+        let listed = c.api.ok("GET", &format!("/nodes?cluster_id={cid}"), None);
+        let view = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["id"] == id(name))
+            .unwrap_or_else(|| panic!("{name} in {listed}"));
+        assert_eq!(&view["effective_tags"], tags, "{name}: {view}");
+    }
     let dry = c.api.ok(
         "PUT",
         &format!("/clusters/{cid}/deploy/?dry_run=true"),
@@ -875,6 +907,69 @@ fn seed_002s_commands_upload_merge_download_and_execute_a_custom_graph() {
     assert_ne!(shown["status"], "ready", "{shown}");
     let cluster = c.api.ok("GET", &format!("/clusters/{cid}"), None);
     assert_eq!(cluster["status"], "new", "{cluster}");
+}
+
+/// A deployment refused because the cluster already runs one changes nothing: not even the primaries it
+/// would have elected (they are written with the deployment, in its transaction).
+#[test]
+fn a_refused_second_deployment_leaves_the_primaries_as_they_were() {
+    let c = Controller::start();
+    let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
+    release["name"] = json!("seed-000");
+    release["version"] = json!("1");
+    let rid = c.api.ok("POST", "/releases", Some(&release))["id"]
+        .as_u64()
+        .expect("an id");
+    // The first deployment runs until it is cancelled.
+    let graph = json!([shell(
+        "hold",
+        &["primary-controller", "controller"],
+        "sleep 600"
+    )]);
+    c.api.ok(
+        "PUT",
+        &format!("/releases/{rid}/deployment_graphs/default"),
+        Some(&graph),
+    );
+    let cid = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "primaries", "release_id": rid})),
+    )["id"]
+        .as_u64()
+        .expect("an id");
+    let _a = Agent::start(&c, "node-1", &[]);
+    let _b = Agent::start(&c, "node-2", &[]);
+    let nodes = c.api.wait_nodes(2);
+    let id = |name: &str| nodes.iter().find(|(n, _)| n == name).expect("node").1;
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": id("node-1"), "roles": ["controller"]}]})),
+    );
+    let first = c.api.deploy(cid, "");
+    let primaries =
+        |name: &str| c.api.ok("GET", &format!("/nodes/{}", id(name)), None)["primary_tags"].clone();
+    assert_eq!(primaries("node-1"), json!(["controller", "mysql"]));
+    // node-1 stops being a controller and node-2 becomes one: a deployment now would elect node-2.
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": id("node-1"), "roles": []},
+                               {"id": id("node-2"), "roles": ["controller"]}]})),
+    );
+    let running = c.api.ok("GET", &format!("/deployments/{first}"), None);
+    assert_eq!(running["status"], "running", "{running:#}");
+    let refused = c.api.send("PUT", &format!("/clusters/{cid}/deploy/"), None);
+    assert_eq!(refused.status, 409, "{:?}", refused.body);
+    assert_eq!(primaries("node-1"), json!(["controller", "mysql"]));
+    assert_eq!(primaries("node-2"), json!([]));
+    c.api
+        .ok("POST", &format!("/deployments/{first}/cancel"), None);
+    let report = c
+        .api
+        .wait_deployment(first, std::time::Duration::from_secs(60));
+    assert_eq!(report["status"], "cancelled", "{report:#}");
 }
 
 /// On the Nailgun port, a cluster's attributes are read in Nailgun's shape and changed with the same

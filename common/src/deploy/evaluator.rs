@@ -14,7 +14,7 @@ use crate::model::Node;
 #[derive(Debug, Clone, Default)]
 pub struct OldStates {
     /// By task, then node (looked up without building a key).
-    states: HashMap<String, HashMap<u64, NodeState>>,
+    states: HashMap<String, HashMap<u64, NodeState, Fx>, Fx>,
 }
 
 impl OldStates {
@@ -71,8 +71,44 @@ pub struct YaqlFields {
     node_key_list: Vec<String>,
     /// Per old cluster part: whether it agrees with the current one outside the node keys.
     same_outside: RwLock<HashMap<usize, bool>>,
-    /// Node-independent values by (expression, old cluster part).
-    shared: RwLock<HashMap<(usize, usize), Arc<Shared>>>,
+    /// Each expression text as given (typographic quotes and all): parsed once, with its
+    /// node-independent values per class of nodes.
+    compiled: RwLock<HashMap<u64, Vec<Arc<Compiled>>, Fx>>,
+}
+
+/// A cheap hash of an expression text: its length and four samples of eight bytes (the texts are
+/// long and looked up for every node; texts that agree on these are told apart by comparison).
+fn text_hash(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let b = text.as_bytes();
+    let mut h = crate::expr::value::FxHasher::default();
+    h.write_usize(b.len());
+    let n = b.len();
+    for at in [0, n / 3, 2 * n / 3, n.saturating_sub(8)] {
+        h.write(&b[at.min(n)..(at + 8).min(n)]);
+    }
+    h.finish()
+}
+
+/// Texts come from the release's graphs: a fast hasher is enough.
+type Fx = std::hash::BuildHasherDefault<crate::expr::value::FxHasher>;
+
+/// One expression text, parsed (or its parse error), and what is kept of it per class of nodes.
+struct Compiled {
+    text: String,
+    expr: Result<Arc<Expression>, String>,
+    classes: RwLock<Vec<Class>>,
+}
+
+/// What one class of nodes (same old cluster part, `0` for none) shares of an expression.
+#[derive(Clone)]
+struct Class {
+    old: usize,
+    shared: Arc<Shared>,
+    /// The expression's error when it reads nothing of the node and fails, as text.
+    whole_error: Option<Arc<str>>,
+    /// Whether the old cluster part agrees with the current one outside the node keys.
+    same_outside: bool,
 }
 
 impl std::fmt::Debug for YaqlFields {
@@ -124,7 +160,7 @@ impl YaqlFields {
             models,
             node_key_list: node_keys.iter().cloned().collect(),
             node_keys,
-            shared: RwLock::new(HashMap::new()),
+            compiled: RwLock::new(HashMap::default()),
             same_outside: RwLock::new(HashMap::new()),
         }
     }
@@ -168,20 +204,47 @@ impl YaqlFields {
         same
     }
 
-    /// The node-independent values of `expr` for nodes whose old state is `old`, computed on first
-    /// use.
-    fn shared_for(&self, expr: &Arc<Expression>, old: Option<&NodeState>) -> Arc<Shared> {
-        let key = (
-            Arc::as_ptr(expr) as usize,
-            old.map_or(0, |s| Arc::as_ptr(&s.common) as usize),
-        );
-        if let Some(s) = self
-            .shared
+    /// The expression `text` (as given), parsed on first use.
+    fn compiled(&self, text: &str) -> Arc<Compiled> {
+        let hash = text_hash(text);
+        if let Some(c) = self
+            .compiled
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
+            .get(&hash)
+            .and_then(|all| all.iter().find(|c| c.text == text))
         {
-            return s.clone();
+            return c.clone();
+        }
+        let straight = super::quotes::straighten_quotes(text);
+        let compiled = Arc::new(Compiled {
+            text: text.to_string(),
+            expr: self
+                .cache
+                .get_or_parse(&straight)
+                .map_err(|e| e.to_string()),
+            classes: RwLock::new(Vec::new()),
+        });
+        let mut map = self.compiled.write().unwrap_or_else(|p| p.into_inner());
+        let all = map.entry(hash).or_default();
+        if let Some(c) = all.iter().find(|c| c.text == text) {
+            return c.clone();
+        }
+        all.push(compiled.clone());
+        compiled
+    }
+
+    /// What nodes whose old state is `old` share of `expr`, computed on first use.
+    fn class(&self, compiled: &Compiled, expr: &Arc<Expression>, old: Option<&NodeState>) -> Class {
+        let key = old.map_or(0, |s| Arc::as_ptr(&s.common) as usize);
+        if let Some(c) = compiled
+            .classes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|c| c.old == key)
+        {
+            return c.clone();
         }
         let common = self.data.common().as_ref();
         let ctx = Context::new(common)
@@ -192,12 +255,18 @@ impl YaqlFields {
             self.engine
                 .share(expr, &ctx, &|k: &str| self.node_keys.contains(k)),
         );
-        self.shared
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key)
-            .or_insert(shared)
-            .clone()
+        let class = Class {
+            old: key,
+            whole_error: shared.whole_error().map(|e| Arc::from(e.to_string())),
+            shared,
+            same_outside: old.is_some_and(|o| self.same_outside(o)),
+        };
+        let mut classes = compiled.classes.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = classes.iter().find(|c| c.old == key) {
+            return c.clone();
+        }
+        classes.push(class.clone());
+        class
     }
 
     /// The deployment's data.
@@ -223,35 +292,33 @@ impl YaqlFields {
 
 impl FieldEvaluator for YaqlFields {
     fn evaluate(&self, at: &EvalContext<'_>, expression: &str) -> Result<Value, String> {
-        let expression = super::quotes::straighten_quotes(expression);
-        let expr = self
-            .cache
-            .get_or_parse(&expression)
-            .map_err(|e| e.to_string())?;
+        let compiled = self.compiled(expression);
+        let expr = compiled.expr.as_ref().map_err(|e| e.clone())?;
+        let old = self.old_state(at.node_id, at.task_id);
+        let class = self.class(&compiled, expr, old);
+        let shared = &class.shared;
+        if let Some(whole) = shared.whole() {
+            return Ok(whole.clone());
+        }
+        if let Some(e) = &class.whole_error {
+            return Err(e.to_string());
+        }
         let empty = Value::Object(Default::default());
         let own = self.data.node_part(at.node_id);
         let common = self.data.common().as_ref();
         let node_part = own.map(|s| s.as_ref()).unwrap_or(&empty);
-        let old = self.old_state(at.node_id, at.task_id);
-        let shared = self.shared_for(&expr, old);
-        if let Some(whole) = shared.whole() {
-            return Ok(whole.clone());
-        }
-        if let Some(e) = shared.whole_error() {
-            return Err(e.to_string());
-        }
         // `$` is the cluster part with the node's keys over it, layered, not copied.
         let mut ctx = Context::layered(common, node_part)
             .var("node", node_part)
             .var("common", common)
             .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
             .forced(self.forced)
-            .shared(&shared);
-        if let Some(old) = old {
-            ctx = ctx.same_cluster_part(self.same_outside(old), &self.node_key_list);
+            .shared(shared);
+        if old.is_some() {
+            ctx = ctx.same_cluster_part(class.same_outside, &self.node_key_list);
         }
         self.engine
-            .evaluate_in(&expr, &ctx)
+            .evaluate_in(expr, &ctx)
             .map_err(|e| e.to_string())
     }
 

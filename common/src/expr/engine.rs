@@ -9,7 +9,7 @@ use serde_json::Value as J;
 
 use super::ast::{Arg, Kind, Node};
 use super::errors::{EvalError, EvalErrorKind, ParseError};
-use super::eval::{Fail, Interp, States, R};
+use super::eval::{Fail, Interp, StateRoot, States, R};
 use super::limits::Limits;
 use super::parser;
 use super::value::{to_json, Name, Value};
@@ -313,6 +313,8 @@ pub struct Engine {
     methods: HashMap<String, Entry, Fx>,
     limits: Limits,
     lazy: bool,
+    plain_get: bool,
+    plain_diff: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -339,6 +341,8 @@ impl Engine {
             methods: HashMap::default(),
             limits: Limits::default(),
             lazy: false,
+            plain_get: false,
+            plain_diff: false,
         }
     }
 
@@ -348,7 +352,21 @@ impl Engine {
         super::library::register_all(&mut e);
         super::fuel::register(&mut e);
         e.lazy = true;
+        e.plain_get = true;
+        e.plain_diff = true;
         e
+    }
+
+    /// True while `added`, `deleted`, `new`, `old` and `values` are the built-in ones, so that
+    /// `x in added(E).key` may look for `x` without building the difference.
+    pub fn plain_diff(&self) -> bool {
+        self.plain_diff
+    }
+
+    /// True while `get` is the built-in one, so that `$.get('key')` on a layered state may read
+    /// the key from the layers without merging them.
+    pub fn plain_get(&self) -> bool {
+        self.plain_get
     }
 
     /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
@@ -398,6 +416,12 @@ impl Engine {
     }
 
     fn insert(&mut self, name: &str, form: Form, entry: Entry) {
+        if name == "get" {
+            self.plain_get = false;
+        }
+        if matches!(name, "added" | "deleted" | "new" | "old" | "values") {
+            self.plain_diff = false;
+        }
         if matches!(
             name,
             "first" | "any" | "where" | "filter" | "select" | "map" | "values"
@@ -484,7 +508,13 @@ impl Engine {
         let (mut parts, changed) = (found.parts, found.changed);
         let mut kept = Vec::with_capacity(parts.len());
         let mut whole_error = None;
+        let mut joins = Vec::new();
         while let Some(node) = parts.pop() {
+            // A list only joined on, `D.values()` over a dictionary read in place: indexed by
+            // name, not copied.
+            if self.join_by_name(ctx, node, None, &found.joins, &mut joins) {
+                continue;
+            }
             let mut interp = self.interp(ctx);
             let result = interp.eval(node);
             if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
@@ -503,9 +533,42 @@ impl Engine {
                     node: node as *const Node as usize,
                     value,
                     iter,
+                    state: None,
                 }),
                 // Its value cannot be kept: perhaps the parts below it can.
                 None => parts.extend(super::shared::find_below(node, per_node)),
+            }
+        }
+        // Parts read in a deployment helper's state: once against each state (the cluster parts
+        // hold every key they read). `changed()` of one is answered whole below.
+        for node in found.state_parts {
+            if changed.iter().any(|c| std::ptr::eq(*c, node)) {
+                continue;
+            }
+            for which in [StateRoot::New, StateRoot::Old] {
+                let mut interp = self.interp(ctx);
+                let root = match which {
+                    StateRoot::New => interp.new_state(),
+                    StateRoot::Old if ctx.forced => None,
+                    StateRoot::Old => interp.old_state(),
+                };
+                let Some(root) = root else { continue };
+                if self.join_by_name(ctx, node, Some((which, &root)), &found.joins, &mut joins) {
+                    continue;
+                }
+                let value = interp
+                    .eval_with(node, &[root])
+                    .ok()
+                    .filter(|v| super::shared::lossless(v, true, 0))
+                    .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+                if let Some((value, iter)) = value {
+                    kept.push(super::shared::Part {
+                        node: node as *const Node as usize,
+                        value,
+                        iter,
+                        state: Some(which),
+                    });
+                }
             }
         }
         let mut answers = Vec::with_capacity(changed.len());
@@ -515,27 +578,31 @@ impl Engine {
                 answers.push((node as *const Node as usize, c));
             }
         }
-        let mut joins = Vec::new();
-        for (node, recv, key, left) in found.joins {
+        for &(node, recv, key, left) in &found.joins {
             let addr = recv as *const Node as usize;
-            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
-            else {
-                continue;
-            };
-            if let Some(index) = super::shared::build_index(items, key) {
-                joins.push(super::shared::Join {
-                    node: node as *const Node as usize,
-                    part: addr,
-                    key: key.to_string(),
-                    left,
-                    index,
-                });
+            for part in kept.iter().filter(|p| p.node == addr) {
+                let J::Array(items) = &part.value else {
+                    continue;
+                };
+                if let Some(index) = super::shared::build_index(items, key) {
+                    joins.push(super::shared::Join {
+                        node: node as *const Node as usize,
+                        part: addr,
+                        key: key.to_string(),
+                        left,
+                        index: super::shared::JoinIndex::Positions(index),
+                        state: part.state,
+                    });
+                }
             }
         }
         let mut members = Vec::new();
         for (node, set) in found.members {
             let addr = set as *const Node as usize;
-            let Some(J::Array(items)) = kept.iter().find(|p| p.node == addr).map(|p| &p.value)
+            let Some(J::Array(items)) = kept
+                .iter()
+                .find(|p| p.node == addr && p.state.is_none())
+                .map(|p| &p.value)
             else {
                 continue;
             };
@@ -551,6 +618,51 @@ impl Engine {
             members,
             whole_error,
         }
+    }
+
+    /// For a part `P` that is `D.values()` over a dictionary read in place, and only the list of
+    /// `P.where($.key = Y)` joins: indexes `D`'s values by name for each join (evaluated in `ctx`,
+    /// or with `$` the given state) and returns true; false (nothing added) otherwise.
+    #[allow(clippy::type_complexity)]
+    fn join_by_name<'n>(
+        &self,
+        ctx: &Context<'_>,
+        part: &'n Node,
+        state: Option<(StateRoot, &Value<'_>)>,
+        found: &[(&'n Node, &'n Node, &'n str, bool)],
+        joins: &mut Vec<super::shared::Join>,
+    ) -> bool {
+        let Some(of) = super::shared::values_of_path(part) else {
+            return false;
+        };
+        let mine: Vec<_> = found.iter().filter(|j| std::ptr::eq(j.1, part)).collect();
+        if mine.is_empty() {
+            return false;
+        }
+        let mut interp = self.interp(ctx);
+        let d = match state {
+            None => interp.eval(of),
+            Some((_, root)) => interp.eval_with(of, std::slice::from_ref(root)),
+        };
+        let Ok(Value::Json(J::Object(d))) = d else {
+            return false;
+        };
+        let mut built = Vec::with_capacity(mine.len());
+        for &&(node, _, key, left) in &mine {
+            let Some(names) = super::shared::build_names(d, key) else {
+                return false;
+            };
+            built.push(super::shared::Join {
+                node: node as *const Node as usize,
+                part: part as *const Node as usize,
+                key: key.to_string(),
+                left,
+                index: super::shared::JoinIndex::Names(names),
+                state: state.map(|s| s.0),
+            });
+        }
+        joins.extend(built);
+        true
     }
 
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.

@@ -81,6 +81,15 @@ pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
     Value::Dict(Rc::new(out))
 }
 
+/// A state root a deployment helper binds `$` to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateRoot {
+    /// The current state.
+    New,
+    /// The last deployed state.
+    Old,
+}
+
 /// One evaluation in progress.
 pub struct Interp<'a> {
     /// The engine (registry and limits).
@@ -109,6 +118,12 @@ pub struct Interp<'a> {
     pub(crate) root_slots: (usize, usize),
     root_new: std::cell::OnceCell<Value<'a>>,
     root_old: std::cell::OnceCell<Value<'a>>,
+    /// Variables that stand for a layered state's root, bound by the deployment helpers without
+    /// merging the layers: (slot, which state, scope they were bound in).
+    state_slots: Vec<(usize, StateRoot, u32)>,
+    /// The variable scope in use: a lambda call runs in a scope of its own.
+    scope: u32,
+    scopes: u32,
     steps: u64,
     depth: usize,
 }
@@ -130,6 +145,9 @@ impl<'a> Interp<'a> {
             root_slots: (usize::MAX, usize::MAX),
             root_new: std::cell::OnceCell::new(),
             root_old: std::cell::OnceCell::new(),
+            state_slots: Vec::new(),
+            scope: 0,
+            scopes: 0,
             steps: 0,
             depth: 0,
         }
@@ -177,10 +195,72 @@ impl<'a> Interp<'a> {
     /// Looks a variable up.
     pub fn lookup(&self, name: Name<'_>) -> Option<&Value<'a>> {
         let i = self.vars.iter().rposition(|(n, _)| *n == name)?;
-        if let Some(l) = self.layers.filter(|_| self.is_root_slot(i)) {
-            return Some(self.root_new.get_or_init(|| merge_layers(l.new)));
+        if let Some(l) = self.layers {
+            if self.is_root_slot(i) {
+                return Some(self.root_new.get_or_init(|| merge_layers(l.new)));
+            }
+            if let Some(which) = self.state_slot(i) {
+                return self.merged_state(which);
+            }
         }
         Some(&self.vars[i].1)
+    }
+
+    /// The layered state `which`, merged (once per evaluation).
+    fn merged_state(&self, which: StateRoot) -> Option<&Value<'a>> {
+        let l = self.layers?;
+        Some(match which {
+            StateRoot::New => self.root_new.get_or_init(|| merge_layers(l.new)),
+            StateRoot::Old => self
+                .root_old
+                .get_or_init(|| merge_layers(l.old.unwrap_or(l.new))),
+        })
+    }
+
+    /// Which layered state the variable at slot `i` stands for, if it was bound to one by
+    /// [`Interp::eval_in_state`] in the scope in use.
+    fn state_slot(&self, i: usize) -> Option<StateRoot> {
+        self.state_slots
+            .iter()
+            .rev()
+            .find(|s| s.0 == i && s.2 == self.scope)
+            .map(|s| s.1)
+    }
+
+    /// Which layered state `$` stands for here, if it is one bound by a deployment helper.
+    pub(crate) fn current_state(&self) -> Option<StateRoot> {
+        if self.state_slots.is_empty() {
+            return None;
+        }
+        let i = self.vars.iter().rposition(|(n, _)| *n == Name::Dollar)?;
+        self.state_slot(i)
+    }
+
+    /// Evaluates `node` with `$` bound to the layered state `which` (the current state, or the
+    /// last deployed one), merging the layers only if something needs the state whole. Only
+    /// for layered evaluations whose state `which` exists.
+    pub(crate) fn eval_in_state(&mut self, node: &'a Node, which: StateRoot) -> R<Value<'a>> {
+        let at = self.vars.len();
+        self.vars.push((Name::Dollar, Value::Null));
+        self.state_slots.push((at, which, self.scope));
+        let r = self.eval(node);
+        self.state_slots.pop();
+        self.vars.truncate(at);
+        r
+    }
+
+    /// The variables in scope, for a lambda to keep: states bound by a deployment helper are
+    /// merged into values (the lambda may be called after they are gone).
+    pub fn capture_scope(&self) -> Vec<(Name<'a>, Value<'a>)> {
+        let mut scope = self.vars.clone();
+        for &(i, which, s) in &self.state_slots {
+            if s == self.scope {
+                if let (Some(slot), Some(v)) = (scope.get_mut(i), self.merged_state(which)) {
+                    slot.1 = v.clone();
+                }
+            }
+        }
+        scope
     }
 
     fn is_root_slot(&self, i: usize) -> bool {
@@ -196,10 +276,15 @@ impl<'a> Interp<'a> {
             .vars
             .iter()
             .rposition(|(n, _)| *n == Name::from_var(var))?;
-        if !self.is_root_slot(i) {
-            return None;
-        }
-        Some(match layered_get(l.new, key) {
+        let layers = if self.is_root_slot(i) {
+            l.new
+        } else {
+            match self.state_slot(i)? {
+                StateRoot::New => l.new,
+                StateRoot::Old => l.old?,
+            }
+        };
+        Some(match layered_get(layers, key) {
             Some(j) => Ok(Value::from_json(j)),
             None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
         })
@@ -260,7 +345,7 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
-        if !self.shared.is_empty() {
+        if !(self.shared.is_empty() && self.joins.is_empty()) {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
             }
@@ -294,12 +379,26 @@ impl<'a> Interp<'a> {
     #[inline(never)]
     fn shared_value(&self, node: &'a Node) -> Option<Value<'a>> {
         let addr = node as *const Node as usize;
-        let part = self.shared.iter().find(|p| p.node == addr)?;
+        let part = self.part_at(addr)?;
         Some(match (&part.value, part.iter) {
             (J::Array(items), true) => {
                 Value::Iter(Rc::new(items.iter().map(Value::from_json).collect()))
             }
             (j, _) => Value::from_json(j),
+        })
+    }
+
+    /// The kept part at `addr` for where it is evaluated (a part read in a deployment helper's
+    /// state only when `$` is that state).
+    fn part_at(&self, addr: usize) -> Option<&'a super::shared::Part> {
+        let shared: &'a [super::shared::Part] = self.shared;
+        let mut here = None;
+        shared.iter().find(|p| {
+            p.node == addr
+                && match p.state {
+                    None => true,
+                    Some(w) => *here.get_or_insert_with(|| self.current_state()) == Some(w),
+                }
         })
     }
 
@@ -309,13 +408,15 @@ impl<'a> Interp<'a> {
     fn join(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
         let addr = node as *const Node as usize;
         let joins: &'a [super::shared::Join] = self.joins;
-        let j = joins.iter().find(|j| j.node == addr)?;
-        let shared: &'a [super::shared::Part] = self.shared;
-        let Some(J::Array(items)) = shared.iter().find(|p| p.node == j.part).map(|p| &p.value)
-        else {
-            return None;
-        };
-        let Kind::Method { args, .. } = &node.kind else {
+        let mut here = None;
+        let j = joins.iter().find(|j| {
+            j.node == addr
+                && match j.state {
+                    None => true,
+                    Some(w) => *here.get_or_insert_with(|| self.current_state()) == Some(w),
+                }
+        })?;
+        let Kind::Method { recv, args, .. } = &node.kind else {
             return None;
         };
         let [Arg::Pos(p)] = args.as_slice() else {
@@ -324,21 +425,54 @@ impl<'a> Interp<'a> {
         let Kind::Binary(BinOp::Eq, l, r) = &p.kind else {
             return None;
         };
-        if items.is_empty() {
+        // The items: in the kept list, or read again in place by name.
+        let (items, positions, names) = match &j.index {
+            super::shared::JoinIndex::Positions(index) => {
+                let shared: &'a [super::shared::Part] = self.shared;
+                let Some(J::Array(items)) = shared
+                    .iter()
+                    .find(|p| p.node == j.part && p.state == j.state)
+                    .map(|p| &p.value)
+                else {
+                    return None;
+                };
+                (Some(items), Some(index), None)
+            }
+            super::shared::JoinIndex::Names(index) => {
+                let of = super::shared::values_of_path(recv)?;
+                let d = match self.eval(of) {
+                    Ok(Value::Json(J::Object(d))) => d,
+                    // Not the dictionary indexed: the query as written.
+                    _ => return None,
+                };
+                (None, None, Some((d, index)))
+            }
+        };
+        // Over no items the predicate is never evaluated.
+        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, _)| d.is_empty()) {
             return Some(self.new_iter(Vec::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
             Ok(y) => y,
             Err(f) => return Some(Err(f)),
         };
+        let h = super::shared::join_hash(&y);
+        let hit = |item: &'a J| {
+            item.get(j.key.as_str())
+                .is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
+        };
         let mut out = Vec::new();
-        if let Some(at) = j.index.get(&super::shared::join_hash(&y)) {
-            for &i in at {
+        if let (Some(items), Some(index)) = (items, positions) {
+            for &i in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
                 let item = &items[i as usize];
-                let hit = item
-                    .get(j.key.as_str())
-                    .is_some_and(|v| super::value::equal(&Value::from_json(v), &y));
-                if hit {
+                if hit(item) {
+                    out.push(Value::from_json(item));
+                }
+            }
+        }
+        if let Some((d, index)) = names {
+            for name in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+                if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
             }
@@ -353,7 +487,10 @@ impl<'a> Interp<'a> {
         let members = self.members;
         let (_, part, index) = members.iter().find(|m| m.0 == addr)?;
         let shared: &'a [super::shared::Part] = self.shared;
-        let Some(J::Array(items)) = shared.iter().find(|p| p.node == *part).map(|p| &p.value)
+        let Some(J::Array(items)) = shared
+            .iter()
+            .find(|p| p.node == *part && p.state.is_none())
+            .map(|p| &p.value)
         else {
             return None;
         };
@@ -393,6 +530,25 @@ impl<'a> Interp<'a> {
                 args,
                 safe,
             } => {
+                if name == "get" && !*safe && self.engine.plain_get() {
+                    if self.layers.is_some() {
+                        if let Some(v) = self.root_get(recv, args)? {
+                            return Ok(v);
+                        }
+                    }
+                    if let Some((key, default)) = const_key(args) {
+                        // `d.get('key')` on a dictionary read in place: the key looked up there.
+                        let r = self.eval(recv)?;
+                        if let Value::Json(J::Object(m)) = &r {
+                            return match (super::value::json_get(m, key), default) {
+                                (Some(j), _) => Ok(Value::from_json(j)),
+                                (None, Some(d)) => self.eval(d),
+                                (None, None) => Ok(Value::Null),
+                            };
+                        }
+                        return self.call_method(name, r, args);
+                    }
+                }
                 if !*safe && self.engine.lazy_queries() && matches!(name.as_str(), "first" | "any")
                 {
                     if let Some(v) = self.lazy_query(recv, name, args)? {
@@ -457,6 +613,11 @@ impl<'a> Interp<'a> {
             }
             Kind::Binary(op, l, r) => {
                 let l = self.eval(l)?;
+                if *op == BinOp::In && self.engine.plain_diff() {
+                    if let Some(found) = super::fuel::in_diff_key(self, &l, r) {
+                        return Ok(Value::Bool(found));
+                    }
+                }
                 let r = self.eval(r)?;
                 match op {
                     BinOp::Eq => Value::Bool(super::value::equal(&l, &r)),
@@ -465,6 +626,46 @@ impl<'a> Interp<'a> {
                 }
             }
         })
+    }
+
+    /// `$.get('key')` or `$.get('key', default)` where `$` is a layered state: the key read from
+    /// the layers, merging nothing. `None` when the call is anything else.
+    #[inline(never)]
+    fn root_get(&mut self, recv: &'a Node, args: &'a [Arg]) -> R<Option<Value<'a>>> {
+        let Some((key, default)) = const_key(args) else {
+            return Ok(None);
+        };
+        let found = match &recv.kind {
+            Kind::Var(v) => match self.root_key(v, key) {
+                None => return Ok(None),
+                Some(found) => found.ok(),
+            },
+            // `old($).get(...)`, `new($).get(...)`: the state's key, merging nothing.
+            Kind::Call(name, of) if self.engine.plain_diff() => {
+                let (Some(l), [Arg::Pos(d)]) = (self.layers, of.as_slice()) else {
+                    return Ok(None);
+                };
+                if !matches!(&d.kind, Kind::Var(v) if v.is_empty() || v == "1") {
+                    return Ok(None);
+                }
+                let layers = match name.as_str() {
+                    "new" => Some(l.new),
+                    // Without an old state, or when forced, the old state is empty.
+                    "old" if self.states.forced => None,
+                    "old" => l.old,
+                    _ => return Ok(None),
+                };
+                layers
+                    .and_then(|l| layered_get(l, key))
+                    .map(Value::from_json)
+            }
+            _ => return Ok(None),
+        };
+        match (found, default) {
+            (Some(v), _) => Ok(Some(v)),
+            (None, Some(d)) => self.eval(d).map(Some),
+            (None, None) => Ok(Some(Value::Null)),
+        }
     }
 
     /// `first()` and `any()` at the end of a chain of `where`/`select`/`.key` stop at the first
@@ -723,7 +924,11 @@ impl<'a> Interp<'a> {
         }
         bind_args(&mut scope, pos, named);
         let saved = std::mem::replace(&mut self.vars, scope);
+        let saved_scope = self.scope;
+        self.scopes += 1;
+        self.scope = self.scopes;
         let r = self.eval(l.body);
+        self.scope = saved_scope;
         self.vars = saved;
         self.depth -= 1;
         r
@@ -958,6 +1163,20 @@ impl<'a> Interp<'a> {
             Some(v) => Ok(v.clone()),
             None => default.ok_or_else(|| EvalErrorKind::IndexOutOfRange(i).into()),
         }
+    }
+}
+
+/// The arguments of `get('key')` or `get('key', default)` with a literal key.
+fn const_key(args: &[Arg]) -> Option<(&str, Option<&Node>)> {
+    let (key, default) = match args {
+        [Arg::Pos(k)] => (k, None),
+        [Arg::Pos(k), Arg::Pos(d)] => (k, Some(d)),
+        _ => return None,
+    };
+    match &key.kind {
+        Kind::Str(k) | Kind::Word(k) => Some((k.as_str(), default)),
+        Kind::Const(J::String(k)) => Some((k.as_str(), default)),
+        _ => None,
     }
 }
 

@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use super::ast::{Kind, Node};
 use super::engine::{Call, Engine, Form, Slot, Spec};
 use super::errors::EvalErrorKind;
-use super::eval::{Interp, Map, R};
+use super::eval::{Interp, Map, StateRoot, R};
 use super::library::{need, this_items};
 use super::value::{dict_items, equal, seq_items, to_json, Value, View};
 
@@ -61,6 +61,10 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
         if let Some(v) = layered_key(c.slot(i), it.layers.map(|l| l.new)) {
             return v.ok_or_else(|| key_missing(c.slot(i)));
         }
+        // `$` the layered state, merged only if the argument needs it whole.
+        if let (Slot::Ast(n), Some(_)) = (c.slot(i), it.layers) {
+            return it.eval_in_state(n, StateRoot::New);
+        }
     }
     match it.new_state() {
         Some(data) => it.apply(c.slot(i), &[data]),
@@ -87,19 +91,30 @@ fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
 }
 
 fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
-    if it.states.old.is_none() && !it.states.forced {
+    let layered_old = it.layers.is_some_and(|l| l.old.is_some());
+    let result = if it.states.old.is_none() && !it.states.forced && layered_old {
         if let Some(v) = layered_key(c.slot(i), it.layers.and_then(|l| l.old)) {
             return Ok(v.unwrap_or(Value::Undef));
         }
-    }
-    let (old, forced) = (it.old_state(), it.states.forced);
-    // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`: `old($)` is an
-    // empty dictionary and `old($.x)` is undefined.
-    let old = match old {
-        Some(data) if !forced => data,
-        _ => Value::Dict(Rc::new(IndexMap::new())),
+        match c.slot(i) {
+            // `$` the layered old state, merged only if the argument needs it whole.
+            Slot::Ast(n) => it.eval_in_state(n, StateRoot::Old),
+            other => {
+                let old = it.old_state().unwrap_or(Value::Null);
+                it.apply(other, &[old])
+            }
+        }
+    } else {
+        let (old, forced) = (it.old_state(), it.states.forced);
+        // Without an old state (or when forced) the old state is empty, as Nailgun passes `{}`:
+        // `old($)` is an empty dictionary and `old($.x)` is undefined.
+        let old = match old {
+            Some(data) if !forced => data,
+            _ => Value::Dict(Rc::new(IndexMap::new())),
+        };
+        it.apply(c.slot(i), &[old])
     };
-    match it.apply(c.slot(i), &[old]) {
+    match result {
         Ok(v) => Ok(v),
         Err(f)
             if matches!(
@@ -302,4 +317,165 @@ fn to_yaml_fn<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         .map_err(|e| EvalErrorKind::Value(format!("cannot write YAML: {e}")))?;
     it.check_bytes(s.len())?;
     Ok(Value::str(&s))
+}
+
+/// The items of a list read in place from the input: a JSON list, or a JSON dictionary's values.
+#[derive(Clone, Copy)]
+enum Items<'a> {
+    List(&'a [serde_json::Value]),
+    Values(&'a Map),
+}
+
+impl<'a> Items<'a> {
+    fn len(self) -> usize {
+        match self {
+            Items::List(l) => l.len(),
+            Items::Values(m) => m.len(),
+        }
+    }
+
+    /// Whether `item` (the one at `at`, under `key` for dictionary values) is among these items,
+    /// looked for at its own place first.
+    fn holds(self, at: usize, key: Option<&str>, item: &serde_json::Value) -> bool {
+        let same = |j: &serde_json::Value| equal(&Value::from_json(j), &Value::from_json(item));
+        let here = match (self, key) {
+            (Items::List(l), _) => l.get(at),
+            (Items::Values(m), Some(k)) => super::value::json_get(m, k),
+            (Items::Values(_), None) => None,
+        };
+        if here.is_some_and(same) {
+            return true;
+        }
+        match self {
+            Items::List(l) => l.iter().any(same),
+            Items::Values(m) => m.values().any(same),
+        }
+    }
+}
+
+/// `arg` evaluated in the current (`old` false) or last deployed state as `added()` and
+/// `deleted()` evaluate it, when it is a list read in place (`D.values()` of a JSON dictionary
+/// `D`, or a JSON list). `Ok(None)`: undefined (the old state lacks it); `Err(())`: anything else.
+fn items_in_state<'a>(
+    it: &mut Interp<'a>,
+    arg: &'a Node,
+    old: bool,
+) -> Result<Option<Items<'a>>, ()> {
+    let (of, values) = match &arg.kind {
+        Kind::Method {
+            recv,
+            name,
+            args,
+            safe: false,
+        } if name == "values" && args.is_empty() => (&**recv, true),
+        _ => (arg, false),
+    };
+    let v = if !old {
+        let r = if it.states.new.is_none() && it.layers.is_some() {
+            it.eval_in_state(of, StateRoot::New)
+        } else {
+            match it.new_state() {
+                Some(data) => it.eval_with(of, &[data]),
+                None => it.eval(of),
+            }
+        };
+        r.map_err(|_| ())?
+    } else {
+        let layered_old = it.layers.is_some_and(|l| l.old.is_some());
+        let r = if it.states.old.is_none() && !it.states.forced && layered_old {
+            it.eval_in_state(of, StateRoot::Old)
+        } else {
+            let old = match it.old_state() {
+                Some(data) if !it.states.forced => data,
+                _ => Value::Dict(Rc::new(IndexMap::new())),
+            };
+            it.eval_with(of, &[old])
+        };
+        match r {
+            Ok(v) => v,
+            Err(f)
+                if matches!(
+                    *f.kind,
+                    EvalErrorKind::StepLimit(_) | EvalErrorKind::TooDeep(_)
+                ) =>
+            {
+                return Err(())
+            }
+            Err(_) => return Ok(None),
+        }
+    };
+    match (v, values) {
+        (Value::Json(serde_json::Value::Object(m)), true) => Ok(Some(Items::Values(m))),
+        (Value::Json(serde_json::Value::Array(l)), false) => Ok(Some(Items::List(l))),
+        _ => Err(()),
+    }
+}
+
+/// `x in added(E).key` (or `deleted`) where `E` is a list read in place in both states: whether
+/// an item of the new list that the old one lacks (the reverse for `deleted`) has `x` at `key`,
+/// without building the difference. Each item's `key` is compared first; only items whose `key`
+/// matches are looked for in the other list (at their own place, or under their own dictionary
+/// key, first). `None` when the fast way does not apply (an item without `key`, anything not
+/// read in place, a failure): the caller evaluates the expression as written, with the same
+/// result or error as ever.
+pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: &'a Node) -> Option<bool> {
+    let Kind::Member {
+        recv,
+        rhs: key,
+        safe: false,
+    } = &rhs.kind
+    else {
+        return None;
+    };
+    let (Kind::Call(name, args), Kind::Word(key)) = (&recv.kind, &key.kind) else {
+        return None;
+    };
+    let deleted = match name.as_str() {
+        "added" => false,
+        "deleted" => true,
+        _ => return None,
+    };
+    let [super::ast::Arg::Pos(arg)] = args.as_slice() else {
+        return None;
+    };
+    let new = items_in_state(it, arg, false).ok()??;
+    let old = items_in_state(it, arg, true).ok()?;
+    let (mine, theirs) = if deleted {
+        // `deleted()` of an undefined old value is `null`, whose `.key` fails.
+        (old?, Some(new))
+    } else {
+        (new, old)
+    };
+    it.tick(mine.len() as u64).ok()?;
+    let mut found = false;
+    // A string equals only a string of the same text.
+    let text = x.as_str();
+    let mut check = |at: usize, name: Option<&str>, item: &'a serde_json::Value| {
+        let serde_json::Value::Object(m) = item else {
+            return None;
+        };
+        let v = super::value::json_get(m, key)?;
+        let hit = match (text, v) {
+            (Some(t), serde_json::Value::String(s)) => super::value::str_eq(t, s),
+            (Some(_), _) => false,
+            (None, v) => equal(&Value::from_json(v), x),
+        };
+        if hit && !found && !theirs.is_some_and(|t| t.holds(at, name, item)) {
+            found = true;
+        }
+        Some(())
+    };
+    match mine {
+        Items::List(l) => {
+            for (at, item) in l.iter().enumerate() {
+                check(at, None, item)?;
+            }
+        }
+        Items::Values(m) => {
+            for (at, (k, item)) in m.iter().enumerate() {
+                check(at, Some(k.as_str()), item)?;
+            }
+        }
+    }
+    Some(found)
 }

@@ -17,6 +17,7 @@ use serde_json::Value as J;
 
 use super::ast::{Arg, Kind, Node};
 use super::engine::Expression;
+use super::eval::StateRoot;
 use super::value::{Value, View};
 
 /// Functions whose arguments are evaluated against the current or the last deployed state, with
@@ -131,6 +132,8 @@ struct Reads {
     bound: bool,
     /// Calls something (worth keeping).
     work: bool,
+    /// The `$` a deployment helper binds to the current or the last deployed state.
+    state: bool,
 }
 
 impl Reads {
@@ -139,12 +142,14 @@ impl Reads {
             node: self.node || o.node,
             bound: self.bound || o.bound,
             work: self.work || o.work,
+            state: self.state || o.state,
         }
     }
     const OPAQUE: Reads = Reads {
         node: true,
         bound: true,
         work: true,
+        state: true,
     };
 }
 
@@ -162,6 +167,9 @@ enum Dollar {
 struct Finder<'n, 'f> {
     per_node: &'f dyn Fn(&str) -> bool,
     found: Vec<&'n Node>,
+    /// The largest subtrees that read the state a deployment helper binds `$` to, but only its
+    /// keys that are not the node's own.
+    state_found: Vec<&'n Node>,
     /// Arguments of `changed()`, `changedAny()`, `changedAll()` that do not read the node.
     changed: Vec<&'n Node>,
     /// `P.where($.key = Y)` (or `Y = $.key`) with `Y` not reading the item: (the `where` node,
@@ -181,6 +189,8 @@ impl<'n> Finder<'n, '_> {
             for (p, r) in parts {
                 if shareable(r) {
                     self.found.push(p);
+                } else if state_shareable(r) && !state_shareable(reads) {
+                    self.state_found.push(p);
                 }
             }
         }
@@ -229,13 +239,13 @@ impl<'n> Finder<'n, '_> {
             },
             (Dollar::State, Some(k)) => Reads {
                 node: (self.per_node)(k),
-                bound: true,
-                work: false,
+                state: true,
+                ..Reads::default()
             },
             (_, None) => Reads {
                 node: true,
-                bound: dollar == Dollar::State,
-                work: false,
+                state: dollar == Dollar::State,
+                ..Reads::default()
             },
         }
     }
@@ -331,7 +341,7 @@ impl<'n> Finder<'n, '_> {
                         inner = inner.or(r);
                     }
                     // The state's `$` is bound here.
-                    inner.bound = false;
+                    inner.state = false;
                     inner.or(work)
                 } else if EAGER.contains(&name.as_str()) {
                     self.args(args, dollar, parts).or(work)
@@ -383,20 +393,21 @@ impl<'n> Finder<'n, '_> {
         let mut probe = Finder {
             per_node: self.per_node,
             found: Vec::new(),
+            state_found: Vec::new(),
             changed: Vec::new(),
             joins: Vec::new(),
             members: Vec::new(),
         };
         let mut parts = Vec::new();
         let reads = probe.reads(y, Dollar::Item, &mut parts);
-        (!reads.bound).then_some((key, left))
+        (!reads.bound && !reads.state).then_some((key, left))
     }
 }
 
 /// A function the analysis does not know may rebind `$`: if its arguments read `$` or a
 /// variable, nothing about it can be shared.
 fn opaque_if_reads(r: Reads) -> Reads {
-    if r.node || r.bound {
+    if r.node || r.bound || r.state {
         Reads::OPAQUE
     } else {
         r
@@ -404,7 +415,13 @@ fn opaque_if_reads(r: Reads) -> Reads {
 }
 
 fn shareable(r: Reads) -> bool {
-    !r.node && !r.bound && r.work
+    !r.node && !r.bound && !r.state && r.work
+}
+
+/// Reads the state a deployment helper binds `$` to, but nothing of the node: the same for every
+/// node of a class, once for the current state and once for the old one.
+fn state_shareable(r: Reads) -> bool {
+    !r.node && !r.bound && r.state && r.work
 }
 
 /// The largest subtrees of `root` that call something and read neither the node (`$node`, keys
@@ -417,6 +434,9 @@ pub fn shared_parts<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<
 pub struct Found<'n> {
     /// The largest shareable subtrees.
     pub parts: Vec<&'n Node>,
+    /// The largest subtrees that read only keys of the state a deployment helper binds `$` to
+    /// that are not the node's own (kept once for each state).
+    pub state_parts: Vec<&'n Node>,
     /// Node-independent arguments of `changed()`, `changedAny()`, `changedAll()`.
     pub changed: Vec<&'n Node>,
     /// `P.where($.key = Y)` with `Y` independent of the item: (`where` node, `P`, key, `Y` left).
@@ -431,6 +451,7 @@ pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
     let mut f = Finder {
         per_node,
         found: Vec::new(),
+        state_found: Vec::new(),
         changed: Vec::new(),
         joins: Vec::new(),
         members: Vec::new(),
@@ -438,6 +459,11 @@ pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
     let r = f.visit(root, Dollar::Root);
     Found {
         parts: if shareable(r) { vec![root] } else { f.found },
+        state_parts: if shareable(r) {
+            Vec::new()
+        } else {
+            f.state_found
+        },
         changed: f.changed,
         joins: f.joins,
         members: f.members,
@@ -450,6 +476,7 @@ pub fn find_below<'n>(part: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'
     let mut f = Finder {
         per_node,
         found: Vec::new(),
+        state_found: Vec::new(),
         changed: Vec::new(),
         joins: Vec::new(),
         members: Vec::new(),
@@ -473,6 +500,8 @@ pub(crate) struct Part {
     pub(crate) value: J,
     /// It was a query result (`list()` spreads those).
     pub(crate) iter: bool,
+    /// For a part read with `$` the state a deployment helper binds: which state.
+    pub(crate) state: Option<StateRoot>,
 }
 
 /// The values of an expression's node-independent parts for one class of nodes (same cluster
@@ -497,14 +526,74 @@ pub struct Shared {
 pub(crate) struct Join {
     /// The `where` node.
     pub(crate) node: usize,
-    /// The kept list (a [`Part`]'s value).
+    /// The list (`P`): a [`Part`]'s value for [`JoinIndex::Positions`].
     pub(crate) part: usize,
     /// The key.
     pub(crate) key: String,
     /// `Y` is on the left of `=`.
     pub(crate) left: bool,
-    /// Positions in the list by the hash of the item's value at `key`.
-    pub(crate) index: std::collections::HashMap<u64, Vec<u32>>,
+    /// Where the items are, by the hash of their value at `key`.
+    pub(crate) index: JoinIndex,
+    /// For a list read in the state a deployment helper binds `$` to: which state.
+    pub(crate) state: Option<StateRoot>,
+}
+
+/// Where a [`Join`]'s items are.
+#[derive(Debug, Clone)]
+pub(crate) enum JoinIndex {
+    /// Positions in the kept list `P`.
+    Positions(std::collections::HashMap<u64, Vec<u32>>),
+    /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
+    /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
+    /// (nothing of `D` is copied).
+    Names(std::collections::HashMap<u64, Vec<String>>),
+}
+
+/// `X` when `node` is `X.values()` and `X` a path of keys from a variable (`$.a.b`, `$common.a`):
+/// cheap to evaluate again, and read in place.
+pub(crate) fn values_of_path(node: &Node) -> Option<&Node> {
+    let Kind::Method {
+        recv,
+        name,
+        args,
+        safe: false,
+    } = &node.kind
+    else {
+        return None;
+    };
+    if name != "values" || !args.is_empty() {
+        return None;
+    }
+    let mut at: &Node = recv;
+    loop {
+        match &at.kind {
+            Kind::Var(_) => return Some(recv),
+            Kind::Member {
+                recv: r,
+                rhs,
+                safe: false,
+            } if matches!(rhs.kind, Kind::Word(_)) => at = r,
+            _ => return None,
+        }
+    }
+}
+
+/// The names of `d`'s values by the hash of their value at `key`; `None` unless every value is
+/// an object with that key.
+pub(crate) fn build_names(
+    d: &serde_json::Map<String, J>,
+    key: &str,
+) -> Option<std::collections::HashMap<u64, Vec<String>>> {
+    let mut index: std::collections::HashMap<u64, Vec<String>> =
+        std::collections::HashMap::with_capacity(d.len());
+    for (name, item) in d {
+        let v = item.as_object()?.get(key)?;
+        index
+            .entry(join_hash(&Value::from_json(v)))
+            .or_default()
+            .push(name.clone());
+    }
+    Some(index)
 }
 
 /// The hash [`Join`] indexes by (consistent with YAQL equality: `1 = 1.0`).
@@ -557,7 +646,10 @@ impl Shared {
     /// The whole expression's value, when it does not depend on the node at all.
     pub fn whole(&self) -> Option<&J> {
         let root = self.expr.root() as *const Node as usize;
-        self.parts.iter().find(|p| p.node == root).map(|p| &p.value)
+        self.parts
+            .iter()
+            .find(|p| p.node == root && p.state.is_none())
+            .map(|p| &p.value)
     }
 
     /// The whole expression's error, when it does not depend on the node and fails (every node

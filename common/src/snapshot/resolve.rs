@@ -4,13 +4,11 @@
 use super::{selection, Expressions, Snapshot};
 use crate::deploy::NodeState;
 use crate::graph::{
-    check_deployment, merge_for_cluster, FaultToleranceGroup, Finding, Plan, ResolveError,
-    ResolveRequest, Severity, WaitSet,
+    check_deployment, merge_for_cluster, Finding, Plan, ResolveError, ResolveRequest, Severity,
 };
 use crate::model::{Plugin, Policy, StrategyKind};
 use crate::tags::cluster_tags;
-use crate::wire::TaskSpec;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Why a snapshot does not resolve.
@@ -59,21 +57,8 @@ fn errors(findings: &[Finding]) -> String {
         .join("; ")
 }
 
-/// One graph type resolved for a deployment.
-#[derive(Debug, Clone, Default)]
-pub struct PhasePlan {
-    /// Each node's list (nodes the graph does not run on are absent).
-    pub specs: HashMap<u64, Vec<TaskSpec>>,
-    /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
-    pub limits: HashMap<String, usize>,
-    /// The plan's shared wait sets.
-    pub wait_sets: Vec<WaitSet>,
-    /// Gated tasks' waits the list does not carry inline (`any` policy, or too many to list): (node,
-    /// task) → indexes into `wait_sets`.
-    pub gated_waits: HashMap<(u64, String), Vec<u32>>,
-    /// Groups whose nodes' failures beyond their tolerance stop the deployment.
-    pub fault_tolerance: Vec<FaultToleranceGroup>,
-}
+/// One graph type resolved for a deployment: what its run enforces.
+pub use crate::run::GraphPlan as PhasePlan;
 
 /// A deployment resolved: per graph type, and the findings of the pre-deployment checks.
 #[derive(Debug, Clone, Default)]

@@ -14,7 +14,7 @@ use super::inventory::InventoryNode;
 use super::model::{Strategy, SuccessCriteria};
 use super::report::{render_table, Report};
 use super::sequencer::{SequenceError, Sequencer};
-use super::status::{Action, Event, NodeOutcome, NodeResult};
+use super::status::{Action, DeploymentEvent, NodeOutcome, NodeResult};
 
 /// What `check` found: the groups' nodes, the order they would run in, and warnings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -372,7 +372,7 @@ pub struct Simulation {
     /// The final report.
     pub report: Report,
     /// Every event, in order.
-    pub events: Vec<Event>,
+    pub events: Vec<DeploymentEvent>,
     /// Every action the sequencer asked for, in order (the last is `Finished`).
     pub actions: Vec<Action>,
     /// Failures asked for that never applied (the node was never sent in that phase).

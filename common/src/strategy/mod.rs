@@ -17,7 +17,7 @@
 //! | `inventory` | the nodes a strategy selects from ([`InventoryNode`], [`parse_inventory`]) |
 //! | `select` | which nodes a group selects |
 //! | `criteria` | evaluating success criteria ([`CriterionFailure`]) |
-//! | `status` | node, group, phase and deployment states, actions and events ([`Event`], [`Action`]) |
+//! | `status` | node, group, phase and deployment states, actions and events ([`DeploymentEvent`], [`Action`]) |
 //! | `sequencer` | the state machine ([`Sequencer`]) |
 //! | `report` | the report and its text rendering ([`Report`]) |
 //! | `check` | offline [`check`] and [`simulate`] |
@@ -61,6 +61,6 @@ pub use parse::{parse_strategy, strategy_from_value};
 pub use report::{GroupReport, NodeReport, PhaseReport, Report, Step};
 pub use sequencer::{InFlightPhase, SequenceError, Sequencer};
 pub use status::{
-    Action, DeploymentStatus, Event, FailureReason, GroupState, NodeOutcome, NodeResult,
+    Action, DeploymentEvent, DeploymentStatus, FailureReason, GroupStatus, NodeOutcome, NodeResult,
     NodeStatus, PhaseOutcome, SkipCause,
 };

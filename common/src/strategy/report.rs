@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::SuccessCriteria;
 use super::status::{
-    DeploymentStatus, FailureReason, GroupState, NodeOutcome, NodeStatus, PhaseOutcome, SkipCause,
+    DeploymentStatus, FailureReason, GroupStatus, NodeOutcome, NodeStatus, PhaseOutcome, SkipCause,
 };
 
 /// Where a deployment stands, or how it ended.
@@ -42,7 +42,7 @@ pub struct GroupReport {
     /// Whether it is critical.
     pub critical: bool,
     /// Its state.
-    pub state: GroupState,
+    pub state: GroupStatus,
     /// The phase it is running, while running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_phase: Option<String>,
@@ -221,6 +221,7 @@ impl Report {
                 "Finish (failed due to critical group failed: {})",
                 self.failed_critical_groups.join(", ")
             ),
+            DeploymentStatus::Cancelled => writeln!(out, "Finish (cancelled)"),
         }
     }
 }

@@ -6,42 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::criteria::CriterionFailure;
 
-/// A node's overall status in a deployment (the seed's four values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeStatus {
-    /// Not sent to any phase yet.
-    NotStarted,
-    /// Finished at least one phase, not yet the last (with the default phases: prepared, not deployed).
-    Prepared,
-    /// Finished every phase.
-    Success,
-    /// Failed a phase (failed, timed out or never reported); it is not sent again in this deployment.
-    Failure,
-}
-
-impl NodeStatus {
-    /// The status as a word, as the report prints it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeStatus::NotStarted => "not started",
-            NodeStatus::Prepared => "prepared",
-            NodeStatus::Success => "success",
-            NodeStatus::Failure => "failure",
-        }
-    }
-
-    /// Whether the node is done with this deployment (succeeded or failed).
-    pub fn is_final(self) -> bool {
-        matches!(self, NodeStatus::Success | NodeStatus::Failure)
-    }
-}
-
-impl fmt::Display for NodeStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::wire::{DeploymentEvent, DeploymentStatus, GroupStatus, NodeStatus};
 
 /// How one node ended one phase, as the controller reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -75,70 +40,6 @@ impl NodeOutcome {
 }
 
 impl fmt::Display for NodeOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where a group is in the deployment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GroupState {
-    /// Waiting for its dependencies (or for a free slot).
-    Pending,
-    /// Going through its phases.
-    Running,
-    /// Met its success criteria after every phase.
-    Succeeded,
-    /// Missed its criteria after a phase, or a group it depends on failed.
-    Failed,
-}
-
-impl GroupState {
-    /// The state as a word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GroupState::Pending => "pending",
-            GroupState::Running => "running",
-            GroupState::Succeeded => "succeeded",
-            GroupState::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for GroupState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The deployment's overall status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeploymentStatus {
-    /// Groups are still pending or running.
-    Running,
-    /// Every group succeeded and every node of the deployment finished every phase.
-    Success,
-    /// No critical group failed, but some group failed or some node did not succeed.
-    SuccessWithFailures,
-    /// A critical group failed (by its criteria or because a group it depends on failed).
-    Failed,
-}
-
-impl DeploymentStatus {
-    /// The status as words.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeploymentStatus::Running => "running",
-            DeploymentStatus::Success => "success",
-            DeploymentStatus::SuccessWithFailures => "success with failed groups or nodes",
-            DeploymentStatus::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for DeploymentStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -325,75 +226,4 @@ impl NodeResult {
             outcome,
         }
     }
-}
-
-/// What happened during sequencing, for the controller to store and stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// A group began its first phase.
-    GroupStarted {
-        /// The group.
-        group: String,
-    },
-    /// A group began a phase.
-    PhaseStarted {
-        /// The group.
-        group: String,
-        /// The phase.
-        phase: String,
-        /// The graph type it runs.
-        graph_type: String,
-        /// Nodes sent (may be empty when every node of the group is already done or failed).
-        nodes: Vec<String>,
-    },
-    /// A node's result for a phase was recorded.
-    NodeStatusChanged {
-        /// The node.
-        node: String,
-        /// The group that sent it.
-        group: String,
-        /// The phase.
-        phase: String,
-        /// How the node ended the phase.
-        outcome: NodeOutcome,
-        /// Its status before.
-        from: NodeStatus,
-        /// Its status now.
-        to: NodeStatus,
-    },
-    /// A group finished a phase and its criteria were checked.
-    PhaseFinished {
-        /// The group.
-        group: String,
-        /// The phase.
-        phase: String,
-        /// Whether the criteria were met.
-        passed: bool,
-        /// Nodes of the group that had passed the phase.
-        succeeded: u64,
-        /// Nodes that had not.
-        failed: u64,
-        /// Nodes in the group.
-        total: u64,
-    },
-    /// A group met its criteria after every phase.
-    GroupSucceeded {
-        /// The group.
-        group: String,
-    },
-    /// A group failed.
-    GroupFailed {
-        /// The group.
-        group: String,
-        /// Whether it is critical (the deployment will end failed).
-        critical: bool,
-        /// Why.
-        reason: FailureReason,
-    },
-    /// Every group is done.
-    DeploymentFinished {
-        /// How the deployment ended.
-        status: DeploymentStatus,
-    },
 }

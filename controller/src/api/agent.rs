@@ -13,8 +13,8 @@ use plinth_common::signing::{
     public_key_to_text, sign_gate_answer, sign_task_list, SignedEnvelope,
 };
 use plinth_common::wire::{
-    json_len, valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration,
-    RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
+    json_len, valid_nonce, DeploymentEvent, GateAnswer, GateQuery, PollQuery, Refusal,
+    Registration, RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
     MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, MAX_RESULT_BYTES, PRIMARY_TAG_PREFIX,
 };
 use serde_json::json;
@@ -322,12 +322,20 @@ fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
         let Some(dep) = row.deployment_id else {
             continue;
         };
-        let event = json!({
-            "event": format!("{}_refused", row.kind),
-            "node": name,
-            "message": row.reason,
-            "detail": row.detail,
-        });
+        let (node, message, detail) = (name.clone(), row.reason.clone(), row.detail.clone());
+        let event = if row.kind == "list" {
+            DeploymentEvent::ListRefused {
+                node,
+                message,
+                detail,
+            }
+        } else {
+            DeploymentEvent::ResultRefused {
+                node,
+                message,
+                detail,
+            }
+        };
         if let Err(e) = s.engine.note_events(dep, &[event]) {
             tracing::error!(deployment = dep, error = %e, "cannot record a refusal event");
         }
@@ -395,7 +403,16 @@ pub async fn gate(
     }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
+    let mut changes = None;
     loop {
+        // Subscribed before each look, so no change between the look and the wait is missed (and again
+        // after the deployment was rebuilt from the database, which gives it a new watch).
+        if changes.is_none() {
+            changes = state.engine.gate_watch(q.deployment);
+        }
+        if let Some(changes) = changes.as_mut() {
+            changes.borrow_and_update();
+        }
         let Some((ready, blocked, waiting_for)) =
             state.engine.gate(agent.node.id, q.deployment, &q.task)
         else {
@@ -416,6 +433,21 @@ pub async fn gate(
             };
             return Ok(Json(sign_gate_answer(&state.signer, &answer)));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Wait until the deployment's wait state changes (a task finished, a node settled, a phase began,
+        // it ended) or the request's time is up.
+        let Some(rx) = changes.as_mut() else {
+            // It stopped running between the subscription and the look: the next look answers that.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        tokio::select! {
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    // The deployment was let go (it finished): the next look says so.
+                    changes = None;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
     }
 }

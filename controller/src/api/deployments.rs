@@ -10,6 +10,7 @@ use crate::store::DeploymentRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use plinth_common::wire::DeploymentEvent;
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -202,13 +203,14 @@ struct Feed {
     id: u64,
     cursor: u64,
     /// The live channel; `None` once the deployment is not running here.
-    live: Option<tokio::sync::broadcast::Receiver<serde_json::Value>>,
+    live: Option<tokio::sync::broadcast::Receiver<DeploymentEvent>>,
     queue: std::collections::VecDeque<Event>,
     done: bool,
 }
 
-fn sse_event(kind: &str, value: &serde_json::Value, id: Option<u64>) -> Event {
-    let e = Event::default().event(kind).data(value.to_string());
+fn sse_event(event: &DeploymentEvent, id: Option<u64>) -> Event {
+    let data = serde_json::to_string(event).unwrap_or_default();
+    let e = Event::default().event(event.kind()).data(data);
     match id {
         Some(id) => e.id(id.to_string()),
         None => e,
@@ -226,15 +228,10 @@ impl Feed {
             .unwrap_or_default();
         for (seq, e) in stored {
             self.cursor = seq;
-            let kind = e
-                .get("event")
-                .and_then(|k| k.as_str())
-                .unwrap_or("event")
-                .to_string();
-            if kind == "deployment_finished" {
+            if matches!(e, DeploymentEvent::DeploymentFinished { .. }) {
                 self.done = true;
             }
-            self.queue.push_back(sse_event(&kind, &e, Some(seq)));
+            self.queue.push_back(sse_event(&e, Some(seq)));
         }
     }
 
@@ -254,8 +251,8 @@ impl Feed {
             tokio::select! {
                 live = live.recv() => match live {
                     // Task results are live only; everything else is read back from the store, in order.
-                    Ok(e) if e.get("event").and_then(|k| k.as_str()) == Some("task_result") => {
-                        self.queue.push_back(sse_event("task_result", &e, None));
+                    Ok(e @ DeploymentEvent::TaskResult { .. }) => {
+                        self.queue.push_back(sse_event(&e, None));
                     }
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.pull().await,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {

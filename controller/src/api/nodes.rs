@@ -30,38 +30,19 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
     }
     NodeView {
         deployed_roles: node.roles.clone(),
-        effective_tags: own_tags(&node),
+        effective_tags: super::tags::own_tags(&node),
         hardware,
         node,
         online,
     }
 }
 
-/// A node's tags by itself, outside any cluster: the ones it carries and the ones an operator added,
-/// less the ones removed, each once. In a cluster, [`with_effective_tags`] replaces them with what a
-/// deployment would see (roles' tags and primaries too).
-fn own_tags(node: &NodeRecord) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in node.tags.iter().chain(&node.model.tags_added) {
-        if !node.model.tags_removed.contains(t) && !out.contains(t) {
-            out.push(t.clone());
-        }
-    }
-    out
-}
-
-/// Fills each view's effective tags, loading each cluster once. A cluster whose model does not load
-/// leaves its nodes' effective tags empty (the node itself still shows).
+/// Fills each view's effective tags ([`super::tags::effective_tags_of`], the one definition every API
+/// shows).
 fn with_effective_tags(s: &AppState, views: &mut [NodeView]) {
-    let mut by_cluster = std::collections::BTreeMap::new();
+    let tags = super::tags::effective_tags_of(s, views.iter().map(|v| &v.node));
     for v in views.iter_mut() {
-        let Some(cluster_id) = v.node.cluster_id else {
-            continue;
-        };
-        let tags = by_cluster
-            .entry(cluster_id)
-            .or_insert_with(|| super::tags::effective_tags(s, cluster_id).ok());
-        if let Some((effective, _)) = tags.as_ref().and_then(|t| t.get(&v.node.id)) {
+        if let Some(effective) = tags.get(&v.node.id) {
             v.effective_tags = effective.clone();
         }
     }

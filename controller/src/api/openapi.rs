@@ -207,6 +207,32 @@ mod tests {
         ] {
             assert!(names.contains(&want), "deploy lacks {want}: {names:?}");
         }
+        // Every `{name}` of every path is a declared path parameter of each of its operations, and each
+        // operation says what success answers.
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            let wanted: Vec<&str> = path
+                .split('{')
+                .skip(1)
+                .filter_map(|p| p.split('}').next())
+                .collect();
+            for (method, op) in item.as_object().unwrap() {
+                let declared: Vec<&str> = op["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p["in"] == "path")
+                    .filter_map(|p| p["name"].as_str())
+                    .collect();
+                for w in &wanted {
+                    assert!(declared.contains(w), "{method} {path} does not declare {w}");
+                }
+                let answers = op["responses"].as_object().unwrap();
+                assert!(
+                    answers.keys().any(|k| k.starts_with('2')),
+                    "{method} {path} has no success answer"
+                );
+            }
+        }
         assert_eq!(doc["servers"][0]["url"], "/api/v1");
         assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
     }

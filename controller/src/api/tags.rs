@@ -449,6 +449,42 @@ pub fn effective_tags(
         .collect())
 }
 
+/// A node's tags by itself, outside any cluster: the ones it carries and the ones an operator added,
+/// less the ones removed, each once.
+pub(crate) fn own_tags(node: &NodeRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in node.tags.iter().chain(&node.model.tags_added) {
+        if !node.model.tags_removed.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+/// Each node's effective tags by id, the one definition the operator API (`GET /nodes`, `nodes show`)
+/// and Nailgun's node records show: in a cluster, what a deployment would see now ([`effective_tags`]:
+/// roles' tags, the operator's changes, primaries elected as a deployment would elect them), each
+/// cluster loaded once; outside a cluster, or in one whose model does not load, the node's own tags.
+pub(crate) fn effective_tags_of<'a>(
+    s: &AppState,
+    nodes: impl IntoIterator<Item = &'a NodeRecord>,
+) -> std::collections::BTreeMap<u64, Vec<String>> {
+    let mut by_cluster = std::collections::BTreeMap::new();
+    let mut out = std::collections::BTreeMap::new();
+    for node in nodes {
+        let in_cluster = node.cluster_id.and_then(|cluster_id| {
+            by_cluster
+                .entry(cluster_id)
+                .or_insert_with(|| effective_tags(s, cluster_id).ok())
+                .as_ref()
+                .and_then(|t| t.get(&node.id))
+                .map(|(effective, _)| effective.clone())
+        });
+        out.insert(node.id, in_cluster.unwrap_or_else(|| own_tags(node)));
+    }
+    out
+}
+
 /// The first problem of a catalog of roles and tags, in words (for a role edit that would break it).
 pub(crate) fn catalog_is_valid(catalog: &plinth_common::tags::Catalog) -> Result<(), String> {
     match plinth_common::tags::validate_catalog(catalog)

@@ -1,7 +1,7 @@
 //! Live deployment events for the SSE stream: every event is stored with the deployment's state and also
 //! broadcast here to whoever watches.
 
-use serde_json::Value;
+use plinth_common::wire::DeploymentEvent;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
@@ -22,7 +22,7 @@ pub enum SubscribeError {
 /// finishes: asking for a deployment that is not running makes nothing, so watchers cannot grow memory.
 #[derive(Default)]
 pub struct EventHub {
-    channels: Mutex<HashMap<u64, broadcast::Sender<Value>>>,
+    channels: Mutex<HashMap<u64, broadcast::Sender<DeploymentEvent>>>,
 }
 
 impl EventHub {
@@ -37,7 +37,7 @@ impl EventHub {
     pub fn subscribe(
         &self,
         deployment_id: u64,
-    ) -> Result<broadcast::Receiver<Value>, SubscribeError> {
+    ) -> Result<broadcast::Receiver<DeploymentEvent>, SubscribeError> {
         let map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         let tx = map.get(&deployment_id).ok_or(SubscribeError::NotRunning)?;
         if tx.receiver_count() >= MAX_WATCHERS_PER_DEPLOYMENT {
@@ -55,7 +55,7 @@ impl EventHub {
     }
 
     /// Sends events to the deployment's watchers, if any.
-    pub fn send(&self, deployment_id: u64, events: &[Value]) {
+    pub fn send(&self, deployment_id: u64, events: &[DeploymentEvent]) {
         let map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = map.get(&deployment_id) {
             for e in events {

@@ -6,7 +6,7 @@
 use super::EngineState;
 use crate::store::{DeploymentRecord, DeploymentStatus, Store, StoreResult};
 use plinth_common::strategy::{self, FailureReason};
-use plinth_common::wire::{ResultStatus, TaskResult};
+use plinth_common::wire::{DeploymentEvent, GroupStatus, NodeStatus, ResultStatus, TaskResult};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -43,8 +43,8 @@ pub struct NodeLine {
     pub id: u64,
     /// Node name.
     pub name: String,
-    /// `not_started`, `running`, `prepared`, `success` or `failure`.
-    pub status: String,
+    /// Its status in this deployment.
+    pub status: NodeStatus,
     /// The phase it is running, while it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
@@ -69,8 +69,8 @@ pub struct GroupLine {
     pub name: String,
     /// Critical groups fail the deployment when they fail.
     pub critical: bool,
-    /// `pending`, `running`, `succeeded` or `failed`.
-    pub state: String,
+    /// Its status.
+    pub state: GroupStatus,
     /// The phase it is in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_phase: Option<String>,
@@ -136,7 +136,7 @@ pub struct Report {
     /// What the pre-deployment checks warned about, why the controller stopped it if it did, and what
     /// its nodes sent that was refused (results, and lists an agent refused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notices: Vec<serde_json::Value>,
+    pub notices: Vec<DeploymentEvent>,
 }
 
 /// Builds the report of a deployment from the database alone (blocking).
@@ -157,7 +157,7 @@ pub fn build_with(
             crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
         })?,
     };
-    let plan = state.sequencer.report();
+    let plan = state.run.sequencer.report();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;
     let names: HashMap<u64, String> = store.node_names()?.into_iter().collect();
@@ -181,7 +181,7 @@ pub fn build_with(
         lists_of.entry(l.node_id).or_default().push(l);
     }
     let mut awaited_in: HashMap<String, String> = HashMap::new();
-    for p in state.sequencer.in_flight() {
+    for p in state.run.sequencer.in_flight() {
         for n in p.awaiting {
             awaited_in.entry(n).or_insert_with(|| p.phase.clone());
         }
@@ -240,12 +240,9 @@ pub fn build_with(
         let planned = planned_of.get(name.as_str()).copied();
         let in_flight = awaited_in.get(&name).cloned();
         let status = match (planned.map(|p| p.status), &in_flight) {
-            (_, Some(_)) => "running".to_string(),
-            (Some(s), None) => serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            (None, None) => "not_started".to_string(),
+            (_, Some(_)) => NodeStatus::Running,
+            (Some(s), None) => s,
+            (None, None) => NodeStatus::NotStarted,
         };
         let reason = planned.and_then(|p| {
             let failed = p.failed_phase.as_ref()?;
@@ -285,7 +282,7 @@ pub fn build_with(
         .map(|g| GroupLine {
             name: g.name.clone(),
             critical: g.critical,
-            state: g.state.as_str().to_string(),
+            state: g.state,
             current_phase: g.current_phase.clone(),
             reason: g.reason.as_ref().map(ToString::to_string),
             failure: g.reason.clone(),
@@ -318,12 +315,7 @@ pub fn build_with(
             .events(dep.id, 0)?
             .into_iter()
             .map(|(_, e)| e)
-            .filter(|e| {
-                matches!(
-                    e["event"].as_str(),
-                    Some("warning" | "stopped" | "cancelled" | "result_refused" | "list_refused")
-                )
-            })
+            .filter(DeploymentEvent::is_notice)
             .collect(),
     })
 }
@@ -336,15 +328,5 @@ impl TaskLine {
             ResultStatus::Interrupted => "was interrupted",
             _ => "ended",
         }
-    }
-}
-
-/// The strategy status as the store names it (used by tests and the API).
-pub fn store_status(s: strategy::DeploymentStatus) -> DeploymentStatus {
-    match s {
-        strategy::DeploymentStatus::Success => DeploymentStatus::Success,
-        strategy::DeploymentStatus::SuccessWithFailures => DeploymentStatus::SuccessWithFailures,
-        strategy::DeploymentStatus::Failed => DeploymentStatus::Failed,
-        strategy::DeploymentStatus::Running => DeploymentStatus::Running,
     }
 }

@@ -2,7 +2,7 @@
 //! few bytes per node (status, phase, progress, reason) and asks for one node's tasks when it needs them.
 
 use super::report::{NodeLine, Report};
-use crate::store::DeploymentStatus;
+use plinth_common::wire::{DeploymentEvent, DeploymentStatus, GroupStatus, NodeStatus};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -13,8 +13,8 @@ pub struct NodeBrief {
     pub id: u64,
     /// Node name.
     pub name: String,
-    /// As in the report (`running`, `succeeded`, `failed`, `not_started`, ...).
-    pub status: String,
+    /// As in the report.
+    pub status: NodeStatus,
     /// The phase it is in, while in one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
@@ -37,8 +37,8 @@ pub struct GroupBrief {
     pub name: String,
     /// Critical groups fail the deployment when they fail.
     pub critical: bool,
-    /// `pending`, `running`, `succeeded` or `failed`.
-    pub state: String,
+    /// Its status.
+    pub state: GroupStatus,
     /// The phase it is in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_phase: Option<String>,
@@ -83,13 +83,13 @@ pub struct Summary {
     /// Groups, in the report's order.
     pub groups: Vec<GroupBrief>,
     /// How many nodes have each status.
-    pub counts: BTreeMap<String, usize>,
+    pub counts: BTreeMap<NodeStatus, usize>,
     /// Every node, briefly.
     pub nodes: Vec<NodeBrief>,
     /// Nodes of the deployment that no group selects.
     pub unselected_nodes: Vec<String>,
     /// Warnings, stops and refusals, as in the report.
-    pub notices: Vec<serde_json::Value>,
+    pub notices: Vec<DeploymentEvent>,
 }
 
 fn brief(n: NodeLine) -> NodeBrief {
@@ -116,7 +116,7 @@ impl From<Report> for Summary {
     fn from(r: Report) -> Summary {
         let mut counts = BTreeMap::new();
         for n in &r.nodes {
-            *counts.entry(n.status.clone()).or_insert(0) += 1;
+            *counts.entry(n.status).or_insert(0) += 1;
         }
         Summary {
             id: r.id,

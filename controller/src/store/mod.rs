@@ -17,7 +17,7 @@ mod suite;
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};
-use plinth_common::wire::{TaskList, TaskResult};
+use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -150,9 +150,6 @@ pub trait Store: Send + Sync + 'static {
         id: u64,
         change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
     ) -> StoreResult<NodeRecord>;
-
-    /// Records the primaries elected for a cluster: each listed node's `primary_tags`.
-    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()>;
 
     /// A page of nodes by id (see [`NodeFilter`]).
     fn list_nodes_page(&self, filter: &NodeFilter) -> StoreResult<Vec<NodeRecord>>;
@@ -289,13 +286,6 @@ pub trait Store: Send + Sync + 'static {
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>>;
     /// Deployments still running (resumed after a restart).
     fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>>;
-    /// Saves a running deployment's orchestration state and appends its new events, atomically.
-    fn save_progress(
-        &self,
-        id: u64,
-        state: &serde_json::Value,
-        events: &[serde_json::Value],
-    ) -> StoreResult<()>;
     /// Publishes task lists with the orchestration state and events that go with them, atomically.
     /// Assigns each list its revision from one counter of the whole controller, so a revision is above
     /// every revision ever issued, to any node (a node deleted and registered again included). Nothing a
@@ -305,23 +295,19 @@ pub trait Store: Send + Sync + 'static {
         deployment_id: u64,
         lists: &mut [TaskList],
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()>;
     /// Ends a deployment: its final state, status and events; pending roles become deployed roles on the
     /// nodes that succeeded, and nodes take their status (ready or error). Atomically.
     fn finish_deployment(&self, id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()>;
-    /// Cancels a running deployment: publishes `lists` (the orders to stop, with fresh revisions) and ends
-    /// it as [`Store::finish_deployment`] does, atomically; a conflict when it is not running.
-    fn cancel_deployment(
-        &self,
-        id: u64,
-        end: &DeploymentEnd<'_>,
-        lists: &mut [TaskList],
-    ) -> StoreResult<()>;
+    /// Records one step of a running deployment atomically: publishes its lists (with revisions), saves
+    /// its state, appends its events, records task states and, when it ended, ends it as
+    /// [`Store::finish_deployment`] does. A conflict when the deployment is not running.
+    fn record_progress(&self, id: u64, progress: &mut Progress<'_>) -> StoreResult<()>;
     /// Appends events to a deployment's stream.
-    fn append_events(&self, id: u64, events: &[serde_json::Value]) -> StoreResult<()>;
+    fn append_events(&self, id: u64, events: &[DeploymentEvent]) -> StoreResult<()>;
     /// A deployment's events after sequence number `after`, oldest first.
-    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>>;
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, DeploymentEvent)>>;
     /// The list issued to a node with a revision, if any.
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>>;
     /// Every list published for a deployment, by node and then revision (a node's latest comes last).

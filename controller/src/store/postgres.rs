@@ -462,10 +462,6 @@ impl Store for PgStore {
         self.write(|t| model::modify_node(t, node_id, change))
     }
 
-    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()> {
-        self.write(|t| model::save_primaries(t, primaries))
-    }
-
     fn update_release_data(
         &self,
         release_id: u64,
@@ -925,6 +921,7 @@ impl Store for PgStore {
                     new.cluster_id
                 )));
             }
+            model::save_primaries(t, &new.primaries)?;
             let row = t.one(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
@@ -979,24 +976,12 @@ impl Store for PgStore {
         self.read(|t| query_deployments(t, "WHERE status = 'running'", &[]))
     }
 
-    fn save_progress(
-        &self,
-        dep_id: u64,
-        state: &serde_json::Value,
-        events: &[serde_json::Value],
-    ) -> StoreResult<()> {
-        self.write(|t| {
-            set_state(t, dep_id, state, DeploymentStatus::Running)?;
-            append_events(t, dep_id, events)
-        })
-    }
-
     fn publish_lists(
         &self,
         deployment_id: u64,
         lists: &mut [TaskList],
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.write_queued(Queue::Revision, |t| {
             set_state(t, deployment_id, state, DeploymentStatus::Running)?;
@@ -1009,16 +994,13 @@ impl Store for PgStore {
         self.write(|t| finish(t, dep_id, end))
     }
 
-    fn cancel_deployment(
-        &self,
-        dep_id: u64,
-        end: &DeploymentEnd<'_>,
-        lists: &mut [TaskList],
-    ) -> StoreResult<()> {
-        self.write_queued(Queue::Revision, |t| {
+    fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
+        // Publishing takes revisions from the one counter: such steps take turns (see `Queue`).
+        let queue = (!p.lists.is_empty()).then_some(Queue::Revision);
+        self.tx(Mode::Write, queue, |t| {
             let row = t
                 .opt(
-                    "SELECT status FROM deployments WHERE id = $1",
+                    "SELECT status FROM deployments WHERE id = $1 FOR UPDATE",
                     &[&sql_id(dep_id)],
                 )?
                 .ok_or_else(|| StoreError::NotFound {
@@ -1031,16 +1013,42 @@ impl Store for PgStore {
                     "deployment {dep_id} is not running (it is {status})"
                 )));
             }
-            insert_lists(t, dep_id, lists)?;
-            finish(t, dep_id, end)
+            insert_lists(t, dep_id, p.lists)?;
+            if !p.task_rows.is_empty() {
+                model::save_task_states(t, p.task_blobs, p.task_rows)?;
+            }
+            match p.end {
+                Some(end) => {
+                    let null = serde_json::Value::Null;
+                    finish(
+                        t,
+                        dep_id,
+                        &DeploymentEnd {
+                            state: p.state.unwrap_or(&null),
+                            status: end.status,
+                            events: p.events,
+                            succeeded: end.succeeded,
+                            failed: end.failed,
+                            untouched: end.untouched,
+                            deploys: end.deploys,
+                        },
+                    )
+                }
+                None => {
+                    if let Some(state) = p.state {
+                        set_state(t, dep_id, state, DeploymentStatus::Running)?;
+                    }
+                    append_events(t, dep_id, p.events)
+                }
+            }
         })
     }
 
-    fn append_events(&self, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+    fn append_events(&self, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
         self.write(|t| append_events(t, dep_id, events))
     }
 
-    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, DeploymentEvent)>> {
         self.read(|t| {
             t.query(
                 "SELECT seq, event FROM events WHERE deployment_id = $1 AND seq > $2 ORDER BY seq",
@@ -1530,7 +1538,7 @@ fn set_state(
     Ok(())
 }
 
-fn append_events(t: &Tx, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+fn append_events(t: &Tx, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
     for e in events {
         t.exec(
             "INSERT INTO events (deployment_id, event) VALUES ($1, $2)",

@@ -1,5 +1,6 @@
 //! The records the store keeps, as the rest of the controller sees them.
 
+use plinth_common::wire::DeploymentEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -70,45 +71,7 @@ pub struct NewPlugin {
     pub data: serde_json::Value,
 }
 
-/// A deployment's outcome so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeploymentStatus {
-    /// Still going.
-    Running,
-    /// Every group and node succeeded.
-    Success,
-    /// Finished; some non-critical groups or some nodes failed.
-    SuccessWithFailures,
-    /// A critical group failed.
-    Failed,
-    /// An operator stopped it: nothing new started, running tasks were ended.
-    Cancelled,
-}
-
-impl DeploymentStatus {
-    /// The stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeploymentStatus::Running => "running",
-            DeploymentStatus::Success => "success",
-            DeploymentStatus::SuccessWithFailures => "success_with_failures",
-            DeploymentStatus::Failed => "failed",
-            DeploymentStatus::Cancelled => "cancelled",
-        }
-    }
-    /// Reads the stored text.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "running" => DeploymentStatus::Running,
-            "success" => DeploymentStatus::Success,
-            "success_with_failures" => DeploymentStatus::SuccessWithFailures,
-            "cancelled" => DeploymentStatus::Cancelled,
-            "failed" => DeploymentStatus::Failed,
-            _ => return None,
-        })
-    }
-}
+pub use plinth_common::wire::DeploymentStatus;
 
 /// A deployment to start.
 #[derive(Debug, Clone)]
@@ -130,6 +93,9 @@ pub struct NewDeployment {
     /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and
     /// its nodes' statuses changed while it runs (a custom graph leaves them, seed 002).
     pub deploys: bool,
+    /// The primaries elected for it: each listed node's `primary_tags`, written only if the deployment
+    /// is accepted (in its transaction).
+    pub primaries: Vec<(u64, Vec<String>)>,
 }
 
 /// A deployment as stored.
@@ -190,7 +156,7 @@ pub struct DeploymentEnd<'a> {
     /// Final status.
     pub status: DeploymentStatus,
     /// Events not yet stored.
-    pub events: &'a [serde_json::Value],
+    pub events: &'a [DeploymentEvent],
     /// Nodes that finished every phase: pending roles become roles; status ready.
     pub succeeded: &'a [u64],
     /// Nodes that failed: status error.
@@ -200,6 +166,39 @@ pub struct DeploymentEnd<'a> {
     /// Whether the deployment ran a graph type that deploys (`default`): only then do succeeded nodes
     /// become ready with their pending roles deployed, and the cluster's status change. A custom graph
     /// (seed 002) leaves both as they were.
+    pub deploys: bool,
+}
+
+/// One step of a running deployment, written in one transaction by
+/// [`super::Store::record_progress`].
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// Lists to publish (orders to stop included); each gets its revision here.
+    pub lists: &'a mut [plinth_common::wire::TaskList],
+    /// The orchestration state, when it changed (always given with an end).
+    pub state: Option<&'a serde_json::Value>,
+    /// Events to append.
+    pub events: &'a [DeploymentEvent],
+    /// Task states to record: blobs by hash, then (node, task, reference) rows.
+    pub task_blobs: &'a [(String, serde_json::Value)],
+    /// See `task_blobs`.
+    pub task_rows: &'a [(u64, String, serde_json::Value)],
+    /// The end, when the deployment ended.
+    pub end: Option<Ending<'a>>,
+}
+
+/// How a deployment ended, as [`Progress`] records it (see [`DeploymentEnd`] for what each field does).
+#[derive(Debug, Clone, Copy)]
+pub struct Ending<'a> {
+    /// Final status.
+    pub status: DeploymentStatus,
+    /// Nodes that finished every phase.
+    pub succeeded: &'a [u64],
+    /// Nodes that failed.
+    pub failed: &'a [u64],
+    /// Nodes never attempted or left half-way.
+    pub untouched: &'a [u64],
+    /// Whether the deployment deploys.
     pub deploys: bool,
 }
 

@@ -358,10 +358,6 @@ impl Store for SqliteStore {
         self.tx(|tx| model::modify_node(tx, node_id, change))
     }
 
-    fn save_primaries(&self, primaries: &[(u64, Vec<String>)]) -> StoreResult<()> {
-        self.tx(|tx| model::save_primaries(tx, primaries))
-    }
-
     fn update_release_data(
         &self,
         release_id: u64,
@@ -816,6 +812,7 @@ impl Store for SqliteStore {
                     new.cluster_id
                 )));
             }
+            model::save_primaries(tx, &new.primaries)?;
             tx.execute(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
@@ -860,24 +857,12 @@ impl Store for SqliteStore {
         self.tx(|tx| query_deployments(tx, "WHERE status = 'running'", &[]))
     }
 
-    fn save_progress(
-        &self,
-        dep_id: u64,
-        state: &serde_json::Value,
-        events: &[serde_json::Value],
-    ) -> StoreResult<()> {
-        self.tx(|tx| {
-            set_state(tx, dep_id, state, DeploymentStatus::Running)?;
-            append_events(tx, dep_id, events)
-        })
-    }
-
     fn publish_lists(
         &self,
         deployment_id: u64,
         lists: &mut [TaskList],
         state: &serde_json::Value,
-        events: &[serde_json::Value],
+        events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.tx(|tx| {
             set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
@@ -890,12 +875,7 @@ impl Store for SqliteStore {
         self.tx(|tx| finish(tx, dep_id, end))
     }
 
-    fn cancel_deployment(
-        &self,
-        dep_id: u64,
-        end: &DeploymentEnd<'_>,
-        lists: &mut [TaskList],
-    ) -> StoreResult<()> {
+    fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
         self.tx(|tx| {
             let status: String = tx
                 .query_row(
@@ -913,16 +893,42 @@ impl Store for SqliteStore {
                     "deployment {dep_id} is not running (it is {status})"
                 )));
             }
-            insert_lists(tx, dep_id, lists)?;
-            finish(tx, dep_id, end)
+            insert_lists(tx, dep_id, p.lists)?;
+            if !p.task_rows.is_empty() {
+                model::save_task_states(tx, p.task_blobs, p.task_rows)?;
+            }
+            match p.end {
+                Some(end) => {
+                    let null = serde_json::Value::Null;
+                    finish(
+                        tx,
+                        dep_id,
+                        &DeploymentEnd {
+                            state: p.state.unwrap_or(&null),
+                            status: end.status,
+                            events: p.events,
+                            succeeded: end.succeeded,
+                            failed: end.failed,
+                            untouched: end.untouched,
+                            deploys: end.deploys,
+                        },
+                    )
+                }
+                None => {
+                    if let Some(state) = p.state {
+                        set_state(tx, dep_id, state, DeploymentStatus::Running)?;
+                    }
+                    append_events(tx, dep_id, p.events)
+                }
+            }
         })
     }
 
-    fn append_events(&self, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+    fn append_events(&self, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
         self.tx(|tx| append_events(tx, dep_id, events))
     }
 
-    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, serde_json::Value)>> {
+    fn events(&self, deployment_id: u64, after: u64) -> StoreResult<Vec<(u64, DeploymentEvent)>> {
         self.tx(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT seq, event FROM events WHERE deployment_id = ?1 AND seq > ?2 ORDER BY seq",
@@ -1430,7 +1436,7 @@ fn set_state(
     Ok(())
 }
 
-fn append_events(tx: &Connection, dep_id: u64, events: &[serde_json::Value]) -> StoreResult<()> {
+fn append_events(tx: &Connection, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
     let mut stmt =
         tx.prepare_cached("INSERT INTO events (deployment_id, event) VALUES (?1, ?2)")?;
     for e in events {

@@ -90,6 +90,7 @@ fn results_are_stored_once(s: &dyn Store) {
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     assert_eq!(d.id, 1);
@@ -160,6 +161,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn S
         state: serde_json::json!({}),
         now_ms: 1,
         deploys: true,
+        primaries: Vec::new(),
     };
     s.create_deployment(&new).unwrap();
     assert!(matches!(
@@ -256,6 +258,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     let list = |floor: u64| TaskList {
@@ -286,7 +289,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d.id,
         &mut first,
         &state,
-        &[serde_json::json!({"event": "a"})],
+        &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "a".into() }],
     )
     .unwrap();
     assert_eq!(first[0].revision, 1);
@@ -299,7 +302,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d.id,
         &mut third,
         &state,
-        &[serde_json::json!({"event": "b"})],
+        &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "b".into() }],
     )
     .unwrap();
     assert_eq!(third[0].revision, 3);
@@ -338,6 +341,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             state: serde_json::json!({}),
             now_ms: 2,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     let mut fourth = [TaskList {
@@ -372,6 +376,82 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         s.get_deployment(d.id).unwrap().state,
         state,
         "the state did not move either"
+    );
+
+    // One step of a running deployment is one transaction: a list for a node that does not exist undoes
+    // the state, the events and the other lists of the same step.
+    let mut step = [
+        list(0),
+        TaskList {
+            node_id: 999,
+            ..list(0)
+        },
+    ];
+    let events_before = s.events(d2.id, 0).unwrap().len();
+    let lists_before = s.published_lists(d2.id).unwrap().len();
+    let state_before = s.get_deployment(d2.id).unwrap().state;
+    let refused = s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut step,
+            state: Some(&serde_json::json!({"step": 3})),
+            events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
+            task_blobs: &[],
+            task_rows: &[],
+            end: None,
+        },
+    );
+    assert!(refused.is_err());
+    assert_eq!(s.events(d2.id, 0).unwrap().len(), events_before);
+    assert_eq!(s.published_lists(d2.id).unwrap().len(), lists_before);
+    assert_eq!(s.get_deployment(d2.id).unwrap().state, state_before);
+    // A step that ends the deployment records the end with its lists and events; after it, nothing.
+    let mut last = [TaskList {
+        node_id: again.id,
+        deployment_id: d2.id,
+        ..list(0)
+    }];
+    s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut last,
+            state: Some(&serde_json::json!({"step": 4})),
+            events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "d".into() }],
+            task_blobs: &[],
+            task_rows: &[],
+            end: Some(Ending {
+                status: DeploymentStatus::Failed,
+                succeeded: &[],
+                failed: &[again.id],
+                untouched: &[],
+                deploys: true,
+            }),
+        },
+    )
+    .unwrap();
+    assert!(last[0].revision > 4, "revisions only grow");
+    let ended = s.get_deployment(d2.id).unwrap();
+    assert_eq!(ended.status, DeploymentStatus::Failed);
+    assert_eq!(ended.state, serde_json::json!({"step": 4}));
+    assert_eq!(s.get_node(again.id).unwrap().status, NodeStatus::Error);
+    let late = s.record_progress(
+        d2.id,
+        &mut Progress {
+            lists: &mut [],
+            state: Some(&serde_json::json!({"step": 5})),
+            events: &[],
+            task_blobs: &[],
+            task_rows: &[],
+            end: None,
+        },
+    );
+    assert!(
+        matches!(late, Err(StoreError::Conflict(_))),
+        "an ended deployment's record is final: {late:?}"
+    );
+    assert_eq!(
+        s.get_deployment(d2.id).unwrap().state,
+        serde_json::json!({"step": 4})
     );
 }
 
@@ -462,6 +542,7 @@ fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .unwrap();
     (nodes, d)

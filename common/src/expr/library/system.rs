@@ -73,7 +73,7 @@ fn def<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     };
     let l = Lambda {
         body,
-        scope: it.vars.clone(),
+        scope: it.capture_scope(),
     };
     it.vars.push((Name::Func(name), Value::Lambda(Rc::new(l))));
     Ok(Value::Undef)
@@ -85,7 +85,7 @@ fn lambda<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     };
     Ok(Value::Lambda(Rc::new(Lambda {
         body,
-        scope: it.vars.clone(),
+        scope: it.capture_scope(),
     })))
 }
 

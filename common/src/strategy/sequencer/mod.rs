@@ -29,7 +29,7 @@ use super::inventory::{check_inventory, InventoryError, InventoryNode};
 use super::model::Strategy;
 use super::select::resolve_members;
 use super::status::{
-    Action, DeploymentStatus, Event, FailureReason, GroupState, NodeOutcome, NodeResult,
+    Action, DeploymentEvent, DeploymentStatus, FailureReason, GroupStatus, NodeOutcome, NodeResult,
     NodeStatus, PhaseOutcome, SkipCause,
 };
 
@@ -170,7 +170,7 @@ impl Sequencer {
                         .collect(),
                     depends_on,
                     dependants: Vec::new(),
-                    state: GroupState::Pending,
+                    state: GroupStatus::Pending,
                     phase: 0,
                     announced: false,
                     sent: Vec::new(),
@@ -236,7 +236,7 @@ impl Sequencer {
             }
             for group in 0..self.state.groups.len() {
                 let run = &self.state.groups[group];
-                if run.state == GroupState::Running && !run.announced {
+                if run.state == GroupStatus::Running && !run.announced {
                     if let Some(action) = self.begin_phase(group) {
                         actions.push(action);
                     }
@@ -251,7 +251,9 @@ impl Sequencer {
             if !self.state.finished {
                 self.state.finished = true;
                 let status = self.status();
-                self.state.events.push(Event::DeploymentFinished { status });
+                self.state
+                    .events
+                    .push(DeploymentEvent::DeploymentFinished { status });
             }
             actions.push(Action::Finished {
                 status: self.status(),
@@ -334,7 +336,7 @@ impl Sequencer {
     }
 
     /// The events since the last call, oldest first (they are kept in the state until taken).
-    pub fn take_events(&mut self) -> Vec<Event> {
+    pub fn take_events(&mut self) -> Vec<DeploymentEvent> {
         std::mem::take(&mut self.state.events)
     }
 
@@ -353,10 +355,10 @@ impl Sequencer {
         if runs
             .iter()
             .zip(groups)
-            .any(|(run, group)| group.critical && run.state == GroupState::Failed)
+            .any(|(run, group)| group.critical && run.state == GroupStatus::Failed)
         {
             DeploymentStatus::Failed
-        } else if runs.iter().any(|run| run.state != GroupState::Succeeded)
+        } else if runs.iter().any(|run| run.state != GroupStatus::Succeeded)
             || self
                 .state
                 .nodes
@@ -373,7 +375,7 @@ impl Sequencer {
         self.state
             .groups
             .iter()
-            .filter(|run| run.state == GroupState::Running)
+            .filter(|run| run.state == GroupStatus::Running)
             .count()
     }
 
@@ -383,11 +385,11 @@ impl Sequencer {
         let groups = &self.state.groups;
         let nodes = &self.state.nodes;
         groups.iter().position(|run| {
-            run.state == GroupState::Pending
+            run.state == GroupStatus::Pending
                 && run
                     .depends_on
                     .iter()
-                    .all(|&d| groups[d].state == GroupState::Succeeded)
+                    .all(|&d| groups[d].state == GroupStatus::Succeeded)
                 && run.members.iter().all(|&n| nodes[n].busy_with.is_none())
         })
     }
@@ -395,7 +397,7 @@ impl Sequencer {
     fn start_group(&mut self, g: usize) {
         let state = &mut self.state;
         let run = &mut state.groups[g];
-        run.state = GroupState::Running;
+        run.state = GroupStatus::Running;
         run.phase = 0;
         run.announced = false;
         for &n in &run.members {
@@ -405,7 +407,7 @@ impl Sequencer {
             }
         }
         state.order.push(g);
-        state.events.push(Event::GroupStarted {
+        state.events.push(DeploymentEvent::GroupStarted {
             group: state.strategy.groups[g].name.clone(),
         });
     }
@@ -425,7 +427,7 @@ impl Sequencer {
         let phase = &state.strategy.phases[k];
         let group = state.strategy.groups[g].name.clone();
         let names: Vec<String> = sent.iter().map(|&n| state.nodes[n].name.clone()).collect();
-        state.events.push(Event::PhaseStarted {
+        state.events.push(DeploymentEvent::PhaseStarted {
             group: group.clone(),
             phase: phase.name.clone(),
             graph_type: phase.graph_type.clone(),
@@ -476,7 +478,7 @@ impl Sequencer {
             node.failure = Some(outcome);
         }
         node.last_group = Some(g);
-        state.events.push(Event::NodeStatusChanged {
+        state.events.push(DeploymentEvent::NodeStatusChanged {
             node: node.name.clone(),
             group: state.strategy.groups[g].name.clone(),
             phase: state.strategy.phases[k].name.clone(),
@@ -524,7 +526,7 @@ impl Sequencer {
         let timeout_secs = (missing == NodeOutcome::TimedOut && !timed_out.is_empty())
             .then(|| state.strategy.timeout_of(&state.strategy.phases[k]));
         let passed = failures.is_empty() && timeout_secs.is_none();
-        state.events.push(Event::PhaseFinished {
+        state.events.push(DeploymentEvent::PhaseFinished {
             group: group.name.clone(),
             phase: phase_name.clone(),
             passed,
@@ -542,10 +544,10 @@ impl Sequencer {
                 run.phase = k + 1;
             } else {
                 let name = group.name.clone();
-                self.end_group(g, GroupState::Succeeded);
+                self.end_group(g, GroupStatus::Succeeded);
                 self.state
                     .events
-                    .push(Event::GroupSucceeded { group: name });
+                    .push(DeploymentEvent::GroupSucceeded { group: name });
             }
             return;
         }
@@ -580,7 +582,7 @@ impl Sequencer {
         self.fail_dependants(g);
     }
 
-    fn end_group(&mut self, g: usize, outcome: GroupState) {
+    fn end_group(&mut self, g: usize, outcome: GroupStatus) {
         let state = &mut self.state;
         let run = &mut state.groups[g];
         run.state = outcome;
@@ -592,9 +594,9 @@ impl Sequencer {
     }
 
     fn fail_group(&mut self, g: usize, reason: FailureReason) {
-        self.end_group(g, GroupState::Failed);
+        self.end_group(g, GroupStatus::Failed);
         let group = &self.state.strategy.groups[g];
-        self.state.events.push(Event::GroupFailed {
+        self.state.events.push(DeploymentEvent::GroupFailed {
             group: group.name.clone(),
             critical: group.critical,
             reason: reason.clone(),
@@ -609,7 +611,7 @@ impl Sequencer {
         while let Some(parent) = queue.pop_front() {
             let parent_name = self.state.strategy.groups[parent].name.clone();
             for d in self.state.groups[parent].dependants.clone() {
-                if self.state.groups[d].state != GroupState::Pending {
+                if self.state.groups[d].state != GroupStatus::Pending {
                     continue;
                 }
                 for phase in &mut self.state.groups[d].phases {
@@ -642,7 +644,7 @@ impl Sequencer {
             return Err(SequenceError::UnknownPhase(phase.to_string()));
         }
         let run = &self.state.groups[g];
-        if run.state != GroupState::Running
+        if run.state != GroupStatus::Running
             || !run.announced
             || self.state.strategy.phases[run.phase].name != phase
         {

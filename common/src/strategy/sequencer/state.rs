@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::Sequencer;
 use crate::strategy::model::Strategy;
 use crate::strategy::status::{
-    Event, FailureReason, GroupState, NodeOutcome, NodeStatus, PhaseOutcome,
+    DeploymentEvent, FailureReason, GroupStatus, NodeOutcome, NodeStatus, PhaseOutcome,
 };
 
 /// Where a node sits in a running phase: the group that sent it and its position in that phase's list.
@@ -46,7 +46,7 @@ pub(super) struct GroupRun {
     pub(super) members: Vec<usize>,
     pub(super) depends_on: Vec<usize>,
     pub(super) dependants: Vec<usize>,
-    pub(super) state: GroupState,
+    pub(super) state: GroupStatus,
     /// The current phase while running.
     pub(super) phase: usize,
     /// Whether the current phase's nodes were handed to the controller.
@@ -68,7 +68,7 @@ pub(super) struct State {
     pub(super) groups: Vec<GroupRun>,
     /// Groups in the order they started or were failed by a dependency.
     pub(super) order: Vec<usize>,
-    pub(super) events: Vec<Event>,
+    pub(super) events: Vec<DeploymentEvent>,
     pub(super) finished: bool,
 }
 

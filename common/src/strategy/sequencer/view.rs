@@ -4,7 +4,7 @@
 use super::{InFlightPhase, Sequencer};
 use crate::strategy::model::Strategy;
 use crate::strategy::report::{GroupReport, NodeReport, PhaseReport, Report};
-use crate::strategy::status::{GroupState, NodeOutcome, NodeStatus};
+use crate::strategy::status::{GroupStatus, NodeOutcome, NodeStatus};
 
 impl Sequencer {
     /// The strategy being run.
@@ -19,7 +19,7 @@ impl Sequencer {
             .groups
             .iter()
             .enumerate()
-            .filter(|(_, run)| run.state == GroupState::Running && run.announced)
+            .filter(|(_, run)| run.state == GroupStatus::Running && run.announced)
             .map(|(g, run)| {
                 let phase = &strategy.phases[run.phase];
                 InFlightPhase {
@@ -52,7 +52,7 @@ impl Sequencer {
     }
 
     /// A group's state, if the strategy has the group.
-    pub fn group_state(&self, group: &str) -> Option<GroupState> {
+    pub fn group_state(&self, group: &str) -> Option<GroupStatus> {
         self.group_index
             .get(group)
             .map(|&g| self.state.groups[g].state)
@@ -86,7 +86,7 @@ impl Sequencer {
                     name: group.name.clone(),
                     critical: group.critical,
                     state: run.state,
-                    current_phase: (run.state == GroupState::Running)
+                    current_phase: (run.state == GroupStatus::Running)
                         .then(|| phase_name(run.phase)),
                     reason: run.reason.clone(),
                     depends_on: group.depends_on.clone(),
@@ -136,7 +136,7 @@ impl Sequencer {
                 .groups
                 .iter()
                 .zip(&strategy.groups)
-                .filter(|(run, group)| group.critical && run.state == GroupState::Failed)
+                .filter(|(run, group)| group.critical && run.state == GroupStatus::Failed)
                 .map(|(_, group)| group.name.clone())
                 .collect(),
             phases: strategy

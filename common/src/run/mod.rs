@@ -1,0 +1,883 @@
+//! A running deployment, as pure logic: the strategy's phases (through [`Sequencer`]), each node's list
+//! for the phase it is in, task outcomes, concurrency slots, fault tolerance, cross-node waits (the gate's
+//! answers) and phase timeouts.
+//!
+//! [`Run`] takes events — [`Run::start`], [`Run::results`], [`Run::tick`], [`Run::gate`],
+//! [`Run::cancel`] — and answers each with [`Effects`]: lists to publish, nodes whose list comes off the
+//! board, whether its state must be saved, typed events to record and stream, and the deployment's end.
+//! It does no I/O and reads no clock: the time comes in as an argument (milliseconds), revisions come back
+//! from whoever stores the lists ([`Run::published`]). The controller's engine applies each call's effects
+//! in one store transaction, then publishes them.
+//!
+//! Invariants (each guarded by `common/tests/run_properties.rs`): once finished, a deployment has exactly
+//! one final outcome per node and per task of its nodes' lists, whatever order results arrive in,
+//! duplicates included; nothing is published after it finished; a node's revisions only grow.
+//! Data-driven cases in `common/tests/run_cases/` show each behaviour step by step.
+
+mod gate;
+mod plan;
+mod state;
+
+pub use gate::GateStatus;
+pub use plan::{GraphPlan, RunNode, RunPlan};
+pub use state::RunState;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::strategy::{
+    self, Action, InventoryNode, NodeOutcome, SequenceError, Sequencer, Strategy,
+};
+use crate::wire::{
+    DeploymentEvent, DeploymentStatus, NodeStatus, ResultStatus, TaskList, TaskResult, TaskSpec,
+    TASK_LIST_FORMAT,
+};
+
+/// What the caller must do after a call, in order: store (one transaction: `publish`, `stop_orders`,
+/// `save_state`, `events`, `finish`), then take `withdraw` off the board *before* putting `publish`,
+/// `repost` and `stop_orders` on it (a node can leave one phase's list and get the next one's in the same
+/// call), stream `events` then `live`, and wake gated tasks if `waits_changed`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effects {
+    /// Lists to store (the store assigns their revisions; pass them back to [`Run::published`]) and put
+    /// on the board.
+    pub publish: Vec<TaskList>,
+    /// Lists already stored that go back on the board (after [`Run::restore`]).
+    pub repost: Vec<Arc<TaskList>>,
+    /// Orders to stop (a cancel): lists with no tasks and `cancel` set, to store and put on the board.
+    pub stop_orders: Vec<TaskList>,
+    /// Nodes whose list of this deployment comes off the board, in order, without repeats.
+    pub withdraw: Vec<u64>,
+    /// Whether the run's state ([`Run::state`]) must be saved with this call's events.
+    pub save_state: bool,
+    /// Events to record with the deployment and stream to its watchers.
+    pub events: Vec<DeploymentEvent>,
+    /// Events only streamed (task results, which are stored as results).
+    pub live: Vec<DeploymentEvent>,
+    /// The deployment ended: record its end.
+    pub finish: Option<Finish>,
+    /// Whether a gated task's answer may have changed (a task finished, a node settled, a phase began).
+    pub waits_changed: bool,
+}
+
+impl Effects {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        *self == Effects::default()
+    }
+
+    fn withdraw(&mut self, node: u64) {
+        if !self.withdraw.contains(&node) {
+            self.withdraw.push(node);
+        }
+    }
+}
+
+/// How a deployment ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    /// Its final status.
+    pub status: DeploymentStatus,
+    /// Nodes that finished every phase.
+    pub succeeded: Vec<u64>,
+    /// Nodes that failed a phase.
+    pub failed: Vec<u64>,
+    /// Nodes not started, not finished, or selected by no group.
+    pub untouched: Vec<u64>,
+    /// Every task that succeeded on a node that succeeded, as (node, task): what the task's state is
+    /// recorded for (`old()` and `changed()` compare with it next time).
+    pub succeeded_tasks: Vec<(u64, String)>,
+}
+
+/// Why a call was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The deployment has ended: its record is final.
+    #[error("the deployment has ended ({0})")]
+    Finished(DeploymentStatus),
+    /// A stored list's revision does not grow beyond what the node had.
+    #[error("node {node}: revision {revision} does not grow beyond {previous}")]
+    RevisionNotGrowing {
+        /// The node.
+        node: u64,
+        /// The revision given.
+        revision: u64,
+        /// The node's last revision in this deployment.
+        previous: u64,
+    },
+    /// The strategy does not run over these nodes.
+    #[error(transparent)]
+    Sequence(#[from] SequenceError),
+}
+
+/// A node's list for the phase it is in.
+#[derive(Debug, Clone)]
+struct Current {
+    group: String,
+    phase: String,
+    graph_type: String,
+    list: Arc<TaskList>,
+    /// Each task's last word, the first one only.
+    finals: HashMap<String, ResultStatus>,
+    settled: bool,
+}
+
+impl Current {
+    /// The node's outcome once every task has its last word.
+    fn outcome(&self) -> Option<NodeOutcome> {
+        if self
+            .list
+            .tasks
+            .iter()
+            .any(|t| !self.finals.contains_key(&t.id))
+        {
+            return None;
+        }
+        let failed = self.finals.values().any(|s| {
+            matches!(
+                s,
+                ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
+            )
+        });
+        Some(if failed {
+            NodeOutcome::Failed
+        } else {
+            NodeOutcome::Succeeded
+        })
+    }
+}
+
+/// The last word of every task of a deployment, by graph type, node and task.
+#[derive(Debug, Clone, Default)]
+struct Finals(HashMap<String, HashMap<u64, HashMap<String, ResultStatus>>>);
+
+impl Finals {
+    fn insert(&mut self, graph_type: &str, node: u64, task: &str, status: ResultStatus) {
+        self.0
+            .entry(graph_type.to_string())
+            .or_default()
+            .entry(node)
+            .or_default()
+            .entry(task.to_string())
+            .or_insert(status);
+    }
+
+    fn get(&self, graph_type: &str, node: u64, task: &str) -> Option<ResultStatus> {
+        self.0.get(graph_type)?.get(&node)?.get(task).copied()
+    }
+}
+
+/// One running deployment. See the module's documentation.
+#[derive(Debug, Clone)]
+pub struct Run {
+    plan: Arc<RunPlan>,
+    state: RunState,
+    ids: HashMap<String, u64>,
+    current: BTreeMap<u64, Current>,
+    done: Finals,
+    /// Nodes holding a slot of a concurrency-limited task, by (graph type, task).
+    slots: BTreeMap<(String, String), BTreeSet<u64>>,
+    /// Each node's last revision in this deployment.
+    revisions: BTreeMap<u64, u64>,
+    /// Set when a fault tolerance was exceeded or an operator cancelled: no further list is published.
+    stopped: Option<String>,
+    finished: Option<DeploymentStatus>,
+    /// Set when the sequencer learned something no stored result shows (a timeout, a node with nothing
+    /// to do or whose list could not be made): the state must be saved.
+    dirty: bool,
+}
+
+/// Without a named strategy, the one `default` group needs every node, unless the graphs' groups tolerate
+/// failures (`fault_tolerance`): then it tolerates as many failed nodes as they allow in all, and each
+/// group's own limit is enforced as its nodes fail.
+pub fn tolerate_failures(strategy: &mut Strategy, plan: &RunPlan) {
+    let allowed: usize = plan
+        .graphs
+        .values()
+        .flat_map(|p| &p.fault_tolerance)
+        .filter_map(|g| {
+            g.fault_tolerance
+                .map(|t| t.allowed_failures(g.node_ids.len()))
+        })
+        .sum();
+    if allowed == 0 {
+        return;
+    }
+    if let Some(group) = strategy.groups.first_mut() {
+        group.success_criteria = Some(strategy::SuccessCriteria {
+            maximum_failed_nodes: Some(allowed as u64),
+            ..strategy::SuccessCriteria::default()
+        });
+    }
+}
+
+fn phase_key(group: &str, phase: &str) -> String {
+    format!("{group}/{phase}")
+}
+
+impl Run {
+    /// A deployment about to start: the strategy over the inventory (the deployment's nodes as its
+    /// selectors see them). Without a named strategy, the graphs' fault tolerance applies
+    /// ([`tolerate_failures`]).
+    pub fn new(
+        plan: RunPlan,
+        mut strategy: Strategy,
+        inventory: &[InventoryNode],
+    ) -> Result<Run, RunError> {
+        if !plan.named_strategy {
+            tolerate_failures(&mut strategy, &plan);
+        }
+        let sequencer = Sequencer::new(&strategy, inventory)?;
+        let state = RunState {
+            phase_graph: strategy
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.graph_type.clone()))
+                .collect(),
+            sequencer,
+            deadlines: BTreeMap::new(),
+        };
+        Ok(Run::with_state(Arc::new(plan), state))
+    }
+
+    fn with_state(plan: Arc<RunPlan>, state: RunState) -> Run {
+        Run {
+            ids: plan
+                .nodes
+                .iter()
+                .map(|(id, n)| (n.name.clone(), *id))
+                .collect(),
+            plan,
+            state,
+            current: BTreeMap::new(),
+            done: Finals::default(),
+            slots: BTreeMap::new(),
+            revisions: BTreeMap::new(),
+            stopped: None,
+            finished: None,
+            dirty: false,
+        }
+    }
+
+    /// A deployment that was running when the controller stopped, rebuilt from its stored state, its
+    /// published lists (oldest first) and its stored results: the lists of the phases still awaiting
+    /// results go back on the board, the results are folded in again, and it moves on from there.
+    pub fn restore(
+        plan: Arc<RunPlan>,
+        state: RunState,
+        lists: &[TaskList],
+        results: &[(u64, TaskResult)],
+        now: i64,
+    ) -> (Run, Effects) {
+        let mut run = Run::with_state(plan, state);
+        let mut fx = Effects::default();
+        let mut latest: HashMap<u64, &TaskList> = HashMap::new();
+        let mut phase_of: HashMap<(u64, u64), &str> = HashMap::new();
+        for l in lists {
+            latest.insert(l.node_id, l);
+            phase_of.insert((l.node_id, l.revision), &l.phase);
+            let last = run.revisions.entry(l.node_id).or_default();
+            *last = (*last).max(l.revision);
+        }
+        for phase in run.state.sequencer.in_flight() {
+            for name in &phase.awaiting {
+                let Some(node_id) = run.ids.get(name).copied() else {
+                    continue;
+                };
+                if let Some(list) = latest.get(&node_id).filter(|l| l.phase == phase.phase) {
+                    let list = Arc::new((*list).clone());
+                    fx.repost.push(list.clone());
+                    run.current.insert(
+                        node_id,
+                        Current {
+                            group: phase.group.clone(),
+                            phase: phase.phase.clone(),
+                            graph_type: run
+                                .state
+                                .phase_graph
+                                .get(&phase.phase)
+                                .cloned()
+                                .unwrap_or_default(),
+                            list,
+                            finals: HashMap::new(),
+                            settled: false,
+                        },
+                    );
+                }
+            }
+        }
+        let mut touched = BTreeSet::new();
+        for (node, r) in results {
+            touched.insert(*node);
+            if r.last {
+                let graph_type = phase_of
+                    .get(&(*node, r.revision))
+                    .and_then(|p| run.state.phase_graph.get(*p))
+                    .cloned()
+                    .unwrap_or_default();
+                run.done.insert(&graph_type, *node, &r.task_id, r.status);
+            }
+            run.fold(*node, r);
+        }
+        for node in touched {
+            run.settle(node, &mut fx);
+        }
+        // Their events were stored when the results came in.
+        run.state.sequencer.take_events();
+        fx.events.clear();
+        // Lists are only put back for nodes still running them (nothing of this deployment is on the
+        // board after a restart, so nothing needs taking off).
+        fx.repost
+            .retain(|l| run.current.get(&l.node_id).is_some_and(|c| !c.settled));
+        fx.withdraw.clear();
+        run.advance(now, &mut fx);
+        (run, fx)
+    }
+
+    /// The same run for the deployment with this id (the store gives the id once the deployment's
+    /// record, with the run's first state, is written). Before [`Run::start`].
+    pub fn with_deployment_id(mut self, id: u64) -> Run {
+        Arc::make_mut(&mut self.plan).deployment_id = id;
+        self
+    }
+
+    /// The state to store (and to [`Run::restore`] from).
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// What the run was made from.
+    pub fn plan(&self) -> &Arc<RunPlan> {
+        &self.plan
+    }
+
+    /// How it ended, once it has.
+    pub fn finished(&self) -> Option<DeploymentStatus> {
+        self.finished
+    }
+
+    /// Why no further list is published, if so.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// The list a node holds now, while its phase runs.
+    pub fn current_list(&self, node: u64) -> Option<&Arc<TaskList>> {
+        self.current
+            .get(&node)
+            .filter(|c| !c.settled && self.finished.is_none())
+            .map(|c| &c.list)
+    }
+
+    /// Whether a result is for the list `node` holds now (same revision, a task of it).
+    pub fn owns(&self, node: u64, r: &TaskResult) -> bool {
+        self.finished.is_none()
+            && self.current.get(&node).is_some_and(|c| {
+                c.list.revision == r.revision && c.list.tasks.iter().any(|t| t.id == r.task_id)
+            })
+    }
+
+    /// Every task's last word so far, as (node, graph type, task, status), in that order.
+    pub fn task_outcomes(&self) -> Vec<(u64, String, String, ResultStatus)> {
+        let mut out: Vec<_> = self
+            .done
+            .0
+            .iter()
+            .flat_map(|(g, nodes)| {
+                nodes.iter().flat_map(move |(n, tasks)| {
+                    tasks
+                        .iter()
+                        .map(move |(t, s)| (*n, g.clone(), t.clone(), *s))
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A node's status in the deployment now.
+    pub fn node_status(&self, node: u64) -> Option<NodeStatus> {
+        let name = &self.plan.nodes.get(&node)?.name;
+        if self
+            .current
+            .get(&node)
+            .is_some_and(|c| !c.settled && self.finished.is_none())
+        {
+            return Some(NodeStatus::Running);
+        }
+        Some(
+            self.state
+                .sequencer
+                .node_status(name)
+                .unwrap_or(NodeStatus::NotStarted),
+        )
+    }
+
+    /// Starts the deployment: publishes the lists of the phases that can start.
+    pub fn start(&mut self, now: i64) -> Effects {
+        let mut fx = Effects::default();
+        if self.finished.is_none() {
+            self.advance(now, &mut fx);
+        }
+        fx
+    }
+
+    /// The store assigned these lists (of [`Effects::publish`] or [`Effects::stop_orders`]) their
+    /// revisions: results name them from now on. A revision that does not grow is refused.
+    pub fn published(&mut self, lists: &[TaskList]) -> Result<(), RunError> {
+        for list in lists {
+            let previous = self.revisions.get(&list.node_id).copied().unwrap_or(0);
+            if list.revision <= previous {
+                return Err(RunError::RevisionNotGrowing {
+                    node: list.node_id,
+                    revision: list.revision,
+                    previous,
+                });
+            }
+            self.revisions.insert(list.node_id, list.revision);
+            if let Some(cur) = self.current.get_mut(&list.node_id) {
+                if cur.list.phase == list.phase && !list.cancel {
+                    cur.list = Arc::new(list.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds a node's stored results in: a task's first last word counts, later ones and results for
+    /// lists the node no longer holds are ignored. Records the node's outcome once its list is complete
+    /// and moves the deployment on.
+    pub fn results(&mut self, now: i64, node: u64, results: &[TaskResult]) -> Effects {
+        let mut fx = Effects::default();
+        if self.finished.is_some() {
+            return fx;
+        }
+        let mut mine = false;
+        let id = self.plan.deployment_id;
+        for r in results.iter().filter(|r| r.deployment_id == id) {
+            mine = true;
+            if self.fold(node, r) {
+                fx.waits_changed = true;
+            }
+            fx.live.push(DeploymentEvent::TaskResult {
+                node: self
+                    .plan
+                    .nodes
+                    .get(&node)
+                    .map(|n| n.name.clone())
+                    .unwrap_or_default(),
+                task: r.task_id.clone(),
+                attempt: r.attempt,
+                status: r.status,
+                last: r.last,
+            });
+        }
+        if mine {
+            self.settle(node, &mut fx);
+            self.advance(now, &mut fx);
+        }
+        fx
+    }
+
+    /// Times out the phases whose deadline is `now` or earlier: their unfinished nodes fail them.
+    pub fn tick(&mut self, now: i64) -> Effects {
+        let mut fx = Effects::default();
+        if self.finished.is_some() {
+            return fx;
+        }
+        let expired: Vec<(String, String)> = self
+            .state
+            .sequencer
+            .in_flight()
+            .into_iter()
+            .filter(|p| {
+                self.state
+                    .deadlines
+                    .get(&phase_key(&p.group, &p.phase))
+                    .is_some_and(|d| now >= *d)
+            })
+            .map(|p| (p.group, p.phase))
+            .collect();
+        if expired.is_empty() {
+            return fx;
+        }
+        for (group, phase) in &expired {
+            self.dirty = true;
+            // The phase is in flight (just asked), so the sequencer accepts its timeout.
+            let _ = self.state.sequencer.phase_timed_out(group, phase);
+            self.state.deadlines.remove(&phase_key(group, phase));
+            for (node_id, cur) in self.current.iter_mut() {
+                if &cur.group == group && &cur.phase == phase && !cur.settled {
+                    cur.settled = true;
+                    fx.withdraw(*node_id);
+                    for holders in self.slots.values_mut() {
+                        holders.remove(node_id);
+                    }
+                }
+            }
+        }
+        fx.waits_changed = true;
+        self.advance(now, &mut fx);
+        fx
+    }
+
+    /// Stops the deployment for the operator `by`: nothing new starts, every node still running its list
+    /// gets an order to stop, and it ends `cancelled`. Nodes that had finished every phase keep their
+    /// success.
+    pub fn cancel(&mut self, by: &str) -> Result<Effects, RunError> {
+        if let Some(status) = self.finished {
+            return Err(RunError::Finished(status));
+        }
+        let stop_orders = self
+            .current
+            .values()
+            .filter(|c| !c.settled)
+            .map(|c| TaskList {
+                tasks: Vec::new(),
+                cancel: true,
+                revision: 0,
+                ..(*c.list).clone()
+            })
+            .collect();
+        let mut fx = Effects {
+            stop_orders,
+            ..Effects::default()
+        };
+        let message = format!("cancelled by {by}");
+        fx.events.push(DeploymentEvent::Cancelled {
+            message: message.clone(),
+            by: by.to_string(),
+        });
+        self.stopped = Some(message);
+        self.end(DeploymentStatus::Cancelled, &mut fx);
+        Ok(fx)
+    }
+
+    /// Folds one result in; returns whether it was a task's last word.
+    fn fold(&mut self, node_id: u64, r: &TaskResult) -> bool {
+        let Some(cur) = self.current.get_mut(&node_id) else {
+            return false;
+        };
+        if !r.last
+            || cur.settled
+            || cur.list.revision != r.revision
+            || cur.finals.contains_key(&r.task_id)
+            || !cur.list.tasks.iter().any(|t| t.id == r.task_id)
+        {
+            return false;
+        }
+        cur.finals.insert(r.task_id.clone(), r.status);
+        let key = (cur.graph_type.clone(), r.task_id.clone());
+        if let Some(holders) = self.slots.get_mut(&key) {
+            holders.remove(&node_id);
+        }
+        self.done.insert(&key.0, node_id, &key.1, r.status);
+        true
+    }
+
+    /// Records a node's outcome once its list is complete.
+    fn settle(&mut self, node_id: u64, fx: &mut Effects) {
+        let Some(cur) = self.current.get_mut(&node_id) else {
+            return;
+        };
+        if cur.settled {
+            return;
+        }
+        let Some(outcome) = cur.outcome() else { return };
+        cur.settled = true;
+        let (group, phase, graph_type) =
+            (cur.group.clone(), cur.phase.clone(), cur.graph_type.clone());
+        fx.withdraw(node_id);
+        fx.waits_changed = true;
+        for holders in self.slots.values_mut() {
+            holders.remove(&node_id);
+        }
+        if outcome == NodeOutcome::Failed && self.stopped.is_none() {
+            self.stopped = self.fault_tolerance_exceeded(&graph_type);
+            if let Some(why) = &self.stopped {
+                fx.events.push(DeploymentEvent::Stopped {
+                    message: why.clone(),
+                });
+            }
+        }
+        if let Some(name) = self.plan.nodes.get(&node_id).map(|n| n.name.clone()) {
+            record(&mut self.state.sequencer, &group, &phase, &name, outcome);
+        }
+    }
+
+    /// Runs the sequencer until it waits for results: publishes the lists of phases that start, records
+    /// nodes with nothing to do, finishes the deployment when it ends.
+    fn advance(&mut self, now: i64, fx: &mut Effects) {
+        loop {
+            let mut progressed = false;
+            let mut finished = None;
+            let mut lists = Vec::new();
+            let mut placed: Vec<(String, String, String)> = Vec::new();
+            for action in self.state.sequencer.next_actions() {
+                match action {
+                    Action::StartPhase {
+                        group,
+                        phase,
+                        graph_type,
+                        timeout_secs,
+                        nodes,
+                    } => {
+                        let timeout_ms = i64::try_from(timeout_secs.saturating_mul(1000))
+                            .unwrap_or(i64::MAX / 4);
+                        self.state
+                            .deadlines
+                            .insert(phase_key(&group, &phase), now.saturating_add(timeout_ms));
+                        let starting: HashSet<u64> = nodes
+                            .iter()
+                            .filter_map(|n| self.ids.get(n).copied())
+                            .collect();
+                        for name in nodes {
+                            let Some((id, node)) = self
+                                .ids
+                                .get(&name)
+                                .and_then(|id| self.plan.nodes.get(id).map(|n| (*id, n)))
+                            else {
+                                continue;
+                            };
+                            let tasks = match &self.stopped {
+                                Some(why) => Err(why.clone()),
+                                None => Ok(self.phase_tasks(&graph_type, id, &starting)),
+                            };
+                            match tasks {
+                                Ok(tasks) if tasks.is_empty() => {
+                                    record(
+                                        &mut self.state.sequencer,
+                                        &group,
+                                        &phase,
+                                        &name,
+                                        NodeOutcome::Succeeded,
+                                    );
+                                    self.dirty = true;
+                                    progressed = true;
+                                }
+                                Ok(tasks) => {
+                                    lists.push(TaskList {
+                                        format: TASK_LIST_FORMAT,
+                                        node_key: node.node_key.clone(),
+                                        node_id: id,
+                                        deployment_id: self.plan.deployment_id,
+                                        phase: phase.clone(),
+                                        // Assigned by the store when the list is published.
+                                        revision: 0,
+                                        issued_at: 0,
+                                        expires_at: 0,
+                                        nonce: String::new(),
+                                        noop: self.plan.noop,
+                                        cancel: false,
+                                        tasks,
+                                    });
+                                    placed.push((group.clone(), phase.clone(), graph_type.clone()));
+                                }
+                                Err(message) => {
+                                    fx.events.push(DeploymentEvent::NodeError {
+                                        node: name.clone(),
+                                        phase: phase.clone(),
+                                        message,
+                                    });
+                                    record(
+                                        &mut self.state.sequencer,
+                                        &group,
+                                        &phase,
+                                        &name,
+                                        NodeOutcome::Failed,
+                                    );
+                                    self.dirty = true;
+                                    progressed = true;
+                                }
+                            }
+                        }
+                    }
+                    Action::Finished { status } => finished = Some(status),
+                }
+            }
+            fx.events.extend(self.state.sequencer.take_events());
+            if !lists.is_empty() {
+                fx.save_state = true;
+                fx.waits_changed = true;
+                for (list, (group, phase, graph_type)) in lists.into_iter().zip(placed) {
+                    self.current.insert(
+                        list.node_id,
+                        Current {
+                            group,
+                            phase,
+                            graph_type,
+                            list: Arc::new(list.clone()),
+                            finals: HashMap::new(),
+                            settled: false,
+                        },
+                    );
+                    fx.publish.push(list);
+                }
+            }
+            if let Some(status) = finished {
+                // A stopped deployment fails whatever its groups' criteria say; its last event says so too.
+                let status = if self.stopped.is_some() {
+                    DeploymentStatus::Failed
+                } else {
+                    status
+                };
+                for e in &mut fx.events {
+                    if let DeploymentEvent::DeploymentFinished { status: said } = e {
+                        *said = status;
+                    }
+                }
+                self.end(status, fx);
+                return;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if self.dirty {
+            fx.save_state = true;
+            self.dirty = false;
+        }
+    }
+
+    /// Ends the deployment with this status.
+    fn end(&mut self, status: DeploymentStatus, fx: &mut Effects) {
+        let (succeeded, failed, untouched) = self.node_outcomes();
+        let mut succeeded_tasks = Vec::new();
+        for node in &succeeded {
+            for (graph_type, by_node) in &self.done.0 {
+                let _ = graph_type;
+                if let Some(tasks) = by_node.get(node) {
+                    let mut mine: Vec<&String> = tasks
+                        .iter()
+                        .filter(|(_, s)| **s == ResultStatus::Succeeded)
+                        .map(|(t, _)| t)
+                        .collect();
+                    mine.sort();
+                    succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.clone())));
+                }
+            }
+        }
+        succeeded_tasks.sort();
+        succeeded_tasks.dedup();
+        for node in self.plan.nodes.keys() {
+            fx.withdraw(*node);
+        }
+        fx.save_state = true;
+        fx.waits_changed = true;
+        fx.finish = Some(Finish {
+            status,
+            succeeded,
+            failed,
+            untouched,
+            succeeded_tasks,
+        });
+        self.finished = Some(status);
+        self.dirty = false;
+    }
+
+    /// The deployment's nodes by how they ended: (succeeded, failed, untouched: not started, not
+    /// finished, or selected by no group).
+    fn node_outcomes(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+        let report = self.state.sequencer.report();
+        let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
+        for n in &report.nodes {
+            let Some(id) = self.ids.get(&n.name).copied() else {
+                continue;
+            };
+            match n.status {
+                NodeStatus::Success => succeeded.push(id),
+                NodeStatus::Failure => failed.push(id),
+                _ => untouched.push(id),
+            }
+        }
+        untouched.extend(
+            report
+                .unselected_nodes
+                .iter()
+                .filter_map(|n| self.ids.get(n).copied()),
+        );
+        (succeeded, failed, untouched)
+    }
+
+    /// Whether the failed nodes of a fault tolerance group of `graph_type` are more than it allows; the
+    /// message says which group, how many failed and how many it allows.
+    fn fault_tolerance_exceeded(&self, graph_type: &str) -> Option<String> {
+        let phase = self.plan.graphs.get(graph_type)?;
+        let failed_here = |n: &u64| {
+            self.current
+                .get(n)
+                .is_some_and(|c| c.settled && c.outcome() == Some(NodeOutcome::Failed))
+        };
+        if !self.plan.named_strategy
+            && phase
+                .fault_tolerance
+                .iter()
+                .any(|g| g.fault_tolerance.is_some())
+        {
+            let tolerant = |node: &u64| {
+                phase
+                    .fault_tolerance
+                    .iter()
+                    .any(|g| g.fault_tolerance.is_some() && g.node_ids.contains(node))
+            };
+            let untolerated = self
+                .current
+                .iter()
+                .find(|(n, c)| c.graph_type == graph_type && failed_here(n) && !tolerant(n));
+            if let Some((n, _)) = untolerated {
+                return Some(format!(
+                    "node {n} failed and no group's fault_tolerance covers it; no further list is published"
+                ));
+            }
+        }
+        for group in &phase.fault_tolerance {
+            let Some(tolerance) = group.fault_tolerance else {
+                continue;
+            };
+            let failed = group.node_ids.iter().filter(|n| failed_here(n)).count();
+            let allowed = tolerance.allowed_failures(group.node_ids.len());
+            if failed > allowed {
+                return Some(format!(
+                    "group {:?}: {failed} of {} nodes failed, its fault_tolerance allows {allowed}; no further list is published",
+                    group.name,
+                    group.node_ids.len()
+                ));
+            }
+        }
+        None
+    }
+
+    /// A node's list for a phase: its resolved tasks, with waits only on nodes that run the graph type
+    /// in this phase or already ran it (a wait on a node of a later group could never be met, so it is
+    /// left out).
+    fn phase_tasks(
+        &self,
+        graph_type: &str,
+        node_id: u64,
+        starting: &HashSet<u64>,
+    ) -> Vec<TaskSpec> {
+        let Some(specs) = self
+            .plan
+            .graphs
+            .get(graph_type)
+            .and_then(|p| p.specs.get(&node_id))
+        else {
+            return Vec::new();
+        };
+        let mut specs = specs.clone();
+        for spec in &mut specs {
+            spec.waits_for.retain(|w| {
+                starting.contains(&w.node_id)
+                    || self.done.get(graph_type, w.node_id, &w.task).is_some()
+            });
+        }
+        specs
+    }
+}
+
+/// Records a node's outcome in the sequencer. The run only reports nodes of a phase it started and has
+/// not recorded yet, so the sequencer has no reason to refuse; a refusal would leave the node awaited
+/// until the phase times out, which is the safe side.
+fn record(seq: &mut Sequencer, group: &str, phase: &str, node: &str, outcome: NodeOutcome) {
+    let _ = seq.record_result(group, phase, node, outcome);
+}

@@ -1,0 +1,153 @@
+//! `snapshot::resolve`, the one resolution the controller's engine and `plinthctl graph resolve` call:
+//! what it resolves from a snapshot, and its own errors.
+
+use plinth_common::deploy::{NodeState, OldStates};
+use plinth_common::graph::Severity;
+use plinth_common::model::{parse_tasks, Graph, Node, NodeStatus, Release, RoleMeta};
+use plinth_common::snapshot::{resolve, Expressions, ResolutionError, Snapshot};
+use serde_json::json;
+use std::sync::Arc;
+
+fn snapshot(tasks: &str) -> Snapshot {
+    let mut release = Release {
+        name: "r".into(),
+        ..Release::default()
+    };
+    for role in ["controller", "compute"] {
+        release
+            .roles_metadata
+            .insert(role.into(), RoleMeta::default());
+    }
+    release.graphs.insert(
+        "default".into(),
+        Graph::with_tasks(parse_tasks(tasks, "tasks.yaml").expect("parses")),
+    );
+    let ready = |mut n: Node| {
+        n.status = NodeStatus::Ready;
+        n
+    };
+    Snapshot {
+        cluster_id: 1,
+        release,
+        plugins: Vec::new(),
+        cluster: Default::default(),
+        nodes: vec![
+            ready(Node::new(1, "node-1", &["controller"])),
+            ready(Node::new(2, "node-2", &["compute"])),
+        ],
+        named: None,
+        forced: false,
+        old: OldStates::new(),
+    }
+}
+
+const TWO: &str = "- {id: a, type: shell, role: [controller], parameters: {cmd: 'true'}}\n\
+                   - {id: b, type: shell, role: [compute], requires: [a], cross-depends: [{name: a}], parameters: {cmd: 'true'}}\n";
+
+fn types(t: &[&str]) -> Vec<String> {
+    t.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn every_node_gets_its_list_once_per_graph_type() {
+    let s = snapshot(TWO);
+    let r = resolve(
+        &s,
+        &types(&["default", "default"]),
+        &Expressions::standard(),
+    )
+    .unwrap();
+    assert_eq!(r.phases.len(), 1, "a graph type named twice resolves once");
+    let phase = &r.phases["default"];
+    let ids = |node: u64| -> Vec<String> {
+        phase.specs[&node]
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect()
+    };
+    assert_eq!(ids(1), ["a"]);
+    assert_eq!(ids(2), ["b"]);
+    assert_eq!(r.plans["default"].nodes.len(), 2);
+    assert!(r.states.contains_key(&1) && r.states.contains_key(&2));
+    assert!(r.findings.iter().all(|f| f.severity == Severity::Warning));
+}
+
+#[test]
+fn named_nodes_alone_are_resolved() {
+    let mut s = snapshot(TWO);
+    s.named = Some(vec![2]);
+    let r = resolve(&s, &types(&["default"]), &Expressions::standard()).unwrap();
+    let nodes: Vec<u64> = r.phases["default"].specs.keys().copied().collect();
+    assert_eq!(nodes, [2]);
+}
+
+#[test]
+fn an_undefined_graph_type_is_named() {
+    let e = resolve(
+        &snapshot(TWO),
+        &types(&["maintenance"]),
+        &Expressions::standard(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, ResolutionError::UndefinedGraphType(ref t) if t == "maintenance"));
+    assert_eq!(
+        e.to_string(),
+        "graph type \"maintenance\" is defined by neither the release, an enabled plugin, nor the cluster"
+    );
+}
+
+#[test]
+fn a_node_filter_that_does_not_evaluate_is_its_own_error() {
+    let mut s = snapshot(TWO);
+    s.release.graphs["default"].node_filter = Some("$.nodes.where(".into());
+    let e = resolve(&s, &types(&["default"]), &Expressions::standard()).unwrap_err();
+    assert!(matches!(e, ResolutionError::NodeFilter(_)), "{e:?}");
+}
+
+#[test]
+fn failed_checks_carry_their_findings_and_why_it_does_not_resolve() {
+    let s = snapshot(
+        "- {id: a, type: shell, role: [controller], requires: [b]}\n\
+         - {id: b, type: shell, role: [controller], requires: [a]}\n",
+    );
+    let e = resolve(&s, &types(&["default"]), &Expressions::standard()).unwrap_err();
+    let ResolutionError::Checks {
+        findings,
+        plan,
+        unresolved,
+    } = &e
+    else {
+        panic!("expected failed checks, got {e:?}");
+    };
+    assert!(findings.iter().any(|f| f.severity == Severity::Error));
+    assert!(plan.is_none());
+    assert!(unresolved
+        .as_ref()
+        .is_some_and(|u| u.to_string().contains("cycle")));
+    assert!(
+        e.to_string()
+            .starts_with("the pre-deployment checks failed: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_stored_form_leaves_old_states_out_and_reads_back() {
+    let mut s = snapshot(TWO);
+    s.old.insert(
+        1,
+        "a",
+        NodeState {
+            common: Arc::new(json!({})),
+            node: Arc::new(json!({"x": 1})),
+        },
+    );
+    let stored = serde_json::to_value(&s).unwrap();
+    assert!(
+        stored.get("old").is_none(),
+        "old states are read anew, not stored"
+    );
+    let back: Snapshot = serde_json::from_value(stored.clone()).unwrap();
+    assert!(back.old.is_empty());
+    assert_eq!(serde_json::to_value(&back).unwrap(), stored);
+}

@@ -1,0 +1,459 @@
+//! Driving the deployments running here: each one's [`Run`] behind its own lock; each call's effects
+//! applied in one store transaction, then published (board, event streams, gate wake-ups).
+
+use super::{run_plan, Engine, EngineState};
+use crate::clock::now_ms;
+use crate::store::{DeploymentRecord, Ending, NodeRecord, Progress, StoreError};
+use plinth_common::run::{Effects, Run};
+use plinth_common::snapshot::Resolved;
+use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// A deployment running here.
+pub(super) struct Deployment {
+    /// Its run; `None` once it finished (or was dropped to be rebuilt from the database).
+    live: Mutex<Option<Live>>,
+    /// Bumped whenever a gated task's answer may have changed; the gate waits on it.
+    waits: watch::Sender<u64>,
+}
+
+impl Deployment {
+    fn new() -> Deployment {
+        Deployment {
+            live: Mutex::new(None),
+            waits: watch::channel(0).0,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Live>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running deployment's run and what the engine keeps beside it.
+pub(super) struct Live {
+    run: Run,
+    strategy: Option<String>,
+    chosen_by: Option<String>,
+    action: Option<String>,
+    /// Every node's lists and states, resolved at the start (and identically at a resume).
+    resolved: Arc<Resolved>,
+    deploys: bool,
+}
+
+impl Live {
+    fn new(run: Run, state: &EngineState, resolved: Arc<Resolved>) -> Live {
+        Live {
+            run,
+            strategy: state.strategy.clone(),
+            chosen_by: state.chosen_by.clone(),
+            action: state.action.clone(),
+            resolved,
+            deploys: state.deploys(),
+        }
+    }
+
+    fn engine_state(&self) -> EngineState {
+        EngineState {
+            run: self.run.state().clone(),
+            strategy: self.strategy.clone(),
+            chosen_by: self.chosen_by.clone(),
+            action: self.action.clone(),
+        }
+    }
+
+    /// For every task that succeeded on a node that succeeded, the state it ran against: what `old()` and
+    /// `changed()` compare with next time (the cluster part is stored once). Blobs by hash, then rows.
+    #[allow(clippy::type_complexity)]
+    fn task_states(
+        &self,
+        succeeded_tasks: &[(u64, String)],
+    ) -> (Vec<(String, Value)>, Vec<(u64, String, Value)>) {
+        let mut blobs: Vec<(String, Value)> = Vec::new();
+        let mut rows = Vec::new();
+        let mut hashed: HashMap<usize, String> = HashMap::new();
+        let mut hash_of = |v: &Arc<Value>, blobs: &mut Vec<(String, Value)>| {
+            hashed
+                .entry(Arc::as_ptr(v) as usize)
+                .or_insert_with(|| {
+                    let h = crate::store::blob_hash(v);
+                    blobs.push((h.clone(), (**v).clone()));
+                    h
+                })
+                .clone()
+        };
+        let mut references: HashMap<u64, Value> = HashMap::new();
+        for (node, task) in succeeded_tasks {
+            let Some(state) = self.resolved.states.get(node) else {
+                continue;
+            };
+            let reference = references
+                .entry(*node)
+                .or_insert_with(|| {
+                    json!({
+                        "common": hash_of(&state.common, &mut blobs),
+                        "node": hash_of(&state.node, &mut blobs),
+                    })
+                })
+                .clone();
+            rows.push((*node, task.clone(), reference));
+        }
+        (blobs, rows)
+    }
+}
+
+impl Engine {
+    fn deployment(&self, id: u64) -> Option<Arc<Deployment>> {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    fn forget(&self, id: u64) {
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
+    /// Puts a new deployment's run in place and starts it (its first lists go out). `first_events` are
+    /// recorded with its first step (the pre-deployment checks' warnings).
+    pub(super) fn launch(
+        &self,
+        record: &DeploymentRecord,
+        run: Run,
+        state: EngineState,
+        resolved: Arc<Resolved>,
+        first_events: Vec<DeploymentEvent>,
+    ) {
+        let id = record.id;
+        let dep = Arc::new(Deployment::new());
+        // Locked before it is findable: a result for its first lists waits until they are recorded.
+        let mut slot = dep.lock();
+        *slot = Some(Live::new(run, &state, resolved));
+        self.events.open(id);
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, dep.clone());
+        let Some(live) = slot.as_mut() else { return };
+        let mut fx = live.run.start(now_ms());
+        fx.events.splice(0..0, first_events);
+        let _ = self.apply(id, &dep, &mut slot, fx);
+    }
+
+    /// Applies a run's effects: records them in one transaction, then takes lists off the board and puts
+    /// new ones on, sends events, wakes gated tasks, and lets a finished deployment go. On a storage
+    /// failure the run is dropped and rebuilt from the database at the next tick. Returns how many task
+    /// lists it published.
+    fn apply(
+        &self,
+        id: u64,
+        dep: &Deployment,
+        slot: &mut Option<Live>,
+        mut fx: Effects,
+    ) -> Result<u64, StoreError> {
+        let Some(live) = slot.as_mut() else {
+            return Ok(0);
+        };
+        if fx.is_empty() {
+            return Ok(0);
+        }
+        for list in &mut fx.publish {
+            self.files.seal(&mut list.tasks);
+        }
+        let published = fx.publish.len() as u64;
+        let mut lists: Vec<TaskList> = fx
+            .publish
+            .drain(..)
+            .chain(fx.stop_orders.drain(..))
+            .collect();
+        if let Err(e) = self.record(id, live, &mut lists, &fx) {
+            tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
+            *slot = None;
+            self.forget(id);
+            self.needs_resume.store(true, Ordering::Release);
+            dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+            return Err(e);
+        }
+        if let Err(e) = live.run.published(&lists) {
+            tracing::error!(deployment = id, error = %e, "the store gave a revision that does not grow");
+        }
+        self.published.fetch_add(published, Ordering::Relaxed);
+        for node in &fx.withdraw {
+            self.board.withdraw(*node, id);
+        }
+        for list in lists {
+            self.board.publish(Arc::new(list));
+        }
+        for list in fx.repost {
+            self.board.publish(list);
+        }
+        self.events.send(id, &fx.live);
+        self.events.send(id, &fx.events);
+        if fx.waits_changed {
+            dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+        }
+        if let Some(f) = &fx.finish {
+            self.events.close(id);
+            *slot = None;
+            self.forget(id);
+            tracing::info!(
+                deployment = id,
+                status = f.status.as_str(),
+                succeeded = f.succeeded.len(),
+                failed = f.failed.len(),
+                "deployment finished"
+            );
+        }
+        Ok(published)
+    }
+
+    /// Records one step's effects in one transaction.
+    fn record(
+        &self,
+        id: u64,
+        live: &Live,
+        lists: &mut [TaskList],
+        fx: &Effects,
+    ) -> Result<(), StoreError> {
+        let state = (fx.save_state || fx.finish.is_some())
+            .then(|| serde_json::to_value(live.engine_state()).unwrap_or_default());
+        let (blobs, rows) = match &fx.finish {
+            Some(f) => live.task_states(&f.succeeded_tasks),
+            None => (Vec::new(), Vec::new()),
+        };
+        if lists.is_empty() && state.is_none() && fx.events.is_empty() && rows.is_empty() {
+            return Ok(());
+        }
+        self.store.record_progress(
+            id,
+            &mut Progress {
+                lists,
+                state: state.as_ref(),
+                events: &fx.events,
+                task_blobs: &blobs,
+                task_rows: &rows,
+                end: fx.finish.as_ref().map(|f| Ending {
+                    status: f.status,
+                    succeeded: &f.succeeded,
+                    failed: &f.failed,
+                    untouched: &f.untouched,
+                    deploys: live.deploys,
+                }),
+            },
+        )
+    }
+
+    /// The orchestration state of a deployment running here, as it is in memory now (the stored one
+    /// catches up only when lists are published or the deployment finishes); `None` when not running.
+    pub fn live_state(&self, id: u64) -> Option<EngineState> {
+        let dep = self.deployment(id)?;
+        let slot = dep.lock();
+        slot.as_ref().map(Live::engine_state)
+    }
+
+    /// Stops a running deployment for the operator `by`: nothing new starts, every node still running
+    /// its list is sent a signed order to stop (its running task terminated, the rest not started), and
+    /// the deployment ends `cancelled`, with who cancelled it in its events and report. Nodes that had
+    /// finished every phase keep their success (their pending roles become deployed roles).
+    pub fn cancel(&self, deployment_id: u64, by: &str) -> Result<DeploymentRecord, StoreError> {
+        let not_running = || -> Result<DeploymentRecord, StoreError> {
+            let dep = self.store.get_deployment(deployment_id)?;
+            Err(StoreError::Conflict(format!(
+                "deployment {deployment_id} is not running (it is {})",
+                dep.status.as_str()
+            )))
+        };
+        let Some(dep) = self.deployment(deployment_id) else {
+            return not_running();
+        };
+        let mut slot = dep.lock();
+        let Some(live) = slot.as_mut() else {
+            drop(slot);
+            return not_running();
+        };
+        let fx = live
+            .run
+            .cancel(by)
+            .map_err(|e| StoreError::Conflict(format!("deployment {deployment_id}: {e}")))?;
+        self.apply(deployment_id, &dep, &mut slot, fx)?;
+        drop(slot);
+        tracing::info!(deployment = deployment_id, by, "deployment cancelled");
+        self.store.get_deployment(deployment_id)
+    }
+
+    /// Loads running deployments that are not in memory from the store (after a start, or to rebuild one
+    /// after a storage failure). Blocking.
+    pub fn resume(&self) -> Result<usize, StoreError> {
+        self.needs_resume.store(false, Ordering::Release);
+        let running = self.store.running_deployments()?;
+        let mut count = 0;
+        for record in running {
+            let id = record.id;
+            if self.is_running(id) {
+                continue;
+            }
+            let state: EngineState = match serde_json::from_value(record.state.clone()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(deployment = id, error = %e, "cannot read a running deployment's state; leaving it");
+                    continue;
+                }
+            };
+            let nodes: Vec<NodeRecord> = record
+                .node_ids
+                .iter()
+                .filter_map(|n| self.store.get_node(*n).ok())
+                .collect();
+            let noop = record
+                .options
+                .get("noop")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let resolved = match self.resolve_stored(id, &state) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(deployment = id, error = %e, "cannot resolve a running deployment again; leaving it");
+                    continue;
+                }
+            };
+            let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
+            let lists = self.store.published_lists(id)?;
+            let results = self.store.deployment_results(id)?;
+            let (run, fx) = Run::restore(
+                Arc::new(plan),
+                state.run.clone(),
+                &lists,
+                &results,
+                now_ms(),
+            );
+            count += 1;
+            let dep = Arc::new(Deployment::new());
+            let mut slot = dep.lock();
+            *slot = Some(Live::new(run, &state, Arc::new(resolved)));
+            self.events.open(id);
+            self.running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, dep.clone());
+            tracing::info!(deployment = id, "resumed deployment");
+            let _ = self.apply(id, &dep, &mut slot, fx);
+        }
+        Ok(count)
+    }
+
+    /// Whether `node_id` holds this result's list now, in a deployment running here (the fast path of
+    /// the ownership check: false only means "not known here", and the store is asked).
+    pub fn owns(&self, node_id: u64, r: &TaskResult) -> bool {
+        self.deployment(r.deployment_id)
+            .is_some_and(|dep| dep.lock().as_ref().is_some_and(|l| l.run.owns(node_id, r)))
+    }
+
+    /// Whether a deployment is running here.
+    pub fn is_running(&self, deployment_id: u64) -> bool {
+        self.deployment(deployment_id).is_some()
+    }
+
+    /// Records events of a running deployment (refusals a node caused) and sends them to its watchers;
+    /// a deployment that is not running is left as it is (its record is final).
+    pub fn note_events(
+        &self,
+        deployment_id: u64,
+        events: &[DeploymentEvent],
+    ) -> Result<(), StoreError> {
+        let Some(dep) = self.deployment(deployment_id) else {
+            return Ok(());
+        };
+        let slot = dep.lock();
+        if slot.is_none() {
+            return Ok(());
+        }
+        self.store.append_events(deployment_id, events)?;
+        self.events.send(deployment_id, events);
+        Ok(())
+    }
+
+    /// Folds stored results in, records finished nodes and moves the deployments on (blocking). Returns
+    /// how many task lists this published.
+    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) -> u64 {
+        let mut by_deployment: Vec<(u64, Vec<TaskResult>)> = Vec::new();
+        for r in results {
+            match by_deployment
+                .iter_mut()
+                .find(|(id, _)| *id == r.deployment_id)
+            {
+                Some((_, rs)) => rs.push(r.clone()),
+                None => by_deployment.push((r.deployment_id, vec![r.clone()])),
+            }
+        }
+        let mut published = 0;
+        for (id, rs) in by_deployment {
+            let Some(dep) = self.deployment(id) else {
+                continue;
+            };
+            let mut slot = dep.lock();
+            let Some(live) = slot.as_mut() else {
+                continue;
+            };
+            let fx = live.run.results(now_ms(), node_id, &rs);
+            published += self.apply(id, &dep, &mut slot, fx).unwrap_or(0);
+        }
+        published
+    }
+
+    /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;
+    /// called every second).
+    pub fn tick(&self) {
+        if self.needs_resume.load(Ordering::Acquire) {
+            if let Err(e) = self.resume() {
+                tracing::error!(error = %e, "cannot resume deployments");
+                self.needs_resume.store(true, Ordering::Release);
+            }
+        }
+        let now = now_ms();
+        let running: Vec<(u64, Arc<Deployment>)> = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, dep)| (*id, dep.clone()))
+            .collect();
+        for (id, dep) in running {
+            let mut slot = dep.lock();
+            let Some(live) = slot.as_mut() else {
+                continue;
+            };
+            let fx = live.run.tick(now);
+            let _ = self.apply(id, &dep, &mut slot, fx);
+        }
+    }
+
+    /// The status of a gated task: (ready, blocked, waiting_for); `None` when the task is not in a running
+    /// deployment on this node. Ready when every `all`-policy dependency has finished well, one of its
+    /// `any`-policy dependencies has, and its concurrency limit (`one_by_one`, `parallel` with an amount)
+    /// leaves a slot, which the node then holds until the task's last result.
+    pub fn gate(
+        &self,
+        node_id: u64,
+        deployment_id: u64,
+        task: &str,
+    ) -> Option<(bool, bool, Vec<String>)> {
+        let dep = self.deployment(deployment_id)?;
+        let mut slot = dep.lock();
+        let g = slot.as_mut()?.run.gate(node_id, task)?;
+        Some((g.ready, g.blocked, g.waiting_for))
+    }
+
+    /// A watch on a running deployment's wait state: it changes whenever a gated task's answer may have
+    /// (a task finished, a node settled, a phase began, the deployment ended). `None` when not running.
+    pub fn gate_watch(&self, deployment_id: u64) -> Option<watch::Receiver<u64>> {
+        self.deployment(deployment_id).map(|d| d.waits.subscribe())
+    }
+}
