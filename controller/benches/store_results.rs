@@ -60,6 +60,7 @@ fn running(s: &dyn Store) -> (u64, u64) {
             state: serde_json::json!({}),
             now_ms: 1,
             deploys: true,
+            primaries: Vec::new(),
         })
         .expect("deployment");
     (n.id, d.id)
