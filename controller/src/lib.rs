@@ -15,6 +15,7 @@
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`expressions`] | the shared YAQL engine and parse cache, with the controller's registered helpers |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
+//! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
@@ -33,3 +34,4 @@ pub mod state;
 pub mod store;
 pub mod tls;
 pub mod ui;
+pub mod workers;

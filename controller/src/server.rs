@@ -69,6 +69,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         board,
         engine,
         exprs,
+        workers: Default::default(),
     });
     Ok(state)
 }
