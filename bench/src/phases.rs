@@ -57,6 +57,21 @@ pub(crate) const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
    "selectors": [{"node_tags": ["monitoring"], "rack_names": ["rack01", "rack02", "rack03"]}]}
 ]}"#;
 
+/// The strategy's groups.
+const GROUPS: [&str; 5] = [
+    "ntp-node",
+    "control-nodes",
+    "compute-nodes-1",
+    "compute-nodes-2",
+    "monitoring-nodes",
+];
+/// The strategy's `depends_on` edges: (group depended on, dependent group).
+const DEPENDS: [(&str, &str); 3] = [
+    ("ntp-node", "control-nodes"),
+    ("control-nodes", "compute-nodes-1"),
+    ("control-nodes", "compute-nodes-2"),
+];
+
 /// The group and placement of simulated node `i` of `n`: 1 ntp node, 10% control, 40% + 40% compute in
 /// two racks, the rest monitoring.
 pub(crate) fn place(i: usize, n: usize) -> (&'static str, &'static str, String) {
@@ -363,9 +378,35 @@ pub(crate) fn summary(tl: &Timeline) -> serde_json::Value {
         .iter()
         .filter_map(|p| p["handover_to_next_phase_ms"].as_f64())
         .collect();
+    // Along the strategy's edges: a group's `prepare` → its `deploy`, and a group's last phase → the first
+    // phase of each group that depends on it. The last result of the one sent → the first list of the other.
+    let find =
+        |group: &str, phase: &str| batches.iter().find(|b| b.0 .0 == group && b.0 .1 == phase);
+    let mut edges: Vec<(&str, &str, &str, &str)> = GROUPS
+        .iter()
+        .map(|g| (*g, "prepare", *g, "deploy"))
+        .collect();
+    edges.extend(
+        DEPENDS
+            .iter()
+            .map(|(from, to)| (*from, "deploy", *to, "prepare")),
+    );
+    let mut along = Vec::new();
+    for (fg, fp, tg, tp) in edges {
+        if let (Some(from), Some(to)) = (find(fg, fp), find(tg, tp)) {
+            let ms = to.1.saturating_duration_since(from.3).as_secs_f64() * 1000.0;
+            along.push(json!({"from": format!("{fg}/{fp}"), "to": format!("{tg}/{tp}"), "ms": ms}));
+        }
+    }
+    let along_max = along
+        .iter()
+        .filter_map(|h| h["ms"].as_f64())
+        .fold(0.0, f64::max);
     json!({
         "phases": phases,
         "results": results_sent,
+        "handovers": along,
+        "handover_along_strategy_ms_max": along_max,
         "handover_ms_max": handovers.iter().cloned().fold(0.0, f64::max),
         "handover_ms_mean": if handovers.is_empty() { 0.0 } else { handovers.iter().sum::<f64>() / handovers.len() as f64 },
     })
