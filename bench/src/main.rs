@@ -4,6 +4,8 @@
 //! - `poll`: register many nodes, then poll as fast as possible; prints throughput and latency.
 //! - `phases`: register nodes into the seed's five groups (scaled up), deploy with that strategy, answer
 //!   every task list at once, and measure each phase-to-phase hand-over.
+//! - `fleet`: agents as real agents behave (each its own connection, long polls, heartbeats, results),
+//!   spread over several source addresses; memory, CPU and latency while they hold polls; `--deploy`.
 //! - `chaos`: a fault-injection soak against a controller it starts itself: agent and controller kills,
 //!   dropped and duplicated results, slow links; checks that nothing is lost.
 //!
@@ -16,6 +18,7 @@
 //! The controller must admit the simulated nodes (`--auto-accept`); `chaos` starts its own.
 
 mod chaos;
+mod fleet;
 mod gate;
 mod phases;
 mod poll;
@@ -45,6 +48,9 @@ enum Mode {
     /// Many agents waiting at the gate for one task on another node: the controller's cost while they
     /// wait, and how fast they are told to go.
     Gate(gate::GateArgs),
+    /// Many agents as real agents behave: each its own TLS connection holding a long poll, with
+    /// heartbeats and results; optionally a deployment across them.
+    Fleet(fleet::FleetArgs),
 }
 
 #[tokio::main]
@@ -55,5 +61,6 @@ async fn main() -> Result<()> {
         Mode::Phases(args) => phases::run(args).await,
         Mode::Chaos(args) => chaos::run(args).await,
         Mode::Gate(args) => gate::run(args).await,
+        Mode::Fleet(args) => fleet::run(args).await,
     }
 }

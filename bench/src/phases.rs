@@ -39,9 +39,12 @@ pub struct PhaseArgs {
     /// The controller's process id, to read its CPU time during the deployment (same machine only).
     #[arg(long)]
     controller_pid: Option<u32>,
+    /// Tasks in the release's `deploy` graph, chained one after another.
+    #[arg(long, default_value_t = 1)]
+    tasks: usize,
 }
 
-const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
+pub(crate) const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
   {"name": "ntp-node", "critical": true, "depends_on": [], "selectors": [{"node_tags": ["ntp"]}],
    "success_criteria": {"minimum_successful_nodes": 1}},
   {"name": "control-nodes", "critical": true, "depends_on": ["ntp-node"],
@@ -54,9 +57,24 @@ const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
    "selectors": [{"node_tags": ["monitoring"], "rack_names": ["rack01", "rack02", "rack03"]}]}
 ]}"#;
 
+/// The strategy's groups.
+const GROUPS: [&str; 5] = [
+    "ntp-node",
+    "control-nodes",
+    "compute-nodes-1",
+    "compute-nodes-2",
+    "monitoring-nodes",
+];
+/// The strategy's `depends_on` edges: (group depended on, dependent group).
+const DEPENDS: [(&str, &str); 3] = [
+    ("ntp-node", "control-nodes"),
+    ("control-nodes", "compute-nodes-1"),
+    ("control-nodes", "compute-nodes-2"),
+];
+
 /// The group and placement of simulated node `i` of `n`: 1 ntp node, 10% control, 40% + 40% compute in
 /// two racks, the rest monitoring.
-fn place(i: usize, n: usize) -> (&'static str, &'static str, String) {
+pub(crate) fn place(i: usize, n: usize) -> (&'static str, &'static str, String) {
     let control = (n / 10).max(1);
     let compute = (n * 4 / 10).max(1);
     if i == 0 {
@@ -79,12 +97,43 @@ fn place(i: usize, n: usize) -> (&'static str, &'static str, String) {
 /// One phase of one group: its key, first list, last list, last result sent, and node count.
 type Batch<'a> = (&'a (String, String), Instant, Instant, Instant, usize);
 
+/// When lists arrived and results were sent, by group and phase.
 #[derive(Default)]
-struct Timeline {
+pub(crate) struct Timeline {
     /// (group, phase) → times lists arrived.
     lists: BTreeMap<(String, String), Vec<Instant>>,
     /// (group, phase) → times result batches were sent.
     results: BTreeMap<(String, String), Vec<Instant>>,
+}
+
+impl Timeline {
+    /// Notes a list of `group`'s `phase` that arrived at `got` and was answered at `sent`.
+    pub(crate) fn note(&mut self, group: &str, phase: &str, got: Instant, sent: Instant) {
+        let key = (group.to_string(), phase.to_string());
+        self.lists.entry(key.clone()).or_default().push(got);
+        self.results.entry(key).or_default().push(sent);
+    }
+}
+
+/// Successful results for every task of a list, as an agent that ran them all would send.
+pub(crate) fn all_succeeded(list: &TaskList) -> serde_json::Value {
+    let results: Vec<_> = list
+        .tasks
+        .iter()
+        .map(|t| {
+            json!({"deployment_id": list.deployment_id, "revision": list.revision, "task_id": t.id, "attempt": 1,
+                   "status": "succeeded", "last": true, "started_at_ms": 0, "duration_ms": 0})
+        })
+        .collect();
+    json!({"results": results})
+}
+
+/// Decodes a signed list envelope's payload (the simulated agents trust their controller).
+pub(crate) fn decode_list(body: &[u8]) -> Result<TaskList> {
+    let envelope: serde_json::Value = serde_json::from_slice(body)?;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().context("envelope payload")?)?;
+    Ok(serde_json::from_slice(&payload)?)
 }
 
 async fn agent(
@@ -112,36 +161,19 @@ async fn agent(
             bail!("sim-{seed}: poll got HTTP {status}");
         }
         let got = Instant::now();
-        let envelope: serde_json::Value = serde_json::from_slice(&body)?;
-        let payload = base64::engine::general_purpose::STANDARD
-            .decode(envelope["payload"].as_str().context("envelope payload")?)?;
-        let list: TaskList = serde_json::from_slice(&payload)?;
+        let list = decode_list(&body)?;
         after = list.revision;
-        let key = (group.clone(), list.phase.clone());
-        let results: Vec<_> = list
-            .tasks
-            .iter()
-            .map(|t| {
-                json!({"deployment_id": list.deployment_id, "revision": list.revision, "task_id": t.id, "attempt": 1,
-                       "status": "succeeded", "last": true, "started_at_ms": 0, "duration_ms": 0})
-            })
-            .collect();
+        let results = all_succeeded(&list);
         if !answer_delay.is_zero() {
             let jitter = answer_delay / 4 * u32::try_from(seed % 8).unwrap_or(0) / 8;
             tokio::time::sleep(answer_delay + jitter).await;
         }
         let sent = Instant::now();
-        {
-            let mut tl = timeline.lock().unwrap_or_else(|p| p.into_inner());
-            tl.lists.entry(key.clone()).or_default().push(got);
-            tl.results.entry(key).or_default().push(sent);
-        }
-        c.json(
-            "POST",
-            "/agent/v1/results",
-            Some(json!({"results": results})),
-        )
-        .await?;
+        timeline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .note(&group, &list.phase, got, sent);
+        c.json("POST", "/agent/v1/results", Some(results)).await?;
     }
     Ok(())
 }
@@ -162,50 +194,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
     eprintln!("registered {n} nodes in {secs:.1} s");
 
     let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
-    let task =
-        |id: &str| json!({"id": id, "type": "shell", "tags": ["*"], "parameters": {"cmd": "true"}});
-    let release = op
-        .json("POST", "/api/v1/releases", Some(json!({"name": format!("bench-{}", std::process::id()), "version": "1",
-            "graphs": {"prepare": {"tasks": [task("prepare-node")]}, "deploy": {"tasks": [task("deploy-node")]}}})))
-        .await?;
-    let cluster = op
-        .json("POST", "/api/v1/clusters", Some(json!({"name": format!("bench-{}", std::process::id()), "release_id": release["id"]})))
-        .await?;
-    let cid = cluster["id"].as_u64().context("cluster id")?;
-    let nodes = op.json("GET", "/api/v1/nodes?limit=10000", None).await?;
-    let mut ids = BTreeMap::new();
-    for node in nodes.as_array().into_iter().flatten() {
-        if let (Some(name), Some(id)) = (node["name"].as_str(), node["id"].as_u64()) {
-            if let Some(seed) = name
-                .strip_prefix("sim-")
-                .and_then(|s| s.parse::<usize>().ok())
-            {
-                if seed < n {
-                    ids.insert(seed, id);
-                }
-            }
-        }
-    }
-    let assign: Vec<_> = ids.values().map(|id| json!({"id": id})).collect();
-    op.json(
-        "PUT",
-        &format!("/api/v1/clusters/{cid}/nodes"),
-        Some(json!({"nodes": assign})),
-    )
-    .await?;
-    let (status, body) = op
-        .send(
-            "POST",
-            &format!("/api/v1/clusters/{cid}/strategies/"),
-            Some(STRATEGY.to_string()),
-        )
-        .await?;
-    if status != 201 {
-        bail!(
-            "strategy upload: HTTP {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    }
+    let cid = setup_cluster(&mut op, n, args.tasks).await?;
 
     let timeline = Arc::new(Mutex::new(Timeline::default()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -223,25 +212,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let cpu_before = args.controller_pid.and_then(sim::cpu_ms);
-    let started = Instant::now();
-    let dep = op
-        .json(
-            "PUT",
-            &format!("/api/v1/clusters/{cid}/deploy/?strategy=five-groups"),
-            None,
-        )
-        .await?;
-    let did = dep["id"].as_u64().context("deployment id")?;
-    let report = loop {
-        let r = op
-            .json("GET", &format!("/api/v1/deployments/{did}"), None)
-            .await?;
-        if r["status"] != "running" {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let total = started.elapsed();
+    let (report, total) = deploy(&mut op, cid).await?;
     let cpu_ms = cpu_before
         .zip(args.controller_pid.and_then(sim::cpu_ms))
         .map(|(a, b)| b - a);
@@ -251,6 +222,135 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
     }
 
     let tl = timeline.lock().unwrap_or_else(|p| p.into_inner());
+    let sum = summary(&tl);
+    let out = json!({
+        "nodes": n,
+        "status": report["status"],
+        "deployment_seconds": total.as_secs_f64(),
+        "tasks": args.tasks,
+        "phases": sum["phases"],
+        "results": sum["results"],
+        "controller_cpu_ms": cpu_ms,
+        "controller_cpu_us_per_result": cpu_ms.map(|ms| ms * 1000.0 / sum["results"].as_f64().unwrap_or(0.0).max(1.0)),
+        "handover_ms_max": sum["handover_ms_max"],
+        "handover_ms_mean": sum["handover_ms_mean"],
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+/// A release whose `deploy` graph holds `tasks` tasks in a chain (after one `prepare` task), a cluster
+/// of simulated nodes `sim-0` .. `sim-{n-1}`, and the five-group strategy. Returns the cluster's id.
+pub(crate) async fn setup_cluster(op: &mut sim::Conn, n: usize, tasks: usize) -> Result<u64> {
+    let task = |id: &str, requires: Option<String>| {
+        json!({"id": id, "type": "shell", "tags": ["*"], "parameters": {"cmd": "true"},
+               "requires": requires.into_iter().collect::<Vec<_>>()})
+    };
+    let deploy: Vec<_> = (0..tasks.max(1))
+        .map(|i| {
+            let id = if tasks <= 1 {
+                "deploy-node".to_string()
+            } else {
+                format!("deploy-{i:02}")
+            };
+            task(&id, (i > 0).then(|| format!("deploy-{:02}", i - 1)))
+        })
+        .collect();
+    let release = op
+        .json("POST", "/api/v1/releases", Some(json!({"name": format!("bench-{}", std::process::id()), "version": "1",
+            "graphs": {"prepare": {"tasks": [task("prepare-node", None)]}, "deploy": {"tasks": deploy}}})))
+        .await?;
+    let cluster = op
+        .json("POST", "/api/v1/clusters", Some(json!({"name": format!("bench-{}", std::process::id()), "release_id": release["id"]})))
+        .await?;
+    let cid = cluster["id"].as_u64().context("cluster id")?;
+    // Page through every node; keep the simulated ones of this run.
+    let mut ids = BTreeMap::new();
+    let mut marker = 0u64;
+    loop {
+        let page = op
+            .json(
+                "GET",
+                &format!("/api/v1/nodes?limit=10000&marker={marker}"),
+                None,
+            )
+            .await?;
+        let Some(page) = page.as_array().filter(|p| !p.is_empty()) else {
+            break;
+        };
+        for node in page {
+            let Some(id) = node["id"].as_u64() else {
+                continue;
+            };
+            marker = marker.max(id);
+            let seed = node["name"]
+                .as_str()
+                .and_then(|name| name.strip_prefix("sim-"))
+                .and_then(|s| s.parse::<usize>().ok());
+            if let Some(seed) = seed.filter(|s| *s < n) {
+                ids.insert(seed, id);
+            }
+        }
+    }
+    if ids.len() < n {
+        bail!(
+            "only {} of the {n} simulated nodes are registered",
+            ids.len()
+        );
+    }
+    let all: Vec<u64> = ids.values().copied().collect();
+    for chunk in all.chunks(10_000) {
+        let assign: Vec<_> = chunk.iter().map(|id| json!({"id": id})).collect();
+        op.json(
+            "PUT",
+            &format!("/api/v1/clusters/{cid}/nodes"),
+            Some(json!({"nodes": assign})),
+        )
+        .await?;
+    }
+    let (status, body) = op
+        .send(
+            "POST",
+            &format!("/api/v1/clusters/{cid}/strategies/"),
+            Some(STRATEGY.to_string()),
+        )
+        .await?;
+    if status != 201 {
+        bail!(
+            "strategy upload: HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    Ok(cid)
+}
+
+/// Starts a five-group deployment of cluster `cid` and waits for it to finish; returns its final record
+/// and how long it took.
+pub(crate) async fn deploy(op: &mut sim::Conn, cid: u64) -> Result<(serde_json::Value, Duration)> {
+    let started = Instant::now();
+    let dep = op
+        .json(
+            "PUT",
+            &format!("/api/v1/clusters/{cid}/deploy/?strategy=five-groups"),
+            None,
+        )
+        .await?;
+    let did = dep["id"].as_u64().context("deployment id")?;
+    loop {
+        let r = op
+            .json("GET", &format!("/api/v1/deployments/{did}"), None)
+            .await?;
+        if r["status"] != "running" {
+            return Ok((r, started.elapsed()));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Each phase of each group, in the order they started: nodes, spread of list arrival, and the
+/// hand-over to the next phase (last result sent → first list of the next phase); the results sent; and
+/// the hand-overs' maximum and mean.
+pub(crate) fn summary(tl: &Timeline) -> serde_json::Value {
     let mut batches: Vec<Batch<'_>> = tl
         .lists
         .iter()
@@ -278,17 +378,36 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
         .iter()
         .filter_map(|p| p["handover_to_next_phase_ms"].as_f64())
         .collect();
-    let out = json!({
-        "nodes": n,
-        "status": report["status"],
-        "deployment_seconds": total.as_secs_f64(),
+    // Along the strategy's edges: a group's `prepare` → its `deploy`, and a group's last phase → the first
+    // phase of each group that depends on it. The last result of the one sent → the first list of the other.
+    let find =
+        |group: &str, phase: &str| batches.iter().find(|b| b.0 .0 == group && b.0 .1 == phase);
+    let mut edges: Vec<(&str, &str, &str, &str)> = GROUPS
+        .iter()
+        .map(|g| (*g, "prepare", *g, "deploy"))
+        .collect();
+    edges.extend(
+        DEPENDS
+            .iter()
+            .map(|(from, to)| (*from, "deploy", *to, "prepare")),
+    );
+    let mut along = Vec::new();
+    for (fg, fp, tg, tp) in edges {
+        if let (Some(from), Some(to)) = (find(fg, fp), find(tg, tp)) {
+            let ms = to.1.saturating_duration_since(from.3).as_secs_f64() * 1000.0;
+            along.push(json!({"from": format!("{fg}/{fp}"), "to": format!("{tg}/{tp}"), "ms": ms}));
+        }
+    }
+    let along_max = along
+        .iter()
+        .filter_map(|h| h["ms"].as_f64())
+        .fold(0.0, f64::max);
+    json!({
         "phases": phases,
         "results": results_sent,
-        "controller_cpu_ms": cpu_ms,
-        "controller_cpu_us_per_result": cpu_ms.map(|ms| ms * 1000.0 / results_sent.max(1) as f64),
+        "handovers": along,
+        "handover_along_strategy_ms_max": along_max,
         "handover_ms_max": handovers.iter().cloned().fold(0.0, f64::max),
         "handover_ms_mean": if handovers.is_empty() { 0.0 } else { handovers.iter().sum::<f64>() / handovers.len() as f64 },
-    });
-    println!("{}", serde_json::to_string_pretty(&out)?);
-    Ok(())
+    })
 }

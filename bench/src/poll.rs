@@ -29,7 +29,7 @@ pub struct PollArgs {
     register_concurrency: usize,
 }
 
-async fn poller(target: Arc<Target>, seed: usize, until: Instant) -> Result<Vec<u32>> {
+pub(crate) async fn poller(target: Arc<Target>, seed: usize, until: Instant) -> Result<Vec<u32>> {
     let mut c = sim::connect(&target, sim::agent_config(&target, seed)?, None).await?;
     let mut latencies = Vec::with_capacity(100_000);
     let mut n: u64 = 0;

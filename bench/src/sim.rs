@@ -92,9 +92,40 @@ pub async fn connect(
     config: Arc<rustls::ClientConfig>,
     token: Option<String>,
 ) -> Result<Conn> {
-    let tcp = tokio::net::TcpStream::connect(&target.addr)
-        .await
-        .with_context(|| format!("connect {}", target.addr))?;
+    connect_from(target, config, token, None).await
+}
+
+/// Connects from a given local address (any port), or from the system's choice when `None`. One source
+/// address has some 28,000 ephemeral ports: a fleet larger than that spreads over several.
+pub async fn connect_from(
+    target: &Target,
+    config: Arc<rustls::ClientConfig>,
+    token: Option<String>,
+    local: Option<std::net::IpAddr>,
+) -> Result<Conn> {
+    let tcp = match local {
+        None => tokio::net::TcpStream::connect(&target.addr)
+            .await
+            .with_context(|| format!("connect {}", target.addr))?,
+        Some(ip) => {
+            let remote = tokio::net::lookup_host(&target.addr)
+                .await?
+                .next()
+                .with_context(|| format!("{} resolves to no address", target.addr))?;
+            let socket = if ip.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            socket
+                .bind(std::net::SocketAddr::new(ip, 0))
+                .with_context(|| format!("bind {ip}"))?;
+            socket
+                .connect(remote)
+                .await
+                .with_context(|| format!("connect {} from {ip}", target.addr))?
+        }
+    };
     tcp.set_nodelay(true)?;
     let name = ServerName::try_from(target.host.clone())?;
     let tls = tokio_rustls::TlsConnector::from(config)
@@ -220,4 +251,23 @@ pub fn cpu_ms(pid: u32) -> Option<f64> {
     let stime: f64 = fields.get(12)?.parse().ok()?;
     // Linux reports them in USER_HZ ticks, 100 per second on every architecture it runs on.
     Some((utime + stime) * 10.0)
+}
+
+/// Resident memory of a process, in MiB, from `/proc/PID/status`; `None` when it cannot be read.
+pub fn rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Raises this process's soft open-file limit to its hard limit (one descriptor per simulated agent);
+/// returns the limit now in force.
+pub fn raise_open_files() -> Result<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    }
+    Ok(getrlimit(Resource::RLIMIT_NOFILE)?.0)
 }

@@ -14,6 +14,7 @@
 //! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
+//! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
@@ -31,3 +32,4 @@ pub mod state;
 pub mod store;
 pub mod tls;
 pub mod ui;
+pub mod workers;

@@ -209,6 +209,17 @@ fn main() -> Result<()> {
             let loader: plinth_controller::server::ConfigLoader = Box::new(move || {
                 load_config_from(config_path.as_deref(), data_dir.clone(), over.clone())
             });
+            // One file descriptor per agent connection: the soft limit (often 1024) would refuse the
+            // fleet long before memory or CPU run short.
+            match plinth_controller::limits::files::raise_open_files() {
+                Ok(f) => tracing::info!(
+                    before = f.before,
+                    now = f.after,
+                    hard = f.hard,
+                    "open-file limit"
+                ),
+                Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+            }
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

@@ -70,6 +70,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         board,
         engine,
         exprs,
+        workers: Default::default(),
     });
     Ok(state)
 }

@@ -29,6 +29,8 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     /// The expression engine and its parse cache.
     pub exprs: plinth_common::snapshot::Expressions,
+    /// Blocking work, a few jobs at once.
+    pub workers: crate::workers::Workers,
 }
 
 impl AppState {
@@ -63,14 +65,16 @@ impl AppState {
             .map(Arc::new)
     }
 
-    /// Runs blocking work (database, orchestration) on the blocking pool.
+    /// Runs blocking work (database, orchestration) on the blocking pool, at most
+    /// [`crate::workers::BLOCKING_WORKERS`] jobs at once; the others wait as futures, not threads.
     pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
     {
         let state = self.clone();
-        tokio::task::spawn_blocking(move || f(&state))
+        self.workers
+            .run(move || f(&state))
             .await
             .map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
     }

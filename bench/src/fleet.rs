@@ -1,0 +1,358 @@
+//! `fleet` mode: many simulated agents behaving as the agent does. Each has its own node key in its own
+//! client certificate and its own TLS connection, registers on it, then holds a long poll
+//! (`wait` seconds, the agent's default 25), sends a heartbeat on the same connection when one is due
+//! (every `heartbeat_secs`, ±10%), and answers every list with results. Measured while they all hold
+//! polls: long polls answered per second and how far past their wait they were answered, heartbeat
+//! latency, the throughput and latency of extra `wait=0` pollers (the `poll` mode's measure, with the
+//! fleet connected), and the controller's memory and CPU. With `--deploy`, the fleet is then deployed
+//! (the five-group strategy, a `deploy` graph of `--tasks` chained tasks) and the hand-overs measured.
+//!
+//! A real agent sends heartbeats on a second pooled connection while its poll is held; a simulated one
+//! keeps to one connection (one descriptor per agent on both sides), so it heartbeats between polls: at
+//! most once a poll.
+
+use crate::phases::{self, Timeline};
+use crate::sim::{self, Target};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Options of the fleet mode.
+#[derive(clap::Args)]
+pub struct FleetArgs {
+    /// The controller's URL (https://host:port).
+    #[arg(long)]
+    controller: String,
+    /// The controller's certificate (PEM).
+    #[arg(long)]
+    cert: PathBuf,
+    /// How many simulated agents.
+    #[arg(long, default_value_t = 10_000)]
+    nodes: usize,
+    /// How many agents connect and register at once.
+    #[arg(long, default_value_t = 64)]
+    register_concurrency: usize,
+    /// Long-poll wait in seconds (the agent's `poll_wait_secs`).
+    #[arg(long, default_value_t = 25)]
+    wait: u64,
+    /// Heartbeat period in seconds (the agent's `heartbeat_secs`).
+    #[arg(long, default_value_t = 15)]
+    heartbeat_secs: u64,
+    /// Source addresses 127.0.0.2, 127.0.0.3, ... to spread the connections over (default: one per
+    /// 20,000 agents).
+    #[arg(long)]
+    addresses: Option<usize>,
+    /// How long to measure once every agent holds its poll, in seconds.
+    #[arg(long, default_value_t = 60)]
+    hold_seconds: u64,
+    /// Extra connections polling with `wait=0` during the measurement (0: none).
+    #[arg(long, default_value_t = 64)]
+    probe_connections: usize,
+    /// The controller's process id, to read its memory and CPU time (same machine only).
+    #[arg(long)]
+    controller_pid: Option<u32>,
+    /// Then deploy the fleet (needs `--token-file`).
+    #[arg(long)]
+    deploy: bool,
+    /// A file holding an admin token (for `--deploy`).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Tasks in the deployed `deploy` graph, chained.
+    #[arg(long, default_value_t = 20)]
+    tasks: usize,
+}
+
+/// What the agents share: counters, the measurement window's samples, the deployment's timeline.
+#[derive(Default)]
+struct Shared {
+    registered: AtomicUsize,
+    polling: AtomicUsize,
+    measuring: AtomicBool,
+    /// Long polls answered 204 during the window: how far past their wait (µs).
+    overshoot_us: Mutex<Vec<u32>>,
+    /// Lists received during the window.
+    lists: AtomicUsize,
+    /// Heartbeat latencies during the window (µs).
+    heartbeat_us: Mutex<Vec<u32>>,
+    timeline: Mutex<Timeline>,
+    failed: AtomicUsize,
+}
+
+fn micros(d: Duration) -> u32 {
+    d.as_micros().min(u32::MAX as u128) as u32
+}
+
+/// The heartbeat period with the agent's ±10%, varied by seed.
+fn heartbeat_period(secs: u64, seed: usize) -> Duration {
+    let base = Duration::from_secs(secs.max(1));
+    base.mul_f64(0.9 + 0.2 * ((seed * 7919) % 1000) as f64 / 1000.0)
+}
+
+struct AgentPlan {
+    seed: usize,
+    local: IpAddr,
+    /// Group, tag and rack when deploying.
+    place: Option<(&'static str, &'static str, String)>,
+}
+
+async fn agent(
+    target: Arc<Target>,
+    plan: AgentPlan,
+    shared: Arc<Shared>,
+    gate: Arc<Semaphore>,
+    wait: u64,
+    heartbeat_secs: u64,
+) -> Result<()> {
+    let seed = plan.seed;
+    let permit = gate.acquire_owned().await?;
+    let mut c = sim::connect_from(
+        &target,
+        sim::agent_config(&target, seed)?,
+        None,
+        Some(plan.local),
+    )
+    .await?;
+    let (tags, rack) = match &plan.place {
+        Some((_, tag, rack)) => (vec![tag.to_string()], Some(rack.clone())),
+        None => (vec!["sim".to_string()], None),
+    };
+    let body = json!({
+        "agent_version": "loadgen", "name": format!("sim-{seed}"),
+        "facts": {"hostname": format!("sim-{seed}")}, "tags": tags, "rack": rack
+    });
+    c.json("POST", "/agent/v1/register", Some(body)).await?;
+    shared.registered.fetch_add(1, Ordering::Relaxed);
+    drop(permit);
+
+    let period = heartbeat_period(heartbeat_secs, seed);
+    let mut next_heartbeat = Instant::now() + period;
+    let mut after = 0u64;
+    let mut n = 0u128;
+    let mut counted = false;
+    loop {
+        if Instant::now() >= next_heartbeat {
+            let start = Instant::now();
+            let (status, _) = c.send("POST", "/agent/v1/heartbeat", None).await?;
+            if status != 204 {
+                bail!("sim-{seed}: heartbeat got HTTP {status}");
+            }
+            if shared.measuring.load(Ordering::Relaxed) {
+                let us = micros(start.elapsed());
+                shared
+                    .heartbeat_us
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(us);
+            }
+            next_heartbeat = Instant::now() + period;
+        }
+        n += 1;
+        let path = format!(
+            "/agent/v1/tasks?nonce={:032x}&after={after}&wait={wait}",
+            ((seed as u128) << 64) | n
+        );
+        if !counted {
+            counted = true;
+            shared.polling.fetch_add(1, Ordering::Relaxed);
+        }
+        let start = Instant::now();
+        let (status, body) = c.send("GET", &path, None).await?;
+        let took = start.elapsed();
+        match status {
+            204 => {
+                if shared.measuring.load(Ordering::Relaxed) {
+                    let over = micros(took.saturating_sub(Duration::from_secs(wait)));
+                    shared
+                        .overshoot_us
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(over);
+                }
+            }
+            200 => {
+                let got = Instant::now();
+                let list = phases::decode_list(&body)?;
+                after = list.revision;
+                if shared.measuring.load(Ordering::Relaxed) {
+                    shared.lists.fetch_add(1, Ordering::Relaxed);
+                }
+                let results = phases::all_succeeded(&list);
+                let sent = Instant::now();
+                if let Some((group, _, _)) = &plan.place {
+                    shared
+                        .timeline
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .note(group, &list.phase, got, sent);
+                }
+                c.json("POST", "/agent/v1/results", Some(results)).await?;
+            }
+            other => bail!("sim-{seed}: poll got HTTP {other}"),
+        }
+    }
+}
+
+fn snapshot(pid: Option<u32>) -> serde_json::Value {
+    json!({"rss_mib": pid.and_then(sim::rss_mib), "cpu_ms": pid.and_then(sim::cpu_ms)})
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn percentiles(mut v: Vec<u32>) -> serde_json::Value {
+    v.sort_unstable();
+    json!({"count": v.len(), "p50": sim::percentile_ms(&v, 0.5), "p99": sim::percentile_ms(&v, 0.99),
+           "max": sim::percentile_ms(&v, 1.0)})
+}
+
+/// Runs the fleet mode.
+pub async fn run(args: FleetArgs) -> Result<()> {
+    let files = sim::raise_open_files()?;
+    let needed = args.nodes + args.probe_connections + 64;
+    if (files as usize) < needed {
+        bail!(
+            "{} agents need about {needed} open files; this process may open {files} (raise the hard limit: ulimit -Hn)",
+            args.nodes
+        );
+    }
+    let target = sim::target(&args.controller, &args.cert)?;
+    let n = args.nodes;
+    let addresses = args.addresses.unwrap_or(n.div_ceil(20_000)).clamp(1, 250);
+    let shared = Arc::new(Shared::default());
+    let gate = Arc::new(Semaphore::new(args.register_concurrency.max(1)));
+    let started = Instant::now();
+    let mut agents = tokio::task::JoinSet::new();
+    for seed in 0..n {
+        let plan = AgentPlan {
+            seed,
+            local: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (seed % addresses) as u8)),
+            place: args.deploy.then(|| phases::place(seed, n)),
+        };
+        let (shared, target, gate) = (shared.clone(), target.clone(), gate.clone());
+        let (wait, heartbeat_secs) = (args.wait, args.heartbeat_secs);
+        agents.spawn(async move {
+            let r = agent(target, plan, shared.clone(), gate, wait, heartbeat_secs).await;
+            if let Err(e) = &r {
+                if shared.failed.fetch_add(1, Ordering::Relaxed) < 5 {
+                    eprintln!("agent failed: {e:#}");
+                }
+            }
+        });
+    }
+    // Registration, with progress every ten seconds.
+    let mut progress = Vec::new();
+    let mut last = Instant::now();
+    loop {
+        let registered = shared.registered.load(Ordering::Relaxed);
+        let failed = shared.failed.load(Ordering::Relaxed);
+        if failed > 0 {
+            bail!("{failed} agents failed (after {registered} registered)");
+        }
+        if registered >= n {
+            break;
+        }
+        if last.elapsed() >= Duration::from_secs(10) {
+            last = Instant::now();
+            let point = json!({"seconds": started.elapsed().as_secs(), "registered": registered,
+                               "controller": snapshot(args.controller_pid)});
+            eprintln!("{point}");
+            progress.push(point);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let register_secs = started.elapsed().as_secs_f64();
+    eprintln!("registered {n} agents in {register_secs:.1} s; waiting one poll cycle");
+    // Every agent holds a poll; one full cycle lets polls and heartbeats reach their steady rhythm.
+    tokio::time::sleep(Duration::from_secs(args.wait + 1)).await;
+    let connected = snapshot(args.controller_pid);
+
+    let before = args.controller_pid.and_then(sim::cpu_ms);
+    shared.measuring.store(true, Ordering::Relaxed);
+    let window = Instant::now();
+    let until = window + Duration::from_secs(args.hold_seconds);
+    let mut probes = tokio::task::JoinSet::new();
+    for i in 0..args.probe_connections.min(n) {
+        probes.spawn(crate::poll::poller(
+            target.clone(),
+            i * n / args.probe_connections.min(n),
+            until,
+        ));
+    }
+    let mut probe_us = Vec::new();
+    while let Some(r) = probes.join_next().await {
+        probe_us.extend(r??);
+    }
+    tokio::time::sleep_until(until.into()).await;
+    shared.measuring.store(false, Ordering::Relaxed);
+    let secs = window.elapsed().as_secs_f64();
+    let cpu = before
+        .zip(args.controller_pid.and_then(sim::cpu_ms))
+        .map(|(a, b)| b - a);
+    let overshoot = std::mem::take(
+        &mut *shared
+            .overshoot_us
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
+    let heartbeats = std::mem::take(
+        &mut *shared
+            .heartbeat_us
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
+    let long_polls = overshoot.len() + shared.lists.load(Ordering::Relaxed);
+    let probe_count = probe_us.len();
+    let mut out = json!({
+        "agents": n,
+        "source_addresses": addresses,
+        "load_average": load_average(),
+        "registration": {"seconds": register_secs, "per_second": n as f64 / register_secs, "progress": progress},
+        "controller_connected": connected,
+        "window_seconds": secs,
+        "long_polls_answered_per_second": long_polls as f64 / secs,
+        "long_poll_ms_past_wait": percentiles(overshoot),
+        "heartbeats_per_second": heartbeats.len() as f64 / secs,
+        "heartbeat_ms": percentiles(heartbeats),
+        "probe": {"connections": args.probe_connections, "polls_per_second": probe_count as f64 / secs,
+                  "latency_ms": percentiles(probe_us)},
+        "controller_cpu_percent": cpu.map(|ms| ms / 10.0 / secs),
+        "controller_after": snapshot(args.controller_pid),
+    });
+    if args.deploy {
+        let token_file = args
+            .token_file
+            .as_ref()
+            .context("--deploy needs --token-file")?;
+        let token = std::fs::read_to_string(token_file)
+            .with_context(|| format!("read {}", token_file.display()))?
+            .trim()
+            .to_string();
+        let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
+        let cid = phases::setup_cluster(&mut op, n, args.tasks).await?;
+        let cpu_before = args.controller_pid.and_then(sim::cpu_ms);
+        let (report, took) = phases::deploy(&mut op, cid).await?;
+        let cpu = cpu_before
+            .zip(args.controller_pid.and_then(sim::cpu_ms))
+            .map(|(a, b)| b - a);
+        // Answers still on their way are not waited for: the deployment's end is what counts.
+        let sum = phases::summary(&shared.timeline.lock().unwrap_or_else(|p| p.into_inner()));
+        out["deployment"] = json!({
+            "tasks": args.tasks, "status": report["status"], "seconds": took.as_secs_f64(),
+            "controller_cpu_ms": cpu, "controller": snapshot(args.controller_pid),
+            "load_average": load_average(), "summary": sum,
+        });
+    }
+    let failed = shared.failed.load(Ordering::Relaxed);
+    out["agents_failed"] = json!(failed);
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    // The agents are still holding polls; leaving ends them.
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
