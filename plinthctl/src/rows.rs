@@ -2,6 +2,7 @@
 //! table reads a JSON answer by string.
 
 use crate::output::{self, Format};
+use plinth_api::deployments::{DeploymentRecord, StartedDeployment};
 use plinth_api::records::{
     ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
 };
@@ -147,5 +148,25 @@ impl Row for ConfigurationRecord {
             opt(used.as_ref().map(|c| c.prepare_node_timeout)),
             opt(used.as_ref().map(|c| c.deploy_timeout)),
         ]
+    }
+}
+
+impl Row for DeploymentRecord {
+    const HEADER: &'static [&'static str] = &["id", "cluster", "graph", "status", "nodes"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.cluster_id.to_string(),
+            self.graph_type.clone(),
+            self.status.to_string(),
+            output::list(&self.node_ids),
+        ]
+    }
+}
+
+impl Row for StartedDeployment {
+    const HEADER: &'static [&'static str] = DeploymentRecord::HEADER;
+    fn cells(&self) -> Vec<String> {
+        self.record.cells()
     }
 }
