@@ -1,7 +1,7 @@
 //! The operator API's typed answers as table rows: each type names its columns and its cells, so no
 //! table reads a JSON answer by string.
 
-use crate::output::{self, Format};
+use crate::output::{self, list, opt, word, Format};
 use plinth_api::deployments::{DeploymentRecord, StartedDeployment};
 use plinth_api::records::{
     ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
@@ -35,23 +35,6 @@ pub fn print_one<T: Row>(format: Format, item: &T) {
         Format::Json => output::json(&serde_json::to_value(item).unwrap_or_default()),
         Format::Table => output::table(T::HEADER, &[item.cells()]),
     }
-}
-
-/// A list as a cell: `a,b` (empty when empty).
-fn list(items: &[String]) -> String {
-    items.join(",")
-}
-
-/// A value's serde spelling (for enums), `-` when it has none.
-fn word<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "-".into(),
-    }
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 impl Row for NodeView {
@@ -159,7 +142,7 @@ impl Row for DeploymentRecord {
             self.cluster_id.to_string(),
             self.graph_type.clone(),
             self.status.to_string(),
-            output::list(&self.node_ids),
+            list(&self.node_ids),
         ]
     }
 }
