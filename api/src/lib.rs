@@ -8,12 +8,14 @@
 //! | module | owns |
 //! |---|---|
 //! | [`answers`] | answers that are not records: resolutions and checks |
+//! | [`deployments`] | deployments: the record, the start answer, the report and its summary |
 //! | [`errors`] | the shape of every error answer |
 //! | [`records`] | nodes, releases, clusters and plugins as the API answers with them |
 //! | [`requests`] | the bodies operators send |
 //! | [`tls`] | the names the controller's certificate carries |
 
 pub mod answers;
+pub mod deployments;
 pub mod errors;
 pub mod records;
 pub mod requests;

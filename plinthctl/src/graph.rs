@@ -483,12 +483,14 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
                 }
                 return Ok(true);
             }
-            let id = dep["id"].as_u64().unwrap_or_default();
+            let dep: plinth_api::deployments::StartedDeployment = serde_json::from_value(dep)
+                .with_context(|| format!("unexpected answer to PUT {path}"))?;
+            let id = dep.record.id;
             if watch {
                 return crate::finish_watch(client, id, format).await;
             }
             match format {
-                Format::Json => output::json(&dep),
+                Format::Json => output::json_of(&dep),
                 Format::Table => println!("{id}"),
             }
             eprintln!("deployment {id} of graph {graph_type:?} started on cluster {env}");

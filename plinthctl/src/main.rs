@@ -36,10 +36,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use client::{Client, Target};
 use output::Format;
+use plinth_api::deployments::{DeploymentRecord, Report, StartedDeployment};
 use plinth_api::records::{
     ClusterRecord, ConfigurationRecord, NodeAssignment, NodeView, ReleaseRecord, StrategyRecord,
 };
 use plinth_api::requests::{AssignNodes, CreateCluster, DeployQuery};
+use plinth_common::wire::DeploymentStatus;
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -442,23 +444,6 @@ fn joined(files: &[PathBuf], file_opts: &[PathBuf]) -> Vec<PathBuf> {
     files.iter().chain(file_opts).cloned().collect()
 }
 
-fn print(format: Format, v: &Value, header: &[&str], pointers: &[&str]) {
-    match format {
-        Format::Json => output::json(v),
-        Format::Table => {
-            let items: Vec<&Value> = match v {
-                Value::Array(a) => a.iter().collect(),
-                other => vec![other],
-            };
-            let rows: Vec<Vec<String>> = items
-                .iter()
-                .map(|i| pointers.iter().map(|p| output::cell(i, p)).collect())
-                .collect();
-            output::table(header, &rows);
-        }
-    }
-}
-
 async fn run(cli: Cli) -> Result<bool> {
     match &cli.command {
         Command::Quickstart { keep } => return quickstart::run(*keep, cli.output).await,
@@ -717,63 +702,54 @@ async fn run(cli: Cli) -> Result<bool> {
                     force,
                     dry_run: false,
                 };
-                let dep = client
-                    .call_query(Method::PUT, &format!("/clusters/{cluster}/deploy/"), &query)
-                    .await?;
+                let path = format!("/clusters/{cluster}/deploy/");
+                let answer = client.call_query(Method::PUT, &path, &query).await?;
+                let dep: StartedDeployment = serde_json::from_value(answer)
+                    .with_context(|| format!("unexpected answer to PUT {path}"))?;
                 if f == Format::Table {
                     // What runs: the strategy, how it was chosen, each phase's timeout.
                     eprint!("{}", strategy::describe_start(&dep));
                 }
                 if follow {
-                    let id = dep["id"].as_u64().unwrap_or_default();
-                    return finish_watch(&client, id, f).await;
+                    return finish_watch(&client, dep.record.id, f).await;
                 }
-                print(
-                    f,
-                    &dep,
-                    &["id", "cluster", "graph", "status", "nodes"],
-                    &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
-                );
+                rows::print_one(f, &dep);
             }
             DeployCommand::Watch { id } => return finish_watch(&client, id, f).await,
             DeployCommand::Report { id } => {
-                let r = client
-                    .call(Method::GET, &format!("/deployments/{id}"), None)
-                    .await?;
+                let r: Report = client.get(&format!("/deployments/{id}")).await?;
                 match f {
-                    Format::Json => output::json(&r),
+                    Format::Json => output::json_of(&r),
                     Format::Table => output::report(&r),
                 }
-                return Ok(r["status"] != "failed");
+                return Ok(r.status != DeploymentStatus::Failed);
             }
-            DeployCommand::List => print(
+            DeployCommand::List => rows::print(
                 f,
-                &client.call(Method::GET, "/deployments", None).await?,
-                &["id", "cluster", "graph", "status", "nodes"],
-                &["/id", "/cluster_id", "/graph_type", "/status", "/node_ids"],
+                &client.get::<Vec<DeploymentRecord>>("/deployments").await?,
             ),
             DeployCommand::Cancel { id } => {
-                let d = client
-                    .call(Method::POST, &format!("/deployments/{id}/cancel"), None)
+                let d: DeploymentRecord = client
+                    .send::<(), _>(Method::POST, &format!("/deployments/{id}/cancel"), None)
                     .await?;
                 match f {
-                    Format::Json => output::json(&d),
-                    Format::Table => println!("deployment {id} {}", output::cell(&d, "/status")),
+                    Format::Json => output::json_of(&d),
+                    Format::Table => println!("deployment {id} {}", d.status),
                 }
             }
             DeployCommand::Retry { id, watch } => {
-                let d = client
-                    .call(Method::POST, &format!("/deployments/{id}/retry"), None)
+                let d: DeploymentRecord = client
+                    .send::<(), _>(Method::POST, &format!("/deployments/{id}/retry"), None)
                     .await?;
-                let new_id = d["id"].as_u64().unwrap_or_default();
                 if watch {
-                    return finish_watch(&client, new_id, f).await;
+                    return finish_watch(&client, d.id, f).await;
                 }
                 match f {
-                    Format::Json => output::json(&d),
+                    Format::Json => output::json_of(&d),
                     Format::Table => println!(
-                        "deployment {new_id} started: nodes {} of deployment {id} again",
-                        output::cell(&d, "/node_ids")
+                        "deployment {} started: nodes {} of deployment {id} again",
+                        d.id,
+                        output::list(&d.node_ids)
                     ),
                 }
             }
@@ -786,10 +762,10 @@ async fn run(cli: Cli) -> Result<bool> {
 pub(crate) async fn finish_watch(client: &Client, id: u64, f: Format) -> Result<bool> {
     let r = watch::watch(client, id, f == Format::Table).await?;
     match f {
-        Format::Json => output::json(&r),
+        Format::Json => output::json_of(&r),
         Format::Table => output::report(&r),
     }
-    Ok(r["status"] == "success")
+    Ok(r.status == DeploymentStatus::Success)
 }
 
 fn main() -> ExitCode {

@@ -1,5 +1,9 @@
 //! Printing for people (aligned tables) and for scripts (`-o json`).
 
+use plinth_api::deployments::Report;
+use plinth_common::strategy::SuccessCriteria;
+use plinth_common::wire::DeploymentEvent;
+use serde::Serialize;
 use serde_json::Value;
 
 /// Output format.
@@ -44,36 +48,48 @@ pub fn json(v: &Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-/// A JSON field as text for a table cell.
-pub fn cell(v: &Value, pointer: &str) -> String {
-    match v.pointer(pointer) {
-        None | Some(Value::Null) => "-".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| x.to_string())
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(other) => other.to_string(),
+/// Prints a typed answer as JSON, pretty: as the controller sent it (the same type serializes the same
+/// way).
+pub fn json_of<T: Serialize>(v: &T) {
+    json(&serde_json::to_value(v).unwrap_or_default());
+}
+
+/// A value's serde spelling (for enums such as a task's status), `-` when it has none.
+pub fn word<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => "-".into(),
     }
 }
 
+/// A list as a cell: `a,b` (empty when empty).
+pub fn list<T: ToString>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// An optional value as a cell, `-` when absent.
+pub fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
 /// A group's success criteria in words (`none` when it has none: it always succeeds).
-fn criteria(c: &Value) -> String {
+fn criteria(c: Option<&SuccessCriteria>) -> String {
     let parts: Vec<String> = c
-        .as_object()
         .into_iter()
-        .flatten()
-        .map(|(k, v)| match k.as_str() {
-            "percent_successful_nodes" => format!("at least {v}% succeed"),
-            "minimum_successful_nodes" => format!("at least {v} succeed"),
-            "maximum_failed_nodes" => format!("at most {v} fail"),
-            other => format!("{other}: {v}"),
+        .flat_map(|c| {
+            [
+                c.percent_successful_nodes
+                    .map(|v| format!("at least {v}% succeed")),
+                c.minimum_successful_nodes
+                    .map(|v| format!("at least {v} succeed")),
+                c.maximum_failed_nodes.map(|v| format!("at most {v} fail")),
+            ]
         })
+        .flatten()
         .collect();
     if parts.is_empty() {
         "none".to_string()
@@ -82,41 +98,56 @@ fn criteria(c: &Value) -> String {
     }
 }
 
+/// A notice's node (if it names one) and its message (`-` if it has none).
+fn notice(e: &DeploymentEvent) -> (Option<&str>, &str) {
+    match e {
+        DeploymentEvent::Warning { message, .. }
+        | DeploymentEvent::Stopped { message }
+        | DeploymentEvent::Cancelled { message, .. } => (None, message),
+        DeploymentEvent::NodeError { node, message, .. }
+        | DeploymentEvent::ResultRefused { node, message, .. }
+        | DeploymentEvent::ListRefused { node, message, .. } => (Some(node), message),
+        DeploymentEvent::NodeStatusChanged { node, .. }
+        | DeploymentEvent::TaskResult { node, .. } => (Some(node), "-"),
+        DeploymentEvent::GroupStarted { .. }
+        | DeploymentEvent::PhaseStarted { .. }
+        | DeploymentEvent::PhaseFinished { .. }
+        | DeploymentEvent::GroupSucceeded { .. }
+        | DeploymentEvent::GroupFailed { .. }
+        | DeploymentEvent::DeploymentFinished { .. } => (None, "-"),
+    }
+}
+
 /// Prints a deployment report for people: action and strategy, the steps, the groups with their criteria,
 /// then each node's tasks.
-pub fn report(r: &Value) {
+pub fn report(r: &Report) {
     println!(
         "Deployment {} of cluster {} ({}): {}",
-        cell(r, "/id"),
-        cell(r, "/cluster_id"),
-        cell(r, "/graph_type"),
-        cell(r, "/status").to_uppercase()
+        r.id,
+        r.cluster_id,
+        r.graph_type,
+        r.status.as_str().to_uppercase()
     );
-    if let Some(action) = r["action"].as_str() {
+    if let Some(action) = &r.action {
         println!("Action: {action}");
     }
-    if let Some(name) = r["strategy"].as_str() {
+    if let Some(name) = &r.strategy {
         println!("Strategy: {name}");
     }
-    if let Some(by) = r["chosen_by"].as_str() {
+    if let Some(by) = &r.chosen_by {
         println!("Chosen by: {by}");
     }
     println!();
     // Steps, as Shipyard's `describe action` lists them.
-    let steps: Vec<Vec<String>> = r["steps"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let steps: Vec<Vec<String>> = r
+        .steps
+        .iter()
         .map(|s| {
             vec![
-                format!(
-                    "step/{}/{}",
-                    cell(r, "/id"),
-                    cell(s, "/name").replace(' ', "/")
-                ),
-                cell(s, "/index"),
-                cell(s, "/state"),
-                cell(s, "/detail"),
+                format!("step/{}/{}", r.id, s.name.replace(' ', "/")),
+                s.index.to_string(),
+                s.state.clone(),
+                s.detail.clone(),
             ]
         })
         .collect();
@@ -124,28 +155,22 @@ pub fn report(r: &Value) {
         table(&["steps", "index", "state", "detail"], &steps);
         println!();
     }
-    let groups: Vec<Vec<String>> = r["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let groups: Vec<Vec<String>> = r
+        .groups
+        .iter()
         .map(|g| {
-            let mut row: Vec<String> = ["/name", "/state", "/critical", "/depends_on"]
-                .iter()
-                .map(|p| cell(g, p))
-                .collect();
-            row.push(criteria(&g["success_criteria"]));
-            row.extend(
-                [
-                    "/succeeded",
-                    "/prepared",
-                    "/failed",
-                    "/not_started",
-                    "/reason",
-                ]
-                .iter()
-                .map(|p| cell(g, p)),
-            );
-            row
+            vec![
+                g.name.clone(),
+                g.state.to_string(),
+                g.critical.to_string(),
+                list(&g.depends_on),
+                criteria(g.success_criteria.as_ref()),
+                list(&g.succeeded),
+                list(&g.prepared),
+                list(&g.failed),
+                list(&g.not_started),
+                opt(g.reason.as_ref()),
+            ]
         })
         .collect();
     table(
@@ -165,26 +190,27 @@ pub fn report(r: &Value) {
     );
     println!();
     let mut rows = Vec::new();
-    for n in r["nodes"].as_array().into_iter().flatten() {
-        for t in n["tasks"].as_array().into_iter().flatten() {
-            let mut row: Vec<String> = [&"/name"].iter().map(|p| cell(n, p)).collect();
-            row.extend(
-                ["/phase", "/id", "/status", "/attempts", "/exit_code"]
-                    .iter()
-                    .map(|p| cell(t, p)),
-            );
-            row.push(format!("{} ms", cell(t, "/duration_ms")));
-            row.push(cell(t, "/message").lines().next().unwrap_or("").to_string());
-            rows.push(row);
+    for n in &r.nodes {
+        for t in &n.tasks {
+            rows.push(vec![
+                n.name.clone(),
+                t.phase.clone(),
+                t.id.clone(),
+                word(&t.status),
+                t.attempts.to_string(),
+                opt(t.exit_code),
+                format!("{} ms", t.duration_ms),
+                t.message.lines().next().unwrap_or("").to_string(),
+            ]);
         }
         let mut row = vec![
-            cell(n, "/name"),
+            n.name.clone(),
             String::new(),
             "(node)".into(),
-            cell(n, "/status"),
+            n.status.to_string(),
         ];
         row.extend([String::new(), String::new(), String::new()]);
-        row.push(cell(n, "/reason"));
+        row.push(opt(n.reason.as_ref()));
         rows.push(row);
     }
     table(
@@ -194,16 +220,15 @@ pub fn report(r: &Value) {
         &rows,
     );
     // Warnings, why it stopped or who cancelled it, and what its nodes sent that was refused.
-    let notices: Vec<String> = r["notices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|n| {
-            let node = n["node"]
-                .as_str()
+    let notices: Vec<String> = r
+        .notices
+        .iter()
+        .map(|e| {
+            let (node, message) = notice(e);
+            let node = node
                 .map(|name| format!("node {name}: "))
                 .unwrap_or_default();
-            format!("! {}: {node}{}", cell(n, "/event"), cell(n, "/message"))
+            format!("! {}: {node}{message}", e.kind())
         })
         .collect();
     if !notices.is_empty() {

@@ -217,10 +217,11 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
         graph_type: Some("default".into()),
         ..DeployQuery::default()
     };
-    let dep = client
-        .call_query(Method::PUT, &format!("/clusters/{cid}/deploy/"), &query)
-        .await?;
-    let id = dep["id"].as_u64().unwrap_or_default();
+    let path = format!("/clusters/{cid}/deploy/");
+    let dep: plinth_api::deployments::StartedDeployment =
+        serde_json::from_value(client.call_query(Method::PUT, &path, &query).await?)
+            .with_context(|| format!("unexpected answer to PUT {path}"))?;
+    let id = dep.record.id;
     eprintln!("  deployment {id} started on {} nodes\n", nodes.len());
 
     let report = watch::watch(&client, id, format == output::Format::Table).await?;
@@ -229,7 +230,7 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
             println!();
             output::report(&report);
         }
-        output::Format::Json => output::json(&report),
+        output::Format::Json => output::json_of(&report),
     }
     drop(children);
     if keep {
@@ -240,5 +241,5 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
     } else {
         let _ = std::fs::remove_dir_all(&root);
     }
-    Ok(report["status"] == "success")
+    Ok(report.status == plinth_common::wire::DeploymentStatus::Success)
 }

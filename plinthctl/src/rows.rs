@@ -1,7 +1,8 @@
 //! The operator API's typed answers as table rows: each type names its columns and its cells, so no
 //! table reads a JSON answer by string.
 
-use crate::output::{self, Format};
+use crate::output::{self, list, opt, word, Format};
+use plinth_api::deployments::{DeploymentRecord, StartedDeployment};
 use plinth_api::records::{
     ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
 };
@@ -34,23 +35,6 @@ pub fn print_one<T: Row>(format: Format, item: &T) {
         Format::Json => output::json(&serde_json::to_value(item).unwrap_or_default()),
         Format::Table => output::table(T::HEADER, &[item.cells()]),
     }
-}
-
-/// A list as a cell: `a,b` (empty when empty).
-fn list(items: &[String]) -> String {
-    items.join(",")
-}
-
-/// A value's serde spelling (for enums), `-` when it has none.
-fn word<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "-".into(),
-    }
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 impl Row for NodeView {
@@ -147,5 +131,25 @@ impl Row for ConfigurationRecord {
             opt(used.as_ref().map(|c| c.prepare_node_timeout)),
             opt(used.as_ref().map(|c| c.deploy_timeout)),
         ]
+    }
+}
+
+impl Row for DeploymentRecord {
+    const HEADER: &'static [&'static str] = &["id", "cluster", "graph", "status", "nodes"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.to_string(),
+            self.cluster_id.to_string(),
+            self.graph_type.clone(),
+            self.status.to_string(),
+            list(&self.node_ids),
+        ]
+    }
+}
+
+impl Row for StartedDeployment {
+    const HEADER: &'static [&'static str] = DeploymentRecord::HEADER;
+    fn cells(&self) -> Vec<String> {
+        self.record.cells()
     }
 }

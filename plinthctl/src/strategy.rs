@@ -4,10 +4,10 @@
 use crate::client::Client;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
+use plinth_api::deployments::StartedDeployment;
 use plinth_api::records::{ConfigurationRecord, StrategyRecord};
 use plinth_common::strategy::{self, SimulatedFailure, Source};
 use reqwest::Method;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn read(path: &Path) -> Result<String> {
@@ -208,21 +208,21 @@ pub async fn set_configuration(
 
 /// The lines `plinthctl deploy start` prints about what a deployment runs: its strategy, how it was
 /// chosen, and each phase's timeout.
-pub fn describe_start(dep: &Value) -> String {
-    let s = &dep["strategy"];
-    let mut out = match s["name"].as_str() {
+pub fn describe_start(dep: &StartedDeployment) -> String {
+    let Some(s) = &dep.strategy else {
+        return "strategy: none (every node at once)\n".to_string();
+    };
+    let mut out = match &s.name {
         Some(name) => format!("strategy: {name}\n"),
         None => "strategy: none (every node at once)\n".to_string(),
     };
-    if let Some(by) = s["chosen_by"].as_str() {
+    if let Some(by) = &s.chosen_by {
         out.push_str(&format!("chosen by: {by}\n"));
     }
-    for p in s["phases"].as_array().into_iter().flatten() {
+    for p in &s.phases {
         out.push_str(&format!(
             "phase {} (graph type {}): times out after {} s\n",
-            p["name"].as_str().unwrap_or_default(),
-            p["graph_type"].as_str().unwrap_or_default(),
-            p["timeout_secs"]
+            p.name, p.graph_type, p.timeout_secs
         ));
     }
     out

@@ -3,12 +3,11 @@
 //! node, then returns the final report. Falls back to polling the report if the stream breaks.
 
 use crate::client::Client;
-use crate::output;
 use anyhow::Result;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use plinth_api::deployments::Report;
 use plinth_common::strategy::FailureReason;
-use plinth_common::wire::DeploymentEvent;
-use serde_json::Value;
+use plinth_common::wire::{DeploymentEvent, DeploymentStatus, ResultStatus};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -51,12 +50,11 @@ impl Bars {
         }
     }
 
-    fn update(&mut self, report: &Value) {
-        for g in report["groups"].as_array().into_iter().flatten() {
-            let name = output::cell(g, "/name");
-            let total = g["nodes"].as_array().map_or(0, Vec::len);
-            let done = g["succeeded"].as_array().map_or(0, Vec::len)
-                + g["failed"].as_array().map_or(0, Vec::len);
+    fn update(&mut self, report: &Report) {
+        for g in &report.groups {
+            let name = g.name.clone();
+            let total = g.nodes.len();
+            let done = g.succeeded.len() + g.failed.len();
             let bar = self.groups.entry(name.clone()).or_insert_with(|| {
                 let b = self.multi.add(ProgressBar::new(total as u64));
                 b.set_style(self.group_style.clone());
@@ -65,30 +63,32 @@ impl Bars {
             });
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-            let phase = g["current_phase"]
-                .as_str()
+            let phase = g
+                .current_phase
+                .as_ref()
                 .map(|p| format!(" ({p})"))
                 .unwrap_or_default();
-            bar.set_message(format!("{}{phase}", output::cell(g, "/state")));
+            bar.set_message(format!("{}{phase}", g.state));
         }
-        for n in report["nodes"].as_array().into_iter().flatten() {
-            let nid = n["id"].as_u64().unwrap_or_default();
-            let bar = self.nodes.entry(nid).or_insert_with(|| {
+        for n in &report.nodes {
+            let bar = self.nodes.entry(n.id).or_insert_with(|| {
                 let b = self.multi.add(ProgressBar::new(0));
                 b.set_style(self.node_style.clone());
-                b.set_prefix(output::cell(n, "/name"));
+                b.set_prefix(n.name.clone());
                 b
             });
-            bar.set_length(n["total_tasks"].as_u64().unwrap_or(0));
-            bar.set_position(n["finished_tasks"].as_u64().unwrap_or(0));
-            let running = n["tasks"]
-                .as_array()
-                .and_then(|t| t.iter().rev().find(|t| t["status"] == "running"))
-                .map(|t| output::cell(t, "/id"));
-            bar.set_message(match (running, n["phase"].as_str()) {
+            bar.set_length(n.total_tasks as u64);
+            bar.set_position(n.finished_tasks as u64);
+            let running = n
+                .tasks
+                .iter()
+                .rev()
+                .find(|t| t.status == ResultStatus::Running)
+                .map(|t| t.id.clone());
+            bar.set_message(match (running, n.phase.as_deref()) {
                 (Some(t), Some(p)) => format!("{p}: running {t}"),
                 (Some(t), None) => format!("running {t}"),
-                _ => output::cell(n, "/status"),
+                _ => n.status.to_string(),
             });
         }
     }
@@ -145,11 +145,11 @@ fn reason_words(r: &FailureReason) -> String {
 }
 
 /// Follows a deployment until it ends; returns its final report.
-pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
+pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Report> {
     let mut bars = Bars::new(show_bars);
-    let report: Value = client.get(&format!("/deployments/{id}")).await?;
+    let report: Report = client.get(&format!("/deployments/{id}")).await?;
     bars.update(&report);
-    if report["status"] != "running" {
+    if report.status != DeploymentStatus::Running {
         bars.finish();
         return Ok(report);
     }
@@ -172,7 +172,7 @@ pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
                         bars.line(text);
                     }
                     if last_refresh.elapsed() >= Duration::from_millis(200) {
-                        if let Ok(r) = client.get::<Value>(&format!("/deployments/{id}")).await {
+                        if let Ok(r) = client.get::<Report>(&format!("/deployments/{id}")).await {
                             bars.update(&r);
                         }
                         last_refresh = Instant::now();
@@ -183,9 +183,9 @@ pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Value> {
     }
     // The stream ended (the deployment finished) or broke: poll until the report says it is over.
     loop {
-        let report: Value = client.get(&format!("/deployments/{id}")).await?;
+        let report: Report = client.get(&format!("/deployments/{id}")).await?;
         bars.update(&report);
-        if report["status"] != "running" {
+        if report.status != DeploymentStatus::Running {
             bars.finish();
             return Ok(report);
         }

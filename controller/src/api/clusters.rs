@@ -228,7 +228,7 @@ fn parse_node_list(text: &str) -> Result<Vec<u64>, ApiError> {
     params(("id" = u64, Path, description = "the record's id"), plinth_api::requests::DeployQuery),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 202, description = "success"),
+        (status = 202, description = "success", body = plinth_api::deployments::StartedDeployment),
         (status = 200, description = "a dry run: what would run"),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
@@ -274,14 +274,18 @@ pub async fn deploy(
             }
             let dep = s.engine.start(&request)?;
             tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
-            let mut body = serde_json::to_value(&dep).unwrap_or_default();
             // What it runs, as `plinthctl deploy start` tells the operator: strategy, how chosen, timeouts.
-            if let Ok(engine_state) =
-                serde_json::from_value::<crate::engine::EngineState>(dep.state.clone())
-            {
-                body["strategy"] = engine_state.summary();
-            }
-            Ok((StatusCode::ACCEPTED, Json(body)))
+            let strategy = serde_json::from_value::<crate::engine::EngineState>(dep.state.clone())
+                .ok()
+                .map(|engine_state| engine_state.summary());
+            let body = plinth_api::deployments::StartedDeployment {
+                record: dep,
+                strategy,
+            };
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(serde_json::to_value(body).unwrap_or_default()),
+            ))
         })
         .await
 }
@@ -295,7 +299,7 @@ pub async fn deploy(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 202, description = "success"),
+        (status = 202, description = "success", body = plinth_api::deployments::DeploymentRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

@@ -30,7 +30,7 @@ pub struct ListQuery {
     tag = "deployments",
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = Vec<plinth_api::deployments::DeploymentRecord>),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -52,7 +52,7 @@ pub async fn list(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::deployments::Report),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -82,7 +82,7 @@ pub async fn show(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::deployments::Summary),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -112,7 +112,7 @@ pub async fn summary(
     params(("id" = u64, Path, description = "the record's id"), ("node_id" = u64, Path, description = "the node's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "success", body = plinth_api::deployments::NodeLine),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -150,7 +150,7 @@ pub async fn node(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 202, description = "success"),
+        (status = 202, description = "success", body = plinth_api::deployments::DeploymentRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -174,7 +174,7 @@ pub async fn cancel(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 202, description = "success"),
+        (status = 202, description = "success", body = plinth_api::deployments::DeploymentRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

@@ -188,6 +188,23 @@ mod tests {
         assert!(body.to_string().contains("NodeView"), "{body}");
         assert!(doc["components"]["schemas"]["NodeView"].is_object());
         assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+        // The deployment answers name their types, down to a report's tasks.
+        let report = &doc["paths"]["/deployments/{id}/"]["get"]["responses"]["200"];
+        assert!(report.to_string().contains("Report"), "{report}");
+        let started = &doc["paths"]["/clusters/{id}/deploy/"]["put"]["responses"]["202"];
+        assert!(
+            started.to_string().contains("StartedDeployment"),
+            "{started}"
+        );
+        for name in [
+            "Report",
+            "NodeLine",
+            "TaskLine",
+            "Summary",
+            "DeploymentRecord",
+        ] {
+            assert!(doc["components"]["schemas"][name].is_object(), "{name}");
+        }
         let deploy = &doc["paths"]["/clusters/{id}/deploy/"]["put"]["parameters"];
         let names: Vec<&str> = deploy
             .as_array()

@@ -99,7 +99,7 @@ pub struct EngineState {
 
 impl EngineState {
     /// What the deployment runs: strategy, how it was chosen, phases with their timeouts.
-    pub fn summary(&self) -> Value {
+    pub fn summary(&self) -> plinth_api::deployments::StrategySummary {
         plan::summary(
             self.run.sequencer.strategy(),
             self.strategy.as_deref(),

@@ -172,16 +172,20 @@ pub fn summary(
     strategy: &Strategy,
     name: Option<&str>,
     chosen_by: Option<&str>,
-) -> serde_json::Value {
-    serde_json::json!({
-        "name": name,
-        "chosen_by": chosen_by,
-        "phases": strategy.phases.iter().map(|p| serde_json::json!({
-            "name": p.name,
-            "graph_type": p.graph_type,
-            "timeout_secs": strategy.timeout_of(p),
-        })).collect::<Vec<_>>(),
-    })
+) -> plinth_api::deployments::StrategySummary {
+    plinth_api::deployments::StrategySummary {
+        name: name.map(str::to_string),
+        chosen_by: chosen_by.map(str::to_string),
+        phases: strategy
+            .phases
+            .iter()
+            .map(|p| plinth_api::deployments::PhaseSummary {
+                name: p.name.clone(),
+                graph_type: p.graph_type.clone(),
+                timeout_secs: strategy.timeout_of(p),
+            })
+            .collect(),
+    }
 }
 
 /// Shipyard's actions as Plinth runs them.

@@ -5,139 +5,10 @@
 
 use super::EngineState;
 use crate::store::{DeploymentRecord, DeploymentStatus, Store, StoreResult};
-use plinth_common::strategy::{self, FailureReason};
-use plinth_common::wire::{DeploymentEvent, GroupStatus, NodeStatus, ResultStatus, TaskResult};
-use serde::Serialize;
+use plinth_common::wire::{DeploymentEvent, NodeStatus, ResultStatus, TaskResult};
 use std::collections::HashMap;
 
-/// One task's line in the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct TaskLine {
-    /// The phase whose list held the task.
-    pub phase: String,
-    /// Task id.
-    pub id: String,
-    /// Latest status.
-    pub status: ResultStatus,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Exit code of the latest attempt.
-    pub exit_code: Option<i32>,
-    /// Duration of the latest attempt (ms).
-    pub duration_ms: u64,
-    /// Explanation.
-    pub message: String,
-    /// Output tail of the latest attempt.
-    pub stdout_tail: String,
-    /// Error output tail of the latest attempt.
-    pub stderr_tail: String,
-    /// Details the task type adds (puppet's summary, ...).
-    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
-    pub details: serde_json::Value,
-}
-
-/// One node's part of the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeLine {
-    /// Node id.
-    pub id: u64,
-    /// Node name.
-    pub name: String,
-    /// Its status in this deployment.
-    pub status: NodeStatus,
-    /// The phase it is running, while it runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    /// The phase it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failed_phase: Option<String>,
-    /// Why it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Tasks in its current (or last) list.
-    pub total_tasks: usize,
-    /// Of those, tasks with a final result.
-    pub finished_tasks: usize,
-    /// Every task of every list it was given, with its latest result.
-    pub tasks: Vec<TaskLine>,
-}
-
-/// One group's part of the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupLine {
-    /// Group name.
-    pub name: String,
-    /// Critical groups fail the deployment when they fail.
-    pub critical: bool,
-    /// Its status.
-    pub state: GroupStatus,
-    /// The phase it is in.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_phase: Option<String>,
-    /// Why it failed, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Why it failed, as data.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<FailureReason>,
-    /// The groups it depends on.
-    pub depends_on: Vec<String>,
-    /// Its success criteria (none: it always succeeds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub success_criteria: Option<strategy::SuccessCriteria>,
-    /// Every node it selects.
-    pub nodes: Vec<String>,
-    /// Nodes that finished every phase.
-    pub succeeded: Vec<String>,
-    /// Nodes that finished some phases.
-    pub prepared: Vec<String>,
-    /// Nodes that failed.
-    pub failed: Vec<String>,
-    /// Nodes never sent.
-    pub not_started: Vec<String>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// Deployment id.
-    pub id: u64,
-    /// Cluster.
-    pub cluster_id: u64,
-    /// Graph type (or `strategy:<name>`).
-    pub graph_type: String,
-    /// The strategy named, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
-    /// How the strategy and its timeouts were chosen.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chosen_by: Option<String>,
-    /// Shipyard's action it runs (`deploy_site`, `update_site`, `redeploy_server`), if one was asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-    /// Each phase of each group, in processing order, as Shipyard's `describe action` lists steps.
-    pub steps: Vec<strategy::Step>,
-    /// Status.
-    pub status: DeploymentStatus,
-    /// Started (ms).
-    pub created_at_ms: i64,
-    /// Finished (ms).
-    pub finished_at_ms: Option<i64>,
-    /// The phases each group goes through.
-    pub phases: Vec<String>,
-    /// Groups in the order they started.
-    pub order: Vec<String>,
-    /// Groups.
-    pub groups: Vec<GroupLine>,
-    /// Nodes.
-    pub nodes: Vec<NodeLine>,
-    /// Nodes of the deployment that no group selects.
-    pub unselected_nodes: Vec<String>,
-    /// What the pre-deployment checks warned about, why the controller stopped it if it did, and what
-    /// its nodes sent that was refused (results, and lists an agent refused).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notices: Vec<DeploymentEvent>,
-}
+pub use plinth_api::deployments::{GroupLine, NodeLine, Report, TaskLine};
 
 /// Builds the report of a deployment from the database alone (blocking).
 pub fn build(store: &dyn Store, dep: &DeploymentRecord) -> StoreResult<Report> {
@@ -257,7 +128,7 @@ pub fn build_with(
                 // The phase reached its timeout: "timed out after N s".
                 (_, _, Some(detail)) => format!("{detail} in phase {failed}"),
                 (Some(t), _, None) => {
-                    format!("task {} {} in phase {failed}", t.id, t.status_word())
+                    format!("task {} {} in phase {failed}", t.id, status_word(t))
                 }
                 (None, Some(outcome), None) => format!("{outcome} in phase {failed}"),
                 (None, None, None) => format!("failed phase {failed}"),
@@ -320,13 +191,12 @@ pub fn build_with(
     })
 }
 
-impl TaskLine {
-    fn status_word(&self) -> &'static str {
-        match self.status {
-            ResultStatus::Failed => "failed",
-            ResultStatus::TimedOut => "timed out",
-            ResultStatus::Interrupted => "was interrupted",
-            _ => "ended",
-        }
+/// How a failed task ended, in the words of a node's reason.
+fn status_word(t: &TaskLine) -> &'static str {
+    match t.status {
+        ResultStatus::Failed => "failed",
+        ResultStatus::TimedOut => "timed out",
+        ResultStatus::Interrupted => "was interrupted",
+        _ => "ended",
     }
 }

@@ -98,28 +98,7 @@ pub struct NewDeployment {
     pub primaries: Vec<(u64, Vec<String>)>,
 }
 
-/// A deployment as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DeploymentRecord {
-    /// Id.
-    pub id: u64,
-    /// Cluster.
-    pub cluster_id: u64,
-    /// Graph type.
-    pub graph_type: String,
-    /// Status.
-    pub status: DeploymentStatus,
-    /// Nodes taking part.
-    pub node_ids: Vec<u64>,
-    /// Options.
-    pub options: serde_json::Value,
-    /// Orchestration state.
-    pub state: serde_json::Value,
-    /// Started (ms).
-    pub created_at_ms: i64,
-    /// Finished (ms).
-    pub finished_at_ms: Option<i64>,
-}
+pub use plinth_api::deployments::DeploymentRecord;
 
 /// What an operator token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
