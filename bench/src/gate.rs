@@ -9,7 +9,6 @@ use anyhow::{bail, Context, Result};
 use base64::Engine as _;
 use plinth_common::wire::TaskList;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -135,10 +134,7 @@ async fn follower(target: Arc<Target>, seed: usize, seen: Arc<Mutex<Seen>>) -> R
 /// Runs the gate mode.
 pub async fn run(args: GateArgs) -> Result<()> {
     let target = sim::target(&args.controller, &args.cert)?;
-    let token = std::fs::read_to_string(&args.token_file)
-        .with_context(|| format!("read {}", args.token_file.display()))?
-        .trim()
-        .to_string();
+    let token = sim::read_token(&args.token_file)?;
     let n = args.waiting + 1;
     let secs = sim::register_all(&target, n, args.register_concurrency, |i| {
         let tag = if i == 0 { "leader" } else { "follower" };
@@ -160,26 +156,7 @@ pub async fn run(args: GateArgs) -> Result<()> {
         .json("POST", "/api/v1/clusters", Some(json!({"name": format!("gate-{}", std::process::id()), "release_id": release["id"]})))
         .await?;
     let cid = cluster["id"].as_u64().context("cluster id")?;
-    let nodes = op.json("GET", "/api/v1/nodes?limit=10000", None).await?;
-    let mut ids = BTreeMap::new();
-    for node in nodes.as_array().into_iter().flatten() {
-        let seed = node["name"]
-            .as_str()
-            .and_then(|s| s.strip_prefix("sim-"))
-            .and_then(|s| s.parse::<usize>().ok());
-        if let (Some(seed), Some(id)) = (seed, node["id"].as_u64()) {
-            if seed < n {
-                ids.insert(seed, id);
-            }
-        }
-    }
-    let assign: Vec<_> = ids.values().map(|id| json!({"id": id})).collect();
-    op.json(
-        "PUT",
-        &format!("/api/v1/clusters/{cid}/nodes"),
-        Some(json!({"nodes": assign})),
-    )
-    .await?;
+    sim::assign_simulated(&mut op, cid, n).await?;
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let mut agents = tokio::task::JoinSet::new();

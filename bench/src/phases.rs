@@ -181,10 +181,7 @@ async fn agent(
 /// Runs the phases mode.
 pub async fn run(args: PhaseArgs) -> Result<()> {
     let target = sim::target(&args.controller, &args.cert)?;
-    let token = std::fs::read_to_string(&args.token_file)
-        .with_context(|| format!("read {}", args.token_file.display()))?
-        .trim()
-        .to_string();
+    let token = sim::read_token(&args.token_file)?;
     let n = args.nodes;
     let secs = sim::register_all(&target, n, args.register_concurrency, |i| {
         let (_, tag, rack) = place(i, n);
@@ -264,50 +261,7 @@ pub(crate) async fn setup_cluster(op: &mut sim::Conn, n: usize, tasks: usize) ->
         .json("POST", "/api/v1/clusters", Some(json!({"name": format!("bench-{}", std::process::id()), "release_id": release["id"]})))
         .await?;
     let cid = cluster["id"].as_u64().context("cluster id")?;
-    // Page through every node; keep the simulated ones of this run.
-    let mut ids = BTreeMap::new();
-    let mut marker = 0u64;
-    loop {
-        let page = op
-            .json(
-                "GET",
-                &format!("/api/v1/nodes?limit=10000&marker={marker}"),
-                None,
-            )
-            .await?;
-        let Some(page) = page.as_array().filter(|p| !p.is_empty()) else {
-            break;
-        };
-        for node in page {
-            let Some(id) = node["id"].as_u64() else {
-                continue;
-            };
-            marker = marker.max(id);
-            let seed = node["name"]
-                .as_str()
-                .and_then(|name| name.strip_prefix("sim-"))
-                .and_then(|s| s.parse::<usize>().ok());
-            if let Some(seed) = seed.filter(|s| *s < n) {
-                ids.insert(seed, id);
-            }
-        }
-    }
-    if ids.len() < n {
-        bail!(
-            "only {} of the {n} simulated nodes are registered",
-            ids.len()
-        );
-    }
-    let all: Vec<u64> = ids.values().copied().collect();
-    for chunk in all.chunks(10_000) {
-        let assign: Vec<_> = chunk.iter().map(|id| json!({"id": id})).collect();
-        op.json(
-            "PUT",
-            &format!("/api/v1/clusters/{cid}/nodes"),
-            Some(json!({"nodes": assign})),
-        )
-        .await?;
-    }
+    sim::assign_simulated(op, cid, n).await?;
     let (status, body) = op
         .send(
             "POST",

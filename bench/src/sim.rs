@@ -271,3 +271,68 @@ pub fn raise_open_files() -> Result<u64> {
     }
     Ok(getrlimit(Resource::RLIMIT_NOFILE)?.0)
 }
+
+/// An operator token from a file (surrounding white space dropped).
+pub fn read_token(path: &Path) -> Result<String> {
+    Ok(std::fs::read_to_string(path)
+        .with_context(|| format!("read {}", path.display()))?
+        .trim()
+        .to_string())
+}
+
+/// Assigns simulated nodes `sim-0` to `sim-{n-1}` to cluster `cid` (as an operator), paging through
+/// the node list and assigning in chunks; fails when fewer than `n` are registered. Returns their ids by
+/// seed.
+pub async fn assign_simulated(
+    op: &mut Conn,
+    cid: u64,
+    n: usize,
+) -> Result<std::collections::BTreeMap<usize, u64>> {
+    let mut ids = std::collections::BTreeMap::new();
+    let mut marker = 0u64;
+    loop {
+        let page = op
+            .json(
+                "GET",
+                &format!("/api/v1/nodes?limit=10000&marker={marker}"),
+                None,
+            )
+            .await?;
+        let Some(page) = page.as_array().filter(|p| !p.is_empty()) else {
+            break;
+        };
+        for node in page {
+            let Some(id) = node["id"].as_u64() else {
+                continue;
+            };
+            marker = marker.max(id);
+            let seed = node["name"]
+                .as_str()
+                .and_then(|name| name.strip_prefix("sim-"))
+                .and_then(|s| s.parse::<usize>().ok());
+            if let Some(seed) = seed.filter(|s| *s < n) {
+                ids.insert(seed, id);
+            }
+        }
+    }
+    if ids.len() < n {
+        bail!(
+            "only {} of the {n} simulated nodes are registered",
+            ids.len()
+        );
+    }
+    let all: Vec<u64> = ids.values().copied().collect();
+    for chunk in all.chunks(10_000) {
+        let assign: Vec<_> = chunk
+            .iter()
+            .map(|id| serde_json::json!({"id": id}))
+            .collect();
+        op.json(
+            "PUT",
+            &format!("/api/v1/clusters/{cid}/nodes"),
+            Some(serde_json::json!({"nodes": assign})),
+        )
+        .await?;
+    }
+    Ok(ids)
+}
