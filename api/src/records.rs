@@ -316,6 +316,28 @@ pub struct StrategyRecord {
     pub source: serde_json::Value,
 }
 
+/// A strategy checked against the cluster's nodes (`POST .../strategies/validate/` and `GET
+/// .../strategies/{name}/check/`): the plain document, each group's criteria, dependencies and nodes,
+/// and the same in words.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StrategyCheck {
+    /// Always true: an invalid strategy is refused with 422 and the reason.
+    pub valid: bool,
+    /// The strategy's plain form (`groups`, `phases`, ...).
+    pub strategy: serde_json::Value,
+    /// Each group's nodes, criteria and dependencies, and a valid order.
+    pub check: serde_json::Value,
+    /// The check in words, as `plinthctl strategy validate` prints it.
+    pub text: String,
+    /// Warnings the document loaded with (validation only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    /// Where each part of the document came from (validation only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<serde_json::Value>,
+}
+
 /// A cluster's deployment configuration (Shipyard's `shipyard/DeploymentConfiguration/v1`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

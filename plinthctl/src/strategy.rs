@@ -5,7 +5,7 @@ use crate::client::Client;
 use crate::output::{self, Format};
 use anyhow::{bail, Context, Result};
 use plinth_api::deployments::StartedDeployment;
-use plinth_api::records::{ConfigurationRecord, StrategyRecord};
+use plinth_api::records::{ConfigurationRecord, StrategyCheck, StrategyRecord};
 use plinth_common::strategy::{self, SimulatedFailure, Source};
 use reqwest::Method;
 use std::path::{Path, PathBuf};
@@ -177,9 +177,11 @@ pub async fn validate(
             text,
         )
         .await?;
+    let checked: StrategyCheck = serde_json::from_value(v)
+        .context("the controller's answer to a strategy check does not have the expected shape")?;
     match format {
-        Format::Json => output::json(&v),
-        Format::Table => print!("{}", v["text"].as_str().unwrap_or_default()),
+        Format::Json => output::json(&serde_json::to_value(&checked)?),
+        Format::Table => print!("{}", checked.text),
     }
     Ok(true)
 }

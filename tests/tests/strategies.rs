@@ -389,6 +389,35 @@ fn invalid_strategies_are_refused_with_the_group_and_field_and_change_nothing() 
         "{}",
         r.body
     );
+    // The same through plinthctl, which reads the answer into its type: the words, or the JSON as sent.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("good.yaml");
+    std::fs::write(&file, good).unwrap();
+    let ctl = |extra: &[&str]| {
+        let cert = c.cert_path();
+        let out = std::process::Command::new(bin("plinthctl"))
+            .args([
+                "--controller",
+                c.url.as_str(),
+                "--token",
+                c.api.token.as_str(),
+            ])
+            .args(["--ca-cert", cert.to_str().unwrap()])
+            .args(extra)
+            .args([
+                "strategy",
+                "validate",
+                &cluster.to_string(),
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .expect("plinthctl runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(ctl(&[]), r.body["text"].as_str().unwrap());
+    let json: serde_json::Value = serde_json::from_str(&ctl(&["-o", "json"])).unwrap();
+    assert_eq!(json, r.body);
     // Naming a strategy that does not exist refuses the deployment.
     let d = c.api.send(
         "PUT",

@@ -11,6 +11,7 @@ use crate::state::AppState;
 use crate::store::StrategyRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use plinth_api::records::StrategyCheck;
 use plinth_common::strategy::{self, LoadedStrategy, Source, Strategy, StrategyError};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -257,7 +258,7 @@ pub async fn delete(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "the strategy checked against the cluster's nodes", body = StrategyCheck),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -266,7 +267,7 @@ pub async fn validate(
     _op: Operator,
     Path(id): Path<u64>,
     body: String,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StrategyCheck>, ApiError> {
     let loaded = load(&body)?;
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
     let provenance = loaded.provenance.clone();
@@ -274,15 +275,19 @@ pub async fn validate(
     state
         .blocking(move |s| {
             let mut answer = check_against_nodes(s, id, &parsed)?;
-            answer["warnings"] = json!(warnings);
-            answer["provenance"] = json!(provenance);
+            answer.warnings = Some(warnings);
+            answer.provenance = Some(json!(provenance));
             Ok(Json(answer))
         })
         .await
 }
 
 /// Checks a parsed strategy against the cluster's nodes: the validator's answer.
-fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value, ApiError> {
+fn check_against_nodes(
+    s: &AppState,
+    id: u64,
+    parsed: &Strategy,
+) -> Result<StrategyCheck, ApiError> {
     let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
     let tags = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &model.catalog());
     let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
@@ -298,9 +303,14 @@ fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value
             e.to_string(),
         )
     })?;
-    Ok(
-        json!({"valid": true, "strategy": document(parsed), "check": report, "text": report.to_text()}),
-    )
+    Ok(StrategyCheck {
+        valid: true,
+        strategy: document(parsed),
+        check: json!(report),
+        text: report.to_text(),
+        warnings: None,
+        provenance: None,
+    })
 }
 
 /// `GET /api/v1/clusters/{id}/strategies/{name}/check`: the stored strategy checked against the
@@ -313,7 +323,7 @@ fn check_against_nodes(s: &AppState, id: u64, parsed: &Strategy) -> Result<Value
     params(("id" = u64, Path, description = "the record's id"), ("name" = String, Path, description = "the name")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success"),
+        (status = 200, description = "the stored strategy checked against the cluster's nodes", body = StrategyCheck),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -321,7 +331,7 @@ pub async fn check_stored(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((id, name)): Path<(u64, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StrategyCheck>, ApiError> {
     state
         .blocking(move |s| {
             let record = s.store.get_strategy(id, &name)?;
