@@ -8,6 +8,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`answers`] | answers that are not records: resolutions and checks |
+//! | [`controllers`] | the controllers sharing one database (`cluster-status`) |
 //! | [`deployments`] | deployments: the record, the start answer, the report and its summary |
 //! | [`errors`] | the shape of every error answer |
 //! | [`records`] | nodes, releases, clusters and plugins as the API answers with them |
@@ -15,6 +16,7 @@
 //! | [`tls`] | the names the controller's certificate carries |
 
 pub mod answers;
+pub mod controllers;
 pub mod deployments;
 pub mod errors;
 pub mod records;

@@ -50,6 +50,20 @@ impl Board {
         });
     }
 
+    /// Withdraws every list of a deployment (it ended).
+    pub fn withdraw_deployment(&self, deployment_id: u64) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        for slot in slots.values_mut() {
+            if slot
+                .list
+                .as_ref()
+                .is_some_and(|l| l.deployment_id == deployment_id)
+            {
+                slot.list = None;
+            }
+        }
+    }
+
     /// The node's list if its revision is above `after`, else a receiver to wait on.
     pub fn newer_than(
         &self,

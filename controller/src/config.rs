@@ -18,6 +18,9 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     /// A plain-HTTP address serving Nailgun's operator API for Fuel's `fuel2` (off when absent).
     pub nailgun_listen: Option<SocketAddr>,
+    /// The URL other controllers sharing the database reach this one at (`https://host:port`);
+    /// from `listen` when absent.
+    pub advertise_url: Option<String>,
     /// TLS certificate chain (PEM). With `tls_key`, replaces the self-signed certificate.
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM).
@@ -58,6 +61,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Where to serve Nailgun's operator API over plain HTTP, if anywhere.
     pub nailgun_listen: Option<SocketAddr>,
+    /// The URL other controllers reach this one at, when configured.
+    pub advertise_url: Option<String>,
     /// Configured certificate and key, if any.
     pub tls_files: Option<(PathBuf, PathBuf)>,
     /// Extra names for the self-signed certificate (the file's, then the flags').
@@ -159,6 +164,8 @@ pub struct Overrides {
     pub listen: Option<SocketAddr>,
     /// `--nailgun-listen` / `PLINTH_NAILGUN_LISTEN`.
     pub nailgun_listen: Option<SocketAddr>,
+    /// `--advertise-url` / `PLINTH_ADVERTISE_URL`.
+    pub advertise_url: Option<String>,
     /// `--auto-accept` / `PLINTH_AUTO_ACCEPT`.
     pub auto_accept: Option<bool>,
     /// `--enrollment-token` / `PLINTH_ENROLLMENT_TOKEN`.
@@ -229,6 +236,10 @@ impl Config {
                 .filter(|u| !u.is_empty()),
             listen,
             nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
+            advertise_url: over
+                .advertise_url
+                .or(file.advertise_url)
+                .filter(|u| !u.is_empty()),
             tls_files,
             tls_names: file
                 .tls_names

@@ -77,6 +77,30 @@ impl DataDir {
         Ok(key)
     }
 
+    /// This controller's id among several sharing a database, made on first start and kept (a restart
+    /// keeps it, so the restarted controller takes its own sequencing lease back at once).
+    pub fn load_or_create_controller_id(&self) -> Result<String> {
+        let path = self.root.join("controller-id");
+        if path.exists() {
+            let id = fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let id = id.trim();
+            if id.is_empty()
+                || id.len() > 64
+                || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            {
+                anyhow::bail!(
+                    "{} does not hold a controller id (letters, digits and '-', at most 64)",
+                    path.display()
+                );
+            }
+            return Ok(id.to_string());
+        }
+        let id = hex::encode(&random_bytes()?[..6]);
+        write_new_file(&path, format!("{id}\n").as_bytes(), 0o644)?;
+        Ok(id)
+    }
+
     /// Loads the signing key without making one.
     pub fn load_signing_key(&self) -> Result<SigningKey> {
         let path = self.signing_key();

@@ -8,7 +8,8 @@
 //! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
 //! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
 //! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
-//! | [`store`] | the storage interface and its SQLite backend |
+//! | [`store`] | the storage interface and its two backends, SQLite and PostgreSQL |
+//! | [`cluster`] | several controllers on one database: heartbeats, the sequencing lease, notices, following, forwarding |
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
@@ -21,6 +22,7 @@ pub mod api;
 pub mod board;
 pub mod catalog;
 pub mod clock;
+pub mod cluster;
 pub mod cluster_model;
 pub mod config;
 pub mod datadir;

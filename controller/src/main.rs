@@ -49,6 +49,10 @@ enum Command {
         /// by default. Keep it on loopback, behind a local proxy, as Fuel kept Nailgun.
         #[arg(long, env = "PLINTH_NAILGUN_LISTEN")]
         nailgun_listen: Option<SocketAddr>,
+        /// With several controllers on one database: the URL the others reach this one at
+        /// (`https://host:port`); from --listen when absent.
+        #[arg(long, env = "PLINTH_ADVERTISE_URL")]
+        advertise_url: Option<String>,
         /// Admit every new node without an operator.
         #[arg(long, env = "PLINTH_AUTO_ACCEPT")]
         auto_accept: bool,
@@ -179,6 +183,7 @@ fn main() -> Result<()> {
         Command::Serve {
             listen,
             nailgun_listen,
+            advertise_url,
             auto_accept,
             enrollment_token,
             phase_timeout,
@@ -192,6 +197,7 @@ fn main() -> Result<()> {
             let over = Overrides {
                 listen: *listen,
                 nailgun_listen: *nailgun_listen,
+                advertise_url: advertise_url.clone(),
                 auto_accept: auto_accept.then_some(true),
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,

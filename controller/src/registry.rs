@@ -79,6 +79,28 @@ impl NodeRegistry {
             .remove(node_key);
     }
 
+    /// Forgets a node by id (it was deleted at another controller).
+    pub fn remove_id(&self, id: u64) {
+        self.by_key
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, e| e.id != id);
+    }
+
+    /// Makes the index what `nodes` say (after notices from other controllers may have been missed):
+    /// nodes not among them are forgotten, the others added or refreshed.
+    pub fn replace_all(&self, nodes: &[NodeRecord]) {
+        let keep: std::collections::HashSet<&str> =
+            nodes.iter().map(|n| n.node_key.as_str()).collect();
+        self.by_key
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| keep.contains(k.as_str()));
+        for n in nodes {
+            self.upsert(n);
+        }
+    }
+
     /// Looks a key up.
     pub fn get(&self, node_key: &str) -> Option<Arc<NodeEntry>> {
         self.by_key

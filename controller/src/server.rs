@@ -56,9 +56,23 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
             config.data_dir.join(crate::api::files::FILES_DIR),
         )),
     ));
-    let resumed = engine.resume()?;
-    if resumed > 0 {
-        tracing::info!(deployments = resumed, "resumed running deployments");
+    let shared = config.database_url.is_some();
+    let cluster = crate::cluster::Membership::new(
+        data.load_or_create_controller_id()?,
+        crate::cluster::host_name().unwrap_or_else(|| "controller".into()),
+        crate::cluster::advertised_url(config.advertise_url.as_deref(), config.listen),
+        shared,
+        crate::cluster::peer::Peers::new()
+            .map_err(|e| anyhow::anyhow!("cannot make the client for other controllers: {e}"))?,
+    );
+    if shared {
+        // It sequences only once it holds the lease (the first beat, below, takes it when free).
+        engine.step_down();
+    } else {
+        let resumed = engine.resume()?;
+        if resumed > 0 {
+            tracing::info!(deployments = resumed, "resumed running deployments");
+        }
     }
     let state = Arc::new(AppState {
         config: std::sync::RwLock::new(config),
@@ -71,7 +85,9 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         engine,
         exprs,
         workers: Default::default(),
+        cluster,
     });
+    crate::cluster::lease::step(&state);
     Ok(state)
 }
 
@@ -154,6 +170,10 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
+    tokio::spawn(crate::cluster::lease::run(state.clone()));
+    if let Some(notices) = state.store.listen() {
+        tokio::spawn(crate::cluster::notices::run(state.clone(), notices));
+    }
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -253,6 +273,8 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     let _ = close_tx.send(true);
     flush_last_seen(&state).await;
+    let s = state.clone();
+    let _ = tokio::task::spawn_blocking(move || crate::cluster::lease::release(&s)).await;
     Ok(())
 }
 

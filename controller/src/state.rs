@@ -31,6 +31,8 @@ pub struct AppState {
     pub exprs: plinth_common::snapshot::Expressions,
     /// Blocking work, a few jobs at once.
     pub workers: crate::workers::Workers,
+    /// This controller among others sharing the database.
+    pub cluster: crate::cluster::Membership,
 }
 
 impl AppState {

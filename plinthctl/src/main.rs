@@ -133,6 +133,9 @@ enum Command {
         #[command(subcommand)]
         command: plugins::PluginCommand,
     },
+    /// The controllers sharing the database: which are live, which one sequences deployments, and
+    /// each one's connected agents.
+    Controllers,
     /// Start a local controller and agents, deploy a sample graph, and print the report.
     Quickstart {
         /// Keep the temporary directory (logs, databases, work directories).
@@ -565,6 +568,32 @@ async fn run(cli: Cli) -> Result<bool> {
                 unreachable!("handled above")
             }
         },
+        Command::Controllers => {
+            let status: plinth_api::controllers::ClusterStatus =
+                client.get("/cluster-status").await?;
+            match f {
+                output::Format::Json => {
+                    output::json(&serde_json::to_value(&status).unwrap_or_default())
+                }
+                output::Format::Table => {
+                    rows::print(f, &status.controllers);
+                    println!(
+                        "database {}; answered by {}; {}",
+                        status.database,
+                        status.answered_by,
+                        match &status.lease {
+                            Some(l) if l.held =>
+                                format!("sequencing lease held by {} (token {})", l.holder, l.token),
+                            Some(l) => format!(
+                                "sequencing lease free (last held by {}, token {})",
+                                l.holder, l.token
+                            ),
+                            None => "no controller has held the sequencing lease yet".into(),
+                        }
+                    );
+                }
+            }
+        }
         Command::Nodes { command } => match command {
             NodesCommand::List => rows::print(f, &all_nodes(&client).await?),
             NodesCommand::Show { id } => output::json(

@@ -37,6 +37,22 @@ pub fn print_one<T: Row>(format: Format, item: &T) {
     }
 }
 
+impl Row for plinth_api::controllers::ControllerView {
+    const HEADER: &'static [&'static str] =
+        &["id", "name", "url", "live", "sequencer", "agents", "seen"];
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.name.clone(),
+            self.url.clone(),
+            self.live.to_string(),
+            self.sequencer.to_string(),
+            self.agents.to_string(),
+            self.seen_ms.to_string(),
+        ]
+    }
+}
+
 impl Row for NodeView {
     const HEADER: &'static [&'static str] = &[
         "id",

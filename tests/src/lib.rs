@@ -105,10 +105,32 @@ impl Controller {
     /// Starts a controller listening on `host` (an address of this machine, e.g. a test bridge's), with
     /// extra `serve` flags.
     pub fn start_listening(host: &str, extra: &[&str]) -> Controller {
+        let mut c = Self::prepared(host, extra);
+        c.spawn();
+        c
+    }
+
+    /// Starts another controller on the same database as `other` (its `--database-url` given in
+    /// `extra`), with `other`'s signing key, TLS certificate and admin token copied into its data
+    /// directory, as an operator sets up a second controller: agents pin one key and one certificate.
+    pub fn start_sharing(other: &Controller, extra: &[&str]) -> Controller {
+        let mut c = Self::prepared("127.0.0.1", extra);
+        let (from, to) = (other.data_dir(), c.data_dir());
+        std::fs::create_dir_all(to.join("tls")).expect("the data directory");
+        for file in ["signing.key", "admin.token", "tls/cert.pem", "tls/key.pem"] {
+            std::fs::copy(from.join(file), to.join(file)).expect("a shared file copies");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o700)).expect("mode");
+        c.spawn();
+        c
+    }
+
+    fn prepared(host: &str, extra: &[&str]) -> Controller {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
         let url = format!("https://{host}:{port}");
-        let mut c = Controller {
+        let c = Controller {
             dir,
             url: url.clone(),
             host: host.to_string(),
@@ -121,7 +143,6 @@ impl Controller {
                 cert: PathBuf::new(),
             },
         };
-        c.spawn();
         c
     }
 

@@ -100,6 +100,7 @@ pub async fn register(
                 node = s.store.set_admission(node.id, NodeAdmission::Accepted)?;
             }
             s.nodes.upsert(&node);
+            s.store.notify(&crate::store::Notice::Node { id: node.id });
             Ok(node)
         })
         .await?;
@@ -183,6 +184,22 @@ pub async fn results(
                 .map(|i| batch.results[*i].clone())
                 .collect();
             let stored = s.store.store_results(node_id, &to_store)?;
+            if !s.engine.is_sequencing() {
+                // The controller that sequences folds them in (a repeat is told too: its first
+                // notice may be the one lost when a controller stopped).
+                let deployments: std::collections::BTreeSet<u64> = to_store
+                    .iter()
+                    .zip(&stored)
+                    .filter(|(_, o)| **o != Stored::Final)
+                    .map(|(r, _)| r.deployment_id)
+                    .collect();
+                for deployment in deployments {
+                    s.store.notify(&crate::store::Notice::Results {
+                        deployment,
+                        node: node_id,
+                    });
+                }
+            }
             let mut fresh = Vec::new();
             for ((i, r), outcome) in candidates.iter().zip(to_store).zip(stored) {
                 verdicts[*i] = Some(match outcome {
@@ -391,6 +408,8 @@ pub async fn heartbeat(_agent: Agent) -> StatusCode {
 
 /// `GET /agent/v1/gate?deployment=&task=&nonce=&wait=`: may a gated task start? The answer is signed
 /// with the list signing key and bound to the node, the deployment, the task and the request's nonce.
+/// At a controller that does not sequence, the question goes to the one that does, whose signed
+/// answer is passed on unchanged.
 pub async fn gate(
     State(state): State<Arc<AppState>>,
     agent: Agent,
@@ -401,6 +420,134 @@ pub async fn gate(
             "nonce must be 16 to 64 lowercase hex characters",
         ));
     }
+    if !state.engine.is_sequencing() {
+        return forward_gate(&state, &agent, &q).await;
+    }
+    answer_gate(&state, agent.node.id, agent.node_key.clone(), q).await
+}
+
+/// Asks the sequencing controller the agent's gate question.
+async fn forward_gate(
+    state: &Arc<AppState>,
+    agent: &Agent,
+    q: &GateQuery,
+) -> Result<Json<SignedEnvelope>, ApiError> {
+    let holder = state
+        .blocking(|s| Ok(crate::cluster::sequencer_url(s.store.as_ref())?))
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no_sequencer",
+                "no controller sequences deployments right now (one takes over within seconds); ask again",
+            )
+        })?;
+    let wait = q.wait.min(MAX_POLL_WAIT_SECS);
+    let path = format!(
+        "/internal/v1/gate?{}",
+        query_text(&[
+            ("node_key", agent.node_key.as_str()),
+            ("deployment", &q.deployment.to_string()),
+            ("task", &q.task),
+            ("nonce", &q.nonce),
+            ("wait", &wait.to_string()),
+        ])
+    );
+    let answer = state
+        .cluster
+        .peers
+        .gate(&state.signer, &holder, &path, Duration::from_secs(wait))
+        .await
+        .map_err(|e| match e {
+            crate::cluster::peer::PeerError::Refused { status: 404, body } => {
+                ApiError::not_found(body)
+            }
+            other => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "sequencer_unreachable",
+                other.to_string(),
+            ),
+        })?;
+    Ok(Json(answer))
+}
+
+/// Query text from pairs, each value percent-encoded.
+fn query_text(pairs: &[(&str, &str)]) -> String {
+    // A constant, valid URL: parsing it cannot fail.
+    let mut url = reqwest::Url::parse("https://peer/").expect("a constant URL parses");
+    url.query_pairs_mut().extend_pairs(pairs);
+    url.query().unwrap_or_default().to_string()
+}
+
+/// `GET /internal/v1/gate?node_key=&deployment=&task=&nonce=&wait=`: another controller asks the gate
+/// question of one of its agents (the request signed with the shared key, see
+/// [`crate::cluster::peer`]).
+pub async fn peer_gate(
+    State(state): State<Arc<AppState>>,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<PeerGateQuery>,
+) -> Result<Json<SignedEnvelope>, ApiError> {
+    // The whole path as sent (the nested router's `Uri` would lack its prefix): it is what was signed.
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
+    let header = headers
+        .get(crate::cluster::peer::PEER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !crate::cluster::peer::peer_header_valid(&state.signer, header, path, now_ms()) {
+        return Err(ApiError::unauthorized(
+            "only a controller holding the signing key may ask this",
+        ));
+    }
+    if !state.engine.is_sequencing() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_sequencing",
+            "this controller does not sequence deployments (the lease passed on); ask again",
+        ));
+    }
+    let node = state
+        .nodes
+        .get(&q.node_key)
+        .ok_or_else(|| ApiError::not_found(format!("node key {} is not registered", q.node_key)))?;
+    answer_gate(
+        &state,
+        node.id,
+        q.node_key,
+        GateQuery {
+            deployment: q.deployment,
+            task: q.task,
+            nonce: q.nonce,
+            wait: q.wait,
+        },
+    )
+    .await
+}
+
+/// A gate question forwarded by another controller.
+#[derive(Debug, serde::Deserialize)]
+pub struct PeerGateQuery {
+    /// The asking agent's node key fingerprint.
+    pub node_key: String,
+    /// The deployment.
+    pub deployment: u64,
+    /// The task.
+    pub task: String,
+    /// The agent's nonce.
+    pub nonce: String,
+    /// How long to wait for a change, in seconds.
+    #[serde(default)]
+    pub wait: u64,
+}
+
+/// Answers a gate question here (this controller sequences), waiting up to the query's `wait` for the
+/// answer to become ready or blocked.
+async fn answer_gate(
+    state: &Arc<AppState>,
+    node_id: u64,
+    node_key: String,
+    q: GateQuery,
+) -> Result<Json<SignedEnvelope>, ApiError> {
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
     let mut changes = None;
@@ -413,8 +560,7 @@ pub async fn gate(
         if let Some(changes) = changes.as_mut() {
             changes.borrow_and_update();
         }
-        let Some((ready, blocked, waiting_for)) =
-            state.engine.gate(agent.node.id, q.deployment, &q.task)
+        let Some((ready, blocked, waiting_for)) = state.engine.gate(node_id, q.deployment, &q.task)
         else {
             return Err(ApiError::not_found(format!(
                 "task {} of deployment {} is not running on this node",
@@ -423,7 +569,7 @@ pub async fn gate(
         };
         if ready || blocked || tokio::time::Instant::now() >= deadline {
             let answer = GateAnswer {
-                node_key: agent.node_key.clone(),
+                node_key,
                 deployment: q.deployment,
                 task: q.task,
                 nonce: q.nonce,

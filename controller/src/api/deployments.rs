@@ -244,8 +244,23 @@ impl Feed {
                 return None;
             }
             let Some(live) = self.live.as_mut() else {
+                // Not running here: sequenced by another controller sharing the database, whose
+                // events are read back from it until it finishes.
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
                 self.pull().await;
-                self.done = true;
+                if self.queue.is_empty() && !self.done {
+                    let id = self.id;
+                    let running = self
+                        .state
+                        .blocking(move |s| Ok(s.store.get_deployment(id)?.status))
+                        .await
+                        .map(|st| st == crate::store::DeploymentStatus::Running)
+                        .unwrap_or(false);
+                    if !running {
+                        self.pull().await;
+                        self.done = true;
+                    }
+                }
                 continue;
             };
             tokio::select! {
@@ -256,8 +271,10 @@ impl Feed {
                     }
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.pull().await,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        // Finished (its last event is stored), or its sequencing moved to another
+                        // controller: read on from the database.
                         self.pull().await;
-                        self.done = true;
+                        self.live = None;
                     }
                 },
                 _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => self.pull().await,
@@ -317,9 +334,8 @@ pub async fn events(
         done: false,
     };
     feed.pull().await;
-    if dep.status != crate::store::DeploymentStatus::Running || feed.live.is_none() {
-        // Finished (or finishing): everything is stored, and was just read.
-        feed.pull().await;
+    if dep.status != crate::store::DeploymentStatus::Running {
+        // Finished: everything is stored, and was just read.
         feed.done = true;
     }
     let stream = futures_util::stream::unfold(feed, Feed::next);

@@ -86,6 +86,9 @@ impl From<StoreError> for ApiError {
             StoreError::Full(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", e.to_string())
             }
+            StoreError::Fenced(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "fenced", e.to_string())
+            }
             StoreError::Database(_) | StoreError::Corrupt(_) => ApiError::internal(e.to_string()),
         }
     }

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod configuration;
+pub mod controllers;
 pub mod deployments;
 pub mod error;
 pub mod files;
@@ -108,6 +109,7 @@ operator_routes! {
     "/deployments/{id}/summary/" => get(deployments::summary);
     "/deployments/{id}/nodes/{node_id}/" => get(deployments::node);
     "/whoami/" => get(auth::whoami);
+    "/cluster-status/" => get(controllers::status);
     "/deployments/{id}/cancel/" => post(deployments::cancel);
     "/deployments/{id}/retry/" => post(deployments::retry);
     "/clusters/{id}/strategies/" => get(strategies::list), post(strategies::create);
@@ -143,9 +145,14 @@ pub fn router(state: Arc<AppState>) -> Router {
             body::read_whole(req, next, MAX_AGENT_REQUEST_BYTES, AGENT_BODY_TIMEOUT)
         }));
 
+    let peers = Router::new()
+        .route("/gate", get(agent::peer_gate))
+        .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES));
+
     Router::new()
         .nest("/api/v1", ops)
         .nest("/agent/v1", agents)
+        .nest("/internal/v1", peers)
         .merge(crate::ui::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .with_state(state)

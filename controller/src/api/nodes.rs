@@ -231,6 +231,7 @@ pub async fn accept(
         .blocking(move |s| {
             let node = s.store.set_admission(id, NodeAdmission::Accepted)?;
             s.nodes.upsert(&node);
+            s.store.notify(&crate::store::Notice::Node { id });
             tracing::info!(node = id, "node accepted");
             Ok(Json(view(s, offline_after_ms(s), node, false)))
         })
@@ -259,6 +260,7 @@ pub async fn delete(
             let node = s.store.get_node(id)?;
             s.store.delete_node(id)?;
             s.nodes.remove(&node.node_key);
+            s.store.notify(&crate::store::Notice::Node { id });
             tracing::info!(node = id, "node deleted");
             Ok(StatusCode::NO_CONTENT)
         })

@@ -71,6 +71,7 @@ use utoipa::{Modify, OpenApi};
         super::deployments::summary,
         super::deployments::node,
         super::auth::whoami,
+        super::controllers::status,
         super::deployments::cancel,
         super::deployments::retry,
         super::strategies::list,

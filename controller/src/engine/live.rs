@@ -3,7 +3,7 @@
 
 use super::{run_plan, Engine, EngineState};
 use crate::clock::now_ms;
-use crate::store::{DeploymentRecord, Ending, NodeRecord, Progress, StoreError};
+use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodeRecord, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
 use plinth_common::snapshot::Resolved;
 use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
@@ -12,6 +12,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
+
+/// How long a controller that does not sequence waits for a cancel it passed on to take effect.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A deployment running here.
 pub(super) struct Deployment {
@@ -175,6 +178,13 @@ impl Engine {
             .chain(fx.stop_orders.drain(..))
             .collect();
         if let Err(e) = self.record(id, live, &mut lists, &fx) {
+            if let StoreError::Fenced(why) = &e {
+                tracing::warn!(deployment = id, reason = %why, "another controller sequences now; letting every deployment go");
+                *slot = None;
+                self.step_down();
+                dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+                return Err(e);
+            }
             tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
             *slot = None;
             self.forget(id);
@@ -194,6 +204,10 @@ impl Engine {
         }
         for list in fx.repost {
             self.board.publish(list);
+        }
+        if fx.finish.is_some() || published > 0 || !fx.withdraw.is_empty() {
+            // Polls held by other controllers sharing the database look again.
+            self.store.notify(&crate::store::Notice::Board);
         }
         self.events.send(id, &fx.live);
         self.events.send(id, &fx.events);
@@ -271,6 +285,30 @@ impl Engine {
                 dep.status.as_str()
             )))
         };
+        if !self.is_sequencing() {
+            // The controller that sequences cancels it (it looks for such requests when told, and
+            // every few seconds).
+            let mut record = self.store.request_cancel(deployment_id, by)?;
+            self.store.notify(&crate::store::Notice::Commands);
+            tracing::info!(
+                deployment = deployment_id,
+                by,
+                "cancel requested from the controller that sequences"
+            );
+            // Answered once it is cancelled, or as it is after a while (then it is cancelled as soon
+            // as a controller sequences it).
+            let deadline = std::time::Instant::now() + CANCEL_WAIT;
+            while record.status == DeploymentStatus::Running && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                record = self.store.get_deployment(deployment_id)?;
+            }
+            return Ok(record);
+        }
+        if self.deployment(deployment_id).is_none() {
+            // Recorded by another controller and not taken on yet.
+            self.resume()?;
+        }
         let Some(dep) = self.deployment(deployment_id) else {
             return not_running();
         };
@@ -292,7 +330,14 @@ impl Engine {
     /// Loads running deployments that are not in memory from the store (after a start, or to rebuild one
     /// after a storage failure). Blocking.
     pub fn resume(&self) -> Result<usize, StoreError> {
+        if !self.is_sequencing() {
+            return Ok(0);
+        }
         self.needs_resume.store(false, Ordering::Release);
+        let ids = self.store.running_ids()?;
+        if ids.iter().all(|id| self.is_running(*id)) {
+            return Ok(0);
+        }
         let running = self.store.running_deployments()?;
         let mut count = 0;
         for record in running {
@@ -369,6 +414,10 @@ impl Engine {
         events: &[DeploymentEvent],
     ) -> Result<(), StoreError> {
         let Some(dep) = self.deployment(deployment_id) else {
+            if !self.is_sequencing() && self.store.running_ids()?.contains(&deployment_id) {
+                // Sequenced by another controller: its report reads them from the database.
+                self.store.append_events(deployment_id, events)?;
+            }
             return Ok(());
         };
         let slot = dep.lock();
@@ -411,6 +460,9 @@ impl Engine {
     /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;
     /// called every second).
     pub fn tick(&self) {
+        if !self.is_sequencing() {
+            return;
+        }
         if self.needs_resume.load(Ordering::Acquire) {
             if let Err(e) = self.resume() {
                 tracing::error!(error = %e, "cannot resume deployments");
@@ -455,5 +507,74 @@ impl Engine {
     /// (a task finished, a node settled, a phase began, the deployment ended). `None` when not running.
     pub fn gate_watch(&self, deployment_id: u64) -> Option<watch::Receiver<u64>> {
         self.deployment(deployment_id).map(|d| d.waits.subscribe())
+    }
+
+    /// Starts sequencing (this controller took the sequencing lease): every running deployment is taken
+    /// on from the database, as after a restart. Blocking.
+    pub fn take_over(&self) -> Result<usize, StoreError> {
+        self.sequencing.store(true, Ordering::Release);
+        self.resume()
+    }
+
+    /// Stops sequencing (the lease passed to another controller): every run here is let go, nothing
+    /// more is recorded for them; the lists stay on the board for the polls held here.
+    pub fn step_down(&self) {
+        self.sequencing.store(false, Ordering::Release);
+        let gone: Vec<(u64, Arc<Deployment>)> = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        for (id, dep) in gone {
+            self.events.close(id);
+            // Gated tasks waiting here look again (and are answered by the new sequencer).
+            dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+        }
+    }
+
+    /// Cancels the running deployments operators asked to cancel at other controllers. Blocking.
+    pub fn cancel_requested(&self) -> Result<(), StoreError> {
+        if !self.is_sequencing() {
+            return Ok(());
+        }
+        for (id, by) in self.store.cancel_requests()? {
+            match self.cancel(id, &by) {
+                Ok(_) | Err(StoreError::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds in a node's results that another controller stored. Blocking.
+    pub fn fold_stored(&self, deployment_id: u64, node_id: u64) -> Result<u64, StoreError> {
+        if !self.is_running(deployment_id) {
+            return Ok(0);
+        }
+        let results = self.store.node_results(deployment_id, node_id)?;
+        Ok(self.on_results(node_id, &results))
+    }
+
+    /// Folds in every stored result of the deployments running here (after notices may have been
+    /// missed). Blocking.
+    pub fn fold_all_stored(&self) -> Result<(), StoreError> {
+        let ids: Vec<u64> = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        for id in ids {
+            let mut by_node: std::collections::BTreeMap<u64, Vec<TaskResult>> = Default::default();
+            for (node, r) in self.store.deployment_results(id)? {
+                by_node.entry(node).or_default().push(r);
+            }
+            for (node, results) in by_node {
+                self.on_results(node, &results);
+            }
+        }
+        Ok(())
     }
 }

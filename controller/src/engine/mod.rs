@@ -130,6 +130,9 @@ pub struct Engine {
     running: Mutex<HashMap<u64, Arc<live::Deployment>>>,
     exprs: plinth_common::snapshot::Expressions,
     needs_resume: AtomicBool,
+    /// Whether this controller sequences deployments: always alone; with several controllers, while it
+    /// holds the sequencing lease (see [`crate::cluster`]).
+    sequencing: AtomicBool,
     published: AtomicU64,
     /// The files root: file tasks' sources are sealed into their lists when published.
     pub files: Arc<crate::catalog::Catalog>,
@@ -156,9 +159,15 @@ impl Engine {
             running: Mutex::new(HashMap::new()),
             exprs,
             needs_resume: AtomicBool::new(false),
+            sequencing: AtomicBool::new(true),
             published: AtomicU64::new(0),
             files,
         }
+    }
+
+    /// Whether this controller sequences deployments now.
+    pub fn is_sequencing(&self) -> bool {
+        self.sequencing.load(Ordering::Acquire)
     }
 
     /// How many task lists this engine has published since it started.
@@ -330,6 +339,17 @@ impl Engine {
                 message: f.message.clone(),
             })
             .collect();
+        if !self.is_sequencing() {
+            // Another controller sequences: it takes the deployment on from its record, as after a
+            // restart (its first lists go out then).
+            self.store.append_events(record.id, &warnings)?;
+            self.store.notify(&crate::store::Notice::Deployments);
+            tracing::info!(
+                deployment = record.id,
+                "deployment recorded; the controller holding the sequencing lease runs it"
+            );
+            return Ok(record);
+        }
         self.launch(&record, run, state, Arc::new(resolved), warnings);
         Ok(record)
     }

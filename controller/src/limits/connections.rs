@@ -112,6 +112,11 @@ impl ConnectionGate {
         })
     }
 
+    /// How many node keys have a connection open now (the agents connected here).
+    pub fn connected_keys(&self) -> usize {
+        self.lock().per_key.len()
+    }
+
     /// How many connections are in the untrusted pool now.
     pub fn untrusted(&self) -> usize {
         self.lock().pool.len()

@@ -7,6 +7,7 @@
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
 
+mod cluster;
 pub mod postgres;
 mod records;
 mod schema;
@@ -14,6 +15,7 @@ pub mod sqlite;
 #[cfg(test)]
 mod suite;
 
+pub use cluster::*;
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};
@@ -78,6 +80,10 @@ pub enum StoreError {
     /// A bound is reached (too many discovered nodes, ...); the message says which and what to do.
     #[error("{0}")]
     Full(String),
+    /// A step recorded under a sequencing lease that has changed hands since (another controller
+    /// sequences now): nothing was written.
+    #[error("{0}")]
+    Fenced(String),
 }
 
 /// A cluster's records as [`Store::cluster_snapshot`] reads them, in one transaction.
@@ -360,4 +366,48 @@ pub trait Store: Send + Sync + 'static {
     /// Revokes the tokens named `name` that are not revoked yet; not found when there are none.
     /// Returns how many were revoked.
     fn revoke_token(&self, name: &str, now_ms: i64) -> StoreResult<usize>;
+
+    // --- Several controllers ----------------------------------------------------------------------
+
+    /// Records a controller's heartbeat (and forgets controllers silent for an hour).
+    fn beat_controller(&self, beat: &ControllerBeat) -> StoreResult<()>;
+    /// Every controller heard from in the last hour, by id.
+    fn controllers(&self) -> StoreResult<Vec<ControllerRecord>>;
+    /// Claims or renews the sequencing lease for `holder` until `now_ms + ttl_ms`: granted when it is
+    /// free, expired, or `holder`'s (see [`claim_outcome`]); `held` is the token the claimant holds, if
+    /// any. Returns the token when `holder` holds the lease now.
+    fn claim_lease(
+        &self,
+        holder: &str,
+        held: Option<u64>,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> StoreResult<Option<u64>>;
+    /// Gives the lease up at once (a clean stop), if `holder` holds it under `token`.
+    fn release_lease(&self, holder: &str, token: u64) -> StoreResult<()>;
+    /// The sequencing lease as stored, if any controller ever held it.
+    fn lease(&self) -> StoreResult<Option<LeaseRecord>>;
+    /// From now on, every step recorded ([`Store::record_progress`]) first checks that this fence still
+    /// holds the lease, and is refused with [`StoreError::Fenced`] otherwise; `None` checks nothing
+    /// (one controller alone). The embedded SQLite store serves one controller and checks nothing.
+    fn set_fence(&self, _fence: Option<Fence>) {}
+    /// Asks for a running deployment to be cancelled by `by` (the controller that sequences it does it).
+    /// A conflict when it is not running. Returns the deployment as it is.
+    fn request_cancel(&self, id: u64, by: &str) -> StoreResult<DeploymentRecord>;
+    /// Running deployments someone asked to cancel, with who asked.
+    fn cancel_requests(&self) -> StoreResult<Vec<(u64, String)>>;
+    /// The ids of the running deployments.
+    fn running_ids(&self) -> StoreResult<Vec<u64>>;
+    /// Lists of running deployments published with a revision above `revision`, by revision.
+    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>>;
+    /// A node's results in a deployment, in arrival order.
+    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>>;
+    /// Sends a notice to every controller listening on this database (after the caller's writes
+    /// committed). Best effort: a lost notice is made up for by the periodic checks.
+    fn notify(&self, _notice: &Notice) {}
+    /// Notices other controllers send (each controller's own included), if this database carries them:
+    /// the first caller gets the receiver; `None` for SQLite (one controller alone).
+    fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
+        None
+    }
 }

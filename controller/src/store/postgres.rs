@@ -15,7 +15,9 @@ use bridge::{Lease, Params, Pool, Tx};
 use tokio_postgres::Row;
 
 mod bridge;
+mod cluster;
 pub mod connect;
+mod listen;
 mod model;
 mod schema;
 pub mod scratch;
@@ -32,6 +34,10 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 /// PostgreSQL-backed [`Store`].
 pub struct PgStore {
     pool: Pool,
+    /// Checked by every recorded step when set (see [`Store::set_fence`]).
+    fence: std::sync::Mutex<Option<Fence>>,
+    /// Where the listener connects; taken by the first [`Store::listen`].
+    listen_target: std::sync::Mutex<Option<connect::Target>>,
     /// Drives the connections' sockets; shut down without waiting when the store is dropped.
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -228,12 +234,15 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))?;
+        let listen_target = std::sync::Mutex::new(Some(target.clone()));
         let pool = Pool::new(
             pool_size,
             connect::connector(target, runtime.handle().clone()),
         );
         let store = PgStore {
             pool,
+            fence: std::sync::Mutex::new(None),
+            listen_target,
             runtime: Some(runtime),
         };
         store.migrate()?;
@@ -997,7 +1006,11 @@ impl Store for PgStore {
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
         // Publishing takes revisions from the one counter: such steps take turns (see `Queue`).
         let queue = (!p.lists.is_empty()).then_some(Queue::Revision);
+        let fence = self.fence.lock().unwrap_or_else(|p| p.into_inner()).clone();
         self.tx(Mode::Write, queue, |t| {
+            if let Some(fence) = &fence {
+                cluster::check_fence(t, fence)?;
+            }
             let row = t
                 .opt(
                     "SELECT status FROM deployments WHERE id = $1 FOR UPDATE",
@@ -1355,6 +1368,96 @@ impl Store for PgStore {
             }
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
+    }
+
+    fn beat_controller(&self, beat: &ControllerBeat) -> StoreResult<()> {
+        self.write(|t| cluster::beat(t, beat))
+    }
+
+    fn controllers(&self) -> StoreResult<Vec<ControllerRecord>> {
+        self.read(cluster::controllers)
+    }
+
+    fn claim_lease(
+        &self,
+        holder: &str,
+        held: Option<u64>,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> StoreResult<Option<u64>> {
+        self.write(|t| cluster::claim(t, holder, held, now_ms, ttl_ms))
+    }
+
+    fn release_lease(&self, holder: &str, token: u64) -> StoreResult<()> {
+        self.write(|t| cluster::release(t, holder, token))
+    }
+
+    fn lease(&self) -> StoreResult<Option<LeaseRecord>> {
+        self.read(|t| cluster::lease(t, false))
+    }
+
+    fn set_fence(&self, fence: Option<Fence>) {
+        *self.fence.lock().unwrap_or_else(|p| p.into_inner()) = fence;
+    }
+
+    fn request_cancel(&self, dep_id: u64, by: &str) -> StoreResult<DeploymentRecord> {
+        self.write(|t| {
+            let changed = t.exec(
+                "UPDATE deployments SET cancel_by = $2 WHERE id = $1 AND status = 'running'",
+                &[&sql_id(dep_id), &by],
+            )?;
+            let dep = query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if changed == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {})",
+                    dep.status.as_str()
+                )));
+            }
+            Ok(dep)
+        })
+    }
+
+    fn cancel_requests(&self) -> StoreResult<Vec<(u64, String)>> {
+        self.read(cluster::cancel_requests)
+    }
+
+    fn running_ids(&self) -> StoreResult<Vec<u64>> {
+        self.read(cluster::running_ids)
+    }
+
+    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>> {
+        self.read(|t| cluster::lists_after(t, revision))
+    }
+
+    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>> {
+        self.read(|t| cluster::node_results(t, deployment_id, node_id))
+    }
+
+    fn notify(&self, notice: &Notice) {
+        let payload = notice.payload();
+        let sent = self.tx(Mode::Write, None, |t| {
+            t.exec("SELECT pg_notify($1, $2)", &[&listen::CHANNEL, &payload])
+                .map(|_| ())
+        });
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, notice = %payload, "cannot notify the other controllers");
+        }
+    }
+
+    fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
+        let target = self
+            .listen_target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.runtime.as_ref()?.spawn(listen::listen(target, tx));
+        Some(rx)
     }
 }
 

@@ -1246,6 +1246,70 @@ impl Store for SqliteStore {
             Ok(n)
         })
     }
+
+    fn beat_controller(&self, beat: &ControllerBeat) -> StoreResult<()> {
+        self.tx(|tx| cluster::beat(tx, beat))
+    }
+
+    fn controllers(&self) -> StoreResult<Vec<ControllerRecord>> {
+        self.tx(|tx| cluster::controllers(tx))
+    }
+
+    fn claim_lease(
+        &self,
+        holder: &str,
+        held: Option<u64>,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> StoreResult<Option<u64>> {
+        self.tx(|tx| cluster::claim(tx, holder, held, now_ms, ttl_ms))
+    }
+
+    fn release_lease(&self, holder: &str, token: u64) -> StoreResult<()> {
+        self.tx(|tx| cluster::release(tx, holder, token))
+    }
+
+    fn lease(&self) -> StoreResult<Option<LeaseRecord>> {
+        self.tx(|tx| cluster::lease(tx))
+    }
+
+    fn request_cancel(&self, dep_id: u64, by: &str) -> StoreResult<DeploymentRecord> {
+        self.tx(|tx| {
+            let changed = tx.execute(
+                "UPDATE deployments SET cancel_by = ?2 WHERE id = ?1 AND status = 'running'",
+                params![sql_id(dep_id), by],
+            )?;
+            let dep = query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
+                .pop()
+                .ok_or_else(|| StoreError::NotFound {
+                    kind: "deployment",
+                    id: dep_id.to_string(),
+                })?;
+            if changed == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "deployment {dep_id} is not running (it is {})",
+                    dep.status.as_str()
+                )));
+            }
+            Ok(dep)
+        })
+    }
+
+    fn cancel_requests(&self) -> StoreResult<Vec<(u64, String)>> {
+        self.tx(|tx| cluster::cancel_requests(tx))
+    }
+
+    fn running_ids(&self) -> StoreResult<Vec<u64>> {
+        self.tx(|tx| cluster::running_ids(tx))
+    }
+
+    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>> {
+        self.tx(|tx| cluster::lists_after(tx, revision))
+    }
+
+    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>> {
+        self.tx(|tx| cluster::node_results(tx, deployment_id, node_id))
+    }
 }
 
 fn token_from_row(r: &Row<'_>) -> rusqlite::Result<StoreResult<TokenRecord>> {
@@ -1537,6 +1601,7 @@ fn graph_row(tx: &Connection, owner: GraphOwner, graph_type: &str) -> StoreResul
     }
 }
 
+mod cluster;
 mod model;
 #[cfg(test)]
 mod query_plans;

@@ -883,6 +883,119 @@ fn many_nodes_registering_at_once_all_get_in_with_unique_names(s: &dyn Store) {
     assert_eq!(names.len(), 128, "every name unique");
 }
 
+fn the_sequencing_lease_changes_hands_only_when_free_with_a_new_token(s: &dyn Store) {
+    assert_eq!(s.lease().unwrap(), None);
+    assert_eq!(s.claim_lease("a", None, 1_000, 5_000).unwrap(), Some(1));
+    assert_eq!(
+        s.claim_lease("b", None, 2_000, 5_000).unwrap(),
+        None,
+        "held"
+    );
+    assert_eq!(
+        s.claim_lease("a", Some(1), 3_000, 5_000).unwrap(),
+        Some(1),
+        "renewed"
+    );
+    assert_eq!(s.lease().unwrap().map(|l| l.expires_ms), Some(8_000));
+    assert_eq!(
+        s.claim_lease("b", None, 8_000, 5_000).unwrap(),
+        Some(2),
+        "expired: taken over with a new token"
+    );
+    assert_eq!(s.claim_lease("a", Some(1), 8_500, 5_000).unwrap(), None);
+    s.release_lease("a", 1).unwrap();
+    assert_eq!(
+        s.lease().unwrap().map(|l| l.holder),
+        Some("b".into()),
+        "only its holder releases it"
+    );
+    s.release_lease("b", 2).unwrap();
+    assert_eq!(
+        s.claim_lease("a", None, 9_000, 5_000).unwrap(),
+        Some(3),
+        "released: free at once"
+    );
+
+    s.beat_controller(&ControllerBeat {
+        id: "a".into(),
+        name: "host-a".into(),
+        url: "https://a:8443".into(),
+        started_ms: 1,
+        now_ms: 9_000,
+        agents: 3,
+    })
+    .unwrap();
+    s.beat_controller(&ControllerBeat {
+        id: "a".into(),
+        name: "host-a".into(),
+        url: "https://a:8443".into(),
+        started_ms: 1,
+        now_ms: 10_000,
+        agents: 4,
+    })
+    .unwrap();
+    let listed = s.controllers().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((listed[0].seen_ms, listed[0].agents), (10_000, 4));
+}
+
+fn followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer(s: &dyn Store) {
+    let (nodes, d) = running_deployment(s, 2);
+    let mut first = [empty_list(nodes[0], d.id), empty_list(nodes[1], d.id)];
+    s.publish_lists(d.id, &mut first, &serde_json::json!({}), &[])
+        .unwrap();
+    let all = s.lists_after(0).unwrap();
+    assert_eq!(all.iter().map(|l| l.revision).collect::<Vec<_>>(), [1, 2]);
+    let later = s.lists_after(1).unwrap();
+    assert_eq!(later.len(), 1);
+    assert_eq!(later[0].node_id, nodes[1]);
+    assert_eq!(s.running_ids().unwrap(), [d.id]);
+
+    s.store_results(
+        nodes[0],
+        &[TaskResult {
+            deployment_id: d.id,
+            ..result("t", 1, ResultStatus::Succeeded)
+        }],
+    )
+    .unwrap();
+    assert_eq!(s.node_results(d.id, nodes[0]).unwrap().len(), 1);
+    assert!(s.node_results(d.id, nodes[1]).unwrap().is_empty());
+
+    assert!(s.cancel_requests().unwrap().is_empty());
+    let asked = s.request_cancel(d.id, "token ops").unwrap();
+    assert_eq!(asked.status, DeploymentStatus::Running);
+    assert_eq!(
+        s.cancel_requests().unwrap(),
+        [(d.id, "token ops".to_string())]
+    );
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::Cancelled,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    assert!(
+        s.cancel_requests().unwrap().is_empty(),
+        "an ended deployment asks nothing"
+    );
+    assert!(
+        s.lists_after(0).unwrap().is_empty(),
+        "only running deployments' lists"
+    );
+    assert!(matches!(
+        s.request_cancel(d.id, "token ops"),
+        Err(StoreError::Conflict(_))
+    ));
+}
+
 /// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
@@ -915,6 +1028,8 @@ suite!(
     discovered_nodes_are_bounded_and_names_made_unique,
     a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states,
     many_nodes_registering_at_once_all_get_in_with_unique_names,
+    the_sequencing_lease_changes_hands_only_when_free_with_a_new_token,
+    followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

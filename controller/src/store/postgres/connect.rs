@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio_postgres::config::SslMode;
 
 /// A database URL, read.
+#[derive(Clone)]
 pub struct Target {
     /// What tokio-postgres connects with.
     pub config: tokio_postgres::Config,

@@ -160,6 +160,26 @@ CREATE INDEX nodes_name ON nodes (name);
 CREATE INDEX nodes_discovered ON nodes (admission) WHERE admission = 'discovered';
 CREATE INDEX nodes_cluster ON nodes (cluster_id);
 "#,
+    // Several controllers on one database: heartbeats, the sequencing lease, cancel requests taken to
+    // the controller that sequences, and followers reading lists published after a revision.
+    r#"
+CREATE TABLE controllers (
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    url        TEXT NOT NULL,
+    started_ms BIGINT NOT NULL,
+    seen_ms    BIGINT NOT NULL,
+    agents     BIGINT NOT NULL
+);
+CREATE TABLE leases (
+    name       TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    token      BIGINT NOT NULL,
+    expires_ms BIGINT NOT NULL
+);
+ALTER TABLE deployments ADD COLUMN cancel_by TEXT;
+CREATE INDEX task_lists_revision ON task_lists (revision);
+"#,
 ];
 
 /// Made before the first migration: where the applied count is kept.

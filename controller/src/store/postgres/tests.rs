@@ -170,3 +170,89 @@ fn the_store_comes_back_after_the_server_restarts() {
         .unwrap();
     assert_eq!(s.list_nodes().unwrap().len(), 2);
 }
+
+#[test]
+fn a_step_recorded_under_a_lease_that_changed_hands_is_refused_and_writes_nothing() {
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    let (old, new) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
+    let rel = old
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &Default::default(),
+        )
+        .unwrap();
+    let c = old
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let node = old
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let d = old
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![node.id],
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .unwrap();
+    let token = old.claim_lease("a", None, 1_000, 5_000).unwrap().unwrap();
+    old.set_fence(Some(Fence {
+        holder: "a".into(),
+        token,
+    }));
+    let step = |s: &PgStore| {
+        let mut lists = [plinth_common::wire::TaskList {
+            format: plinth_common::wire::TASK_LIST_FORMAT,
+            node_key: String::new(),
+            node_id: node.id,
+            deployment_id: d.id,
+            phase: "deploy".into(),
+            revision: 0,
+            issued_at: 0,
+            expires_at: 0,
+            nonce: String::new(),
+            noop: false,
+            cancel: false,
+            tasks: vec![],
+        }];
+        s.record_progress(
+            d.id,
+            &mut Progress {
+                lists: &mut lists,
+                state: None,
+                events: &[],
+                task_blobs: &[],
+                task_rows: &[],
+                end: None,
+            },
+        )
+    };
+    step(&old).expect("recorded while it holds the lease");
+    // "a" stalls past its lease; "b" takes over.
+    assert_eq!(
+        new.claim_lease("b", None, 7_000, 5_000).unwrap(),
+        Some(token + 1)
+    );
+    let refused = step(&old).expect_err("refused under the old token");
+    assert!(matches!(refused, StoreError::Fenced(_)), "{refused}");
+    assert_eq!(
+        old.published_lists(d.id).unwrap().len(),
+        1,
+        "the refused step wrote nothing"
+    );
+}

@@ -1,0 +1,47 @@
+//! A controller that does not sequence keeps its board (the lists its held polls wait on) in step with
+//! the database: the lists published since its last look go on it, and the lists of deployments that
+//! ended come off. Revisions come from one counter and lists are published one transaction at a time
+//! in revision order, so "above the last revision seen" misses none.
+
+use crate::board::Board;
+use crate::store::{Store, StoreResult};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+/// What the follower has seen.
+#[derive(Default)]
+pub struct Follower {
+    seen: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// The highest revision put on the board.
+    revision: u64,
+    /// The deployments with lists on the board.
+    deployments: BTreeSet<u64>,
+}
+
+impl Follower {
+    /// Puts the lists published since the last look on the board and takes those of ended deployments
+    /// off. Returns how many lists it put on. Blocking.
+    pub fn sync(&self, store: &dyn Store, board: &Board) -> StoreResult<usize> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let lists = store.lists_after(seen.revision)?;
+        let count = lists.len();
+        for list in lists {
+            seen.revision = seen.revision.max(list.revision);
+            seen.deployments.insert(list.deployment_id);
+            board.publish(Arc::new(list));
+        }
+        if !seen.deployments.is_empty() {
+            let running: BTreeSet<u64> = store.running_ids()?.into_iter().collect();
+            let ended: Vec<u64> = seen.deployments.difference(&running).copied().collect();
+            for id in ended {
+                board.withdraw_deployment(id);
+                seen.deployments.remove(&id);
+            }
+        }
+        Ok(count)
+    }
+}

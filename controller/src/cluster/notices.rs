@@ -1,0 +1,114 @@
+//! Acting on the notices other controllers send through the database (see [`crate::store::Notice`]).
+//! Notices that arrive together are handled as one batch, on the blocking pool.
+
+use crate::state::AppState;
+use crate::store::{Notice, StoreError};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Handles notices until the store stops sending them.
+pub async fn run(state: Arc<AppState>, mut notices: UnboundedReceiver<Notice>) {
+    while let Some(first) = notices.recv().await {
+        let mut batch = vec![first];
+        while let Ok(more) = notices.try_recv() {
+            batch.push(more);
+        }
+        let s = state.clone();
+        let _ = tokio::task::spawn_blocking(move || handle(&s, &batch)).await;
+    }
+}
+
+/// What a batch of notices asks for, each kind once.
+#[derive(Default, Debug, PartialEq, Eq)]
+struct Asks {
+    board: bool,
+    deployments: bool,
+    commands: bool,
+    reconnected: bool,
+    nodes: BTreeSet<u64>,
+    results: BTreeSet<(u64, u64)>,
+}
+
+fn asks(batch: &[Notice]) -> Asks {
+    let mut a = Asks::default();
+    for n in batch {
+        match n {
+            Notice::Board => a.board = true,
+            Notice::Deployments => a.deployments = true,
+            Notice::Commands => a.commands = true,
+            Notice::Reconnected => a.reconnected = true,
+            Notice::Node { id } => {
+                a.nodes.insert(*id);
+            }
+            Notice::Results { deployment, node } => {
+                a.results.insert((*deployment, *node));
+            }
+        }
+    }
+    a
+}
+
+fn handle(s: &AppState, batch: &[Notice]) {
+    let a = asks(batch);
+    if let Err(e) = act(s, &a) {
+        tracing::warn!(error = %e, "cannot act on notices from other controllers; the periodic checks catch up");
+    }
+}
+
+fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
+    if a.reconnected {
+        s.nodes.replace_all(&s.store.list_nodes()?);
+    } else {
+        for id in &a.nodes {
+            match s.store.get_node(*id) {
+                Ok(node) => s.nodes.upsert(&node),
+                Err(StoreError::NotFound { .. }) => s.nodes.remove_id(*id),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if s.engine.is_sequencing() {
+        if a.deployments || a.reconnected {
+            s.engine.resume()?;
+        }
+        if a.commands || a.reconnected {
+            s.engine.cancel_requested()?;
+        }
+        if a.reconnected {
+            s.engine.fold_all_stored()?;
+        } else {
+            for (deployment, node) in &a.results {
+                s.engine.fold_stored(*deployment, *node)?;
+            }
+        }
+    } else if a.board || a.reconnected {
+        s.cluster.follower.sync(s.store.as_ref(), &s.board)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_asks_for_each_thing_once() {
+        let a = asks(&[
+            Notice::Board,
+            Notice::Results {
+                deployment: 1,
+                node: 2,
+            },
+            Notice::Board,
+            Notice::Results {
+                deployment: 1,
+                node: 2,
+            },
+            Notice::Node { id: 9 },
+        ]);
+        assert!(a.board && !a.deployments && !a.reconnected);
+        assert_eq!(a.results.len(), 1);
+        assert_eq!(a.nodes.len(), 1);
+    }
+}

@@ -1,0 +1,170 @@
+//! Several controllers on one PostgreSQL database: heartbeats, the sequencing lease and its fence,
+//! cancel requests, and what followers read to serve polls (see [`crate::cluster`]).
+
+use super::bridge::Tx;
+use super::{col, from_json, id, sql_id};
+use crate::store::{
+    claim_outcome, ControllerBeat, ControllerRecord, Fence, LeaseRecord, StoreError, StoreResult,
+    SEQUENCER_LEASE,
+};
+use plinth_common::wire::{TaskList, TaskResult};
+
+/// How long a silent controller stays listed.
+const FORGET_AFTER_MS: i64 = 3_600_000;
+
+pub(super) fn beat(t: &Tx, b: &ControllerBeat) -> StoreResult<()> {
+    t.exec(
+        "INSERT INTO controllers (id, name, url, started_ms, seen_ms, agents) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (id) DO UPDATE SET name = $2, url = $3, started_ms = $4, seen_ms = $5, agents = $6",
+        &[
+            &b.id,
+            &b.name,
+            &b.url,
+            &b.started_ms,
+            &b.now_ms,
+            &sql_id(b.agents),
+        ],
+    )?;
+    t.exec(
+        "DELETE FROM controllers WHERE seen_ms < $1",
+        &[&(b.now_ms - FORGET_AFTER_MS)],
+    )?;
+    Ok(())
+}
+
+pub(super) fn controllers(t: &Tx) -> StoreResult<Vec<ControllerRecord>> {
+    let w = "controller";
+    t.query(
+        "SELECT id, name, url, started_ms, seen_ms, agents FROM controllers ORDER BY id",
+        &[],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(ControllerRecord {
+            id: col(r, 0, w)?,
+            name: col(r, 1, w)?,
+            url: col(r, 2, w)?,
+            started_ms: col(r, 3, w)?,
+            seen_ms: col(r, 4, w)?,
+            agents: id(col(r, 5, w)?),
+        })
+    })
+    .collect()
+}
+
+pub(super) fn lease(t: &Tx, lock: bool) -> StoreResult<Option<LeaseRecord>> {
+    let sql = if lock {
+        "SELECT holder, token, expires_ms FROM leases WHERE name = $1 FOR UPDATE"
+    } else {
+        "SELECT holder, token, expires_ms FROM leases WHERE name = $1"
+    };
+    let w = "lease";
+    t.opt(sql, &[&SEQUENCER_LEASE])?
+        .map(|r| {
+            Ok(LeaseRecord {
+                holder: col(&r, 0, w)?,
+                token: id(col(&r, 1, w)?),
+                expires_ms: col(&r, 2, w)?,
+            })
+        })
+        .transpose()
+}
+
+pub(super) fn claim(
+    t: &Tx,
+    holder: &str,
+    held: Option<u64>,
+    now_ms: i64,
+    ttl_ms: i64,
+) -> StoreResult<Option<u64>> {
+    let current = lease(t, true)?;
+    let Some(token) = claim_outcome(current.as_ref(), holder, held, now_ms) else {
+        return Ok(None);
+    };
+    t.exec(
+        "INSERT INTO leases (name, holder, token, expires_ms) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (name) DO UPDATE SET holder = $2, token = $3, expires_ms = $4",
+        &[
+            &SEQUENCER_LEASE,
+            &holder,
+            &sql_id(token),
+            &(now_ms + ttl_ms),
+        ],
+    )?;
+    Ok(Some(token))
+}
+
+pub(super) fn release(t: &Tx, holder: &str, token: u64) -> StoreResult<()> {
+    t.exec(
+        "UPDATE leases SET expires_ms = 0 WHERE name = $1 AND holder = $2 AND token = $3",
+        &[&SEQUENCER_LEASE, &holder, &sql_id(token)],
+    )?;
+    Ok(())
+}
+
+/// Refuses the step unless `fence` holds the lease now. The lease row is read with `FOR SHARE`, so a
+/// claim that would take it over waits for this step's transaction to end (and the step, once
+/// committed, happened under the lease).
+pub(super) fn check_fence(t: &Tx, fence: &Fence) -> StoreResult<()> {
+    let row = t.opt(
+        "SELECT holder, token FROM leases WHERE name = $1 FOR SHARE",
+        &[&SEQUENCER_LEASE],
+    )?;
+    let (holder, token): (String, i64) = match &row {
+        Some(r) => (col(r, 0, "lease")?, col(r, 1, "lease")?),
+        None => (String::new(), 0),
+    };
+    if holder != fence.holder || id(token) != fence.token {
+        return Err(StoreError::Fenced(format!(
+            "the sequencing lease passed from controller {} (token {}) to {} (token {token}): \
+             this controller no longer sequences deployments",
+            fence.holder,
+            fence.token,
+            if holder.is_empty() { "nobody" } else { &holder }
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn cancel_requests(t: &Tx) -> StoreResult<Vec<(u64, String)>> {
+    t.query(
+        "SELECT id, cancel_by FROM deployments WHERE status = 'running' AND cancel_by IS NOT NULL \
+         ORDER BY id",
+        &[],
+    )?
+    .iter()
+    .map(|r| Ok((id(col(r, 0, "deployment")?), col(r, 1, "deployment")?)))
+    .collect()
+}
+
+pub(super) fn running_ids(t: &Tx) -> StoreResult<Vec<u64>> {
+    t.query(
+        "SELECT id FROM deployments WHERE status = 'running' ORDER BY id",
+        &[],
+    )?
+    .iter()
+    .map(|r| Ok(id(col(r, 0, "deployment")?)))
+    .collect()
+}
+
+pub(super) fn lists_after(t: &Tx, revision: u64) -> StoreResult<Vec<TaskList>> {
+    t.query(
+        "SELECT l.list FROM task_lists l JOIN deployments d ON d.id = l.deployment_id \
+         WHERE l.revision > $1 AND d.status = 'running' ORDER BY l.revision",
+        &[&sql_id(revision)],
+    )?
+    .iter()
+    .map(|r| from_json(col(r, 0, "task list")?, "task list"))
+    .collect()
+}
+
+pub(super) fn node_results(t: &Tx, deployment: u64, node: u64) -> StoreResult<Vec<TaskResult>> {
+    t.query(
+        "SELECT result FROM results WHERE deployment_id = $1 AND node_id = $2 ORDER BY seq",
+        &[&sql_id(deployment), &sql_id(node)],
+    )?
+    .iter()
+    .map(|r| from_json(col(r, 0, "task result")?, "task result"))
+    .collect()
+}

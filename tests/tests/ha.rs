@@ -1,0 +1,259 @@
+//! Several controllers on one PostgreSQL database, proven by faults: real controller processes sharing
+//! a scratch PostgreSQL started by the test, real agents, and a deployment whose cross-node waits go
+//! through the gate. The controller sequencing it is killed, a controller holding polls is restarted,
+//! the database is restarted; each time the deployment completes with every task's final result
+//! stored exactly once.
+
+use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::Store;
+use plinth_e2e::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(180);
+const TASKS: [&str; 3] = ["t1", "t2", "t3"];
+
+/// Three tasks on each node, a second each; `t3` waits for `t2` on every node (a gated task).
+fn graph() -> Value {
+    json!({"default": {"tasks": [
+        shell("t1", &["ha"], "sleep 1; echo one >> ran"),
+        {"id": "t2", "type": "shell", "tags": ["ha"], "requires": ["t1"],
+         "parameters": {"cmd": "sleep 1; echo two >> ran", "retries": 0}},
+        {"id": "t3", "type": "shell", "tags": ["ha"], "requires": ["t2"],
+         "cross_depends": [{"name": "t2", "tags": ["ha"]}],
+         "parameters": {"cmd": "sleep 1; echo three >> ran", "retries": 0}},
+    ]}})
+}
+
+/// Two controllers on one fresh database: the first takes the sequencing lease, the second shares its
+/// key, certificate and token.
+fn two_controllers(pg: &ScratchPostgres) -> (String, Controller, Controller) {
+    let url = pg.fresh_database().expect("a database");
+    let flags = ["--auto-accept", "--database-url", url.as_str()];
+    let a = Controller::start_with(&flags);
+    wait_until("the first controller sequences", LONG, || {
+        sequencer(&a).is_some()
+    });
+    let b = Controller::start_sharing(&a, &flags);
+    wait_until("both controllers are live", LONG, || {
+        status(&b)["controllers"]
+            .as_array()
+            .is_some_and(|c| c.iter().filter(|c| c["live"] == true).count() == 2)
+    });
+    (url, a, b)
+}
+
+fn status(c: &Controller) -> Value {
+    c.api.get("/cluster-status").unwrap_or(Value::Null)
+}
+
+/// The id of the controller sequencing now, as `c` sees it.
+fn sequencer(c: &Controller) -> Option<String> {
+    let s = status(c);
+    s["controllers"]
+        .as_array()?
+        .iter()
+        .find(|x| x["sequencer"] == true)
+        .and_then(|x| x["id"].as_str())
+        .map(str::to_string)
+}
+
+fn own_id(c: &Controller) -> String {
+    status(c)["answered_by"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every task's final results, counted per node and task, from the database itself.
+fn final_results(url: &str, dep: u64) -> BTreeMap<(u64, String), usize> {
+    let store = PgStore::open(url).expect("the database opens");
+    let mut counts = BTreeMap::new();
+    for (node, r) in store.deployment_results(dep).expect("results") {
+        if r.last {
+            *counts.entry((node, r.task_id)).or_default() += 1;
+        }
+    }
+    counts
+}
+
+fn results_so_far(url: &str, dep: u64) -> usize {
+    final_results(url, dep).len()
+}
+
+/// The deployment succeeded, every task ran on every node, and each has exactly one final result.
+fn assert_complete_once(url: &str, c: &Controller, dep: u64, agents: &[&Agent]) {
+    let mut report = Value::Null;
+    let ended = std::time::Instant::now() + LONG;
+    while std::time::Instant::now() < ended {
+        report = c
+            .api
+            .get(&format!("/deployments/{dep}"))
+            .unwrap_or(Value::Null);
+        if report["status"] != "running" && report["status"] != Value::Null {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let tail = |text: String| {
+        text.lines()
+            .rev()
+            .take(60)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let logs: Vec<String> = agents.iter().map(|a| tail(a.log())).collect();
+    assert_ne!(
+        report["status"],
+        "running",
+        "{report:#}\ncontroller:\n{}\nagents:\n{}",
+        tail(c.log()),
+        logs.join("\n---\n")
+    );
+    assert_eq!(report["status"], "success", "{report:#}\n{}", c.log());
+    for agent in agents {
+        for task in TASKS {
+            assert_eq!(
+                task_line(&report, &agent.name, task).map(|t| t["status"].clone()),
+                Some(json!("succeeded")),
+                "{task} on {}: {report:#}",
+                agent.name
+            );
+        }
+        let ran = std::fs::read_to_string(agent.work().join("ran")).unwrap_or_default();
+        assert_eq!(
+            ran.lines().collect::<Vec<_>>(),
+            ["one", "two", "three"],
+            "each task ran once on {}, in order",
+            agent.name
+        );
+    }
+    let counts = final_results(url, dep);
+    assert_eq!(counts.len(), agents.len() * TASKS.len(), "{counts:?}");
+    assert!(counts.values().all(|n| *n == 1), "none twice: {counts:?}");
+}
+
+#[test]
+fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothing_is_lost() {
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let (url, mut a, b) = two_controllers(&pg);
+    let (a_id, b_id) = (own_id(&a), own_id(&b));
+    assert_eq!(
+        sequencer(&b).as_deref(),
+        Some(a_id.as_str()),
+        "the first one sequences"
+    );
+    let status_b = status(&b);
+    assert_eq!(status_b["database"], "postgresql", "{status_b:#}");
+
+    // The agents poll and report to the second controller; the first sequences.
+    let agents: Vec<Agent> = (1..=2)
+        .map(|i| Agent::start(&b, &format!("ha-{i}"), &["ha"]))
+        .collect();
+    let ids: Vec<u64> = b.api.wait_nodes(2).iter().map(|(_, id)| *id).collect();
+    let cid = b.api.cluster_with_graph("ha", graph(), &ids);
+    // Started at the controller that does not sequence: the other takes it on.
+    let dep = b.api.deploy(cid, "");
+    wait_until("the first results are stored", LONG, || {
+        results_so_far(&url, dep) >= 1
+    });
+    let report = b
+        .api
+        .get(&format!("/deployments/{dep}"))
+        .expect("the deployment");
+    assert_eq!(
+        report["status"], "running",
+        "killed mid-deployment: {report:#}"
+    );
+    a.kill();
+
+    wait_until("the second controller takes the lease over", LONG, || {
+        sequencer(&b).as_deref() == Some(b_id.as_str())
+    });
+    let refs: Vec<&Agent> = agents.iter().collect();
+    assert_complete_once(&url, &b, dep, &refs);
+    let lease = &status(&b)["lease"];
+    assert!(
+        lease["token"].as_u64() >= Some(2),
+        "a new fencing token: {lease}"
+    );
+    let dead = status(&b)["controllers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|x| x["id"] == a_id.as_str()).cloned())
+        .expect("the killed controller is still listed");
+    wait_until("the killed controller shows as not live", LONG, || {
+        status(&b)["controllers"]
+            .as_array()
+            .and_then(|c| c.iter().find(|x| x["id"] == a_id.as_str()).cloned())
+            .is_some_and(|x| x["live"] == false)
+    });
+    assert_eq!(dead["sequencer"], false, "{dead}");
+}
+
+#[test]
+fn a_controller_holding_polls_restarts_and_the_database_restarts_and_the_deployment_completes() {
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let (url, a, mut b) = two_controllers(&pg);
+    let a_id = own_id(&a);
+    let agents: Vec<Agent> = (1..=2)
+        .map(|i| Agent::start(&b, &format!("hold-{i}"), &["ha"]))
+        .collect();
+    let ids: Vec<u64> = b.api.wait_nodes(2).iter().map(|(_, id)| *id).collect();
+    let cid = b.api.cluster_with_graph("hold", graph(), &ids);
+    let dep = a.api.deploy(cid, "");
+    wait_until("the first results are stored", LONG, || {
+        results_so_far(&url, dep) >= 1
+    });
+    // The controller holding the agents' polls restarts.
+    b.restart();
+    // The database restarts while the deployment runs.
+    wait_until("more results are stored", LONG, || {
+        results_so_far(&url, dep) >= 3
+    });
+    pg.kill().expect("the database stops at once");
+    // Down for a while: long enough for the sequencing lease to expire meanwhile.
+    std::thread::sleep(Duration::from_secs(6));
+    pg.restart().expect("the database starts again");
+    let refs: Vec<&Agent> = agents.iter().collect();
+    assert_complete_once(&url, &a, dep, &refs);
+    // The first controller kept (or took back) the lease: one sequencer, known to both.
+    wait_until("both controllers agree on the sequencer", LONG, || {
+        let (sa, sb) = (sequencer(&a), sequencer(&b));
+        sa.is_some() && sa == sb
+    });
+    let _ = a_id;
+}
+
+#[test]
+fn a_deployment_cancelled_at_the_controller_that_does_not_sequence_stops() {
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let (_url, a, b) = two_controllers(&pg);
+    let agent = Agent::start(&b, "cancel-1", &["ha"]);
+    let ids: Vec<u64> = b.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
+    let slow = json!({"default": {"tasks": [shell("slow", &["ha"], "touch started; sleep 60")]}});
+    let cid = b.api.cluster_with_graph("cancel", slow, &ids);
+    let dep = b.api.deploy(cid, "");
+    let started = agent.work().join("started");
+    wait_until("the slow task runs", LONG, || started.exists());
+    let answer = b
+        .api
+        .send("POST", &format!("/deployments/{dep}/cancel"), None);
+    assert_eq!(answer.status, 202, "{:?}", answer.body);
+    assert_eq!(
+        answer.body["status"], "cancelled",
+        "the controller that sequences cancelled it before the answer: {:?}",
+        answer.body
+    );
+    let report = a.api.wait_deployment(dep, LONG);
+    assert_eq!(report["status"], "cancelled", "{report:#}");
+    assert!(
+        report["notices"]
+            .to_string()
+            .contains("cancelled by token admin"),
+        "the report says who: {report:#}"
+    );
+}
