@@ -165,3 +165,61 @@ fn file_error(path: &str, e: TransportError) -> FileSourceError {
         other => FileSourceError::Failed(format!("cannot pull {path}: {other}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::NodeIdentity;
+    use crate::transport::tls;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn a_file_request_tries_each_controller_once_then_fails() {
+        // The first controller refuses connections (nothing on port 9); the second accepts them and
+        // closes them at once (its TLS handshake fails), counting them.
+        let broken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = broken.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in broken.incoming() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let server = rcgen::generate_simple_self_signed(vec!["c".to_string()]).unwrap();
+        let pem = dir.path().join("c.pem");
+        std::fs::write(&pem, server.cert.pem()).unwrap();
+        let id = NodeIdentity::from_key(plinth_common::signing::signing_key_from_seed([2; 32]));
+        let config = tls::client_config(&id, &crate::config::ServerTrust::Pinned(pem)).unwrap();
+        let bases = vec![
+            reqwest::Url::parse("https://127.0.0.1:9").unwrap(),
+            reqwest::Url::parse(&format!("https://127.0.0.1:{port}")).unwrap(),
+        ];
+        let controller = Controller::with_tls(bases, config).unwrap();
+        let registration = plinth_common::wire::Registration {
+            agent_version: "test".into(),
+            name: None,
+            facts: Default::default(),
+            tags: vec![],
+            labels: Default::default(),
+            rack: None,
+            enrollment_token: None,
+        };
+        let files = ControllerFiles {
+            controller: controller.clone(),
+            registrar: Arc::new(Registrar::new(controller.clone(), registration)),
+            backoff: Backoff::new(Duration::from_millis(1), Duration::from_millis(10)),
+        };
+        let err = files.manifest("modules").await.unwrap_err().to_string();
+        assert!(err.contains("cannot pull modules"), "{err}");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "the second was tried once"
+        );
+        // Both failed: round robin brought the first back, and the next request starts there.
+        assert_eq!(controller.current().as_str(), "https://127.0.0.1:9/");
+    }
+}
