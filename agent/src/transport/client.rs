@@ -77,6 +77,9 @@ pub enum TransportError {
     /// The answer is not what the endpoint returns.
     #[error("controller answer cannot be read: {0}")]
     Decode(String),
+    /// Writing what arrived failed on this node (a full disk, say): no controller is to blame.
+    #[error("{0}")]
+    Local(String),
     /// The operating system gave no randomness for a nonce.
     #[error("no randomness for a poll nonce: {0}")]
     Random(String),
@@ -348,13 +351,13 @@ impl Controller {
                     size: usize::try_from(size).unwrap_or(usize::MAX),
                 });
             }
-            into.write_all(&chunk).await.map_err(|e| {
-                TransportError::Network(format!("cannot write {path} locally: {e}"))
-            })?;
+            into.write_all(&chunk)
+                .await
+                .map_err(|e| TransportError::Local(format!("cannot write {path} locally: {e}")))?;
         }
         into.flush()
             .await
-            .map_err(|e| TransportError::Network(format!("cannot write {path} locally: {e}")))?;
+            .map_err(|e| TransportError::Local(format!("cannot write {path} locally: {e}")))?;
         Ok(Pulled {
             announced_sha256: announced_sha256.to_ascii_lowercase(),
             sha256: hex::encode(hasher.finalize()),

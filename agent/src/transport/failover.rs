@@ -106,6 +106,7 @@ pub fn fails_over(error: &TransportError) -> bool {
         | TransportError::TooLarge { .. }
         | TransportError::Decode(_)
         | TransportError::Random(_)
+        | TransportError::Local(_)
         | TransportError::Tls(_) => false,
     }
 }
@@ -143,6 +144,7 @@ mod tests {
         assert!(fails_over(&network().unwrap_err()));
         assert!(!fails_over(&TransportError::Unauthorized));
         assert!(!fails_over(&TransportError::Decode("x".into())));
+        assert!(!fails_over(&TransportError::Local("disk full".into())));
         assert!(!fails_over(&TransportError::TooLarge { limit: 1, size: 2 }));
     }
 
