@@ -94,7 +94,7 @@ impl ControllerFiles {
         match result {
             Err(e) if fails_over(e) && tries < self.controller.controllers() => {
                 let delay = backoff.next_delay();
-                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, controller = %self.controller.current(), "file request failed; trying the next controller");
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, next = %self.controller.current(), "file request failed; trying the next controller");
                 tokio::time::sleep(delay).await;
                 true
             }
