@@ -146,16 +146,26 @@ impl Controller {
     }
 
     /// Runs one request against the current controller (its base URL is passed in) and moves on to the
-    /// next controller when the request failed for the controller's sake.
+    /// next controller when the request failed for the controller's sake. A request still under way
+    /// when another one made the agent leave its controller is abandoned with a network error, so its
+    /// caller retries on the new controller instead of waiting for a dead one's timeout.
     async fn on<T, F, Fut>(&self, request: F) -> Result<T, TransportError>
     where
         F: FnOnce(reqwest::Url) -> Fut,
         Fut: Future<Output = Result<T, TransportError>>,
     {
         let target = self.failover.current();
-        let result = request(target.base.clone()).await;
-        self.failover.settle(&target, &result);
-        result
+        tokio::select! {
+            result = request(target.base.clone()) => {
+                self.failover.settle(&target, &result);
+                result
+            }
+            () = self.failover.left(&target) => Err(TransportError::Network(format!(
+                "abandoned: the agent left controller {} for controller {}",
+                target.base,
+                self.failover.current().base
+            ))),
+        }
     }
 
     /// `POST /agent/v1/register`.
@@ -510,6 +520,55 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, TransportError::Network(_)), "{err}");
         // Round robin: back to the first.
+        assert_eq!(c.current().as_str(), "https://127.0.0.1:9/");
+    }
+
+    #[tokio::test]
+    async fn a_poll_hanging_on_a_controller_the_agent_left_is_abandoned() {
+        // A controller whose host went silent: connections are accepted and never answered.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let (connected, arrived) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in silent.incoming() {
+                held.push(stream);
+                let _ = connected.send(());
+            }
+        });
+        let c = controllers(&[&format!("https://127.0.0.1:{port}"), "https://127.0.0.1:9"]);
+        let poll = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.poll(
+                    "00112233445566778899aabbccddeeff",
+                    0,
+                    Duration::from_secs(25),
+                )
+                .await
+            })
+        };
+        // The poll is under way once the silent controller has its connection.
+        tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(60)))
+            .await
+            .unwrap()
+            .expect("the poll connects");
+        assert!(!poll.is_finished(), "the silent controller holds the poll");
+        // Another request (a heartbeat, say) found the controller failed.
+        let first = c.failover.current();
+        c.failover
+            .settle::<()>(&first, &Err(TransportError::Network("timed out".into())));
+        // The bound is far below the poll's own timeout (40 s) only to keep a broken build from hanging.
+        let err = tokio::time::timeout(Duration::from_secs(20), poll)
+            .await
+            .expect("the poll is abandoned at the switch")
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("abandoned") && err.to_string().contains("127.0.0.1:9"),
+            "{err}"
+        );
+        // The abandoned poll did not move the agent on again.
         assert_eq!(c.current().as_str(), "https://127.0.0.1:9/");
     }
 }

@@ -7,10 +7,12 @@
 //! Every clone of a [`crate::transport::Controller`] shares one [`Failover`], so the poll loop, the
 //! sender, heartbeats, the gate and file downloads all follow the same switch. When several requests to
 //! the same controller fail together, the first failure moves on and the others find the controller
-//! already changed: one switch, not one per request.
+//! already changed: one switch, not one per request. A request still waiting on a controller the agent
+//! has left (a long poll to a host that lost power waits for its timeout) is abandoned at the switch
+//! ([`Failover::left`]), so its caller retries on the new one at once.
 
 use super::client::TransportError;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::watch;
 
 /// The controller a request went to: its place in the list and its base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +27,8 @@ pub struct Target {
 #[derive(Debug)]
 pub struct Failover {
     bases: Vec<reqwest::Url>,
-    current: AtomicUsize,
+    /// The current controller's index; watched by requests under way.
+    current: watch::Sender<usize>,
 }
 
 impl Failover {
@@ -40,7 +43,7 @@ impl Failover {
         };
         Failover {
             bases,
-            current: AtomicUsize::new(0),
+            current: watch::Sender::new(0),
         }
     }
 
@@ -61,7 +64,7 @@ impl Failover {
 
     /// The controller requests go to now.
     pub fn current(&self) -> Target {
-        let index = self.current.load(Ordering::SeqCst) % self.bases.len();
+        let index = *self.current.borrow() % self.bases.len();
         Target {
             index,
             base: self.bases[index].clone(),
@@ -77,9 +80,19 @@ impl Failover {
             return None;
         }
         let next = (target.index + 1) % self.bases.len();
-        self.current
-            .compare_exchange(target.index, next, Ordering::SeqCst, Ordering::SeqCst)
-            .ok()?;
+        // Moves on only from `target` (atomically, under the channel's lock): a request that went to a
+        // controller the agent already left changes nothing.
+        let moved = self.current.send_if_modified(|current| {
+            if *current == target.index {
+                *current = next;
+                true
+            } else {
+                false
+            }
+        });
+        if !moved {
+            return None;
+        }
         tracing::warn!(
             from = %target.base,
             to = %self.bases[next],
@@ -92,6 +105,15 @@ impl Failover {
             index: next,
             base: self.bases[next].clone(),
         })
+    }
+}
+
+impl Failover {
+    /// Completes when `target` is no longer the current controller (at once if it is not).
+    pub async fn left(&self, target: &Target) {
+        let mut changes = self.current.subscribe();
+        // The sender lives in `self`, which outlives this borrow: the channel cannot close here.
+        let _ = changes.wait_for(|current| *current != target.index).await;
     }
 }
 
@@ -176,6 +198,28 @@ mod tests {
         assert!(f.settle(&a, &network()).is_none());
         assert!(f.settle(&a, &api(502)).is_none());
         assert_eq!(f.current().index, 1);
+    }
+
+    #[tokio::test]
+    async fn requests_under_way_learn_that_the_agent_left_their_controller() {
+        let f = std::sync::Arc::new(Failover::new(urls(&["https://a:1", "https://b:2"])));
+        let a = f.current();
+        let waiting = {
+            let (f, a) = (f.clone(), a.clone());
+            tokio::spawn(async move { f.left(&a).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a is still current");
+        f.settle(&a, &network());
+        // Completes now (the generous bound only keeps a broken build from hanging).
+        tokio::time::timeout(std::time::Duration::from_secs(60), waiting)
+            .await
+            .expect("the switch wakes the request")
+            .unwrap();
+        // For a controller already left, at once.
+        tokio::time::timeout(std::time::Duration::from_secs(60), f.left(&a))
+            .await
+            .expect("already left");
     }
 
     #[test]
