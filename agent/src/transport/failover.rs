@@ -57,11 +57,6 @@ impl Failover {
         false
     }
 
-    /// Every controller, in order of preference.
-    pub fn bases(&self) -> &[reqwest::Url] {
-        &self.bases
-    }
-
     /// The controller requests go to now.
     pub fn current(&self) -> Target {
         let index = *self.current.borrow() % self.bases.len();
@@ -106,9 +101,7 @@ impl Failover {
             base: self.bases[next].clone(),
         })
     }
-}
 
-impl Failover {
     /// Completes when `target` is no longer the current controller (at once if it is not).
     pub async fn left(&self, target: &Target) {
         let mut changes = self.current.subscribe();
