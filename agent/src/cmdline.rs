@@ -1,7 +1,7 @@
 //! The kernel command line: the `plinth.*` keys an image or a PXE menu passes to the agent, and the
 //! `BOOTIF=` / `ip=` keys that say which interface booted the node.
 //!
-//! Keys: `plinth.controller=URL`, `plinth.name=NAME`, `plinth.tags=a,b`, `plinth.labels=k=v,k2=v2`,
+//! Keys: `plinth.controller=URL[,URL...]` (several controllers, in preference order), `plinth.name=NAME`, `plinth.tags=a,b`, `plinth.labels=k=v,k2=v2`,
 //! `plinth.rack=NAME`, `plinth.token=TOKEN`. Values may be double-quoted. Unknown `plinth.*` keys and malformed values are kept
 //! as warnings: the kernel command line is not the agent's to reject.
 
@@ -15,8 +15,9 @@ pub const DEFAULT_CMDLINE_PATH: &str = "/proc/cmdline";
 /// What the kernel command line says to the agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KernelCmdline {
-    /// `plinth.controller=`.
-    pub controller: Option<String>,
+    /// `plinth.controller=`: the controllers' URLs as written (comma-separated there), in order; empty
+    /// when the key is absent. Checked by [`crate::config::Settings::resolve`].
+    pub controllers: Vec<String>,
     /// `plinth.tags=`, in order, without duplicates.
     pub tags: Vec<String>,
     /// `plinth.labels=`.
@@ -72,7 +73,18 @@ pub fn parse(text: &str) -> KernelCmdline {
             None => (word.as_str(), ""),
         };
         match key {
-            "plinth.controller" => out.controller = non_empty(value, key, &mut out.warnings),
+            "plinth.controller" => {
+                out.controllers = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if out.controllers.is_empty() {
+                    out.warnings
+                        .push(format!("kernel command line: {key} is empty; ignored"));
+                }
+            }
             "plinth.rack" => out.rack = non_empty(value, key, &mut out.warnings),
             "plinth.name" => out.name = non_empty(value, key, &mut out.warnings),
             "plinth.token" => out.token = non_empty(value, key, &mut out.warnings),
@@ -201,13 +213,35 @@ mod tests {
             "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro plinth.controller=https://10.0.0.1:8443 \
              plinth.tags=compute,ceph-osd,compute plinth.labels=row=a,pdu=2 plinth.rack=r12 plinth.token=s3cret quiet\n",
         );
-        assert_eq!(c.controller.as_deref(), Some("https://10.0.0.1:8443"));
+        assert_eq!(c.controllers, vec!["https://10.0.0.1:8443"]);
         assert_eq!(c.tags, vec!["compute", "ceph-osd"]);
         assert_eq!(c.labels.get("row").map(String::as_str), Some("a"));
         assert_eq!(c.labels.get("pdu").map(String::as_str), Some("2"));
         assert_eq!(c.rack.as_deref(), Some("r12"));
         assert_eq!(c.token.as_deref(), Some("s3cret"));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn several_controllers_are_comma_separated_in_order() {
+        // Quoted, the list may have spaces after its commas; empty entries are skipped.
+        let c = parse(r#"plinth.controller="https://b:8443, https://a:8443,,https://c:1/base""#);
+        assert_eq!(
+            c.controllers,
+            vec!["https://b:8443", "https://a:8443", "https://c:1/base"]
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // A later key replaces an earlier one, as for every single-valued key.
+        let c = parse("plinth.controller=https://a:1,https://b:2 plinth.controller=https://c:3");
+        assert_eq!(c.controllers, vec!["https://c:3"]);
+        let c = parse("plinth.controller=,");
+        assert!(c.controllers.is_empty());
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("plinth.controller"),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]

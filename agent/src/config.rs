@@ -2,8 +2,12 @@
 //! command line and the command-line flags into validated [`Settings`].
 //!
 //! Precedence: a `plinth.controller=`, `plinth.name=`, `plinth.rack=` or `plinth.token=` on the kernel
-//! command line replaces the file's `controller`, `name`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
+//! command line replaces the file's `controller`/`controllers`, `name`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
 //! are merged, the kernel command line winning for a key both set. `--state-dir` replaces `state_dir`.
+//!
+//! Controllers: the file gives one (`controller = "https://a:8443"`) or several (`controllers = [...]`),
+//! never both; the kernel command line gives one or several, comma-separated. The list's order is the
+//! order of preference (see [`crate::transport::failover`]); an entry given twice is refused.
 
 use crate::cmdline::KernelCmdline;
 use crate::executor::services::{RebootSettings, DEFAULT_PUPPET};
@@ -57,6 +61,14 @@ pub enum ConfigError {
         /// The key.
         key: &'static str,
     },
+    /// A key of the kernel command line has a value the agent cannot use.
+    #[error("kernel command line: `{key}`: {message}")]
+    InvalidCmdline {
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// A key has a value the agent cannot use.
     #[error("config file {path}: `{key}`: {message}")]
     Invalid {
@@ -78,6 +90,8 @@ pub struct FileConfig {
     pub name: Option<String>,
     /// The controller's base URL (`https://host:port`).
     pub controller: Option<String>,
+    /// Several controllers' base URLs, in order of preference (instead of `controller`).
+    pub controllers: Option<Vec<String>>,
     /// The controller's task list signing key, base64 as `plinth-controller key show` prints it.
     pub controller_public_key: Option<String>,
     /// PEM file with the controller's TLS certificate, pinned exactly.
@@ -158,8 +172,9 @@ pub struct Settings {
     pub source: PathBuf,
     /// The node's name, when configured.
     pub name: Option<String>,
-    /// The controller's base URL, without a trailing slash.
-    pub controller: reqwest::Url,
+    /// The controllers' base URLs, without a trailing slash, in order of preference: never empty, no
+    /// two alike.
+    pub controllers: Vec<reqwest::Url>,
     /// The pinned task list signing key.
     pub controller_key: VerifyingKey,
     /// How the controller's TLS certificate is trusted.
@@ -220,13 +235,7 @@ impl Settings {
             key,
         };
 
-        let controller_text = cmdline
-            .controller
-            .clone()
-            .or(file.controller)
-            .ok_or_else(|| missing("controller"))?;
-        let controller = parse_controller_url(&controller_text)
-            .map_err(|m| invalid("controller", format!("{controller_text:?}: {m}")))?;
+        let controllers = controller_list(file.controller, file.controllers, cmdline, path)?;
 
         let key_text = file
             .controller_public_key
@@ -321,7 +330,7 @@ impl Settings {
         Ok(Settings {
             source: path.to_path_buf(),
             name,
-            controller,
+            controllers,
             controller_key,
             trust,
             state_dir,
@@ -341,6 +350,66 @@ impl Settings {
             reboot,
         })
     }
+}
+
+/// The controllers to use: the kernel command line's when it names any, else the file's `controller` or
+/// `controllers` (one of them, not both), each checked by [`parse_controller_url`], none twice.
+fn controller_list(
+    single: Option<String>,
+    several: Option<Vec<String>>,
+    cmdline: &KernelCmdline,
+    path: &Path,
+) -> Result<Vec<reqwest::Url>, ConfigError> {
+    let in_file = |key: &'static str, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        key,
+        message,
+    };
+    let (file_key, file_entries) = match (single, several) {
+        (Some(_), Some(_)) => {
+            return Err(in_file(
+                "controllers",
+                "set either `controller` (one URL) or `controllers` (a list), not both".into(),
+            ))
+        }
+        (Some(one), None) => ("controller", vec![one]),
+        (None, Some(list)) if list.is_empty() => {
+            return Err(in_file(
+                "controllers",
+                "is empty: give at least one URL, such as [\"https://10.20.0.2:8443\"]".into(),
+            ))
+        }
+        (None, Some(list)) => ("controllers", list),
+        (None, None) => ("controller", Vec::new()),
+    };
+    // Where the entries come from: the kernel command line (`None`) or the file's key.
+    let (entries, file_key) = if !cmdline.controllers.is_empty() {
+        (cmdline.controllers.clone(), None)
+    } else if !file_entries.is_empty() {
+        (file_entries, Some(file_key))
+    } else {
+        return Err(ConfigError::Missing {
+            path: path.to_path_buf(),
+            // Printed between backquotes: "`controller` or `controllers` is required".
+            key: "controller` or `controllers",
+        });
+    };
+    let fail = |message: String| match file_key {
+        Some(key) => in_file(key, message),
+        None => ConfigError::InvalidCmdline {
+            key: "plinth.controller",
+            message,
+        },
+    };
+    let mut urls: Vec<reqwest::Url> = Vec::with_capacity(entries.len());
+    for entry in &entries {
+        let url = parse_controller_url(entry).map_err(|m| fail(format!("{entry:?}: {m}")))?;
+        if urls.contains(&url) {
+            return Err(fail(format!("{entry:?} is given twice")));
+        }
+        urls.push(url);
+    }
+    Ok(urls)
 }
 
 /// Accepts only `https://host[:port][/base]` without query or credentials.
@@ -381,6 +450,10 @@ mod tests {
         )
     }
 
+    fn urls(s: &Settings) -> Vec<&str> {
+        s.controllers.iter().map(reqwest::Url::as_str).collect()
+    }
+
     fn resolve(text: &str, cmdline: &str) -> Result<Settings, ConfigError> {
         Settings::resolve(
             file(text),
@@ -393,7 +466,7 @@ mod tests {
     #[test]
     fn minimal_file_gets_defaults() {
         let s = resolve(&base(), "").unwrap();
-        assert_eq!(s.controller.as_str(), "https://ctl.example:8443/");
+        assert_eq!(urls(&s), vec!["https://ctl.example:8443/"]);
         assert_eq!(
             s.trust,
             ServerTrust::Pinned("/etc/plinth/controller.pem".into())
@@ -438,7 +511,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.name.as_deref(), Some("node-9"));
-        assert_eq!(s.controller.as_str(), "https://10.0.0.9:9443/");
+        assert_eq!(urls(&s), vec!["https://10.0.0.9:9443/"]);
         assert_eq!(s.tags, vec!["compute", "ssd", "gpu"]);
         assert_eq!(s.labels.get("row").map(String::as_str), Some("a"));
         assert_eq!(s.labels.get("pdu").map(String::as_str), Some("2"));
@@ -454,9 +527,131 @@ mod tests {
             key()
         );
         let s = resolve(&text, "plinth.controller=https://c:1").unwrap();
-        assert_eq!(s.controller.host_str(), Some("c"));
+        assert_eq!(urls(&s), vec!["https://c:1/"]);
         assert_eq!(s.trust, ServerTrust::Ca("/etc/plinth/ca.pem".into()));
         assert_eq!(s.work_dir, PathBuf::from("/srv/s/work"));
+    }
+
+    /// The file's settings without any controller.
+    fn without_controller() -> String {
+        format!(
+            "controller_public_key = \"{}\"\ncontroller_cert = \"/etc/plinth/controller.pem\"\n",
+            key()
+        )
+    }
+
+    #[test]
+    fn several_controllers_keep_their_order() {
+        let text = format!(
+            "{}controllers = [\"https://b.example:8443/\", \"https://a.example:8443\", \"https://10.0.0.3:1/base/\"]\n",
+            without_controller()
+        );
+        let s = resolve(&text, "").unwrap();
+        assert_eq!(
+            urls(&s),
+            vec![
+                "https://b.example:8443/",
+                "https://a.example:8443/",
+                "https://10.0.0.3:1/base"
+            ]
+        );
+        // One in the list is as good as `controller`.
+        let text = format!("{}controllers = [\"https://a:1\"]\n", without_controller());
+        assert_eq!(urls(&resolve(&text, "").unwrap()), vec!["https://a:1/"]);
+    }
+
+    #[test]
+    fn the_kernel_command_line_list_replaces_the_files() {
+        let text = format!(
+            "{}controllers = [\"https://a:1\", \"https://b:2\"]\n",
+            without_controller()
+        );
+        let s = resolve(&text, "plinth.controller=https://c:3,https://d:4").unwrap();
+        assert_eq!(urls(&s), vec!["https://c:3/", "https://d:4/"]);
+        // A single controller in the file is replaced by a list as well.
+        let s = resolve(&base(), "plinth.controller=https://c:3,https://d:4").unwrap();
+        assert_eq!(urls(&s), vec!["https://c:3/", "https://d:4/"]);
+        // And a list by a single one.
+        let s = resolve(&text, "plinth.controller=https://e:5").unwrap();
+        assert_eq!(urls(&s), vec!["https://e:5/"]);
+    }
+
+    #[test]
+    fn controller_and_controllers_together_are_refused_naming_both() {
+        let text = format!("{}controllers = [\"https://b:2\"]\n", base());
+        let err = resolve(&text, "").unwrap_err().to_string();
+        assert!(
+            err.contains("`controller`") && err.contains("`controllers`"),
+            "{err}"
+        );
+        assert!(err.contains("agent.toml"), "{err}");
+        // Even when the kernel command line would replace them: the file is wrong.
+        let err = resolve(&text, "plinth.controller=https://c:3")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not both"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_controller_names_both_keys() {
+        let err = resolve(&without_controller(), "").unwrap_err().to_string();
+        assert!(
+            err.contains("`controller` or `controllers` is required"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_bad_controller_entry_is_named_with_its_field() {
+        let list = |entries: &str| format!("{}controllers = [{entries}]\n", without_controller());
+        let cases: Vec<(String, &str, &str)> = vec![
+            (list(""), "`controllers`", "is empty"),
+            (
+                list("\"https://a:1\", \"http://b:2\""),
+                "`controllers`",
+                "\"http://b:2\": must be an https:// URL",
+            ),
+            (
+                list("\"https://a:1\", \"not a url\""),
+                "`controllers`",
+                "\"not a url\"",
+            ),
+            (
+                list("\"https://a:1\", \"https://u:p@b:2\""),
+                "`controllers`",
+                "\"https://u:p@b:2\": must not carry",
+            ),
+            (
+                list("\"https://a:1\", \"https://b:2\", \"https://A:1/\""),
+                "`controllers`",
+                "\"https://A:1/\" is given twice",
+            ),
+        ];
+        for (text, field, entry) in cases {
+            let err = resolve(&text, "").unwrap_err().to_string();
+            assert!(err.contains(field), "{field}: {err}");
+            assert!(err.contains(entry), "{entry}: {err}");
+            assert!(err.contains("agent.toml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_kernel_command_line_entries_name_the_key_and_entry() {
+        for (cmdline, entry) in [
+            (
+                "plinth.controller=https://a:1,http://b:2",
+                "\"http://b:2\": must be an https:// URL",
+            ),
+            (
+                "plinth.controller=https://a:1,https://b:2,https://a:1",
+                "\"https://a:1\" is given twice",
+            ),
+        ] {
+            let err = resolve(&base(), cmdline).unwrap_err().to_string();
+            assert!(err.starts_with("kernel command line"), "{err}");
+            assert!(err.contains("`plinth.controller`"), "{err}");
+            assert!(err.contains(entry), "{entry}: {err}");
+        }
     }
 
     #[test]

@@ -75,9 +75,10 @@ struct InjectArgs {
     /// The file system's byte offset in the disk image (a partition's start sector × sector size).
     #[arg(long, default_value_t = 0, requires = "disk")]
     offset: u64,
-    /// The controller's URL, `https://host:port` (else nodes need `plinth.controller=`).
-    #[arg(long)]
-    controller: Option<String>,
+    /// The controller's URL, `https://host:port`, or several comma-separated in order of preference
+    /// (else nodes need `plinth.controller=`).
+    #[arg(long, value_delimiter = ',')]
+    controller: Vec<String>,
     /// The controller's task list signing key, as `plinth-controller key show` prints it.
     #[arg(long)]
     controller_public_key: String,
@@ -306,7 +307,7 @@ fn image_inject(args: InjectArgs) -> u8 {
     let opts = plinth_agent::image::InjectOptions {
         root: args.root.unwrap_or_default(),
         binary,
-        controller: args.controller,
+        controllers: args.controller,
         public_key: args.controller_public_key,
         cert: args.controller_cert,
         tags: args.tags,

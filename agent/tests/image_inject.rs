@@ -36,7 +36,7 @@ fn inject_into_a_tree_then_the_injected_agent_runs() {
         .arg(&root)
         .args([
             "--controller",
-            "https://10.20.0.2:7443",
+            "https://10.20.0.2:7443,https://10.20.0.3:7443",
             "--controller-public-key",
             &key,
         ])
@@ -63,6 +63,10 @@ fn inject_into_a_tree_then_the_injected_agent_runs() {
     );
     let config = std::fs::read_to_string(root.join("etc/plinth/agent.toml")).unwrap();
     assert!(config.contains("tags = [\"compute\", \"ssd\"]"), "{config}");
+    assert!(
+        config.contains("controllers = [\"https://10.20.0.2:7443\", \"https://10.20.0.3:7443\"]"),
+        "{config}"
+    );
     assert!(
         config.contains("controller_cert = \"/etc/plinth/controller.pem\""),
         "{config}"

@@ -277,6 +277,16 @@ impl Controller {
         self.spawn();
     }
 
+    /// Starts it again on the same data (database, signing key, certificate) but on another port: another
+    /// controller of the same site, as agents see it.
+    pub fn restart_on_port(&mut self, port: u16) {
+        self.kill();
+        self.port = port;
+        self.url = format!("https://{}:{port}", self.host);
+        self.api.url = self.url.clone();
+        self.spawn();
+    }
+
     /// The log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
@@ -525,12 +535,48 @@ impl Agent {
         public_key: &str,
         extra: &str,
     ) -> Agent {
+        Self::start_configured(
+            &format!("controller = \"{url}\""),
+            cert,
+            name,
+            tags,
+            public_key,
+            extra,
+        )
+    }
+
+    /// Starts an agent given several controllers (`controllers = [...]`, in this order) that share
+    /// `c`'s signing key and certificate.
+    pub fn start_for_controllers(
+        c: &Controller,
+        urls: &[&str],
+        name: &str,
+        tags: &[&str],
+    ) -> Agent {
+        Self::start_configured(
+            &format!("controllers = {urls:?}"),
+            &c.cert_path(),
+            name,
+            tags,
+            &c.public_key(),
+            "",
+        )
+    }
+
+    fn start_configured(
+        controllers: &str,
+        cert: &Path,
+        name: &str,
+        tags: &[&str],
+        public_key: &str,
+        extra: &str,
+    ) -> Agent {
         let dir = tempfile::tempdir().expect("a temporary directory");
         std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
         std::fs::write(dir.path().join("cmdline"), "").expect("cmdline");
         let config = dir.path().join("agent.toml");
         let text = format!(
-            "controller = \"{url}\"\ncontroller_public_key = \"{public_key}\"\ncontroller_cert = \"{cert}\"\n\
+            "{controllers}\ncontroller_public_key = \"{public_key}\"\ncontroller_cert = \"{cert}\"\n\
              state_dir = \"{state}\"\nwork_dir = \"{work}\"\nname = \"{name}\"\ntags = {tags:?}\n\
              poll_wait_secs = 5\nheartbeat_secs = 2\nbackoff_min_ms = 100\nbackoff_max_ms = 1000\n{extra}\n",
             cert = cert.display(),

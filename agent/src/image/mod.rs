@@ -36,8 +36,9 @@ pub struct InjectOptions {
     pub root: PathBuf,
     /// The agent binary to copy.
     pub binary: PathBuf,
-    /// The controller's URL (`https://host:port`); may be left to the kernel command line.
-    pub controller: Option<String>,
+    /// The controllers' URLs (`https://host:port`), in order of preference; may be left to the kernel
+    /// command line (empty).
+    pub controllers: Vec<String>,
     /// The controller's signing key, as `plinth-controller key show` prints it.
     pub public_key: String,
     /// A PEM file with the controller's TLS certificate (pinned by the agent).
@@ -103,8 +104,13 @@ pub fn config_text(opts: &InjectOptions) -> String {
         "# Written by `plinth-agent image inject`. The kernel command line (plinth.controller=,\n\
          # plinth.tags=, plinth.labels=, plinth.rack=, plinth.name=, plinth.token=) adds to it.\n",
     );
-    if let Some(c) = &opts.controller {
-        text.push_str(&format!("controller = {}\n", toml_string(c)));
+    match opts.controllers.as_slice() {
+        [] => {}
+        [one] => text.push_str(&format!("controller = {}\n", toml_string(one))),
+        several => {
+            let urls: Vec<String> = several.iter().map(|u| toml_string(u)).collect();
+            text.push_str(&format!("controllers = [{}]\n", urls.join(", ")));
+        }
     }
     text.push_str(&format!(
         "controller_public_key = {}\ncontroller_cert = {}\n",
@@ -157,10 +163,11 @@ fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
     let file =
         FileConfig::parse(&text, config_in_image).map_err(|e| ImageError::Config(e.to_string()))?;
     let cmdline = KernelCmdline {
-        controller: opts
-            .controller
-            .is_none()
-            .then(|| "https://controller.invalid".to_string()),
+        controllers: if opts.controllers.is_empty() {
+            vec!["https://controller.invalid".to_string()]
+        } else {
+            Vec::new()
+        },
         ..KernelCmdline::default()
     };
     Settings::resolve(file, config_in_image, &cmdline, &Overrides::default())
@@ -238,7 +245,7 @@ mod tests {
         InjectOptions {
             root: root.to_path_buf(),
             binary,
-            controller: Some("https://10.20.0.2:7443".into()),
+            controllers: vec!["https://10.20.0.2:7443".into()],
             public_key: signing::public_key_to_text(
                 &signing::signing_key_from_seed([3; 32]).verifying_key(),
             ),
@@ -303,7 +310,8 @@ mod tests {
             &Overrides::default(),
         )
         .unwrap();
-        assert_eq!(s.controller.as_str(), "https://10.20.0.2:7443/");
+        assert_eq!(s.controllers[0].as_str(), "https://10.20.0.2:7443/");
+        assert_eq!(s.controllers.len(), 1);
         assert_eq!(s.tags, vec!["compute", "ssd", "gpu"]);
         assert_eq!(s.enrollment_token.as_deref(), Some("tok\"en"));
         assert_eq!(
@@ -341,9 +349,49 @@ mod tests {
     fn the_controller_may_be_left_to_the_kernel_command_line() {
         let (_dir, root) = tree();
         let mut opts = options(&root);
-        opts.controller = None;
+        opts.controllers = Vec::new();
         inject(&opts).unwrap();
         let text = std::fs::read_to_string(root.join("etc/plinth/agent.toml")).unwrap();
-        assert!(!text.contains("\ncontroller ="), "{text}");
+        assert!(
+            !text.contains("\ncontroller =") && !text.contains("\ncontrollers ="),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn several_controllers_are_written_as_a_list_and_checked() {
+        let (_dir, root) = tree();
+        let mut opts = options(&root);
+        opts.controllers = vec![
+            "https://10.20.0.2:7443".into(),
+            "https://10.20.0.3:7443".into(),
+        ];
+        inject(&opts).unwrap();
+        let file = FileConfig::load(&root.join("etc/plinth/agent.toml")).unwrap();
+        let s = Settings::resolve(
+            file,
+            Path::new("agent.toml"),
+            &crate::cmdline::KernelCmdline::default(),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let urls: Vec<&str> = s.controllers.iter().map(|u| u.as_str()).collect();
+        assert_eq!(
+            urls,
+            vec!["https://10.20.0.2:7443/", "https://10.20.0.3:7443/"]
+        );
+
+        let (_dir, root) = tree();
+        let mut opts = options(&root);
+        opts.controllers = vec![
+            "https://10.20.0.2:7443".into(),
+            "http://10.20.0.3:7443".into(),
+        ];
+        let e = inject(&opts).unwrap_err().to_string();
+        assert!(
+            e.contains("`controllers`") && e.contains("http://10.20.0.3:7443"),
+            "{e}"
+        );
+        assert!(!root.join(BINARY_PATH).exists(), "nothing is written");
     }
 }

@@ -103,9 +103,10 @@ pub async fn run(
     source: ReloadSource,
 ) -> Result<(), ServiceError> {
     let identity = NodeIdentity::load_or_create(&settings.state_dir)?;
+    let controllers: Vec<&str> = settings.controllers.iter().map(|u| u.as_str()).collect();
     tracing::info!(
         node_key = identity.fingerprint(),
-        controller = %settings.controller,
+        controllers = %controllers.join(","),
         state_dir = %settings.state_dir.display(),
         version = crate::AGENT_VERSION,
         "plinth-agent starting"
@@ -468,6 +469,7 @@ impl Agent {
             files: Arc::new(ControllerFiles {
                 controller: self.controller.clone(),
                 registrar: self.registrar.clone(),
+                backoff: Backoff::new(self.settings.backoff_min, self.settings.backoff_max),
             }),
             journal: Some(self.journal.clone()),
             tracker: self.tracker.clone(),

@@ -3,7 +3,7 @@
 //! running one kept. Facts are collected again and the node registers again with its new name, tags,
 //! labels, rack and token. Timings (`poll_wait_secs`, `heartbeat_secs`, backoff, `kill_grace_secs`),
 //! `work_dir`, `puppet`, `reboot_command` and `boot_id_path` apply from the next poll or list. The
-//! controller's address and keys (`controller`, `controller_public_key`, `controller_cert`, `ca_cert`) and
+//! controllers' addresses and keys (`controller`/`controllers`, `controller_public_key`, `controller_cert`, `ca_cert`) and
 //! `state_dir` need a restart: a change to them is logged and not applied.
 
 use super::registration::Registrar;
@@ -33,9 +33,9 @@ pub struct ReloadSource {
 /// names of those the new configuration changes are returned.
 pub fn merge(running: &Settings, mut new: Settings) -> (Settings, Vec<&'static str>) {
     let mut ignored = Vec::new();
-    if new.controller != running.controller {
-        ignored.push("controller");
-        new.controller = running.controller.clone();
+    if new.controllers != running.controllers {
+        ignored.push("controller/controllers");
+        new.controllers = running.controllers.clone();
     }
     if new.controller_key != running.controller_key {
         ignored.push("controller_public_key");
@@ -157,12 +157,12 @@ mod tests {
         let running = settings("tags = [\"a\"]\n");
         let mut new =
             settings("tags = [\"a\", \"b\"]\nheartbeat_secs = 3\nstate_dir = \"/other\"\n");
-        new.controller = reqwest::Url::parse("https://elsewhere:2").unwrap();
+        new.controllers = vec![reqwest::Url::parse("https://elsewhere:2").unwrap()];
         let (merged, ignored) = merge(&running, new);
         assert_eq!(merged.tags, vec!["a", "b"]);
         assert_eq!(merged.heartbeat, std::time::Duration::from_secs(3));
-        assert_eq!(merged.controller, running.controller);
+        assert_eq!(merged.controllers, running.controllers);
         assert_eq!(merged.state_dir, running.state_dir);
-        assert_eq!(ignored, vec!["controller", "state_dir"]);
+        assert_eq!(ignored, vec!["controller/controllers", "state_dir"]);
     }
 }

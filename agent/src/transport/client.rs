@@ -14,8 +14,12 @@
 //!
 //! Any endpoint answering 401 means the controller does not know this node (any more):
 //! [`TransportError::Unauthorized`], after which the agent registers again.
+//!
+//! Every request goes to the current controller of the configured list; a failure that is the
+//! controller's moves the agent to the next one ([`super::failover`]).
 
 use super::body::{describe, error_from, read_limited};
+use super::failover::Failover;
 use super::tls::{self, TlsError};
 use crate::config::Settings;
 use crate::executor::services::{Manifest, Pulled};
@@ -28,6 +32,8 @@ use plinth_common::wire::{
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use plinth_common::wire::SHA256_HEADER;
@@ -71,6 +77,9 @@ pub enum TransportError {
     /// The answer is not what the endpoint returns.
     #[error("controller answer cannot be read: {0}")]
     Decode(String),
+    /// Writing what arrived failed on this node (a full disk, say): no controller is to blame.
+    #[error("{0}")]
+    Local(String),
     /// The operating system gave no randomness for a nonce.
     #[error("no randomness for a poll nonce: {0}")]
     Random(String),
@@ -88,23 +97,25 @@ pub enum PollAnswer {
     NoWork,
 }
 
-/// A client for one controller.
+/// A client for the configured controllers (one at a time, see [`super::failover`]). Clones share the
+/// connection pool and the choice of the current controller.
 #[derive(Debug, Clone)]
 pub struct Controller {
     http: reqwest::Client,
-    base: reqwest::Url,
+    failover: Arc<Failover>,
 }
 
 impl Controller {
-    /// Builds the client for the configured controller with this node's identity.
+    /// Builds the client for the configured controllers with this node's identity. The one TLS trust
+    /// (`controller_cert` or `ca_cert`) applies to every controller.
     pub fn new(settings: &Settings, identity: &NodeIdentity) -> Result<Controller, TransportError> {
         let tls = tls::client_config(identity, &settings.trust)?;
-        Controller::with_tls(settings.controller.clone(), tls)
+        Controller::with_tls(settings.controllers.clone(), tls)
     }
 
-    /// Builds a client from a ready TLS configuration.
+    /// Builds a client for `bases` (in order of preference) from a ready TLS configuration.
     pub fn with_tls(
-        base: reqwest::Url,
+        bases: Vec<reqwest::Url>,
         tls: rustls::ClientConfig,
     ) -> Result<Controller, TransportError> {
         let http = reqwest::Client::builder()
@@ -118,20 +129,43 @@ impl Controller {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| TransportError::Network(describe(&e)))?;
-        Ok(Controller { http, base })
+        Ok(Controller {
+            http,
+            failover: Arc::new(Failover::new(bases)),
+        })
     }
 
-    /// The URL of an agent endpoint.
-    fn url(&self, endpoint: &str) -> reqwest::Url {
-        let mut url = self.base.clone();
-        let path = format!(
-            "{}{}/{}",
-            self.base.path().trim_end_matches('/'),
-            AGENT_API_PREFIX,
-            endpoint
-        );
-        url.set_path(&path);
-        url
+    /// How many controllers the agent may use.
+    pub fn controllers(&self) -> usize {
+        self.failover.len()
+    }
+
+    /// The base URL of the controller requests go to now.
+    pub fn current(&self) -> reqwest::Url {
+        self.failover.current().base
+    }
+
+    /// Runs one request against the current controller (its base URL is passed in) and moves on to the
+    /// next controller when the request failed for the controller's sake. A request still under way
+    /// when another one made the agent leave its controller is abandoned with a network error, so its
+    /// caller retries on the new controller instead of waiting for a dead one's timeout.
+    async fn on<T, F, Fut>(&self, request: F) -> Result<T, TransportError>
+    where
+        F: FnOnce(reqwest::Url) -> Fut,
+        Fut: Future<Output = Result<T, TransportError>>,
+    {
+        let target = self.failover.current();
+        tokio::select! {
+            result = request(target.base.clone()) => {
+                self.failover.settle(&target, &result);
+                result
+            }
+            () = self.failover.left(&target) => Err(TransportError::Network(format!(
+                "abandoned: the agent left controller {} for controller {}",
+                target.base,
+                self.failover.current().base
+            ))),
+        }
     }
 
     /// `POST /agent/v1/register`.
@@ -139,8 +173,11 @@ impl Controller {
         &self,
         registration: &Registration,
     ) -> Result<RegistrationAck, TransportError> {
-        let response = self.post_json("register", registration).await?;
-        expect_json(response, StatusCode::OK).await
+        self.on(|base| async move {
+            let response = self.post_json(&base, "register", registration).await?;
+            expect_json(response, StatusCode::OK).await
+        })
+        .await
     }
 
     /// `GET /agent/v1/tasks`: long-polls for a task list above `after`. The body is read with the
@@ -151,49 +188,61 @@ impl Controller {
         after: u64,
         wait: Duration,
     ) -> Result<PollAnswer, TransportError> {
-        let response = self
-            .http
-            .get(self.url("tasks"))
-            .query(&[
-                ("nonce", nonce.to_string()),
-                ("after", after.to_string()),
-                ("wait", wait.as_secs().to_string()),
-            ])
-            .timeout(wait + LONG_POLL_MARGIN)
-            .send()
-            .await
-            .map_err(network)?;
-        match response.status() {
-            StatusCode::OK => Ok(PollAnswer::List(
-                read_limited(response, MAX_TASK_LIST_BYTES).await?,
-            )),
-            StatusCode::NO_CONTENT => Ok(PollAnswer::NoWork),
-            _ => Err(failure(response).await),
-        }
+        self.on(|base| async move {
+            let response = self
+                .http
+                .get(url(&base, "tasks"))
+                .query(&[
+                    ("nonce", nonce.to_string()),
+                    ("after", after.to_string()),
+                    ("wait", wait.as_secs().to_string()),
+                ])
+                .timeout(wait + LONG_POLL_MARGIN)
+                .send()
+                .await
+                .map_err(network)?;
+            match response.status() {
+                StatusCode::OK => Ok(PollAnswer::List(
+                    read_limited(response, MAX_TASK_LIST_BYTES).await?,
+                )),
+                StatusCode::NO_CONTENT => Ok(PollAnswer::NoWork),
+                _ => Err(failure(response).await),
+            }
+        })
+        .await
     }
 
     /// `POST /agent/v1/results`.
     pub async fn send_results(&self, batch: &ResultsBatch) -> Result<ResultAck, TransportError> {
-        let response = self.post_json("results", batch).await?;
-        expect_json(response, StatusCode::OK).await
+        self.on(|base| async move {
+            let response = self.post_json(&base, "results", batch).await?;
+            expect_json(response, StatusCode::OK).await
+        })
+        .await
     }
 
     /// `POST /agent/v1/refusals`.
     pub async fn send_refusal(&self, refusal: &Refusal) -> Result<(), TransportError> {
-        let response = self.post_json("refusals", refusal).await?;
-        expect_empty(response).await
+        self.on(|base| async move {
+            let response = self.post_json(&base, "refusals", refusal).await?;
+            expect_empty(response).await
+        })
+        .await
     }
 
     /// `POST /agent/v1/heartbeat`.
     pub async fn heartbeat(&self) -> Result<(), TransportError> {
-        let response = self
-            .http
-            .post(self.url("heartbeat"))
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(network)?;
-        expect_empty(response).await
+        self.on(|base| async move {
+            let response = self
+                .http
+                .post(url(&base, "heartbeat"))
+                .timeout(REQUEST_TIMEOUT)
+                .send()
+                .await
+                .map_err(network)?;
+            expect_empty(response).await
+        })
+        .await
     }
 
     /// `GET /agent/v1/gate`: may `task` of `deployment` start? Held open up to `wait`. The answer is a
@@ -205,52 +254,46 @@ impl Controller {
         nonce: &str,
         wait: Duration,
     ) -> Result<Vec<u8>, TransportError> {
-        let response = self
-            .http
-            .get(self.url("gate"))
-            .query(&[
-                ("deployment", deployment.to_string()),
-                ("task", task.to_string()),
-                ("nonce", nonce.to_string()),
-                ("wait", wait.as_secs().to_string()),
-            ])
-            .timeout(wait + LONG_POLL_MARGIN)
-            .send()
-            .await
-            .map_err(network)?;
-        if response.status() != StatusCode::OK {
-            return Err(failure(response).await);
-        }
-        read_limited(response, MAX_GATE_ANSWER_BYTES).await
-    }
-
-    /// The URL of a served file: `/agent/v1/files/` and the path's segments, each percent-encoded.
-    fn file_url(&self, path: &str) -> reqwest::Url {
-        let mut url = self.url("files");
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty();
-            for s in path.split('/').filter(|s| !s.is_empty()) {
-                segments.push(s);
+        self.on(|base| async move {
+            let response = self
+                .http
+                .get(url(&base, "gate"))
+                .query(&[
+                    ("deployment", deployment.to_string()),
+                    ("task", task.to_string()),
+                    ("nonce", nonce.to_string()),
+                    ("wait", wait.as_secs().to_string()),
+                ])
+                .timeout(wait + LONG_POLL_MARGIN)
+                .send()
+                .await
+                .map_err(network)?;
+            if response.status() != StatusCode::OK {
+                return Err(failure(response).await);
             }
-        }
-        url
+            read_limited(response, MAX_GATE_ANSWER_BYTES).await
+        })
+        .await
     }
 
     /// `GET /agent/v1/files/{path}?manifest=true`: what the controller serves at `path`.
     pub async fn file_manifest(&self, path: &str) -> Result<Manifest, TransportError> {
-        let response = self
-            .http
-            .get(self.file_url(path))
-            .query(&[("manifest", "true")])
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await
-            .map_err(network)?;
-        if response.status() != StatusCode::OK {
-            return Err(failure(response).await);
-        }
-        let body = read_limited(response, MAX_MANIFEST_BYTES).await?;
-        serde_json::from_slice(&body).map_err(|e| TransportError::Decode(e.to_string()))
+        self.on(|base| async move {
+            let response = self
+                .http
+                .get(file_url(&base, path))
+                .query(&[("manifest", "true")])
+                .timeout(REQUEST_TIMEOUT)
+                .send()
+                .await
+                .map_err(network)?;
+            if response.status() != StatusCode::OK {
+                return Err(failure(response).await);
+            }
+            let body = read_limited(response, MAX_MANIFEST_BYTES).await?;
+            serde_json::from_slice(&body).map_err(|e| TransportError::Decode(e.to_string()))
+        })
+        .await
     }
 
     /// `GET /agent/v1/files/{path}`: streams the file into `into`, hashing it on the way, and stops with
@@ -263,11 +306,22 @@ impl Controller {
         max_size: u64,
         into: &mut tokio::fs::File,
     ) -> Result<Pulled, TransportError> {
+        self.on(|base| self.pull_from(base, path, max_size, into))
+            .await
+    }
+
+    async fn pull_from(
+        &self,
+        base: reqwest::Url,
+        path: &str,
+        max_size: u64,
+        into: &mut tokio::fs::File,
+    ) -> Result<Pulled, TransportError> {
         use sha2::{Digest, Sha256};
         use tokio::io::AsyncWriteExt;
         let mut response = self
             .http
-            .get(self.file_url(path))
+            .get(file_url(&base, path))
             .send()
             .await
             .map_err(network)?;
@@ -307,13 +361,13 @@ impl Controller {
                     size: usize::try_from(size).unwrap_or(usize::MAX),
                 });
             }
-            into.write_all(&chunk).await.map_err(|e| {
-                TransportError::Network(format!("cannot write {path} locally: {e}"))
-            })?;
+            into.write_all(&chunk)
+                .await
+                .map_err(|e| TransportError::Local(format!("cannot write {path} locally: {e}")))?;
         }
         into.flush()
             .await
-            .map_err(|e| TransportError::Network(format!("cannot write {path} locally: {e}")))?;
+            .map_err(|e| TransportError::Local(format!("cannot write {path} locally: {e}")))?;
         Ok(Pulled {
             announced_sha256: announced_sha256.to_ascii_lowercase(),
             sha256: hex::encode(hasher.finalize()),
@@ -323,17 +377,43 @@ impl Controller {
 
     async fn post_json<T: Serialize>(
         &self,
+        base: &reqwest::Url,
         endpoint: &str,
         body: &T,
     ) -> Result<reqwest::Response, TransportError> {
         self.http
-            .post(self.url(endpoint))
+            .post(url(base, endpoint))
             .json(body)
             .timeout(REQUEST_TIMEOUT)
             .send()
             .await
             .map_err(network)
     }
+}
+
+/// The URL of an agent endpoint on the controller at `base` (which may have a base path).
+fn url(base: &reqwest::Url, endpoint: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let path = format!(
+        "{}{}/{}",
+        base.path().trim_end_matches('/'),
+        AGENT_API_PREFIX,
+        endpoint
+    );
+    url.set_path(&path);
+    url
+}
+
+/// The URL of a served file: `/agent/v1/files/` and the path's segments, each percent-encoded.
+fn file_url(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = url(base, "files");
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty();
+        for s in path.split('/').filter(|s| !s.is_empty()) {
+            segments.push(s);
+        }
+    }
+    url
 }
 
 fn network(e: reqwest::Error) -> TransportError {
@@ -371,27 +451,34 @@ async fn expect_empty(response: reqwest::Response) -> Result<(), TransportError>
 mod tests {
     use super::*;
 
-    fn controller(base: &str) -> Controller {
+    fn controllers(bases: &[&str]) -> Controller {
         let dir = tempfile::tempdir().unwrap();
         let server = rcgen::generate_simple_self_signed(vec!["c".to_string()]).unwrap();
         let pem = dir.path().join("c.pem");
         std::fs::write(&pem, server.cert.pem()).unwrap();
         let id = NodeIdentity::from_key(plinth_common::signing::signing_key_from_seed([1; 32]));
         let tls = tls::client_config(&id, &crate::config::ServerTrust::Pinned(pem)).unwrap();
-        Controller::with_tls(reqwest::Url::parse(base).unwrap(), tls).unwrap()
+        let bases = bases
+            .iter()
+            .map(|b| reqwest::Url::parse(b).unwrap())
+            .collect();
+        Controller::with_tls(bases, tls).unwrap()
     }
 
     #[test]
     fn endpoint_urls_keep_a_base_path() {
-        let c = controller("https://ctl:8443");
-        assert_eq!(c.url("tasks").as_str(), "https://ctl:8443/agent/v1/tasks");
+        let base = reqwest::Url::parse("https://ctl:8443").unwrap();
         assert_eq!(
-            c.file_url("/modules/a b/x%y.pp").as_str(),
+            url(&base, "tasks").as_str(),
+            "https://ctl:8443/agent/v1/tasks"
+        );
+        assert_eq!(
+            file_url(&base, "/modules/a b/x%y.pp").as_str(),
             "https://ctl:8443/agent/v1/files/modules/a%20b/x%25y.pp"
         );
-        let c = controller("https://ctl:8443/plinth");
+        let base = reqwest::Url::parse("https://ctl:8443/plinth").unwrap();
         assert_eq!(
-            c.url("register").as_str(),
+            url(&base, "register").as_str(),
             "https://ctl:8443/plinth/agent/v1/register"
         );
     }
@@ -399,8 +486,89 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_controller_is_a_network_error() {
         // Port 9 on loopback: nothing listens there, so the connection is refused at once.
-        let c = controller("https://127.0.0.1:9");
+        let c = controllers(&["https://127.0.0.1:9"]);
         let err = c.heartbeat().await.unwrap_err();
         assert!(matches!(err, TransportError::Network(_)), "{err}");
+        assert_eq!(c.current().as_str(), "https://127.0.0.1:9/");
+    }
+
+    #[tokio::test]
+    async fn refused_and_broken_connections_move_every_clone_to_the_next_controller() {
+        // A listener that accepts and closes at once: the TLS handshake fails.
+        let broken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = broken.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in broken.incoming() {
+                drop(stream);
+            }
+        });
+        let tls_fails = format!("https://127.0.0.1:{port}");
+        let c = controllers(&["https://127.0.0.1:9", &tls_fails]);
+        let other = c.clone();
+        assert_eq!(c.controllers(), 2);
+        let err = c.heartbeat().await.unwrap_err();
+        assert!(matches!(err, TransportError::Network(_)), "{err}");
+        // The clone (the sender's, say) follows the switch.
+        assert_eq!(other.current().as_str(), format!("{tls_fails}/"));
+        let err = other
+            .poll(
+                "00112233445566778899aabbccddeeff",
+                0,
+                Duration::from_secs(1),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TransportError::Network(_)), "{err}");
+        // Round robin: back to the first.
+        assert_eq!(c.current().as_str(), "https://127.0.0.1:9/");
+    }
+
+    #[tokio::test]
+    async fn a_poll_hanging_on_a_controller_the_agent_left_is_abandoned() {
+        // A controller whose host went silent: connections are accepted and never answered.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let (connected, arrived) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in silent.incoming() {
+                held.push(stream);
+                let _ = connected.send(());
+            }
+        });
+        let c = controllers(&[&format!("https://127.0.0.1:{port}"), "https://127.0.0.1:9"]);
+        let poll = {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.poll(
+                    "00112233445566778899aabbccddeeff",
+                    0,
+                    Duration::from_secs(25),
+                )
+                .await
+            })
+        };
+        // The poll is under way once the silent controller has its connection.
+        tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(60)))
+            .await
+            .unwrap()
+            .expect("the poll connects");
+        assert!(!poll.is_finished(), "the silent controller holds the poll");
+        // Another request (a heartbeat, say) found the controller failed.
+        let first = c.failover.current();
+        c.failover
+            .settle::<()>(&first, &Err(TransportError::Network("timed out".into())));
+        // The bound is far below the poll's own timeout (40 s) only to keep a broken build from hanging.
+        let err = tokio::time::timeout(Duration::from_secs(20), poll)
+            .await
+            .expect("the poll is abandoned at the switch")
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("abandoned") && err.to_string().contains("127.0.0.1:9"),
+            "{err}"
+        );
+        // The abandoned poll did not move the agent on again.
+        assert_eq!(c.current().as_str(), "https://127.0.0.1:9/");
     }
 }

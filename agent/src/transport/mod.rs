@@ -1,9 +1,11 @@
 //! Talking to the controller: the mutually authenticated TLS client ([`tls`]), the agent endpoints
-//! ([`client`]), bounded body reading ([`body`]) and retry pacing ([`backoff`]).
+//! ([`client`]), the choice among several controllers ([`failover`]), bounded body reading ([`body`])
+//! and retry pacing ([`backoff`]).
 
 pub mod backoff;
 pub mod body;
 pub mod client;
+pub mod failover;
 pub mod tls;
 
 pub use backoff::Backoff;

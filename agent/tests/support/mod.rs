@@ -53,28 +53,45 @@ pub struct FakeController {
     pub cert: PathBuf,
     pub key: SigningKey,
     shared: Arc<Shared>,
+    /// Its certificate and key (DER), for a second controller of the same site.
+    identity: (CertificateDer<'static>, Vec<u8>),
     _dir: tempfile::TempDir,
 }
 
 impl FakeController {
     /// Starts on a loopback port with a fresh self-signed certificate.
     pub fn start() -> FakeController {
-        let dir = tempfile::tempdir().unwrap();
         let certified =
             rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
                 .unwrap();
+        Self::start_as(
+            certified.cert.der().clone(),
+            certified.signing_key.serialize_der(),
+        )
+    }
+
+    /// Starts another controller of the same site: on another port, with the same certificate (so an
+    /// agent's pin holds for both) and the same signing key.
+    pub fn start_beside(other: &FakeController) -> FakeController {
+        Self::start_as(other.identity.0.clone(), other.identity.1.clone())
+    }
+
+    fn start_as(cert: CertificateDer<'static>, key_der: Vec<u8>) -> FakeController {
+        let dir = tempfile::tempdir().unwrap();
         let cert_path = dir.path().join("controller.pem");
-        std::fs::write(&cert_path, certified.cert.pem()).unwrap();
+        let pem = format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            base64_lines(cert.as_ref())
+        );
+        std::fs::write(&cert_path, pem).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_client_cert_verifier(Arc::new(AnyClientCert(provider)))
             .with_single_cert(
-                vec![certified.cert.der().clone()],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-                    certified.signing_key.serialize_der(),
-                )),
+                vec![cert.clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_der.clone())),
             )
             .unwrap();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -100,6 +117,7 @@ impl FakeController {
             cert: cert_path,
             key: signing::signing_key_from_seed([77; 32]),
             shared,
+            identity: (cert, key_der),
             _dir: dir,
         }
     }
@@ -175,6 +193,18 @@ async fn serve(
 
 #[derive(Clone)]
 struct Peer(String);
+
+/// Base64 in PEM's lines of 64 characters.
+fn base64_lines(der: &[u8]) -> String {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = text
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    lines.join("\n")
+}
 
 /// The ed25519 key of a certificate: the 32 bytes after the SPKI prefix of id-Ed25519.
 pub fn ed25519_key_of(der: &[u8]) -> Option<VerifyingKey> {
@@ -272,6 +302,9 @@ async fn refusals(State(s): State<Arc<Shared>>, Json(r): Json<Refusal>) -> Statu
 }
 
 async fn heartbeat(State(s): State<Arc<Shared>>) -> StatusCode {
+    if down(&s).is_some() {
+        return StatusCode::SERVICE_UNAVAILABLE;
+    }
     if forgotten(&s) {
         return StatusCode::UNAUTHORIZED;
     }
@@ -356,16 +389,33 @@ pub struct AgentProcess {
 impl AgentProcess {
     /// Writes a config for `controller` (plus `extra` lines) and starts `plinth-agent run`.
     pub fn start(controller: &FakeController, cmdline: &str, extra: &str) -> AgentProcess {
+        let line = format!("controller = \"{}\"", controller.url);
+        Self::start_configured(controller, &line, cmdline, extra)
+    }
+
+    /// Starts an agent given several controllers (`controllers = [...]`, in this order), which share the
+    /// first one's certificate and signing key.
+    pub fn start_for(controllers: &[&FakeController], cmdline: &str, extra: &str) -> AgentProcess {
+        let urls: Vec<&str> = controllers.iter().map(|c| c.url.as_str()).collect();
+        let line = format!("controllers = {urls:?}");
+        Self::start_configured(controllers[0], &line, cmdline, extra)
+    }
+
+    fn start_configured(
+        controller: &FakeController,
+        controllers: &str,
+        cmdline: &str,
+        extra: &str,
+    ) -> AgentProcess {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("cmdline"), cmdline).unwrap();
         let config = dir.path().join("agent.toml");
         std::fs::write(
             &config,
             format!(
-                "controller = \"{}\"\ncontroller_public_key = \"{}\"\ncontroller_cert = \"{}\"\n\
+                "{controllers}\ncontroller_public_key = \"{}\"\ncontroller_cert = \"{}\"\n\
                  state_dir = \"{}\"\npoll_wait_secs = 5\nheartbeat_secs = 1\nbackoff_min_ms = 50\n\
                  backoff_max_ms = 500\nkill_grace_secs = 1\n{extra}\n",
-                controller.url,
                 controller.public_key(),
                 controller.cert.display(),
                 dir.path().join("state").display(),
