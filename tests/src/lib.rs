@@ -263,6 +263,28 @@ impl Controller {
         }
     }
 
+    /// Runs `plinthctl ARGS` against this controller (its URL, admin token and certificate); returns
+    /// (success, stdout, stderr).
+    pub fn plinthctl(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bin("plinthctl"))
+            .args([
+                "--controller",
+                &self.url,
+                "--token",
+                &self.api.token,
+                "--ca-cert",
+            ])
+            .arg(self.cert_path())
+            .args(args)
+            .output()
+            .expect("plinthctl runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Sends SIGHUP: the controller reloads its configuration.
     pub fn hangup(&self) {
         if let Some(c) = &self.child {

@@ -4,23 +4,12 @@
 
 use plinth_e2e::*;
 use serde_json::json;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(120);
 
 fn plinthctl(c: &Controller, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(bin("plinthctl"))
-        .args(["--controller", &c.url, "--token", &c.api.token, "--ca-cert"])
-        .arg(c.cert_path())
-        .args(args)
-        .output()
-        .expect("plinthctl runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    c.plinthctl(args)
 }
 
 #[test]

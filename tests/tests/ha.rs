@@ -150,11 +150,19 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
     let status_b = status(&b);
     assert_eq!(status_b["database"], "postgresql", "{status_b:#}");
 
-    // The agents poll and report to the second controller; the first sequences.
-    let agents: Vec<Agent> = (1..=2)
-        .map(|i| Agent::start(&b, &format!("ha-{i}"), &["ha"]))
-        .collect();
-    let ids: Vec<u64> = b.api.wait_nodes(2).iter().map(|(_, id)| *id).collect();
+    // The agents are spread over both controllers (each given both, in a different order); the
+    // first controller also sequences.
+    let agents: Vec<Agent> = vec![
+        Agent::start_for_controllers(&a, &[&a.url, &b.url], "ha-1", &["ha"]),
+        Agent::start_for_controllers(&a, &[&b.url, &a.url], "ha-2", &["ha"]),
+        Agent::start(&b, "ha-3", &["ha"]),
+    ];
+    let ids: Vec<u64> = b.api.wait_nodes(3).iter().map(|(_, id)| *id).collect();
+    wait_until("an agent is connected to each controller", LONG, || {
+        status(&b)["controllers"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|x| x["agents"].as_u64() >= Some(1)))
+    });
     let cid = b.api.cluster_with_graph("ha", graph(), &ids);
     // Started at the controller that does not sequence: the other takes it on.
     let dep = b.api.deploy(cid, "");
@@ -170,10 +178,16 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
         "killed mid-deployment: {report:#}"
     );
     a.kill();
+    let killed = std::time::Instant::now();
 
     wait_until("the second controller takes the lease over", LONG, || {
         sequencer(&b).as_deref() == Some(b_id.as_str())
     });
+    // For docs/HA.md (printed with --nocapture; not asserted: it depends on the machine).
+    eprintln!(
+        "takeover: {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
     let refs: Vec<&Agent> = agents.iter().collect();
     assert_complete_once(&url, &b, dep, &refs);
     let lease = &status(&b)["lease"];
@@ -232,6 +246,24 @@ fn a_controller_holding_polls_restarts_and_the_database_restarts_and_the_deploym
 fn a_deployment_cancelled_at_the_controller_that_does_not_sequence_stops() {
     let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
     let (_url, a, b) = two_controllers(&pg);
+    // Operators see both controllers and the one sequencing, at either.
+    let (a_id, b_id) = (own_id(&a), own_id(&b));
+    let (ok, out, err) = b.plinthctl(&["controllers"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains(&a_id) && out.contains(&b_id), "{out}");
+    assert!(
+        out.contains(&format!("sequencing lease held by {a_id}")),
+        "{out}"
+    );
+    let (ok, out, err) = a.plinthctl(&["-o", "json", "controllers"]);
+    assert!(ok, "{out}{err}");
+    let listed: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(listed["answered_by"], a_id.as_str(), "{listed:#}");
+    assert_eq!(
+        listed["controllers"].as_array().map(Vec::len),
+        Some(2),
+        "{listed:#}"
+    );
     let agent = Agent::start(&b, "cancel-1", &["ha"]);
     let ids: Vec<u64> = b.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
     let slow = json!({"default": {"tasks": [shell("slow", &["ha"], "touch started; sleep 60")]}});

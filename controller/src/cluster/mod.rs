@@ -163,8 +163,9 @@ pub fn advertised_url(configured: Option<&str>, listen: std::net::SocketAddr) ->
 
 /// The host's name, if it has one.
 pub fn host_name() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    nix::unistd::gethostname()
         .ok()
+        .and_then(|h| h.into_string().ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
 }
