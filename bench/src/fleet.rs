@@ -25,9 +25,10 @@ use tokio::sync::Semaphore;
 /// Options of the fleet mode.
 #[derive(clap::Args)]
 pub struct FleetArgs {
-    /// The controller's URL (https://host:port).
-    #[arg(long)]
-    controller: String,
+    /// The controller's URL (https://host:port); repeat it for several controllers sharing one database
+    /// (agents are spread over them in turn; the operator uses the first).
+    #[arg(long, required = true)]
+    controller: Vec<String>,
     /// The controller's certificate (PEM).
     #[arg(long)]
     cert: PathBuf,
@@ -53,9 +54,9 @@ pub struct FleetArgs {
     /// Extra connections polling with `wait=0` during the measurement (0: none).
     #[arg(long, default_value_t = 64)]
     probe_connections: usize,
-    /// The controller's process id, to read its memory and CPU time (same machine only).
+    /// The controllers' process ids, to read their memory and CPU time (same machine only; repeat it).
     #[arg(long)]
-    controller_pid: Option<u32>,
+    controller_pid: Vec<u32>,
     /// Then deploy the fleet (needs `--token-file`).
     #[arg(long)]
     deploy: bool,
@@ -197,8 +198,24 @@ async fn agent(
     }
 }
 
-fn snapshot(pid: Option<u32>) -> serde_json::Value {
-    json!({"rss_mib": pid.and_then(sim::rss_mib), "cpu_ms": pid.and_then(sim::cpu_ms)})
+/// Each controller's memory and CPU time (one object per process id, in order).
+fn snapshot(pids: &[u32]) -> serde_json::Value {
+    let each: Vec<serde_json::Value> = pids
+        .iter()
+        .map(|pid| json!({"rss_mib": sim::rss_mib(*pid), "cpu_ms": sim::cpu_ms(*pid)}))
+        .collect();
+    match each.as_slice() {
+        [one] => one.clone(),
+        _ => json!(each),
+    }
+}
+
+/// The CPU time of every controller, summed; `None` when one cannot be read.
+fn cpu_ms(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|pid| sim::cpu_ms(*pid)).sum()
 }
 
 fn load_average() -> String {
@@ -223,7 +240,12 @@ pub async fn run(args: FleetArgs) -> Result<()> {
             args.nodes
         );
     }
-    let target = sim::target(&args.controller, &args.cert)?;
+    let targets = args
+        .controller
+        .iter()
+        .map(|c| sim::target(c, &args.cert))
+        .collect::<Result<Vec<_>>>()?;
+    let target = targets[0].clone();
     let n = args.nodes;
     let addresses = args.addresses.unwrap_or(n.div_ceil(20_000)).clamp(1, 250);
     let shared = Arc::new(Shared::default());
@@ -236,7 +258,11 @@ pub async fn run(args: FleetArgs) -> Result<()> {
             local: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (seed % addresses) as u8)),
             place: args.deploy.then(|| phases::place(seed, n)),
         };
-        let (shared, target, gate) = (shared.clone(), target.clone(), gate.clone());
+        let (shared, target, gate) = (
+            shared.clone(),
+            targets[seed % targets.len()].clone(),
+            gate.clone(),
+        );
         let (wait, heartbeat_secs) = (args.wait, args.heartbeat_secs);
         agents.spawn(async move {
             let r = agent(target, plan, shared.clone(), gate, wait, heartbeat_secs).await;
@@ -262,7 +288,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
         if last.elapsed() >= Duration::from_secs(10) {
             last = Instant::now();
             let point = json!({"seconds": started.elapsed().as_secs(), "registered": registered,
-                               "controller": snapshot(args.controller_pid)});
+                               "controller": snapshot(&args.controller_pid)});
             eprintln!("{point}");
             progress.push(point);
         }
@@ -272,9 +298,9 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     eprintln!("registered {n} agents in {register_secs:.1} s; waiting one poll cycle");
     // Every agent holds a poll; one full cycle lets polls and heartbeats reach their steady rhythm.
     tokio::time::sleep(Duration::from_secs(args.wait + 1)).await;
-    let connected = snapshot(args.controller_pid);
+    let connected = snapshot(&args.controller_pid);
 
-    let before = args.controller_pid.and_then(sim::cpu_ms);
+    let before = cpu_ms(&args.controller_pid);
     shared.measuring.store(true, Ordering::Relaxed);
     let window = Instant::now();
     let until = window + Duration::from_secs(args.hold_seconds);
@@ -293,9 +319,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     tokio::time::sleep_until(until.into()).await;
     shared.measuring.store(false, Ordering::Relaxed);
     let secs = window.elapsed().as_secs_f64();
-    let cpu = before
-        .zip(args.controller_pid.and_then(sim::cpu_ms))
-        .map(|(a, b)| b - a);
+    let cpu = before.zip(cpu_ms(&args.controller_pid)).map(|(a, b)| b - a);
     let overshoot = std::mem::take(
         &mut *shared
             .overshoot_us
@@ -324,7 +348,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
         "probe": {"connections": args.probe_connections, "polls_per_second": probe_count as f64 / secs,
                   "latency_ms": percentiles(probe_us)},
         "controller_cpu_percent": cpu.map(|ms| ms / 10.0 / secs),
-        "controller_after": snapshot(args.controller_pid),
+        "controller_after": snapshot(&args.controller_pid),
     });
     if args.deploy {
         let token_file = args
@@ -337,16 +361,16 @@ pub async fn run(args: FleetArgs) -> Result<()> {
             .to_string();
         let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
         let cid = phases::setup_cluster(&mut op, n, args.tasks).await?;
-        let cpu_before = args.controller_pid.and_then(sim::cpu_ms);
+        let cpu_before = cpu_ms(&args.controller_pid);
         let (report, took) = phases::deploy(&mut op, cid).await?;
         let cpu = cpu_before
-            .zip(args.controller_pid.and_then(sim::cpu_ms))
+            .zip(cpu_ms(&args.controller_pid))
             .map(|(a, b)| b - a);
         // Answers still on their way are not waited for: the deployment's end is what counts.
         let sum = phases::summary(&shared.timeline.lock().unwrap_or_else(|p| p.into_inner()));
         out["deployment"] = json!({
             "tasks": args.tasks, "status": report["status"], "seconds": took.as_secs_f64(),
-            "controller_cpu_ms": cpu, "controller": snapshot(args.controller_pid),
+            "controller_cpu_ms": cpu, "controller": snapshot(&args.controller_pid),
             "load_average": load_average(), "summary": sum,
         });
     }

@@ -165,7 +165,9 @@ struct Played {
     driver: Driver,
 }
 
-fn play(shape: &Shape, order: &[usize], noise: &[u8], drop_some: bool) -> Played {
+/// Plays a deployment: results sent in `order`, `group` at a time folded into one step (the controller
+/// stores the reports that arrive together in one transaction and records what they do as one step).
+fn play(shape: &Shape, order: &[usize], noise: &[u8], drop_some: bool, group: usize) -> Played {
     let mut run = shape.case().run().expect("a generated deployment starts");
     let mut driver = Driver::default();
     let mut pending: Vec<Pending> = Vec::new();
@@ -224,14 +226,26 @@ fn play(shape: &Shape, order: &[usize], noise: &[u8], drop_some: bool) -> Played
             fx = run.tick(now);
             continue;
         }
-        let pick = order[step % order.len()] % pending.len();
-        step += 1;
-        let p = pending.remove(pick);
-        now += 10;
-        // Gated tasks ask as they would (taking slots changes no outcome).
-        let _ = run.gate(p.node, &p.result.task_id);
-        fx = run.results(now, p.node, std::slice::from_ref(&p.result));
-        sent.push(p);
+        let mut batch: Vec<(u64, Vec<TaskResult>)> = Vec::new();
+        for _ in 0..group.max(1) {
+            if pending.is_empty() {
+                break;
+            }
+            let pick = order[step % order.len()] % pending.len();
+            step += 1;
+            let p = pending.remove(pick);
+            now += 10;
+            // Gated tasks ask as they would (taking slots changes no outcome).
+            let _ = run.gate(p.node, &p.result.task_id);
+            batch.push((p.node, vec![p.result.clone()]));
+            sent.push(p);
+        }
+        fx = if group <= 1 {
+            let (node, results) = &batch[0];
+            run.results(now, *node, results)
+        } else {
+            run.results_of(now, &batch)
+        };
     }
 }
 
@@ -314,14 +328,34 @@ proptest! {
         second in proptest::collection::vec(any::<usize>(), 1..40),
         noise in proptest::collection::vec(0u8..=3, 1..20),
     ) {
-        let mut a = play(&shape, &first, &noise, false);
-        let b = play(&shape, &second, &noise, false);
+        let mut a = play(&shape, &first, &noise, false, 1);
+        let b = play(&shape, &second, &noise, false, 1);
         check_finish(&shape, &a);
         check_finish(&shape, &b);
         prop_assert_eq!(&a.finish, &b.finish);
         prop_assert_eq!(&a.outcomes, &b.outcomes);
         check_revisions(&a);
         check_nothing_after_finish(&mut a);
+    }
+
+    /// Results folded in groups (each group's effects recorded as one step, as the controller records
+    /// the reports it stores together) end the deployment as results folded one by one.
+    #[test]
+    fn folding_results_in_groups_ends_as_one_by_one(
+        shape in shape(),
+        order in proptest::collection::vec(any::<usize>(), 1..40),
+        noise in proptest::collection::vec(0u8..=3, 1..20),
+        group in 2usize..8,
+    ) {
+        let one_by_one = play(&shape, &order, &noise, false, 1);
+        let mut grouped = play(&shape, &order, &noise, false, group);
+        check_finish(&shape, &grouped);
+        prop_assert_eq!(&one_by_one.finish, &grouped.finish);
+        prop_assert_eq!(&one_by_one.outcomes, &grouped.outcomes);
+        let finishes = grouped.effects.iter().filter(|f| f.finish.is_some()).count();
+        prop_assert_eq!(finishes, 1);
+        check_revisions(&grouped);
+        check_nothing_after_finish(&mut grouped);
     }
 
     /// With some last words never sent, the deployment still ends (by its timeouts) with exactly one
@@ -332,7 +366,7 @@ proptest! {
         order in proptest::collection::vec(any::<usize>(), 1..40),
         noise in proptest::collection::vec(0u8..=4, 1..20),
     ) {
-        let mut played = play(&shape, &order, &noise, true);
+        let mut played = play(&shape, &order, &noise, true, 1);
         check_finish(&shape, &played);
         let finishes = played.effects.iter().filter(|f| f.finish.is_some()).count();
         prop_assert_eq!(finishes, 1);

@@ -13,6 +13,7 @@
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
+//! | [`intake`] | agents' results judged, stored in one transaction per group of reports, folded in |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
@@ -27,6 +28,7 @@ pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
+pub mod intake;
 pub mod limits;
 pub mod registry;
 pub mod server;

@@ -86,6 +86,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         exprs,
         workers: Default::default(),
         cluster,
+        intake: Default::default(),
     });
     crate::cluster::lease::step(&state);
     Ok(state)

@@ -33,6 +33,8 @@ pub struct AppState {
     pub workers: crate::workers::Workers,
     /// This controller among others sharing the database.
     pub cluster: crate::cluster::Membership,
+    /// Agents' results, judged, stored and folded in by groups.
+    pub intake: crate::intake::Intake,
 }
 
 impl AppState {

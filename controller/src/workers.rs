@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 pub const BLOCKING_WORKERS: usize = 8;
 
 /// Blocking jobs, at most a fixed number at once.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Workers {
     slots: Arc<Semaphore>,
     running: Arc<AtomicUsize>,

@@ -479,6 +479,50 @@ impl Run {
         fx
     }
 
+    /// Folds the stored results of several nodes in at once (the reports stored together in one
+    /// transaction), then settles each node and moves the deployment on once: one step for the group,
+    /// whose lists each node gets at most once. Ends as [`Run::results`] called for each would
+    /// (`run_properties` `folding_results_in_groups_ends_as_one_by_one`).
+    pub fn results_of(&mut self, now: i64, batches: &[(u64, Vec<TaskResult>)]) -> Effects {
+        let mut fx = Effects::default();
+        if self.finished.is_some() {
+            return fx;
+        }
+        let id = self.plan.deployment_id;
+        let mut touched = Vec::new();
+        for (node, results) in batches {
+            let mut mine = false;
+            for r in results.iter().filter(|r| r.deployment_id == id) {
+                mine = true;
+                if self.fold(*node, r) {
+                    fx.waits_changed = true;
+                }
+                fx.live.push(DeploymentEvent::TaskResult {
+                    node: self
+                        .plan
+                        .nodes
+                        .get(node)
+                        .map(|n| n.name.clone())
+                        .unwrap_or_default(),
+                    task: r.task_id.clone(),
+                    attempt: r.attempt,
+                    status: r.status,
+                    last: r.last,
+                });
+            }
+            if mine && !touched.contains(node) {
+                touched.push(*node);
+            }
+        }
+        for node in &touched {
+            self.settle(*node, &mut fx);
+        }
+        if !touched.is_empty() {
+            self.advance(now, &mut fx);
+        }
+        fx
+    }
+
     /// Times out the phases whose deadline is `now` or earlier: their unfinished nodes fail them.
     pub fn tick(&mut self, now: i64) -> Effects {
         let mut fx = Effects::default();

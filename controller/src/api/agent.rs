@@ -5,7 +5,7 @@ use super::error::{ApiError, Json, Query};
 use crate::clock::{now_ms, now_secs};
 use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
-use crate::store::{NewRefusal, NodeAdmission, NodeRegistration, Stored};
+use crate::store::{NewRefusal, NodeAdmission, NodeRegistration};
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -167,75 +167,29 @@ pub async fn results(
     agent: Agent,
     Json(batch): Json<ResultsBatch>,
 ) -> Result<Json<ResultAck>, ApiError> {
-    let node_id = agent.node.id;
-    let accepted_node = agent.node.accepted();
-    let verdicts = state
-        .blocking(move |s| {
-            let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; batch.results.len()];
-            let mut candidates = Vec::new();
-            for (i, r) in batch.results.iter().enumerate() {
-                match refusal_reason(s, node_id, accepted_node, r)? {
-                    Some(reason) => verdicts[i] = Some(refused(r, reason)),
-                    None => candidates.push(i),
-                }
-            }
-            let to_store: Vec<TaskResult> = candidates
-                .iter()
-                .map(|i| batch.results[*i].clone())
-                .collect();
-            let stored = s.store.store_results(node_id, &to_store)?;
-            if !s.engine.is_sequencing() {
-                // The controller that sequences folds them in (a repeat is told too: its first
-                // notice may be the one lost when a controller stopped).
-                let deployments: std::collections::BTreeSet<u64> = to_store
-                    .iter()
-                    .zip(&stored)
-                    .filter(|(_, o)| **o != Stored::Final)
-                    .map(|(r, _)| r.deployment_id)
-                    .collect();
-                for deployment in deployments {
-                    s.store.notify(&crate::store::Notice::Results {
-                        deployment,
-                        node: node_id,
-                    });
-                }
-            }
-            let mut fresh = Vec::new();
-            for ((i, r), outcome) in candidates.iter().zip(to_store).zip(stored) {
-                verdicts[*i] = Some(match outcome {
-                    Stored::New => {
-                        let v = verdict(&r, Verdict::Accepted);
-                        fresh.push(r);
-                        v
-                    }
-                    Stored::Duplicate => verdict(&r, Verdict::Duplicate),
-                    Stored::Final => refused(
-                        &r,
-                        format!(
-                            "deployment {} has finished: its record is final",
-                            r.deployment_id
-                        ),
-                    ),
-                });
-            }
-            let verdicts: Vec<ResultVerdict> = verdicts.into_iter().flatten().collect();
-            record_refused_results(s, node_id, &batch.results, &verdicts);
-            if !fresh.is_empty() {
-                let started = std::time::Instant::now();
-                let published = s.engine.on_results(node_id, &fresh);
-                if published > 0 {
-                    tracing::info!(
-                        node = node_id,
-                        lists = published,
-                        took_ms = started.elapsed().as_secs_f64() * 1000.0,
-                        "a result moved a deployment on: next lists published"
-                    );
-                }
-            }
-            Ok(verdicts)
-        })
-        .await?;
+    let verdicts =
+        crate::intake::Intake::submit(&state, agent.node.id, agent.node.accepted(), batch).await?;
     Ok(Json(ResultAck { verdicts }))
+}
+
+/// Judges a report's results before storing: each refused one gets its verdict now; the indexes of
+/// the others are to store.
+#[allow(clippy::type_complexity)]
+pub(crate) fn judge(
+    s: &AppState,
+    node_id: u64,
+    accepted: bool,
+    results: &[TaskResult],
+) -> Result<(Vec<Option<ResultVerdict>>, Vec<usize>), ApiError> {
+    let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; results.len()];
+    let mut candidates = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        match refusal_reason(s, node_id, accepted, r)? {
+            Some(reason) => verdicts[i] = Some(refused(r, reason)),
+            None => candidates.push(i),
+        }
+    }
+    Ok((verdicts, candidates))
 }
 
 /// Why a result is refused before storing, if it is: too large, from a node that is not accepted, or for
@@ -269,7 +223,8 @@ fn refusal_reason(
     }))
 }
 
-fn verdict(r: &TaskResult, verdict: Verdict) -> ResultVerdict {
+/// A verdict without a reason.
+pub(crate) fn verdict(r: &TaskResult, verdict: Verdict) -> ResultVerdict {
     ResultVerdict {
         key: r.key(),
         verdict,
@@ -277,7 +232,8 @@ fn verdict(r: &TaskResult, verdict: Verdict) -> ResultVerdict {
     }
 }
 
-fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
+/// A refusal with its reason.
+pub(crate) fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
     ResultVerdict {
         key: r.key(),
         verdict: Verdict::Refused,
@@ -287,7 +243,7 @@ fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
 
 /// Makes refused results visible: recorded on the node, and in the events of a running deployment they
 /// claim. A failure to record is logged; it never changes the verdicts.
-fn record_refused_results(
+pub(crate) fn record_refused_results(
     s: &AppState,
     node_id: u64,
     results: &[TaskResult],

@@ -9,7 +9,7 @@ use crate::engine::StartError;
 use crate::store::StoreError;
 
 /// An error answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,

@@ -429,21 +429,23 @@ impl Engine {
         Ok(())
     }
 
-    /// Folds stored results in, records finished nodes and moves the deployments on (blocking). Returns
-    /// how many task lists this published.
-    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) -> u64 {
-        let mut by_deployment: Vec<(u64, Vec<TaskResult>)> = Vec::new();
-        for r in results {
-            match by_deployment
-                .iter_mut()
-                .find(|(id, _)| *id == r.deployment_id)
-            {
-                Some((_, rs)) => rs.push(r.clone()),
-                None => by_deployment.push((r.deployment_id, vec![r.clone()])),
+    /// Folds stored results of many nodes in (blocking): each deployment's run takes them node by node,
+    /// and what they do is recorded as one step (one transaction) per deployment. Returns how many task
+    /// lists this published.
+    pub fn on_result_batches(&self, batches: &[(u64, Vec<TaskResult>)]) -> u64 {
+        let mut by_deployment: std::collections::BTreeMap<u64, Vec<(u64, Vec<TaskResult>)>> =
+            Default::default();
+        for (node, results) in batches {
+            for r in results {
+                let of_node = by_deployment.entry(r.deployment_id).or_default();
+                match of_node.last_mut() {
+                    Some((n, rs)) if n == node => rs.push(r.clone()),
+                    _ => of_node.push((*node, vec![r.clone()])),
+                }
             }
         }
         let mut published = 0;
-        for (id, rs) in by_deployment {
+        for (id, nodes) in by_deployment {
             let Some(dep) = self.deployment(id) else {
                 continue;
             };
@@ -451,10 +453,16 @@ impl Engine {
             let Some(live) = slot.as_mut() else {
                 continue;
             };
-            let fx = live.run.results(now_ms(), node_id, &rs);
+            let fx = live.run.results_of(now_ms(), &nodes);
             published += self.apply(id, &dep, &mut slot, fx).unwrap_or(0);
         }
         published
+    }
+
+    /// Folds one node's stored results in, records finished nodes and moves the deployments on
+    /// (blocking). Returns how many task lists this published.
+    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) -> u64 {
+        self.on_result_batches(&[(node_id, results.to_vec())])
     }
 
     /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;

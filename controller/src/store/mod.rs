@@ -320,7 +320,18 @@ pub trait Store: Send + Sync + 'static {
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>>;
     /// Stores results of one node idempotently, each only while its deployment is running (a finished
     /// deployment's record is final); returns what became of each, in order.
-    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>>;
+    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
+        Ok(self
+            .store_result_batches(&[(node_id, results)])?
+            .pop()
+            .unwrap_or_default())
+    }
+    /// Stores the results of several nodes in one transaction (one commit for many agents' reports), as
+    /// [`Store::store_results`] stores each node's; returns what became of each, per node, in order.
+    fn store_result_batches(
+        &self,
+        batches: &[(u64, &[TaskResult])],
+    ) -> StoreResult<Vec<Vec<Stored>>>;
     /// Every result of a deployment, by node, in arrival order.
     fn deployment_results(&self, deployment_id: u64) -> StoreResult<Vec<(u64, TaskResult)>>;
 

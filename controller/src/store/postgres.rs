@@ -1101,51 +1101,15 @@ impl Store for PgStore {
         })
     }
 
-    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
+    fn store_result_batches(
+        &self,
+        batches: &[(u64, &[TaskResult])],
+    ) -> StoreResult<Vec<Vec<Stored>>> {
         self.write(|t| {
-            let mut out = Vec::with_capacity(results.len());
-            for r in results {
-                let status = to_json(&r.status);
-                let status = status.trim_matches('"');
-                let attempt = i64::from(r.attempt);
-                let inserted = t.exec(
-                    "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
-                     SELECT $1, $2, $3, $4, $5, $6, $7 \
-                     WHERE EXISTS (SELECT 1 FROM deployments WHERE id = $2 AND status = 'running') \
-                     ON CONFLICT DO NOTHING",
-                    &[
-                        &sql_id(node_id),
-                        &sql_id(r.deployment_id),
-                        &sql_id(r.revision),
-                        &r.task_id,
-                        &attempt,
-                        &status,
-                        &to_json(r),
-                    ],
-                )?;
-                out.push(if inserted > 0 {
-                    Stored::New
-                } else if t
-                    .opt(
-                        "SELECT 1 FROM results WHERE node_id = $1 AND deployment_id = $2 AND revision = $3 \
-                         AND task_id = $4 AND attempt = $5 AND status = $6",
-                        &[
-                            &sql_id(node_id),
-                            &sql_id(r.deployment_id),
-                            &sql_id(r.revision),
-                            &r.task_id,
-                            &attempt,
-                            &status,
-                        ],
-                    )?
-                    .is_some()
-                {
-                    Stored::Duplicate
-                } else {
-                    Stored::Final
-                });
-            }
-            Ok(out)
+            batches
+                .iter()
+                .map(|(node_id, results)| store_node_results(t, *node_id, results))
+                .collect()
         })
     }
 
@@ -1728,4 +1692,51 @@ fn graph_row(t: &Tx, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRe
             id: format!("{graph_type:?} of {} {}", owner.kind(), owner.id()),
         }),
     }
+}
+
+/// Stores one node's results in the caller's transaction (see [`Store::store_results`]).
+fn store_node_results(t: &Tx, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        let status = to_json(&r.status);
+        let status = status.trim_matches('"');
+        let attempt = i64::from(r.attempt);
+        let inserted = t.exec(
+                    "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7 \
+                     WHERE EXISTS (SELECT 1 FROM deployments WHERE id = $2 AND status = 'running') \
+                     ON CONFLICT DO NOTHING",
+                    &[
+                        &sql_id(node_id),
+                        &sql_id(r.deployment_id),
+                        &sql_id(r.revision),
+                        &r.task_id,
+                        &attempt,
+                        &status,
+                        &to_json(r),
+                    ],
+                )?;
+        out.push(if inserted > 0 {
+                    Stored::New
+                } else if t
+                    .opt(
+                        "SELECT 1 FROM results WHERE node_id = $1 AND deployment_id = $2 AND revision = $3 \
+                         AND task_id = $4 AND attempt = $5 AND status = $6",
+                        &[
+                            &sql_id(node_id),
+                            &sql_id(r.deployment_id),
+                            &sql_id(r.revision),
+                            &r.task_id,
+                            &attempt,
+                            &status,
+                        ],
+                    )?
+                    .is_some()
+                {
+                    Stored::Duplicate
+                } else {
+                    Stored::Final
+                });
+    }
+    Ok(out)
 }

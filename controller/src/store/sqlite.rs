@@ -972,48 +972,15 @@ impl Store for SqliteStore {
         })
     }
 
-    fn store_results(&self, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
+    fn store_result_batches(
+        &self,
+        batches: &[(u64, &[TaskResult])],
+    ) -> StoreResult<Vec<Vec<Stored>>> {
         self.tx(|tx| {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
-                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
-                 WHERE EXISTS (SELECT 1 FROM deployments WHERE id = ?2 AND status = 'running') \
-                 ON CONFLICT DO NOTHING",
-            )?;
-            let mut exists = tx.prepare_cached(
-                "SELECT 1 FROM results WHERE node_id = ?1 AND deployment_id = ?2 AND revision = ?3 \
-                 AND task_id = ?4 AND attempt = ?5 AND status = ?6",
-            )?;
-            let mut out = Vec::with_capacity(results.len());
-            for r in results {
-                let status = to_json(&r.status);
-                let status = status.trim_matches('"');
-                let key = params![
-                    sql_id(node_id),
-                    sql_id(r.deployment_id),
-                    sql_id(r.revision),
-                    r.task_id,
-                    r.attempt,
-                    status,
-                ];
-                let inserted = insert.execute(params![
-                    sql_id(node_id),
-                    sql_id(r.deployment_id),
-                    sql_id(r.revision),
-                    r.task_id,
-                    r.attempt,
-                    status,
-                    to_json(r)
-                ])?;
-                out.push(if inserted > 0 {
-                    Stored::New
-                } else if exists.exists(key)? {
-                    Stored::Duplicate
-                } else {
-                    Stored::Final
-                });
-            }
-            Ok(out)
+            batches
+                .iter()
+                .map(|(node_id, results)| store_node_results(tx, *node_id, results))
+                .collect()
         })
     }
 
@@ -1607,3 +1574,51 @@ mod model;
 mod query_plans;
 #[cfg(test)]
 mod tests;
+
+/// Stores one node's results in the caller's transaction (see [`Store::store_results`]).
+fn store_node_results(
+    tx: &Connection,
+    node_id: u64,
+    results: &[TaskResult],
+) -> StoreResult<Vec<Stored>> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 \
+                 WHERE EXISTS (SELECT 1 FROM deployments WHERE id = ?2 AND status = 'running') \
+                 ON CONFLICT DO NOTHING",
+    )?;
+    let mut exists = tx.prepare_cached(
+        "SELECT 1 FROM results WHERE node_id = ?1 AND deployment_id = ?2 AND revision = ?3 \
+                 AND task_id = ?4 AND attempt = ?5 AND status = ?6",
+    )?;
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        let status = to_json(&r.status);
+        let status = status.trim_matches('"');
+        let key = params![
+            sql_id(node_id),
+            sql_id(r.deployment_id),
+            sql_id(r.revision),
+            r.task_id,
+            r.attempt,
+            status,
+        ];
+        let inserted = insert.execute(params![
+            sql_id(node_id),
+            sql_id(r.deployment_id),
+            sql_id(r.revision),
+            r.task_id,
+            r.attempt,
+            status,
+            to_json(r)
+        ])?;
+        out.push(if inserted > 0 {
+            Stored::New
+        } else if exists.exists(key)? {
+            Stored::Duplicate
+        } else {
+            Stored::Final
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,181 @@
+//! Results in groups: every agent's `POST /agent/v1/results` is judged, stored and folded in by one
+//! committer, which takes all the reports waiting at that moment and stores them in one transaction
+//! (one commit, one fsync, for hundreds of agents), then folds them into their deployments as one step
+//! per deployment. A report arriving alone is handled at once; under load, the reports that arrive
+//! while a commit runs make up the next group. Each agent is answered after its results are stored and
+//! folded in, exactly as when they were handled one by one.
+
+use crate::api::agent::{judge, record_refused_results, refused, verdict};
+use crate::api::error::ApiError;
+use crate::state::AppState;
+use crate::store::{Notice, Stored};
+use plinth_common::wire::{ResultVerdict, ResultsBatch, TaskResult, Verdict};
+use std::sync::{Arc, Weak};
+use tokio::sync::{mpsc, oneshot};
+
+/// The most reports stored in one transaction.
+pub const MAX_GROUP: usize = 512;
+/// Reports waiting for the committer before senders wait to queue theirs.
+const QUEUE: usize = 8_192;
+
+/// One agent's report waiting for the committer.
+struct Report {
+    node_id: u64,
+    accepted: bool,
+    batch: ResultsBatch,
+    answer: oneshot::Sender<Result<Vec<ResultVerdict>, ApiError>>,
+}
+
+/// The committer's queue (started on the first report).
+#[derive(Default)]
+pub struct Intake {
+    queue: std::sync::OnceLock<mpsc::Sender<Report>>,
+}
+
+impl Intake {
+    /// Judges, stores and folds in one agent's report; answers its verdicts, in order.
+    pub async fn submit(
+        state: &Arc<AppState>,
+        node_id: u64,
+        accepted: bool,
+        batch: ResultsBatch,
+    ) -> Result<Vec<ResultVerdict>, ApiError> {
+        let queue = state.intake.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(commit_loop(Arc::downgrade(state), rx));
+            tx
+        });
+        let (answer, answered) = oneshot::channel();
+        queue
+            .send(Report {
+                node_id,
+                accepted,
+                batch,
+                answer,
+            })
+            .await
+            .map_err(|_| ApiError::internal("the results committer stopped"))?;
+        answered
+            .await
+            .map_err(|_| ApiError::internal("the results committer dropped a report"))?
+    }
+}
+
+async fn commit_loop(state: Weak<AppState>, mut queue: mpsc::Receiver<Report>) {
+    while let Some(first) = queue.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(more) => group.push(more),
+                Err(_) => break,
+            }
+        }
+        let Some(s) = state.upgrade() else { return };
+        let workers = s.workers.clone();
+        if let Err(e) = workers.run(move || commit(&s, group)).await {
+            tracing::error!(error = %e, "the results committer's job failed");
+        }
+    }
+}
+
+/// Where one report's results stand while its group is committed.
+struct Judged {
+    report: Report,
+    verdicts: Vec<Option<ResultVerdict>>,
+    /// Indexes of the results to store.
+    candidates: Vec<usize>,
+}
+
+fn commit(s: &AppState, group: Vec<Report>) {
+    let mut judged = Vec::with_capacity(group.len());
+    for report in group {
+        match judge(s, report.node_id, report.accepted, &report.batch.results) {
+            Ok((verdicts, candidates)) => judged.push(Judged {
+                report,
+                verdicts,
+                candidates,
+            }),
+            Err(e) => {
+                let _ = report.answer.send(Err(e));
+            }
+        }
+    }
+    let to_store: Vec<Vec<TaskResult>> = judged
+        .iter()
+        .map(|j| {
+            j.candidates
+                .iter()
+                .map(|i| j.report.batch.results[*i].clone())
+                .collect()
+        })
+        .collect();
+    let batches: Vec<(u64, &[TaskResult])> = judged
+        .iter()
+        .zip(&to_store)
+        .map(|(j, rs)| (j.report.node_id, rs.as_slice()))
+        .collect();
+    let stored = match s.store.store_result_batches(&batches) {
+        Ok(stored) => stored,
+        Err(e) => {
+            let e = ApiError::from(e);
+            for j in judged {
+                let _ = j.report.answer.send(Err(e.clone()));
+            }
+            return;
+        }
+    };
+    let sequencing = s.engine.is_sequencing();
+    let mut fresh: Vec<(u64, Vec<TaskResult>)> = Vec::new();
+    let mut answers = Vec::with_capacity(judged.len());
+    for ((mut j, results), outcomes) in judged.into_iter().zip(to_store).zip(stored) {
+        let node_id = j.report.node_id;
+        let mut new = Vec::new();
+        let mut told = std::collections::BTreeSet::new();
+        for ((i, r), outcome) in j.candidates.iter().zip(results).zip(outcomes) {
+            if !sequencing && outcome != Stored::Final && told.insert(r.deployment_id) {
+                // The controller that sequences folds them in (a repeat is told too: its first
+                // notice may be the one lost when a controller stopped).
+                s.store.notify(&Notice::Results {
+                    deployment: r.deployment_id,
+                    node: node_id,
+                });
+            }
+            j.verdicts[*i] = Some(match outcome {
+                Stored::New => {
+                    let v = verdict(&r, Verdict::Accepted);
+                    new.push(r);
+                    v
+                }
+                Stored::Duplicate => verdict(&r, Verdict::Duplicate),
+                Stored::Final => refused(
+                    &r,
+                    format!(
+                        "deployment {} has finished: its record is final",
+                        r.deployment_id
+                    ),
+                ),
+            });
+        }
+        let verdicts: Vec<ResultVerdict> = j.verdicts.into_iter().flatten().collect();
+        record_refused_results(s, node_id, &j.report.batch.results, &verdicts);
+        if !new.is_empty() {
+            fresh.push((node_id, new));
+        }
+        answers.push((j.report.answer, verdicts));
+    }
+    if !fresh.is_empty() {
+        let started = std::time::Instant::now();
+        let published = s.engine.on_result_batches(&fresh);
+        if published > 0 {
+            tracing::info!(
+                agents = fresh.len(),
+                lists = published,
+                took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "results moved a deployment on: next lists published"
+            );
+        }
+    }
+    for (answer, verdicts) in answers {
+        let _ = answer.send(Ok(verdicts));
+    }
+}
