@@ -127,18 +127,17 @@ fn commit(s: &AppState, group: Vec<Report>) {
     let sequencing = s.engine.is_sequencing();
     let mut fresh: Vec<(u64, Vec<TaskResult>)> = Vec::new();
     let mut answers = Vec::with_capacity(judged.len());
+    // Nodes whose results the controller that sequences must fold in, by deployment.
+    let mut to_tell: std::collections::BTreeMap<u64, std::collections::BTreeSet<u64>> =
+        Default::default();
     for ((mut j, results), outcomes) in judged.into_iter().zip(to_store).zip(stored) {
         let node_id = j.report.node_id;
         let mut new = Vec::new();
-        let mut told = std::collections::BTreeSet::new();
         for ((i, r), outcome) in j.candidates.iter().zip(results).zip(outcomes) {
-            if !sequencing && outcome != Stored::Final && told.insert(r.deployment_id) {
-                // The controller that sequences folds them in (a repeat is told too: its first
-                // notice may be the one lost when a controller stopped).
-                s.store.notify(&Notice::Results {
-                    deployment: r.deployment_id,
-                    node: node_id,
-                });
+            if !sequencing && outcome != Stored::Final {
+                // A repeat is told too: its first notice may be the one lost when a controller
+                // stopped.
+                to_tell.entry(r.deployment_id).or_default().insert(node_id);
             }
             j.verdicts[*i] = Some(match outcome {
                 Stored::New => {
@@ -162,6 +161,15 @@ fn commit(s: &AppState, group: Vec<Report>) {
             fresh.push((node_id, new));
         }
         answers.push((j.report.answer, verdicts));
+    }
+    for (deployment, nodes) in to_tell {
+        let nodes: Vec<u64> = nodes.into_iter().collect();
+        for chunk in nodes.chunks(crate::store::NODES_PER_NOTICE) {
+            s.store.notify(&Notice::Results {
+                deployment,
+                nodes: chunk.to_vec(),
+            });
+        }
     }
     if !fresh.is_empty() {
         let started = std::time::Instant::now();

@@ -89,6 +89,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         intake: Default::default(),
     });
     crate::cluster::lease::step(&state);
+    crate::cluster::lease::keep_up(&state);
     Ok(state)
 }
 

@@ -14,14 +14,26 @@ use std::sync::Arc;
 /// When the lease was last renewed here (milliseconds since the epoch; 0 when not held).
 static RENEWED_MS: AtomicI64 = AtomicI64::new(0);
 
-/// Beats and keeps the lease until the process ends.
+/// Beats and keeps the lease until the process ends. The beat itself is short (two small
+/// transactions), so it is never late behind other work: taking running deployments on after the lease
+/// was won, and the holder's and followers' periodic checks, run beside it, one at a time.
 pub async fn run(state: Arc<AppState>) {
     let mut tick = tokio::time::interval(BEAT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
     loop {
         tick.tick().await;
         let s = state.clone();
-        let _ = tokio::task::spawn_blocking(move || step(&s)).await;
+        let Ok(()) = tokio::task::spawn_blocking(move || step(&s)).await else {
+            continue;
+        };
+        if !busy.swap(true, Ordering::AcqRel) {
+            let (s, busy) = (state.clone(), busy.clone());
+            tokio::task::spawn_blocking(move || {
+                keep_up(&s);
+                busy.store(false, Ordering::Release);
+            });
+        }
     }
 }
 
@@ -58,19 +70,8 @@ pub fn step(s: &AppState) {
                     token,
                 }));
                 tracing::info!(controller = %m.id, token, "took the sequencing lease: this controller sequences deployments now");
-                match s.engine.take_over() {
-                    Ok(n) if n > 0 => {
-                        tracing::info!(deployments = n, "took running deployments on")
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot take running deployments on; trying again")
-                    }
-                }
-            }
-            // Requests and deployments recorded elsewhere whose notices were lost are found here.
-            if let Err(e) = s.engine.resume().and_then(|_| s.engine.cancel_requested()) {
-                tracing::warn!(error = %e, "cannot look for deployments to take on");
+                // The running deployments are taken on by `keep_up`, beside the beat.
+                s.engine.start_sequencing();
             }
         }
         Ok(None) => {
@@ -80,7 +81,6 @@ pub fn step(s: &AppState) {
                 s.engine.step_down();
                 tracing::warn!(controller = %m.id, "lost the sequencing lease to another controller");
             }
-            follow(s);
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot renew or take the sequencing lease");
@@ -93,9 +93,26 @@ pub fn step(s: &AppState) {
     }
 }
 
-/// A controller that does not sequence looks for lists published since (in case a notice was lost).
-fn follow(s: &AppState) {
-    if let Err(e) = s.cluster.follower.sync(s.store.as_ref(), &s.board) {
+/// What each controller does besides the beat: the holder takes on running deployments it does not
+/// run yet (all of them just after it won the lease; those started elsewhere whose notice was lost)
+/// and cancels what was asked elsewhere; a follower looks for lists published since its last look.
+/// Blocking.
+pub fn keep_up(s: &AppState) {
+    if !s.cluster.shared {
+        return;
+    }
+    if s.engine.is_sequencing() {
+        match s.engine.resume() {
+            Ok(n) if n > 0 => tracing::info!(deployments = n, "took running deployments on"),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "cannot take running deployments on; trying again")
+            }
+        }
+        if let Err(e) = s.engine.cancel_requested() {
+            tracing::warn!(error = %e, "cannot look for cancel requests");
+        }
+    } else if let Err(e) = s.cluster.follower.sync(s.store.as_ref(), &s.board) {
         tracing::warn!(error = %e, "cannot read the lists published by the sequencing controller");
     }
 }

@@ -27,7 +27,7 @@ struct Asks {
     commands: bool,
     reconnected: bool,
     nodes: BTreeSet<u64>,
-    results: BTreeSet<(u64, u64)>,
+    results: std::collections::BTreeMap<u64, BTreeSet<u64>>,
 }
 
 fn asks(batch: &[Notice]) -> Asks {
@@ -41,8 +41,11 @@ fn asks(batch: &[Notice]) -> Asks {
             Notice::Node { id } => {
                 a.nodes.insert(*id);
             }
-            Notice::Results { deployment, node } => {
-                a.results.insert((*deployment, *node));
+            Notice::Results { deployment, nodes } => {
+                a.results
+                    .entry(*deployment)
+                    .or_default()
+                    .extend(nodes.iter().copied());
             }
         }
     }
@@ -78,8 +81,9 @@ fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
         if a.reconnected {
             s.engine.fold_all_stored()?;
         } else {
-            for (deployment, node) in &a.results {
-                s.engine.fold_stored(*deployment, *node)?;
+            for (deployment, nodes) in &a.results {
+                let nodes: Vec<u64> = nodes.iter().copied().collect();
+                s.engine.fold_stored(*deployment, &nodes)?;
             }
         }
     } else if a.board || a.reconnected {
@@ -98,17 +102,18 @@ mod tests {
             Notice::Board,
             Notice::Results {
                 deployment: 1,
-                node: 2,
+                nodes: vec![2, 3],
             },
             Notice::Board,
             Notice::Results {
                 deployment: 1,
-                node: 2,
+                nodes: vec![2],
             },
             Notice::Node { id: 9 },
         ]);
         assert!(a.board && !a.deployments && !a.reconnected);
         assert_eq!(a.results.len(), 1);
+        assert_eq!(a.results[&1].len(), 2);
         assert_eq!(a.nodes.len(), 1);
     }
 }

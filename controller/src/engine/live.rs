@@ -333,6 +333,8 @@ impl Engine {
         if !self.is_sequencing() {
             return Ok(0);
         }
+        // One at a time: two would both take the same deployment on.
+        let _one = self.resuming.lock().unwrap_or_else(|p| p.into_inner());
         self.needs_resume.store(false, Ordering::Release);
         let ids = self.store.running_ids()?;
         if ids.iter().all(|id| self.is_running(*id)) {
@@ -517,11 +519,10 @@ impl Engine {
         self.deployment(deployment_id).map(|d| d.waits.subscribe())
     }
 
-    /// Starts sequencing (this controller took the sequencing lease): every running deployment is taken
-    /// on from the database, as after a restart. Blocking.
-    pub fn take_over(&self) -> Result<usize, StoreError> {
+    /// Starts sequencing (this controller took the sequencing lease); [`Engine::resume`] then takes every
+    /// running deployment on from the database, as after a restart.
+    pub fn start_sequencing(&self) {
         self.sequencing.store(true, Ordering::Release);
-        self.resume()
     }
 
     /// Stops sequencing (the lease passed to another controller): every run here is let go, nothing
@@ -555,13 +556,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Folds in a node's results that another controller stored. Blocking.
-    pub fn fold_stored(&self, deployment_id: u64, node_id: u64) -> Result<u64, StoreError> {
+    /// Folds in these nodes' results that another controller stored, as one step. Blocking.
+    pub fn fold_stored(&self, deployment_id: u64, node_ids: &[u64]) -> Result<u64, StoreError> {
         if !self.is_running(deployment_id) {
             return Ok(0);
         }
-        let results = self.store.node_results(deployment_id, node_id)?;
-        Ok(self.on_results(node_id, &results))
+        let batches = self.store.results_of_nodes(deployment_id, node_ids)?;
+        Ok(self.on_result_batches(&batches))
     }
 
     /// Folds in every stored result of the deployments running here (after notices may have been
@@ -579,9 +580,8 @@ impl Engine {
             for (node, r) in self.store.deployment_results(id)? {
                 by_node.entry(node).or_default().push(r);
             }
-            for (node, results) in by_node {
-                self.on_results(node, &results);
-            }
+            let batches: Vec<(u64, Vec<TaskResult>)> = by_node.into_iter().collect();
+            self.on_result_batches(&batches);
         }
         Ok(())
     }

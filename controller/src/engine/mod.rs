@@ -133,6 +133,8 @@ pub struct Engine {
     /// Whether this controller sequences deployments: always alone; with several controllers, while it
     /// holds the sequencing lease (see [`crate::cluster`]).
     sequencing: AtomicBool,
+    /// Held while deployments are taken on from the database (see [`Engine::resume`]).
+    resuming: Mutex<()>,
     published: AtomicU64,
     /// The files root: file tasks' sources are sealed into their lists when published.
     pub files: Arc<crate::catalog::Catalog>,
@@ -160,6 +162,7 @@ impl Engine {
             exprs,
             needs_resume: AtomicBool::new(false),
             sequencing: AtomicBool::new(true),
+            resuming: Mutex::new(()),
             published: AtomicU64::new(0),
             files,
         }

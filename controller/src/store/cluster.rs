@@ -69,12 +69,12 @@ pub enum Notice {
     Board,
     /// A deployment was recorded by a controller that does not sequence: the holder takes it on.
     Deployments,
-    /// A controller that does not sequence stored a node's results: the holder folds them in.
+    /// A controller that does not sequence stored these nodes' results: the holder folds them in.
     Results {
         /// The deployment.
         deployment: u64,
-        /// The node.
-        node: u64,
+        /// The nodes.
+        nodes: Vec<u64>,
     },
     /// An operator asked to cancel a deployment at a controller that does not sequence.
     Commands,
@@ -93,7 +93,14 @@ impl Notice {
         match self {
             Notice::Board => "board".into(),
             Notice::Deployments => "deployments".into(),
-            Notice::Results { deployment, node } => format!("results:{deployment}:{node}"),
+            Notice::Results { deployment, nodes } => format!(
+                "results:{deployment}:{}",
+                nodes
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
             Notice::Commands => "commands".into(),
             Notice::Node { id } => format!("node:{id}"),
             Notice::Reconnected => "reconnected".into(),
@@ -112,15 +119,22 @@ impl Notice {
             }),
             _ => {
                 let rest = text.strip_prefix("results:")?;
-                let (deployment, node) = rest.split_once(':')?;
+                let (deployment, nodes) = rest.split_once(':')?;
                 Some(Notice::Results {
                     deployment: deployment.parse().ok()?,
-                    node: node.parse().ok()?,
+                    nodes: nodes
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()
+                        .ok()?,
                 })
             }
         }
     }
 }
+
+/// The most nodes named in one results notice (its text stays well under PostgreSQL's 8,000 bytes).
+pub const NODES_PER_NOTICE: usize = 300;
 
 /// Where claiming the lease leaves it: `held` is the claimant's token when it holds the lease now.
 pub fn claim_outcome(
@@ -151,7 +165,7 @@ mod tests {
             Notice::Deployments,
             Notice::Results {
                 deployment: 7,
-                node: 12,
+                nodes: vec![12, 13],
             },
             Notice::Commands,
             Notice::Node { id: 3 },

@@ -411,8 +411,12 @@ pub trait Store: Send + Sync + 'static {
     fn running_ids(&self) -> StoreResult<Vec<u64>>;
     /// Lists of running deployments published with a revision above `revision`, by revision.
     fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>>;
-    /// A node's results in a deployment, in arrival order.
-    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>>;
+    /// These nodes' results in a deployment, by node (nodes without any left out), each in arrival order.
+    fn results_of_nodes(
+        &self,
+        deployment_id: u64,
+        node_ids: &[u64],
+    ) -> StoreResult<Vec<(u64, Vec<TaskResult>)>>;
     /// Sends a notice to every controller listening on this database (after the caller's writes
     /// committed). Best effort: a lost notice is made up for by the periodic checks.
     fn notify(&self, _notice: &Notice) {}

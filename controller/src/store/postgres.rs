@@ -1008,9 +1008,6 @@ impl Store for PgStore {
         let queue = (!p.lists.is_empty()).then_some(Queue::Revision);
         let fence = self.fence.lock().unwrap_or_else(|p| p.into_inner()).clone();
         self.tx(Mode::Write, queue, |t| {
-            if let Some(fence) = &fence {
-                cluster::check_fence(t, fence)?;
-            }
             let row = t
                 .opt(
                     "SELECT status FROM deployments WHERE id = $1 FOR UPDATE",
@@ -1030,7 +1027,7 @@ impl Store for PgStore {
             if !p.task_rows.is_empty() {
                 model::save_task_states(t, p.task_blobs, p.task_rows)?;
             }
-            match p.end {
+            let done = match p.end {
                 Some(end) => {
                     let null = serde_json::Value::Null;
                     finish(
@@ -1053,7 +1050,14 @@ impl Store for PgStore {
                     }
                     append_events(t, dep_id, p.events)
                 }
+            };
+            done?;
+            // Checked last, so the lease row is locked only while this step commits (a claim to take
+            // the lease waits for that, never for the whole step).
+            if let Some(fence) = &fence {
+                cluster::check_fence(t, fence)?;
             }
+            Ok(())
         })
     }
 
@@ -1398,8 +1402,12 @@ impl Store for PgStore {
         self.read(|t| cluster::lists_after(t, revision))
     }
 
-    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>> {
-        self.read(|t| cluster::node_results(t, deployment_id, node_id))
+    fn results_of_nodes(
+        &self,
+        deployment_id: u64,
+        node_ids: &[u64],
+    ) -> StoreResult<Vec<(u64, Vec<TaskResult>)>> {
+        self.read(|t| cluster::results_of_nodes(t, deployment_id, node_ids))
     }
 
     fn notify(&self, notice: &Notice) {
@@ -1494,36 +1502,65 @@ fn set_cluster_status(t: &Tx, cluster_id: u64, status: &str) -> StoreResult<()> 
 
 /// Inserts lists, each with the next revision of the controller-wide counter.
 fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
-    for list in lists.iter_mut() {
-        let next: i64 = col(
-            &t.one(
-                "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
-                &[],
-            )?,
-            0,
-            "revision counter",
-        )?;
-        let revision = t
-            .opt(
-                "UPDATE nodes SET revision = $2 WHERE id = $1 RETURNING revision",
-                &[&sql_id(list.node_id), &next],
-            )?
-            .ok_or_else(|| StoreError::NotFound {
-                kind: "node",
-                id: list.node_id.to_string(),
-            })?;
-        let revision: i64 = col(&revision, 0, "node revision")?;
-        list.revision = id(revision);
-        t.exec(
-            "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES ($1, $2, $3, $4)",
-            &[
-                &sql_id(deployment_id),
-                &sql_id(list.node_id),
-                &revision,
-                &to_json(&*list),
-            ],
-        )?;
+    if lists.is_empty() {
+        return Ok(());
     }
+    // The lists' revisions in one step of the counter: the next `n`, in the lists' order.
+    let n = i64::try_from(lists.len()).unwrap_or(i64::MAX);
+    let last: i64 = col(
+        &t.one(
+            "UPDATE counters SET value = value + $1 WHERE name = 'revision' RETURNING value",
+            &[&n],
+        )?,
+        0,
+        "revision counter",
+    )?;
+    let mut latest: std::collections::BTreeMap<i64, i64> = Default::default();
+    for (i, list) in lists.iter_mut().enumerate() {
+        let revision = last - n + 1 + i64::try_from(i).unwrap_or(0);
+        list.revision = id(revision);
+        latest.insert(sql_id(list.node_id), revision);
+    }
+    let (nodes, revisions): (Vec<i64>, Vec<i64>) = latest.into_iter().unzip();
+    let updated = t.exec(
+        "UPDATE nodes SET revision = v.revision \
+         FROM UNNEST($1::BIGINT[], $2::BIGINT[]) AS v(id, revision) WHERE nodes.id = v.id",
+        &[&nodes, &revisions],
+    )?;
+    if updated != nodes.len() as u64 {
+        let known: Vec<i64> = t
+            .query("SELECT id FROM nodes WHERE id = ANY($1)", &[&nodes])?
+            .iter()
+            .map(|r| col(r, 0, "node"))
+            .collect::<StoreResult<_>>()?;
+        let missing = nodes
+            .iter()
+            .find(|n| !known.contains(n))
+            .copied()
+            .unwrap_or(0);
+        return Err(StoreError::NotFound {
+            kind: "node",
+            id: missing.to_string(),
+        });
+    }
+    let (list_nodes, list_revisions, texts): (Vec<i64>, Vec<i64>, Vec<String>) = lists
+        .iter()
+        .map(|l| (sql_id(l.node_id), sql_id(l.revision), to_json(l)))
+        .fold(
+            (Vec::new(), Vec::new(), Vec::new()),
+            |(mut a, mut b, mut c), (x, y, z)| {
+                a.push(x);
+                b.push(y);
+                c.push(z);
+                (a, b, c)
+            },
+        );
+    t.exec(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list) \
+         SELECT $1, v.node_id, v.revision, v.list \
+         FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[]) AS v(node_id, revision, list)",
+        &[&sql_id(deployment_id), &list_nodes, &list_revisions, &texts],
+    )?;
     Ok(())
 }
 

@@ -1274,8 +1274,18 @@ impl Store for SqliteStore {
         self.tx(|tx| cluster::lists_after(tx, revision))
     }
 
-    fn node_results(&self, deployment_id: u64, node_id: u64) -> StoreResult<Vec<TaskResult>> {
-        self.tx(|tx| cluster::node_results(tx, deployment_id, node_id))
+    fn results_of_nodes(
+        &self,
+        deployment_id: u64,
+        node_ids: &[u64],
+    ) -> StoreResult<Vec<(u64, Vec<TaskResult>)>> {
+        self.tx(|tx| {
+            node_ids
+                .iter()
+                .map(|n| Ok((*n, cluster::node_results(tx, deployment_id, *n)?)))
+                .filter(|r| !matches!(r, Ok((_, rs)) if rs.is_empty()))
+                .collect()
+        })
     }
 }
 

@@ -159,12 +159,25 @@ pub(super) fn lists_after(t: &Tx, revision: u64) -> StoreResult<Vec<TaskList>> {
     .collect()
 }
 
-pub(super) fn node_results(t: &Tx, deployment: u64, node: u64) -> StoreResult<Vec<TaskResult>> {
-    t.query(
-        "SELECT result FROM results WHERE deployment_id = $1 AND node_id = $2 ORDER BY seq",
-        &[&sql_id(deployment), &sql_id(node)],
-    )?
-    .iter()
-    .map(|r| from_json(col(r, 0, "task result")?, "task result"))
-    .collect()
+pub(super) fn results_of_nodes(
+    t: &Tx,
+    deployment: u64,
+    nodes: &[u64],
+) -> StoreResult<Vec<(u64, Vec<TaskResult>)>> {
+    let ids: Vec<i64> = nodes.iter().map(|n| sql_id(*n)).collect();
+    let rows = t.query(
+        "SELECT node_id, result FROM results WHERE deployment_id = $1 AND node_id = ANY($2) \
+         ORDER BY node_id, seq",
+        &[&sql_id(deployment), &ids],
+    )?;
+    let mut out: Vec<(u64, Vec<TaskResult>)> = Vec::new();
+    for r in &rows {
+        let node = id(col(r, 0, "task result")?);
+        let result: TaskResult = from_json(col(r, 1, "task result")?, "task result")?;
+        match out.last_mut() {
+            Some((n, rs)) if *n == node => rs.push(result),
+            _ => out.push((node, vec![result])),
+        }
+    }
+    Ok(out)
 }
