@@ -54,21 +54,27 @@ pub(super) fn controllers(t: &Tx) -> StoreResult<Vec<ControllerRecord>> {
 }
 
 pub(super) fn lease(t: &Tx, lock: bool) -> StoreResult<Option<LeaseRecord>> {
-    let sql = if lock {
-        "SELECT holder, token, expires_ms FROM leases WHERE name = $1 FOR UPDATE"
-    } else {
-        "SELECT holder, token, expires_ms FROM leases WHERE name = $1"
-    };
     let w = "lease";
-    t.opt(sql, &[&SEQUENCER_LEASE])?
-        .map(|r| {
-            Ok(LeaseRecord {
-                holder: col(&r, 0, w)?,
-                token: id(col(&r, 1, w)?),
-                expires_ms: col(&r, 2, w)?,
-            })
-        })
-        .transpose()
+    let lock = if lock { " FOR UPDATE" } else { "" };
+    let Some(held) = t.opt(
+        &format!("SELECT holder, token FROM leases WHERE name = $1{lock}"),
+        &[&SEQUENCER_LEASE],
+    )?
+    else {
+        return Ok(None);
+    };
+    let expires_ms: i64 = match t.opt(
+        &format!("SELECT expires_ms FROM lease_expiry WHERE name = $1{lock}"),
+        &[&SEQUENCER_LEASE],
+    )? {
+        Some(r) => col(&r, 0, w)?,
+        None => 0,
+    };
+    Ok(Some(LeaseRecord {
+        holder: col(&held, 0, w)?,
+        token: id(col(&held, 1, w)?),
+        expires_ms,
+    }))
 }
 
 pub(super) fn claim(
@@ -82,24 +88,30 @@ pub(super) fn claim(
     let Some(token) = claim_outcome(current.as_ref(), holder, held, now_ms) else {
         return Ok(None);
     };
+    // Who holds it is written only when that changes: steps checking it conflict with a takeover,
+    // never with a renewal.
+    if current.as_ref().map(|l| (l.holder.as_str(), l.token)) != Some((holder, token)) {
+        t.exec(
+            "INSERT INTO leases (name, holder, token) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET holder = $2, token = $3",
+            &[&SEQUENCER_LEASE, &holder, &sql_id(token)],
+        )?;
+    }
     t.exec(
-        "INSERT INTO leases (name, holder, token, expires_ms) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (name) DO UPDATE SET holder = $2, token = $3, expires_ms = $4",
-        &[
-            &SEQUENCER_LEASE,
-            &holder,
-            &sql_id(token),
-            &(now_ms + ttl_ms),
-        ],
+        "INSERT INTO lease_expiry (name, expires_ms) VALUES ($1, $2) \
+         ON CONFLICT (name) DO UPDATE SET expires_ms = $2",
+        &[&SEQUENCER_LEASE, &(now_ms + ttl_ms)],
     )?;
     Ok(Some(token))
 }
 
 pub(super) fn release(t: &Tx, holder: &str, token: u64) -> StoreResult<()> {
-    t.exec(
-        "UPDATE leases SET expires_ms = 0 WHERE name = $1 AND holder = $2 AND token = $3",
-        &[&SEQUENCER_LEASE, &holder, &sql_id(token)],
-    )?;
+    if lease(t, true)?.is_some_and(|l| l.holder == holder && l.token == token) {
+        t.exec(
+            "UPDATE lease_expiry SET expires_ms = 0 WHERE name = $1",
+            &[&SEQUENCER_LEASE],
+        )?;
+    }
     Ok(())
 }
 

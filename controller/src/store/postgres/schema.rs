@@ -160,8 +160,9 @@ CREATE INDEX nodes_name ON nodes (name);
 CREATE INDEX nodes_discovered ON nodes (admission) WHERE admission = 'discovered';
 CREATE INDEX nodes_cluster ON nodes (cluster_id);
 "#,
-    // Several controllers on one database: heartbeats, the sequencing lease, cancel requests taken to
-    // the controller that sequences, and followers reading lists published after a revision.
+    // Several controllers on one database: heartbeats, the sequencing lease (who holds it changes only
+    // when it passes on, so steps checking it never conflict with its renewals), cancel requests taken
+    // to the controller that sequences, and followers reading lists published after a revision.
     r#"
 CREATE TABLE controllers (
     id         TEXT PRIMARY KEY,
@@ -174,7 +175,10 @@ CREATE TABLE controllers (
 CREATE TABLE leases (
     name       TEXT PRIMARY KEY,
     holder     TEXT NOT NULL,
-    token      BIGINT NOT NULL,
+    token      BIGINT NOT NULL
+);
+CREATE TABLE lease_expiry (
+    name       TEXT PRIMARY KEY,
     expires_ms BIGINT NOT NULL
 );
 ALTER TABLE deployments ADD COLUMN cancel_by TEXT;

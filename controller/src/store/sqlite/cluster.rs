@@ -46,7 +46,8 @@ pub(super) fn controllers(tx: &Connection) -> StoreResult<Vec<ControllerRecord>>
 pub(super) fn lease(tx: &Connection) -> StoreResult<Option<LeaseRecord>> {
     Ok(tx
         .query_row(
-            "SELECT holder, token, expires_ms FROM leases WHERE name = ?1",
+            "SELECT l.holder, l.token, COALESCE(e.expires_ms, 0) FROM leases l \
+             LEFT JOIN lease_expiry e ON e.name = l.name WHERE l.name = ?1",
             [SEQUENCER_LEASE],
             |r| {
                 Ok(LeaseRecord {
@@ -71,18 +72,25 @@ pub(super) fn claim(
         return Ok(None);
     };
     tx.execute(
-        "INSERT INTO leases (name, holder, token, expires_ms) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (name) DO UPDATE SET holder = ?2, token = ?3, expires_ms = ?4",
-        params![SEQUENCER_LEASE, holder, sql_id(token), now_ms + ttl_ms],
+        "INSERT INTO leases (name, holder, token) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name) DO UPDATE SET holder = ?2, token = ?3",
+        params![SEQUENCER_LEASE, holder, sql_id(token)],
+    )?;
+    tx.execute(
+        "INSERT INTO lease_expiry (name, expires_ms) VALUES (?1, ?2) \
+         ON CONFLICT (name) DO UPDATE SET expires_ms = ?2",
+        params![SEQUENCER_LEASE, now_ms + ttl_ms],
     )?;
     Ok(Some(token))
 }
 
 pub(super) fn release(tx: &Connection, holder: &str, token: u64) -> StoreResult<()> {
-    tx.execute(
-        "UPDATE leases SET expires_ms = 0 WHERE name = ?1 AND holder = ?2 AND token = ?3",
-        params![SEQUENCER_LEASE, holder, sql_id(token)],
-    )?;
+    if lease(tx)?.is_some_and(|l| l.holder == holder && l.token == token) {
+        tx.execute(
+            "UPDATE lease_expiry SET expires_ms = 0 WHERE name = ?1",
+            [SEQUENCER_LEASE],
+        )?;
+    }
     Ok(())
 }
 
