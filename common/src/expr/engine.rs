@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value as J;
 
-use super::ast::{Arg, Kind, Node};
+use super::ast::{Arg, Args, Kind, Node, Tree};
 use super::errors::{EvalError, EvalErrorKind, ParseError};
 use super::eval::{Fail, Interp, StateRoot, States, R};
 use super::limits::Limits;
@@ -17,41 +17,38 @@ use super::value::{to_json, Name, Value};
 /// A parsed expression. Its `Display` is the canonical text, which parses back to the same tree.
 #[derive(Debug, Clone)]
 pub struct Expression {
-    text: String,
-    root: Node,
+    tree: Tree,
 }
 
 impl Expression {
     /// Parses an expression.
     pub fn parse(text: &str) -> Result<Expression, ParseError> {
-        let root = parser::parse(text)?;
         Ok(Expression {
-            text: text.to_string(),
-            root,
+            tree: parser::parse(text)?,
         })
     }
 
     /// The text it was parsed from.
     pub fn source(&self) -> &str {
-        &self.text
+        self.tree.source()
     }
 
-    /// The syntax tree.
-    pub fn root(&self) -> &Node {
-        &self.root
+    /// The syntax tree's root.
+    pub fn root(&self) -> Node<'_> {
+        self.tree.root()
     }
 }
 
 impl PartialEq for Expression {
     /// Same syntax tree (positions and spelling aside).
     fn eq(&self, other: &Self) -> bool {
-        self.root == other.root
+        self.root() == other.root()
     }
 }
 
 impl fmt::Display for Expression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.root.fmt(f)
+        self.root().fmt(f)
     }
 }
 
@@ -146,7 +143,7 @@ pub enum Slot<'a> {
     /// Not given (or skipped).
     Missing,
     /// An unevaluated expression (evaluate with [`Interp::value`], or as a lambda with [`Interp::apply`]).
-    Ast(&'a Node),
+    Ast(Node<'a>),
     /// An already evaluated value.
     Val(Value<'a>),
 }
@@ -161,7 +158,7 @@ pub struct Call<'a> {
     /// Positional arguments, named ones moved to their parameter's place.
     pub slots: Vec<Slot<'a>>,
     /// `key => value` pairs, for entries that take them freely.
-    pub maps: Vec<(&'a Node, &'a Node)>,
+    pub maps: Vec<(Node<'a>, Node<'a>)>,
     /// Called as a method.
     pub method: bool,
 }
@@ -180,7 +177,7 @@ impl<'a> Call<'a> {
         name: &'a str,
         entry: &Entry,
         recv: Option<Value<'a>>,
-        args: &'a [Arg],
+        args: Args<'a>,
         method: bool,
     ) -> R<Call<'a>> {
         let spec = entry.spec;
@@ -195,10 +192,10 @@ impl<'a> Call<'a> {
                         maps.push((k, v));
                         continue;
                     }
-                    let Kind::Word(key) = &k.kind else {
+                    let Kind::Word(key) = k.kind() else {
                         return Err(Self::mismatch(name, method, "unexpected `=>` pair".into()));
                     };
-                    let Some(i) = spec.params.iter().position(|p| p == key) else {
+                    let Some(i) = spec.params.iter().position(|p| *p == key) else {
                         return Err(Self::mismatch(
                             name,
                             method,
@@ -479,10 +476,10 @@ impl Engine {
         let mut interp = self.interp(ctx);
         let fail = |f: Fail| EvalError {
             kind: *f.kind,
-            expr: expr.text.clone(),
+            expr: expr.source().to_string(),
             pos: f.pos.unwrap_or(0),
         };
-        let v = interp.eval(&expr.root).map_err(fail)?;
+        let v = interp.eval(expr.root()).map_err(fail)?;
         let v = match &v {
             Value::Gen(_) => Value::list(interp.seq(&v, "a result").map_err(fail)?),
             _ => v,
@@ -517,10 +514,10 @@ impl Engine {
             }
             let mut interp = self.interp(ctx);
             let result = interp.eval(node);
-            if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
+            if let (Err(f), true) = (&result, node.same(expr.root())) {
                 whole_error = Some(EvalError {
                     kind: (*f.kind).clone(),
-                    expr: expr.text.clone(),
+                    expr: expr.source().to_string(),
                     pos: f.pos.unwrap_or(0),
                 });
             }
@@ -530,7 +527,7 @@ impl Engine {
                 .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
             match value {
                 Some((value, iter)) => kept.push(super::shared::Part {
-                    node: node as *const Node as usize,
+                    node: node.addr(),
                     value,
                     iter,
                     state: None,
@@ -542,7 +539,7 @@ impl Engine {
         // Parts read in a deployment helper's state: once against each state (the cluster parts
         // hold every key they read). `changed()` of one is answered whole below.
         for node in found.state_parts {
-            if changed.iter().any(|c| std::ptr::eq(*c, node)) {
+            if changed.iter().any(|c| c.same(node)) {
                 continue;
             }
             for which in [StateRoot::New, StateRoot::Old] {
@@ -563,7 +560,7 @@ impl Engine {
                     .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
                 if let Some((value, iter)) = value {
                     kept.push(super::shared::Part {
-                        node: node as *const Node as usize,
+                        node: node.addr(),
                         value,
                         iter,
                         state: Some(which),
@@ -575,18 +572,18 @@ impl Engine {
         for node in changed {
             let mut interp = self.interp(ctx);
             if let Ok(c) = super::fuel::changed_of(&mut interp, node) {
-                answers.push((node as *const Node as usize, c));
+                answers.push((node.addr(), c));
             }
         }
         for &(node, recv, key, left) in &found.joins {
-            let addr = recv as *const Node as usize;
+            let addr = recv.addr();
             for part in kept.iter().filter(|p| p.node == addr) {
                 let J::Array(items) = &part.value else {
                     continue;
                 };
                 if let Some(index) = super::shared::build_index(items, key) {
                     joins.push(super::shared::Join {
-                        node: node as *const Node as usize,
+                        node: node.addr(),
                         part: addr,
                         key: key.to_string(),
                         left,
@@ -598,7 +595,7 @@ impl Engine {
         }
         let mut members = Vec::new();
         for (node, set) in found.members {
-            let addr = set as *const Node as usize;
+            let addr = set.addr();
             let Some(J::Array(items)) = kept
                 .iter()
                 .find(|p| p.node == addr && p.state.is_none())
@@ -607,7 +604,7 @@ impl Engine {
                 continue;
             };
             if let Some(index) = super::shared::build_set(items) {
-                members.push((node as *const Node as usize, addr, index));
+                members.push((node.addr(), addr, index));
             }
         }
         super::shared::Shared {
@@ -627,15 +624,15 @@ impl Engine {
     fn join_by_name<'n>(
         &self,
         ctx: &Context<'_>,
-        part: &'n Node,
+        part: Node<'n>,
         state: Option<(StateRoot, &Value<'_>)>,
-        found: &[(&'n Node, &'n Node, &'n str, bool)],
+        found: &[(Node<'n>, Node<'n>, &'n str, bool)],
         joins: &mut Vec<super::shared::Join>,
     ) -> bool {
         let Some(of) = super::shared::values_of_path(part) else {
             return false;
         };
-        let mine: Vec<_> = found.iter().filter(|j| std::ptr::eq(j.1, part)).collect();
+        let mine: Vec<_> = found.iter().filter(|j| j.1.same(part)).collect();
         if mine.is_empty() {
             return false;
         }
@@ -653,8 +650,8 @@ impl Engine {
                 return false;
             };
             built.push(super::shared::Join {
-                node: node as *const Node as usize,
-                part: part as *const Node as usize,
+                node: node.addr(),
+                part: part.addr(),
                 key: key.to_string(),
                 left,
                 index: super::shared::JoinIndex::Names(names),

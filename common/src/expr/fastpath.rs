@@ -27,20 +27,20 @@ pub enum Fast<'a> {
 }
 
 /// Compiles `node` when it is made only of what the shortcut handles.
-pub fn compile(node: &Node) -> Option<Fast<'_>> {
-    Some(match &node.kind {
+pub fn compile(node: Node<'_>) -> Option<Fast<'_>> {
+    Some(match node.kind() {
         Kind::Paren(n) => return compile(n),
         Kind::Null => Fast::Lit(Value::Null),
-        Kind::Bool(b) => Fast::Lit(Value::Bool(*b)),
-        Kind::Int(i) => Fast::Lit(Value::Int(*i)),
-        Kind::Float(x) => Fast::Lit(Value::Float(*x)),
+        Kind::Bool(b) => Fast::Lit(Value::Bool(b)),
+        Kind::Int(i) => Fast::Lit(Value::Int(i)),
+        Kind::Float(x) => Fast::Lit(Value::Float(x)),
         Kind::Str(s) | Kind::Word(s) => Fast::Lit(Value::Text(s)),
         Kind::Const(j) => Fast::Lit(Value::from_json(j)),
         Kind::Member {
             recv,
             rhs,
             safe: false,
-        } => match (&recv.kind, &rhs.kind) {
+        } => match (recv.kind(), rhs.kind()) {
             (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => Fast::Key(k),
             _ => return None,
         },
@@ -52,7 +52,7 @@ pub fn compile(node: &Node) -> Option<Fast<'_>> {
             @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge | BinOp::In),
             l,
             r,
-        ) => Fast::Bin(*op, Box::new(compile(l)?), Box::new(compile(r)?)),
+        ) => Fast::Bin(op, Box::new(compile(l)?), Box::new(compile(r)?)),
         _ => return None,
     })
 }

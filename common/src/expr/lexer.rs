@@ -1,6 +1,8 @@
 //! The lexer: YAQL's tokens (`$name`, numbers, three kinds of strings, bare words, a function
 //! name glued to its `(`, operators and punctuation).
 
+use std::borrow::Cow;
+
 use super::errors::{ParseError, ParseErrorKind};
 
 /// An operator or punctuation mark.
@@ -106,21 +108,21 @@ impl std::fmt::Debug for P {
     }
 }
 
-/// One token.
+/// One token; names and strings without escapes borrow the source text.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+pub enum Tok<'t> {
     /// `$`, `$name` or `$1` (the text after `$`).
-    Var(String),
+    Var(&'t str),
     /// An integer literal.
     Int(i64),
     /// A float literal (digits, a dot, digits; no exponent).
     Float(f64),
     /// A quoted string, escapes decoded.
-    Str(String),
+    Str(Cow<'t, str>),
     /// A bare word that is no keyword: a string constant or a key name.
-    Word(String),
+    Word(&'t str),
     /// A function name glued to its `(` (the `(` is part of the token).
-    Func(String),
+    Func(&'t str),
     /// `true`.
     True,
     /// `false`.
@@ -135,9 +137,9 @@ pub enum Tok {
 
 /// A token and its byte offset.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Token {
+pub struct Token<'t> {
     /// The token.
-    pub tok: Tok,
+    pub tok: Tok<'t>,
     /// Byte offset of its first character.
     pub pos: usize,
 }
@@ -214,42 +216,69 @@ fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> ParseError {
 }
 
 /// Splits `text` into tokens, ending with [`Tok::End`].
-pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
-    let mut out = Vec::with_capacity(text.len() / 3 + 2);
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < text.len() {
-        let b = bytes[i];
-        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
-            i += 1;
-            continue;
+pub fn tokenize(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
+    let mut lexer = Lexer::new(text);
+    let mut out = Vec::new();
+    loop {
+        let t = lexer.next_token()?;
+        let end = t.tok == Tok::End;
+        out.push(t);
+        if end {
+            return Ok(out);
         }
-        let rest = &text[i..];
+    }
+}
+
+/// Reads tokens one at a time, on demand.
+pub struct Lexer<'t> {
+    text: &'t str,
+    i: usize,
+}
+
+impl<'t> Lexer<'t> {
+    /// A lexer at the start of `text`.
+    pub fn new(text: &'t str) -> Lexer<'t> {
+        Lexer { text, i: 0 }
+    }
+
+    /// The next token ([`Tok::End`] at the end, and again after it).
+    pub fn next_token(&mut self) -> Result<Token<'t>, ParseError> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut i = self.i;
+        while i < text.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
+            i += 1;
+        }
         let start = i;
+        let (tok, len) = self.token_at(start)?;
+        self.i = start + len;
+        Ok(Token { tok, pos: start })
+    }
+
+    /// The token at `start` (no blank there) and its length.
+    fn token_at(&self, start: usize) -> Result<(Tok<'t>, usize), ParseError> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let i = start;
+        if i >= text.len() {
+            return Ok((Tok::End, 0));
+        }
+        let b = bytes[i];
+        let rest = &text[i..];
         if let Some((p, len)) = symbol(&bytes[i..]) {
-            out.push(Token {
-                tok: Tok::Op(p),
-                pos: start,
-            });
-            i += len;
-            continue;
+            return Ok((Tok::Op(p), len));
         }
         let c = if b < 0x80 {
             char::from(b)
         } else {
             match rest.chars().next() {
                 Some(c) => c,
-                None => break,
+                None => return Ok((Tok::End, 0)),
             }
         };
         if c == '$' {
             let name_len = word_len(&rest[1..]);
-            out.push(Token {
-                tok: Tok::Var(rest[1..1 + name_len].to_string()),
-                pos: start,
-            });
-            i += 1 + name_len;
-            continue;
+            return Ok((Tok::Var(&rest[1..1 + name_len]), 1 + name_len));
         }
         if c.is_ascii_digit() {
             let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -284,9 +313,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                         .map_err(|_| lex_error(text, start, "integer too large"))?,
                 )
             };
-            out.push(Token { tok, pos: start });
-            i += len;
-            continue;
+            return Ok((tok, len));
         }
         if is_word_start(c) {
             if rest.starts_with("__") {
@@ -295,12 +322,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
             let len = word_len(rest);
             let word = &rest[..len];
             if bytes.get(i + len) == Some(&b'(') {
-                out.push(Token {
-                    tok: Tok::Func(word.to_string()),
-                    pos: start,
-                });
-                i += len + 1;
-                continue;
+                return Ok((Tok::Func(word), len + 1));
             }
             let tok = match word {
                 "true" => Tok::True,
@@ -311,41 +333,24 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 "not" => Tok::Op(P::Not),
                 "and" => Tok::Op(P::And),
                 "or" => Tok::Op(P::Or),
-                w => Tok::Word(w.to_string()),
+                w => Tok::Word(w),
             };
-            out.push(Token { tok, pos: start });
-            i += len;
-            continue;
+            return Ok((tok, len));
         }
         if c == '\'' || c == '"' {
             let (s, len) = quoted(text, i, c)?;
-            out.push(Token {
-                tok: Tok::Str(s),
-                pos: start,
-            });
-            i += len;
-            continue;
+            return Ok((Tok::Str(s), len));
         }
         if c == '`' {
             let (s, len) = verbatim(text, i)?;
-            out.push(Token {
-                tok: Tok::Str(s),
-                pos: start,
-            });
-            i += len;
-            continue;
+            return Ok((Tok::Str(Cow::Owned(s)), len));
         }
-        return Err(lex_error(
+        Err(lex_error(
             text,
             start,
             format!("unexpected character `{c}`"),
-        ));
+        ))
     }
-    out.push(Token {
-        tok: Tok::End,
-        pos: text.len(),
-    });
-    Ok(out)
 }
 
 /// Reads a verbatim (backtick) string starting at `start`; only "\`" is an escape.
@@ -371,20 +376,20 @@ fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
 }
 
 /// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does.
-fn quoted(text: &str, start: usize, quote: char) -> Result<(String, usize), ParseError> {
+fn quoted(text: &str, start: usize, quote: char) -> Result<(Cow<'_, str>, usize), ParseError> {
     let body = &text[start + 1..];
     // Most strings have no escape: one copy of the slice.
     let q = quote as u8;
     if let Some(j) = body.bytes().position(|b| b == q || b == b'\\') {
         if body.as_bytes()[j] == q {
-            return Ok((body[..j].to_string(), j + 2));
+            return Ok((Cow::Borrowed(&body[..j]), j + 2));
         }
     }
     let mut out = String::new();
     let mut chars = body.char_indices().peekable();
     while let Some((j, c)) = chars.next() {
         if c == quote {
-            return Ok((out, j + 2));
+            return Ok((Cow::Owned(out), j + 2));
         }
         if c != '\\' {
             out.push(c);

@@ -15,7 +15,7 @@ use super::ast::Node;
 #[derive(Debug)]
 pub struct Lambda<'a> {
     /// The body, evaluated with `$`, `$1`, ... bound to the call's arguments.
-    pub body: &'a Node,
+    pub body: Node<'a>,
     /// Variables captured where the lambda was made.
     pub scope: Vec<(Name<'a>, Value<'a>)>,
 }

@@ -179,7 +179,7 @@ fn where_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     // Fast path: borrowed lists are filtered without collecting them first.
     if let View::JList(l) = this.view() {
         let fast = match c.slot(0) {
-            Slot::Ast(n) => fastpath::compile(n).filter(fastpath::reads_keys),
+            Slot::Ast(n) => fastpath::compile(*n).filter(fastpath::reads_keys),
             _ => None,
         };
         let mut out = Vec::new();
@@ -684,8 +684,8 @@ fn zip<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 fn zip_longest<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let mut default = Value::Null;
     for (k, v) in &c.maps {
-        match &k.kind {
-            crate::expr::ast::Kind::Word(w) if w == "default" => default = it.eval(v)?,
+        match k.kind() {
+            crate::expr::ast::Kind::Word(w) if w == "default" => default = it.eval(*v)?,
             _ => return Err(c.no_match("unexpected named argument")),
         }
     }

@@ -238,10 +238,10 @@ fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
         ..c.clone()
     };
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(key) = &k.kind else {
+        let crate::expr::ast::Kind::Word(key) = k.kind() else {
             return Err(c.no_match("unexpected `=>` pair"));
         };
-        let Some(i) = params.iter().position(|p| p == key) else {
+        let Some(i) = params.iter().position(|p| *p == key) else {
             return Err(c.no_match(format!("no parameter `{key}`")));
         };
         if out.slots.len() <= i {
@@ -250,7 +250,7 @@ fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
         if out.has(i) {
             return Err(c.no_match(format!("`{key}` given twice")));
         }
-        out.slots[i] = Slot::Ast(v);
+        out.slots[i] = Slot::Ast(*v);
     }
     Ok(out)
 }
@@ -486,13 +486,13 @@ fn characters<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     ];
     let mut out = indexmap::IndexSet::new();
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(name) = &k.kind else {
+        let crate::expr::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("characters(class => true)"));
         };
-        let Some((_, chars)) = CLASSES.iter().find(|(n, _)| n == name) else {
+        let Some((_, chars)) = CLASSES.iter().find(|(n, _)| *n == name) else {
             return Err(c.no_match(format!("no character class `{name}`")));
         };
-        if it.eval(v)?.truthy() {
+        if it.eval(*v)?.truthy() {
             out.extend(
                 chars
                     .chars()
