@@ -547,8 +547,7 @@ impl<'a> Interp<'a> {
                         return self.call_method(name, r, args);
                     }
                 }
-                if !safe && self.engine.lazy_queries() && matches!(name, "first" | "any")
-                {
+                if !safe && self.engine.lazy_queries() && matches!(name, "first" | "any") {
                     if let Some(v) = self.lazy_query(recv, name, args)? {
                         return Ok(v);
                     }

@@ -266,8 +266,8 @@ impl<'n> Finder<'n, '_> {
             | Kind::Word(_)
             | Kind::Const(_) => Reads::default(),
             Kind::Var(v) if is_dollar(v) => self.dollar(dollar, None),
-            Kind::Var(v) if v == "common" => Reads::default(),
-            Kind::Var(v) if v == "data" => self.dollar(Dollar::Root, None),
+            Kind::Var("common") => Reads::default(),
+            Kind::Var("data") => self.dollar(Dollar::Root, None),
             Kind::Var(v) if v.chars().all(|c| c.is_ascii_digit()) && dollar == Dollar::Item => {
                 self.dollar(dollar, None)
             }
