@@ -89,7 +89,7 @@ impl Tree {
             text,
             source_len: source.len(),
             nodes: Vec::with_capacity(source.len() / 4 + 2),
-            args: Vec::new(),
+            args: Vec::with_capacity(source.len() / 8 + 2),
             consts: Vec::new(),
             root: 0,
         }
@@ -156,8 +156,16 @@ impl Tree {
     }
 
     /// Stores a node (folding it when its children are constants), returning its index and height.
+    #[inline(always)]
     pub(crate) fn push(&mut self, kind: Flat, pos: usize) -> (u32, u32) {
-        let kind = self.fold(kind);
+        let foldable = matches!(
+            kind,
+            Flat::List(_)
+                | Flat::Dict(_)
+                | Flat::Unary(UnOp::Minus | UnOp::Not, _)
+                | Flat::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, ..)
+        );
+        let kind = if foldable { self.fold(kind) } else { kind };
         let d = |id: u32| self.nodes[id as usize].depth;
         let args = |s: Span| {
             self.args[s.start as usize..(s.start + s.len) as usize]
@@ -214,6 +222,7 @@ impl Tree {
     /// Folds a node whose children are all constants into a constant, where that is exact:
     /// list literals, dictionary literals with string keys, `-` of a number, `not` of a constant,
     /// and `+ - *` on integers (no overflow) or `+` on strings. Anything else is left as it is.
+    #[inline(never)]
     fn fold(&mut self, kind: Flat) -> Flat {
         fn truthy(j: &J) -> bool {
             match j {

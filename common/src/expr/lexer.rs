@@ -1,8 +1,6 @@
 //! The lexer: YAQL's tokens (`$name`, numbers, three kinds of strings, bare words, a function
 //! name glued to its `(`, operators and punctuation).
 
-use std::borrow::Cow;
-
 use super::errors::{ParseError, ParseErrorKind};
 
 /// An operator or punctuation mark.
@@ -109,7 +107,7 @@ impl std::fmt::Debug for P {
 }
 
 /// One token; names and strings without escapes borrow the source text.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tok<'t> {
     /// `$`, `$name` or `$1` (the text after `$`).
     Var(&'t str),
@@ -117,8 +115,10 @@ pub enum Tok<'t> {
     Int(i64),
     /// A float literal (digits, a dot, digits; no exponent).
     Float(f64),
-    /// A quoted string, escapes decoded.
-    Str(Cow<'t, str>),
+    /// A quoted string without escapes (its text between the quotes).
+    Str(&'t str),
+    /// A quoted string with escapes: its decoded text is the lexer's [`Lexer::decoded`].
+    Decoded,
     /// A bare word that is no keyword: a string constant or a key name.
     Word(&'t str),
     /// A function name glued to its `(` (the `(` is part of the token).
@@ -133,15 +133,6 @@ pub enum Tok<'t> {
     Op(P),
     /// End of input.
     End,
-}
-
-/// A token and its byte offset.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Token<'t> {
-    /// The token.
-    pub tok: Tok<'t>,
-    /// Byte offset of its first character.
-    pub pos: usize,
 }
 
 /// The operator or punctuation mark at the start of `rest`, and its length.
@@ -206,79 +197,82 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> ParseError {
-    ParseError {
+fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> Box<ParseError> {
+    Box::new(ParseError {
         kind: ParseErrorKind::Lexical,
         message: message.into(),
         expr: text.to_string(),
         pos,
-    }
+    })
 }
 
-/// Splits `text` into tokens, ending with [`Tok::End`].
-pub fn tokenize(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
-    let mut lexer = Lexer::new(text);
-    let mut out = Vec::new();
-    loop {
-        let t = lexer.next_token()?;
-        let end = t.tok == Tok::End;
-        out.push(t);
-        if end {
-            return Ok(out);
-        }
-    }
-}
-
-/// Reads tokens one at a time, on demand.
+/// Reads tokens one at a time, on demand: the current one is [`Lexer::tok`].
 pub struct Lexer<'t> {
     text: &'t str,
     i: usize,
+    /// The current token ([`Tok::End`] before the first [`Lexer::advance`]).
+    pub tok: Tok<'t>,
+    /// Byte offset of the current token.
+    pub pos: usize,
+    /// The text of the current token when it is [`Tok::Decoded`].
+    pub decoded: String,
 }
 
 impl<'t> Lexer<'t> {
     /// A lexer at the start of `text`.
     pub fn new(text: &'t str) -> Lexer<'t> {
-        Lexer { text, i: 0 }
+        Lexer {
+            text,
+            i: 0,
+            tok: Tok::End,
+            pos: 0,
+            decoded: String::new(),
+        }
     }
 
-    /// The next token ([`Tok::End`] at the end, and again after it).
-    pub fn next_token(&mut self) -> Result<Token<'t>, ParseError> {
-        let text = self.text;
-        let bytes = text.as_bytes();
+    /// Reads the next token into [`Lexer::tok`] ([`Tok::End`] at the end, and again after it).
+    pub fn advance(&mut self) -> Result<(), Box<ParseError>> {
+        let bytes = self.text.as_bytes();
         let mut i = self.i;
-        while i < text.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
             i += 1;
         }
-        let start = i;
-        let (tok, len) = self.token_at(start)?;
-        self.i = start + len;
-        Ok(Token { tok, pos: start })
+        self.pos = i;
+        let len = self.read(i)?;
+        self.i = i + len;
+        Ok(())
     }
 
-    /// The token at `start` (no blank there) and its length.
-    fn token_at(&self, start: usize) -> Result<(Tok<'t>, usize), ParseError> {
+    /// Reads the token at `start` (no blank there) into `self.tok`, returning its length.
+    fn read(&mut self, start: usize) -> Result<usize, Box<ParseError>> {
         let text = self.text;
         let bytes = text.as_bytes();
         let i = start;
         if i >= text.len() {
-            return Ok((Tok::End, 0));
+            self.tok = Tok::End;
+            return Ok(0);
         }
         let b = bytes[i];
-        let rest = &text[i..];
         if let Some((p, len)) = symbol(&bytes[i..]) {
-            return Ok((Tok::Op(p), len));
+            self.tok = Tok::Op(p);
+            return Ok(len);
         }
+        let rest = &text[i..];
         let c = if b < 0x80 {
             char::from(b)
         } else {
             match rest.chars().next() {
                 Some(c) => c,
-                None => return Ok((Tok::End, 0)),
+                None => {
+                    self.tok = Tok::End;
+                    return Ok(0);
+                }
             }
         };
         if c == '$' {
             let name_len = word_len(&rest[1..]);
-            return Ok((Tok::Var(&rest[1..1 + name_len]), 1 + name_len));
+            self.tok = Tok::Var(&rest[1..1 + name_len]);
+            return Ok(1 + name_len);
         }
         if c.is_ascii_digit() {
             let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -302,7 +296,7 @@ impl<'t> Lexer<'t> {
                 ));
             }
             let lit = &rest[..len];
-            let tok = if is_float {
+            self.tok = if is_float {
                 match lit.parse::<f64>() {
                     Ok(x) if x.is_finite() => Tok::Float(x),
                     _ => return Err(lex_error(text, start, "number too large")),
@@ -313,7 +307,7 @@ impl<'t> Lexer<'t> {
                         .map_err(|_| lex_error(text, start, "integer too large"))?,
                 )
             };
-            return Ok((tok, len));
+            return Ok(len);
         }
         if is_word_start(c) {
             if rest.starts_with("__") {
@@ -322,9 +316,10 @@ impl<'t> Lexer<'t> {
             let len = word_len(rest);
             let word = &rest[..len];
             if bytes.get(i + len) == Some(&b'(') {
-                return Ok((Tok::Func(word), len + 1));
+                self.tok = Tok::Func(word);
+                return Ok(len + 1);
             }
-            let tok = match word {
+            self.tok = match word {
                 "true" => Tok::True,
                 "false" => Tok::False,
                 "null" => Tok::Null,
@@ -335,15 +330,20 @@ impl<'t> Lexer<'t> {
                 "or" => Tok::Op(P::Or),
                 w => Tok::Word(w),
             };
-            return Ok((tok, len));
+            return Ok(len);
         }
         if c == '\'' || c == '"' {
-            let (s, len) = quoted(text, i, c)?;
-            return Ok((Tok::Str(s), len));
+            let (plain, len) = quoted(text, i, c, &mut self.decoded)?;
+            self.tok = match plain {
+                Some(s) => Tok::Str(s),
+                None => Tok::Decoded,
+            };
+            return Ok(len);
         }
         if c == '`' {
-            let (s, len) = verbatim(text, i)?;
-            return Ok((Tok::Str(Cow::Owned(s)), len));
+            let len = verbatim(text, i, &mut self.decoded)?;
+            self.tok = Tok::Decoded;
+            return Ok(len);
         }
         Err(lex_error(
             text,
@@ -353,14 +353,15 @@ impl<'t> Lexer<'t> {
     }
 }
 
-/// Reads a verbatim (backtick) string starting at `start`; only "\`" is an escape.
-fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
+/// Reads a verbatim (backtick) string starting at `start` into `out`, returning its length;
+/// only "\`" is an escape.
+fn verbatim(text: &str, start: usize, out: &mut String) -> Result<usize, Box<ParseError>> {
     let body = &text[start + 1..];
-    let mut out = String::new();
+    out.clear();
     let mut chars = body.char_indices();
     while let Some((j, c)) = chars.next() {
         match c {
-            '`' => return Ok((out, j + 2)),
+            '`' => return Ok(j + 2),
             '\\' => match chars.next() {
                 Some((_, '`')) => out.push('`'),
                 Some((_, other)) => {
@@ -375,21 +376,27 @@ fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
     Err(lex_error(text, start, "unterminated string"))
 }
 
-/// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does.
-fn quoted(text: &str, start: usize, quote: char) -> Result<(Cow<'_, str>, usize), ParseError> {
+/// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does: its
+/// text when it has no escape, else `None` and the decoded text in `out`; and its length.
+fn quoted<'t>(
+    text: &'t str,
+    start: usize,
+    quote: char,
+    out: &mut String,
+) -> Result<(Option<&'t str>, usize), Box<ParseError>> {
     let body = &text[start + 1..];
     // Most strings have no escape: one copy of the slice.
     let q = quote as u8;
     if let Some(j) = body.bytes().position(|b| b == q || b == b'\\') {
         if body.as_bytes()[j] == q {
-            return Ok((Cow::Borrowed(&body[..j]), j + 2));
+            return Ok((Some(&body[..j]), j + 2));
         }
     }
-    let mut out = String::new();
+    out.clear();
     let mut chars = body.char_indices().peekable();
     while let Some((j, c)) = chars.next() {
         if c == quote {
-            return Ok((Cow::Owned(out), j + 2));
+            return Ok((None, j + 2));
         }
         if c != '\\' {
             out.push(c);

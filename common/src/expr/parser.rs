@@ -1,7 +1,7 @@
 //! The parser: YAQL's grammar and operator table, tightest first: `.` `?.`; indexer; unary `+ -`;
 //! `=~ !~`; `* / mod`; `+ -`; comparisons and `in`; `not`; `and`; `or`; `->` (right-associative).
 
-use std::borrow::Cow;
+use std::cell::Cell;
 
 use super::ast::{BinOp, Flat, FlatArg, Span, Sym, Tree, UnOp};
 use super::errors::{ParseError, ParseErrorKind};
@@ -16,8 +16,6 @@ pub const MAX_HEIGHT: usize = 256;
 struct Parser<'t> {
     text: &'t str,
     lexer: Lexer<'t>,
-    tok: Tok<'t>,
-    tok_pos: usize,
     depth: usize,
     tree: Tree,
     /// Arguments of the calls being parsed, innermost last, moved into the tree as each closes.
@@ -25,6 +23,9 @@ struct Parser<'t> {
 }
 
 type Id = u32;
+
+/// Parse results inside the parser (the error boxed: keeps results small on the hot path).
+type PR<T> = Result<T, Box<ParseError>>;
 
 /// Parses `text` into a syntax tree.
 pub fn parse(text: &str) -> Result<Tree, ParseError> {
@@ -36,54 +37,50 @@ pub fn parse(text: &str) -> Result<Tree, ParseError> {
             pos: 0,
         });
     }
-    let mut lexer = Lexer::new(text);
-    let first = lexer.next_token()?;
     let mut p = Parser {
         text,
-        lexer,
-        tok: first.tok,
-        tok_pos: first.pos,
+        lexer: Lexer::new(text),
         depth: 0,
         tree: Tree::new(text),
-        pending: Vec::new(),
+        pending: PENDING.with(Cell::take),
     };
-    let root = p.expr()?;
-    if p.tok != Tok::End {
-        return Err(p.error("unexpected token after the end of the expression"));
-    }
-    p.tree.set_root(root);
+    let parsed = p.parse();
+    p.pending.clear();
+    PENDING.with(|c| c.set(p.pending));
+    parsed.map_err(|e| *e)?;
     Ok(p.tree)
 }
 
+thread_local! {
+    /// The argument stack of the last parse on this thread, kept for the next (no allocation
+    /// per expression).
+    static PENDING: Cell<Vec<FlatArg>> = const { Cell::new(Vec::new()) };
+}
+
 impl<'t> Parser<'t> {
-    fn peek(&self) -> &Tok<'t> {
-        &self.tok
-    }
-
-    fn pos(&self) -> usize {
-        self.tok_pos
-    }
-
-    fn bump(&mut self) -> Result<(), ParseError> {
-        if self.tok != Tok::End {
-            let t = self.lexer.next_token()?;
-            self.tok = t.tok;
-            self.tok_pos = t.pos;
+    fn parse(&mut self) -> PR<()> {
+        self.lexer.advance()?;
+        let root = self.expr()?;
+        if self.lexer.tok != Tok::End {
+            return Err(self.error("unexpected token after the end of the expression"));
         }
+        self.tree.set_root(root);
         Ok(())
     }
 
-    /// Moves the current token out and advances.
-    fn take(&mut self) -> Result<Tok<'t>, ParseError> {
-        let t = std::mem::replace(&mut self.tok, Tok::Null);
-        if t == Tok::End {
-            self.tok = Tok::End;
-            return Ok(t);
+    fn peek(&self) -> &Tok<'t> {
+        &self.lexer.tok
+    }
+
+    fn pos(&self) -> usize {
+        self.lexer.pos
+    }
+
+    fn bump(&mut self) -> PR<()> {
+        if self.lexer.tok != Tok::End {
+            self.lexer.advance()?;
         }
-        let next = self.lexer.next_token()?;
-        self.tok = next.tok;
-        self.tok_pos = next.pos;
-        Ok(t)
+        Ok(())
     }
 
     fn is(&self, p: P) -> bool {
@@ -92,19 +89,21 @@ impl<'t> Parser<'t> {
 
     /// A grammar error, unless the text has a lexical error further on: that one is reported,
     /// as when the whole text is split into tokens first.
-    fn grammar(&mut self, e: ParseError) -> ParseError {
+    fn grammar(&mut self, e: ParseError) -> Box<ParseError> {
         loop {
-            match self.lexer.next_token() {
+            match self.lexer.advance() {
                 Err(lexical) => return lexical,
-                Ok(t) if t.tok == Tok::End => return e,
-                Ok(_) => {}
+                Ok(()) if self.lexer.tok == Tok::End => return Box::new(e),
+                Ok(()) => {}
             }
         }
     }
 
-    fn error(&mut self, message: &str) -> ParseError {
+    #[cold]
+    fn error(&mut self, message: &str) -> Box<ParseError> {
         let found = match self.peek() {
             Tok::End => "end of expression".to_string(),
+            Tok::Decoded => format!("Str({:?})", self.lexer.decoded),
             t => format!("{t:?}"),
         };
         let e = ParseError {
@@ -117,7 +116,8 @@ impl<'t> Parser<'t> {
     }
 
     /// Stores a node, refusing trees taller than [`MAX_HEIGHT`] (long operator chains included).
-    fn node(&mut self, kind: Flat, pos: usize) -> Result<Id, ParseError> {
+    #[inline(always)]
+    fn node(&mut self, kind: Flat, pos: usize) -> PR<Id> {
         let (id, depth) = self.tree.push(kind, pos);
         if depth as usize > MAX_HEIGHT {
             let e = ParseError {
@@ -133,7 +133,7 @@ impl<'t> Parser<'t> {
         Ok(id)
     }
 
-    fn enter(&mut self) -> Result<(), ParseError> {
+    fn enter(&mut self) -> PR<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error("expression nested too deeply"));
@@ -141,14 +141,14 @@ impl<'t> Parser<'t> {
         Ok(())
     }
 
-    fn expr(&mut self) -> Result<Id, ParseError> {
+    fn expr(&mut self) -> PR<Id> {
         self.enter()?;
         let r = self.then();
         self.depth -= 1;
         r
     }
 
-    fn then(&mut self) -> Result<Id, ParseError> {
+    fn then(&mut self) -> PR<Id> {
         let left = self.binary(LEVEL_OR)?;
         if self.is(P::Arrow) {
             let pos = self.pos();
@@ -162,7 +162,7 @@ impl<'t> Parser<'t> {
     }
 
     /// Binary operators of `min` and tighter, left-associative; `not` is a prefix at its level.
-    fn binary(&mut self, min: u8) -> Result<Id, ParseError> {
+    fn binary(&mut self, min: u8) -> PR<Id> {
         let mut left = if min <= LEVEL_NOT && self.is(P::Not) {
             self.not()?
         } else {
@@ -186,7 +186,7 @@ impl<'t> Parser<'t> {
     }
 
     /// `not x`, where `x` holds comparisons and tighter operators (and further `not`s).
-    fn not(&mut self) -> Result<Id, ParseError> {
+    fn not(&mut self) -> PR<Id> {
         let pos = self.pos();
         self.bump()?;
         self.enter()?;
@@ -195,7 +195,7 @@ impl<'t> Parser<'t> {
         self.node(Flat::Unary(UnOp::Not, inner?), pos)
     }
 
-    fn unary(&mut self) -> Result<Id, ParseError> {
+    fn unary(&mut self) -> PR<Id> {
         let op = match self.peek() {
             Tok::Op(P::Minus) => UnOp::Minus,
             Tok::Op(P::Plus) => UnOp::Plus,
@@ -216,7 +216,7 @@ impl<'t> Parser<'t> {
         self.tree.source_sym(start, s.len())
     }
 
-    fn postfix(&mut self) -> Result<Id, ParseError> {
+    fn postfix(&mut self) -> PR<Id> {
         let mut node = self.primary()?;
         loop {
             let pos = self.pos();
@@ -264,7 +264,7 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn primary(&mut self) -> Result<Id, ParseError> {
+    fn primary(&mut self) -> PR<Id> {
         let pos = self.pos();
         let kind = match *self.peek() {
             Tok::Int(i) => Flat::Int(i),
@@ -274,11 +274,8 @@ impl<'t> Parser<'t> {
             Tok::True => Flat::Bool(true),
             Tok::False => Flat::Bool(false),
             Tok::Null => Flat::Null,
-            Tok::Str(_) => match self.take()? {
-                Tok::Str(Cow::Borrowed(s)) => Flat::Str(self.sym(s)),
-                Tok::Str(Cow::Owned(s)) => Flat::Str(self.tree.intern(&s)),
-                _ => unreachable!("just matched a string token"),
-            },
+            Tok::Str(s) => Flat::Str(self.sym(s)),
+            Tok::Decoded => Flat::Str(self.tree.intern(&self.lexer.decoded)),
             Tok::Func(name) => {
                 let name = self.sym(name);
                 self.bump()?;
@@ -306,15 +303,13 @@ impl<'t> Parser<'t> {
             }
             _ => return Err(self.error("expected a value")),
         };
-        if !matches!(kind, Flat::Str(_)) {
-            self.bump()?;
-        }
+        self.bump()?;
         self.node(kind, pos)
     }
 
     /// Parses arguments up to and including `close`: positional ones (some possibly skipped),
     /// then `key => value` ones; no trailing comma.
-    fn args(&mut self, close: P) -> Result<Span, ParseError> {
+    fn args(&mut self, close: P) -> PR<Span> {
         let mark = self.pending.len();
         if self.is(close) {
             self.bump()?;
