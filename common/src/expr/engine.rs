@@ -366,8 +366,9 @@ impl Engine {
         self.plain_get
     }
 
-    /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
-    /// that `where(...).first()` may stop at the first match.
+    /// True while `first`, `any`, `where`, `filter`, `select`, `map`, `values` and `matches` are
+    /// the built-in ones, so that `where(...).first()` may stop at the first match and query
+    /// predicates may take the shortcut of [`super::fastpath`].
     pub fn lazy_queries(&self) -> bool {
         self.lazy
     }
@@ -421,7 +422,7 @@ impl Engine {
         }
         if matches!(
             name,
-            "first" | "any" | "where" | "filter" | "select" | "map" | "values"
+            "first" | "any" | "where" | "filter" | "select" | "map" | "values" | "matches"
         ) {
             self.lazy = false;
         }
