@@ -122,6 +122,7 @@ impl Tree {
         self.nodes.is_empty()
     }
 
+    #[inline]
     fn str(&self, s: Sym) -> &str {
         &self.text[s.start as usize..(s.start + s.len) as usize]
     }
@@ -197,6 +198,7 @@ impl Tree {
         (id, below + 1)
     }
 
+    #[inline]
     fn flat_args(&self, s: Span) -> &[FlatArg] {
         &self.args[s.start as usize..(s.start + s.len) as usize]
     }
@@ -299,10 +301,12 @@ pub struct Node<'t> {
 }
 
 impl<'t> Node<'t> {
+    #[inline]
     fn stored(self) -> &'t Stored {
         &self.tree.nodes[self.id as usize]
     }
 
+    #[inline]
     fn at(self, id: u32) -> Node<'t> {
         Node {
             tree: self.tree,
@@ -310,6 +314,7 @@ impl<'t> Node<'t> {
         }
     }
 
+    #[inline]
     fn args(self, s: Span) -> Args<'t> {
         Args {
             tree: self.tree,
@@ -318,6 +323,7 @@ impl<'t> Node<'t> {
     }
 
     /// What the node is.
+    #[inline]
     pub fn kind(self) -> Kind<'t> {
         let t = self.tree;
         match self.stored().kind {
@@ -357,6 +363,7 @@ impl<'t> Node<'t> {
     }
 
     /// Byte offset in the source text, for error carets.
+    #[inline]
     pub fn pos(self) -> usize {
         self.stored().pos as usize
     }
@@ -368,6 +375,7 @@ impl<'t> Node<'t> {
 
     /// A number naming this node while its tree lives (the address of its stored form): the key
     /// under which values computed for it are kept.
+    #[inline]
     pub fn addr(self) -> usize {
         self.stored() as *const Stored as usize
     }
@@ -412,6 +420,7 @@ impl<'t> Args<'t> {
         self.items.is_empty()
     }
 
+    #[inline]
     fn view(self, a: FlatArg) -> Arg<'t> {
         let at = |id| Node {
             tree: self.tree,
@@ -425,6 +434,7 @@ impl<'t> Args<'t> {
     }
 
     /// The `i`th argument.
+    #[inline]
     pub fn get(self, i: usize) -> Option<Arg<'t>> {
         self.items.get(i).map(|a| self.view(*a))
     }
@@ -451,6 +461,7 @@ impl<'t> Args<'t> {
     }
 
     /// The only argument, when there is exactly one and it is positional.
+    #[inline]
     pub fn one(self) -> Option<Node<'t>> {
         match self.items {
             [FlatArg::Pos(n)] => Some(Node {

@@ -1,11 +1,11 @@
 //! A thread-safe cache of parsed expressions keyed by their text.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock};
 
 use super::engine::Expression;
 use super::errors::ParseError;
+use super::hashindex::PrehashedMap;
 use super::value::FxHasher;
 
 /// Hashes a text once (texts come from graphs an operator loaded, not from the network: a fast
@@ -16,32 +16,11 @@ fn text_hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// A hasher for keys that are already hashes: the table never hashes a text again as it grows.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64` keys are hashed here; anything else still gets a usable hash.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// The cached expressions: by the hash of their text (each expression keeps its own text, no
 /// second copy), and the rare ones whose hash another text took first.
 #[derive(Debug, Default)]
 struct Table {
-    by_hash: HashMap<u64, Arc<Expression>, BuildHasherDefault<Prehashed>>,
+    by_hash: PrehashedMap<Arc<Expression>>,
     collided: Vec<Arc<Expression>>,
 }
 

@@ -647,7 +647,7 @@ impl Engine {
         };
         let mut built = Vec::with_capacity(mine.len());
         for &&(node, _, key, left) in &mine {
-            let Some(names) = super::shared::build_names(d, key) else {
+            let Some((index, names)) = super::shared::build_names(d, key) else {
                 return false;
             };
             built.push(super::shared::Join {
@@ -655,7 +655,7 @@ impl Engine {
                 part: part.addr(),
                 key: key.to_string(),
                 left,
-                index: super::shared::JoinIndex::Names(names),
+                index: super::shared::JoinIndex::Names(index, names),
                 state: state.map(|s| s.0),
             });
         }

@@ -111,7 +111,7 @@ pub struct Interp<'a> {
     pub(crate) joins: &'a [super::shared::Join],
     /// Indexes for `X in P` over kept lists.
     #[allow(clippy::type_complexity)]
-    pub(crate) members: &'a [(usize, usize, std::collections::HashMap<u64, Vec<u32>>)],
+    pub(crate) members: &'a [(usize, usize, super::hashindex::HashIndex)],
     /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
     /// `layers.new` and are merged only when needed.
     pub(crate) layers: Option<Layers<'a>>,
@@ -436,18 +436,18 @@ impl<'a> Interp<'a> {
                 };
                 (Some(items), Some(index), None)
             }
-            super::shared::JoinIndex::Names(index) => {
+            super::shared::JoinIndex::Names(index, names) => {
                 let of = super::shared::values_of_path(recv)?;
                 let d = match self.eval(of) {
                     Ok(Value::Json(J::Object(d))) => d,
                     // Not the dictionary indexed: the query as written.
                     _ => return None,
                 };
-                (None, None, Some((d, index)))
+                (None, None, Some((d, index, names)))
             }
         };
         // Over no items the predicate is never evaluated.
-        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, _)| d.is_empty()) {
+        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, ..)| d.is_empty()) {
             return Some(self.new_iter(Vec::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
@@ -456,20 +456,23 @@ impl<'a> Interp<'a> {
         };
         let h = super::shared::join_hash(&y);
         let hit = |item: &'a J| {
-            item.get(j.key.as_str())
-                .is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
+            let v = match item {
+                J::Object(m) => super::value::json_get(m, j.key.as_str()),
+                _ => None,
+            };
+            v.is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
         };
         let mut out = Vec::new();
         if let (Some(items), Some(index)) = (items, positions) {
-            for &i in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
-                let item = &items[i as usize];
+            for i in index.get(h) {
+                let Some(item) = items.get(i) else { continue };
                 if hit(item) {
                     out.push(Value::from_json(item));
                 }
             }
         }
-        if let Some((d, index)) = names {
-            for name in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+        if let Some((d, index, names)) = names {
+            for name in index.get(h).filter_map(|i| names.get(i)) {
                 if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
@@ -499,10 +502,10 @@ impl<'a> Interp<'a> {
             Ok(x) => x,
             Err(f) => return Some(Err(f)),
         };
-        let hit = index.get(&super::shared::join_hash(&x)).is_some_and(|at| {
-            at.iter()
-                .any(|&i| super::value::equal(&Value::from_json(&items[i as usize]), &x))
-        });
+        let hit = index
+            .get(super::shared::join_hash(&x))
+            .filter_map(|i| items.get(i))
+            .any(|item| super::value::equal(&Value::from_json(item), &x));
         Some(Ok(Value::Bool(hit)))
     }
 

@@ -18,6 +18,7 @@ use serde_json::Value as J;
 use super::ast::{Arg, Args, Kind, Node};
 use super::engine::Expression;
 use super::eval::StateRoot;
+use super::hashindex::{HashIndex, Names};
 use super::value::{Value, View};
 
 /// Functions whose arguments are evaluated against the current or the last deployed state, with
@@ -521,7 +522,7 @@ pub struct Shared {
     /// Indexes for `P.where($.key = Y)` over a kept `P`.
     pub(crate) joins: Vec<Join>,
     /// Indexes for `X in P` over a kept list `P`: (the `in` node, `P`, positions by hash).
-    pub(crate) members: Vec<(usize, usize, std::collections::HashMap<u64, Vec<u32>>)>,
+    pub(crate) members: Vec<(usize, usize, HashIndex)>,
     /// The error of the whole expression, when it reads nothing of the node and fails.
     pub(crate) whole_error: Option<super::errors::EvalError>,
 }
@@ -547,11 +548,11 @@ pub(crate) struct Join {
 #[derive(Debug, Clone)]
 pub(crate) enum JoinIndex {
     /// Positions in the kept list `P`.
-    Positions(std::collections::HashMap<u64, Vec<u32>>),
+    Positions(HashIndex),
     /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
     /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
     /// (nothing of `D` is copied).
-    Names(std::collections::HashMap<u64, Vec<String>>),
+    Names(HashIndex, Names),
 }
 
 /// `X` when `node` is `X.values()` and `X` a path of keys from a variable (`$.a.b`, `$common.a`):
@@ -583,22 +584,17 @@ pub(crate) fn values_of_path(node: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
-/// The names of `d`'s values by the hash of their value at `key`; `None` unless every value is
-/// an object with that key.
-pub(crate) fn build_names(
-    d: &serde_json::Map<String, J>,
-    key: &str,
-) -> Option<std::collections::HashMap<u64, Vec<String>>> {
-    let mut index: std::collections::HashMap<u64, Vec<String>> =
-        std::collections::HashMap::with_capacity(d.len());
+/// Indexes the values of `d` by their value at `key`, by position, with their names; `None`
+/// unless every value is an object with that key.
+pub(crate) fn build_names(d: &serde_json::Map<String, J>, key: &str) -> Option<(HashIndex, Names)> {
+    let mut hashes = Vec::with_capacity(d.len());
+    let mut names = Names::with_capacity(d.len());
     for (name, item) in d {
-        let v = item.as_object()?.get(key)?;
-        index
-            .entry(join_hash(&Value::from_json(v)))
-            .or_default()
-            .push(name.clone());
+        let v = super::value::json_get(item.as_object()?, key)?;
+        hashes.push(join_hash(&Value::from_json(v)));
+        names.push(name);
     }
-    Some(index)
+    Some((HashIndex::build(&hashes)?, names))
 }
 
 /// The hash [`Join`] indexes by (consistent with YAQL equality: `1 = 1.0`).
@@ -610,31 +606,22 @@ pub(crate) fn join_hash(v: &Value<'_>) -> u64 {
 }
 
 /// Indexes `items` by their own hash.
-pub(crate) fn build_set(items: &[J]) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
-    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        index
-            .entry(join_hash(&Value::from_json(item)))
-            .or_default()
-            .push(u32::try_from(i).ok()?);
-    }
-    Some(index)
+pub(crate) fn build_set(items: &[J]) -> Option<HashIndex> {
+    let hashes: Vec<u64> = items
+        .iter()
+        .map(|item| join_hash(&Value::from_json(item)))
+        .collect();
+    HashIndex::build(&hashes)
 }
 
-/// Indexes `items` by `key`; `None` unless every item is an object with that key.
-pub(crate) fn build_index(
-    items: &[J],
-    key: &str,
-) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
-    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        let v = item.as_object()?.get(key)?;
-        index
-            .entry(join_hash(&Value::from_json(v)))
-            .or_default()
-            .push(u32::try_from(i).ok()?);
+/// Indexes `items` by their value at `key`; `None` unless every item is an object with that key.
+pub(crate) fn build_index(items: &[J], key: &str) -> Option<HashIndex> {
+    let mut hashes = Vec::with_capacity(items.len());
+    for item in items {
+        let v = super::value::json_get(item.as_object()?, key)?;
+        hashes.push(join_hash(&Value::from_json(v)));
     }
-    Some(index)
+    HashIndex::build(&hashes)
 }
 
 impl Shared {
