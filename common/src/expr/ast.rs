@@ -323,7 +323,7 @@ impl<'t> Node<'t> {
     }
 
     /// What the node is.
-    #[inline]
+    #[inline(always)]
     pub fn kind(self) -> Kind<'t> {
         let t = self.tree;
         match self.stored().kind {

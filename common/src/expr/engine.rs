@@ -148,6 +148,59 @@ pub enum Slot<'a> {
     Val(Value<'a>),
 }
 
+/// The `key => value` pairs of a call, in order: a view of its arguments (nothing copied).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pairs<'a> {
+    args: Option<Args<'a>>,
+}
+
+/// The pairs of a [`Pairs`], in order.
+pub type PairsIter<'a> = std::iter::FilterMap<
+    std::iter::Flatten<std::option::IntoIter<super::ast::ArgsIter<'a>>>,
+    fn(Arg<'a>) -> Option<(Node<'a>, Node<'a>)>,
+>;
+
+impl<'a> Pairs<'a> {
+    /// The pairs among `args`.
+    pub fn of(args: Args<'a>) -> Pairs<'a> {
+        Pairs { args: Some(args) }
+    }
+
+    /// The pairs in order.
+    pub fn iter(&self) -> PairsIter<'a> {
+        fn pair(a: Arg<'_>) -> Option<(Node<'_>, Node<'_>)> {
+            match a {
+                Arg::Map(k, v) => Some((k, v)),
+                _ => None,
+            }
+        }
+        self.args
+            .map(Args::iter)
+            .into_iter()
+            .flatten()
+            .filter_map(pair as fn(Arg<'a>) -> Option<(Node<'a>, Node<'a>)>)
+    }
+
+    /// How many pairs.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
+impl<'a> IntoIterator for &Pairs<'a> {
+    type Item = (Node<'a>, Node<'a>);
+    type IntoIter = PairsIter<'a>;
+
+    fn into_iter(self) -> PairsIter<'a> {
+        self.iter()
+    }
+}
+
 /// A resolved call as a native function sees it.
 #[derive(Debug, Clone)]
 pub struct Call<'a> {
@@ -158,7 +211,7 @@ pub struct Call<'a> {
     /// Positional arguments, named ones moved to their parameter's place.
     pub slots: Vec<Slot<'a>>,
     /// `key => value` pairs, for entries that take them freely.
-    pub maps: Vec<(Node<'a>, Node<'a>)>,
+    pub maps: Pairs<'a>,
     /// Called as a method.
     pub method: bool,
 }
@@ -181,15 +234,19 @@ impl<'a> Call<'a> {
         method: bool,
     ) -> R<Call<'a>> {
         let spec = entry.spec;
-        let mut slots = Vec::with_capacity(args.len());
-        let mut maps = Vec::new();
+        let positional = args.iter().filter(|a| !matches!(a, Arg::Map(..))).count();
+        let mut slots = Vec::with_capacity(positional);
+        let maps = if spec.kwargs {
+            Pairs::of(args)
+        } else {
+            Pairs::default()
+        };
         for a in args {
             match a {
                 Arg::Pos(n) => slots.push(Slot::Ast(n)),
                 Arg::Skip => slots.push(Slot::Missing),
                 Arg::Map(k, v) => {
                     if spec.kwargs {
-                        maps.push((k, v));
                         continue;
                     }
                     let Kind::Word(key) = k.kind() else {
@@ -251,7 +308,7 @@ impl<'a> Call<'a> {
             name,
             recv,
             slots,
-            maps: Vec::new(),
+            maps: Pairs::default(),
             method,
         })
     }

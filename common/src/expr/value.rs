@@ -137,7 +137,7 @@ pub enum View<'v, 'a> {
 
 impl<'a> Value<'a> {
     /// Wraps borrowed input data, copying only scalars.
-    #[inline]
+    #[inline(always)]
     pub fn from_json(j: &'a J) -> Value<'a> {
         match j {
             J::Null => Value::Null,

@@ -25,8 +25,8 @@ fn switch<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         return Err(c.no_match("switch takes only `condition => value` pairs"));
     }
     for (cond, value) in &c.maps {
-        if it.eval(*cond)?.truthy() {
-            return it.eval(*value);
+        if it.eval(cond)?.truthy() {
+            return it.eval(value);
         }
     }
     Ok(Value::Null)

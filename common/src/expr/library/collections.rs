@@ -141,8 +141,8 @@ fn dict<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         }
     }
     for (k, v) in &c.maps {
-        let k = it.eval(*k)?;
-        let v = it.eval(*v)?;
+        let k = it.eval(k)?;
+        let v = it.eval(v)?;
         out.insert(k, v);
     }
     it.check_len(out.len())?;
@@ -191,8 +191,8 @@ fn dict_set<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         return Err(c.no_match("set(key, value) or set(key => value, ...)"));
     }
     for (k, v) in &c.maps {
-        let k = it.eval(*k)?;
-        let v = it.eval(*v)?;
+        let k = it.eval(k)?;
+        let v = it.eval(v)?;
         out.insert(k, v);
     }
     it.check_len(out.len())?;

@@ -448,7 +448,7 @@ pub fn replace<'a>(it: &mut Interp<'a>, c: &Call<'a>, dt: DateTime<FixedOffset>)
         let crate::expr::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("replace takes named parts"));
         };
-        let v = it.eval(*v)?;
+        let v = it.eval(v)?;
         let name = match name {
             "offset" => None,
             n => Some(

@@ -690,7 +690,7 @@ fn zip_longest<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let mut default = Value::Null;
     for (k, v) in &c.maps {
         match k.kind() {
-            crate::expr::ast::Kind::Word("default") => default = it.eval(*v)?,
+            crate::expr::ast::Kind::Word("default") => default = it.eval(v)?,
             _ => return Err(c.no_match("unexpected named argument")),
         }
     }

@@ -234,7 +234,7 @@ fn trim_right<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 /// The call with its `name => value` pairs moved to their parameters' places.
 fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
     let mut out = Call {
-        maps: Vec::new(),
+        maps: crate::expr::engine::Pairs::default(),
         ..c.clone()
     };
     for (k, v) in &c.maps {
@@ -250,7 +250,7 @@ fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
         if out.has(i) {
             return Err(c.no_match(format!("`{key}` given twice")));
         }
-        out.slots[i] = Slot::Ast(*v);
+        out.slots[i] = Slot::Ast(v);
     }
     Ok(out)
 }
@@ -492,7 +492,7 @@ fn characters<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         let Some((_, chars)) = CLASSES.iter().find(|(n, _)| *n == name) else {
             return Err(c.no_match(format!("no character class `{name}`")));
         };
-        if it.eval(*v)?.truthy() {
+        if it.eval(v)?.truthy() {
             out.extend(
                 chars
                     .chars()

@@ -51,7 +51,7 @@ fn let_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         let (Kind::Word(name) | Kind::Str(name)) = k.kind() else {
             return Err(c.no_match("let(name => value): the name must be a literal"));
         };
-        named.push((name, it.eval(*v)?));
+        named.push((name, it.eval(v)?));
     }
     bind_args(&mut it.vars, &pos, &named);
     Ok(Value::Undef)
