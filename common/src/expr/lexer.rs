@@ -168,16 +168,30 @@ fn symbol(rest: &[u8]) -> Option<(P, usize)> {
     }
 }
 
+/// ASCII bytes that may appear in a name (letters, digits, `_`).
+const NAME_BYTE: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
 /// The length in bytes of the name at the start of `rest` (ASCII fast, Unicode letters too).
+#[inline]
 fn word_len(rest: &str) -> usize {
     let b = rest.as_bytes();
     let mut n = 0;
     while n < b.len() {
         let c = b[n];
-        if c.is_ascii_alphanumeric() || c == b'_' {
+        if c < 0x80 {
+            if !NAME_BYTE[c as usize] {
+                return n;
+            }
             n += 1;
-        } else if c < 0x80 {
-            return n;
         } else {
             return n + rest[n..]
                 .chars()
