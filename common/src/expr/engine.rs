@@ -148,6 +148,9 @@ pub enum Slot<'a> {
     Val(Value<'a>),
 }
 
+/// A call's argument slots, up to four without allocating.
+pub type Slots<'a> = smallvec::SmallVec<[Slot<'a>; 4]>;
+
 /// The `key => value` pairs of a call, in order: a view of its arguments (nothing copied).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pairs<'a> {
@@ -208,8 +211,9 @@ pub struct Call<'a> {
     pub name: &'a str,
     /// The receiver (`value.name()`, or the first argument of a function-form call of a method).
     pub recv: Option<Value<'a>>,
-    /// Positional arguments, named ones moved to their parameter's place.
-    pub slots: Vec<Slot<'a>>,
+    /// Positional arguments, named ones moved to their parameter's place (up to four kept
+    /// inline).
+    pub slots: Slots<'a>,
     /// `key => value` pairs, for entries that take them freely.
     pub maps: Pairs<'a>,
     /// Called as a method.
@@ -235,7 +239,7 @@ impl<'a> Call<'a> {
     ) -> R<Call<'a>> {
         let spec = entry.spec;
         let positional = args.iter().filter(|a| !matches!(a, Arg::Map(..))).count();
-        let mut slots = Vec::with_capacity(positional);
+        let mut slots = Slots::with_capacity(positional);
         let maps = if spec.kwargs {
             Pairs::of(args)
         } else {
@@ -289,7 +293,7 @@ impl<'a> Call<'a> {
         method: bool,
     ) -> R<Call<'a>> {
         let spec = entry.spec;
-        let mut slots: Vec<Slot<'a>> = pos.into_iter().map(Slot::Val).collect();
+        let mut slots: Slots<'a> = pos.into_iter().map(Slot::Val).collect();
         for (key, v) in named {
             let Some(i) = spec.params.iter().position(|p| *p == key) else {
                 return Err(Self::mismatch(
