@@ -51,6 +51,8 @@ pub(crate) enum Flat {
     Unary(UnOp, u32),
     Binary(BinOp, u32, u32),
     Const(u32),
+    /// An argument of the call (or literal) whose range holds it; never a node's kind.
+    Arg(FlatArg),
 }
 
 /// An argument as stored.
@@ -68,14 +70,26 @@ struct Stored {
     depth: u32,
 }
 
-/// The nodes of one expression, in one vector, with the strings and folded constants they use.
+impl Stored {
+    /// The argument an entry of an argument range holds.
+    #[inline]
+    fn arg(&self) -> FlatArg {
+        match self.kind {
+            Flat::Arg(a) => a,
+            // Argument ranges hold only arguments (`Tree::push_args`).
+            _ => FlatArg::Skip,
+        }
+    }
+}
+
+/// The nodes of one expression and the arguments of its calls, in one vector, with the strings
+/// and folded constants they use.
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
     /// The source text, then strings decoded or folded at parse time.
     text: String,
     source_len: usize,
     nodes: Vec<Stored>,
-    args: Vec<FlatArg>,
     consts: Vec<J>,
     root: u32,
 }
@@ -88,8 +102,7 @@ impl Tree {
         Tree {
             text,
             source_len: source.len(),
-            nodes: Vec::with_capacity(source.len() / 4 + 2),
-            args: Vec::with_capacity(source.len() / 8 + 2),
+            nodes: Vec::with_capacity(source.len() / 3 + 4),
             consts: Vec::new(),
             root: 0,
         }
@@ -112,7 +125,7 @@ impl Tree {
         self.root = id;
     }
 
-    /// How many nodes are stored (folded ones included).
+    /// How many entries are stored (nodes, folded ones included, and arguments).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -146,13 +159,17 @@ impl Tree {
         }
     }
 
-    /// Moves arguments into the tree, returning their range.
+    /// Moves arguments into the tree (after the nodes so far), returning their range.
     pub(crate) fn push_args(&mut self, args: impl Iterator<Item = FlatArg>) -> Span {
-        let start = self.args.len() as u32;
-        self.args.extend(args);
+        let start = self.nodes.len() as u32;
+        self.nodes.extend(args.map(|a| Stored {
+            kind: Flat::Arg(a),
+            pos: 0,
+            depth: 0,
+        }));
         Span {
             start,
-            len: self.args.len() as u32 - start,
+            len: self.nodes.len() as u32 - start,
         }
     }
 
@@ -169,9 +186,9 @@ impl Tree {
         let kind = if foldable { self.fold(kind) } else { kind };
         let d = |id: u32| self.nodes[id as usize].depth;
         let args = |s: Span| {
-            self.args[s.start as usize..(s.start + s.len) as usize]
+            self.nodes[s.start as usize..(s.start + s.len) as usize]
                 .iter()
-                .map(|a| match *a {
+                .map(|a| match a.arg() {
                     FlatArg::Pos(n) => d(n),
                     FlatArg::Map(k, v) => d(k).max(d(v)),
                     FlatArg::Skip => 0,
@@ -199,8 +216,8 @@ impl Tree {
     }
 
     #[inline]
-    fn flat_args(&self, s: Span) -> &[FlatArg] {
-        &self.args[s.start as usize..(s.start + s.len) as usize]
+    fn flat_args(&self, s: Span) -> &[Stored] {
+        &self.nodes[s.start as usize..(s.start + s.len) as usize]
     }
 
     /// The constant a stored node stands for, when it is one.
@@ -241,7 +258,7 @@ impl Tree {
                 let items: Option<Vec<J>> = self
                     .flat_args(s)
                     .iter()
-                    .map(|a| match *a {
+                    .map(|a| match a.arg() {
                         FlatArg::Pos(n) => self.constant(n),
                         _ => None,
                     })
@@ -251,7 +268,9 @@ impl Tree {
             Flat::Dict(s) => {
                 let mut m = serde_json::Map::new();
                 for a in self.flat_args(s) {
-                    let FlatArg::Map(k, v) = *a else { return kind };
+                    let FlatArg::Map(k, v) = a.arg() else {
+                        return kind;
+                    };
                     let (Flat::Str(key) | Flat::Word(key)) = self.nodes[k as usize].kind else {
                         return kind;
                     };
@@ -359,6 +378,8 @@ impl<'t> Node<'t> {
             Flat::Unary(op, n) => Kind::Unary(op, self.at(n)),
             Flat::Binary(op, l, r) => Kind::Binary(op, self.at(l), self.at(r)),
             Flat::Const(c) => Kind::Const(&t.consts[c as usize]),
+            // Node indices never point at an argument entry.
+            Flat::Arg(_) => Kind::Null,
         }
     }
 
@@ -406,7 +427,7 @@ impl fmt::Debug for Node<'_> {
 #[derive(Clone, Copy)]
 pub struct Args<'t> {
     tree: &'t Tree,
-    items: &'t [FlatArg],
+    items: &'t [Stored],
 }
 
 impl<'t> Args<'t> {
@@ -436,7 +457,7 @@ impl<'t> Args<'t> {
     /// The `i`th argument.
     #[inline]
     pub fn get(self, i: usize) -> Option<Arg<'t>> {
-        self.items.get(i).map(|a| self.view(*a))
+        self.items.get(i).map(|a| self.view(a.arg()))
     }
 
     /// The arguments in order.
@@ -464,10 +485,13 @@ impl<'t> Args<'t> {
     #[inline]
     pub fn one(self) -> Option<Node<'t>> {
         match self.items {
-            [FlatArg::Pos(n)] => Some(Node {
-                tree: self.tree,
-                id: *n,
-            }),
+            [a] => match a.arg() {
+                FlatArg::Pos(n) => Some(Node {
+                    tree: self.tree,
+                    id: n,
+                }),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -477,7 +501,7 @@ impl<'t> Args<'t> {
 #[derive(Clone)]
 pub struct ArgsIter<'t> {
     tree: &'t Tree,
-    items: std::slice::Iter<'t, FlatArg>,
+    items: std::slice::Iter<'t, Stored>,
 }
 
 impl<'t> ArgsIter<'t> {
@@ -494,7 +518,7 @@ impl<'t> Iterator for ArgsIter<'t> {
     type Item = Arg<'t>;
 
     fn next(&mut self) -> Option<Arg<'t>> {
-        let a = *self.items.next()?;
+        let a = self.items.next()?.arg();
         Some(self.view(a))
     }
 
@@ -505,7 +529,7 @@ impl<'t> Iterator for ArgsIter<'t> {
 
 impl DoubleEndedIterator for ArgsIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let a = *self.items.next_back()?;
+        let a = self.items.next_back()?.arg();
         Some(self.view(a))
     }
 }
