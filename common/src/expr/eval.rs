@@ -675,7 +675,7 @@ impl<'a> Interp<'a> {
         if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
             return Ok(None);
         }
-        let mut stages = Vec::new();
+        let mut stages: smallvec::SmallVec<[Stage<'a>; 4]> = smallvec::SmallVec::new();
         let mut node = recv;
         loop {
             let indexed = node.addr();
@@ -759,6 +759,11 @@ impl<'a> Interp<'a> {
     ) -> R<Value<'a>> {
         if let Value::Json(J::Array(l)) = source {
             return self.lazy_items(l.iter().map(Value::from_json), stages, name, args);
+        }
+        // A built list is read in place, each item cloned only when reached.
+        if let Value::Iter(l) | Value::List(l) = &source {
+            let l = l.clone();
+            return self.lazy_items(l.iter().cloned(), stages, name, args);
         }
         let items = seq_items(&source);
         self.lazy_items(items.into_iter(), stages, name, args)
