@@ -158,10 +158,23 @@ pub struct Pairs<'a> {
 }
 
 /// The pairs of a [`Pairs`], in order.
-pub type PairsIter<'a> = std::iter::FilterMap<
-    std::iter::Flatten<std::option::IntoIter<super::ast::ArgsIter<'a>>>,
-    fn(Arg<'a>) -> Option<(Node<'a>, Node<'a>)>,
->;
+#[derive(Clone)]
+pub struct PairsIter<'a> {
+    args: Option<super::ast::ArgsIter<'a>>,
+}
+
+impl<'a> Iterator for PairsIter<'a> {
+    type Item = (Node<'a>, Node<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let args = self.args.as_mut()?;
+        loop {
+            if let Arg::Map(k, v) = args.next()? {
+                return Some((k, v));
+            }
+        }
+    }
+}
 
 impl<'a> Pairs<'a> {
     /// The pairs among `args`.
@@ -171,17 +184,9 @@ impl<'a> Pairs<'a> {
 
     /// The pairs in order.
     pub fn iter(&self) -> PairsIter<'a> {
-        fn pair(a: Arg<'_>) -> Option<(Node<'_>, Node<'_>)> {
-            match a {
-                Arg::Map(k, v) => Some((k, v)),
-                _ => None,
-            }
+        PairsIter {
+            args: self.args.map(Args::iter),
         }
-        self.args
-            .map(Args::iter)
-            .into_iter()
-            .flatten()
-            .filter_map(pair as fn(Arg<'a>) -> Option<(Node<'a>, Node<'a>)>)
     }
 
     /// How many pairs.
@@ -725,6 +730,7 @@ impl Engine {
     }
 
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
+    #[inline]
     fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
         let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
         for (name, v) in &ctx.vars {

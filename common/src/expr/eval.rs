@@ -130,6 +130,7 @@ pub struct Interp<'a> {
 
 impl<'a> Interp<'a> {
     /// A new evaluation with the given variables.
+    #[inline]
     pub fn new(engine: &'a Engine, vars: Vec<(Name<'a>, Value<'a>)>, states: States<'a>) -> Self {
         Interp {
             engine,
