@@ -357,9 +357,12 @@ impl Hasher for FxHasher {
         }
         let rest = words.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(word));
+            // The last bytes as a little-endian word padded with zeros (no copy through memory).
+            let word = rest
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (i, b)| w | u64::from(*b) << (8 * i));
+            self.write_u64(word);
         }
     }
     #[inline]
