@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value as J;
 
-use super::ast::{Arg, Kind, Node};
+use super::ast::{Arg, Args, Kind, Node, Tree};
 use super::errors::{EvalError, EvalErrorKind, ParseError};
 use super::eval::{Fail, Interp, StateRoot, States, R};
 use super::limits::Limits;
@@ -17,41 +17,38 @@ use super::value::{to_json, Name, Value};
 /// A parsed expression. Its `Display` is the canonical text, which parses back to the same tree.
 #[derive(Debug, Clone)]
 pub struct Expression {
-    text: String,
-    root: Node,
+    tree: Tree,
 }
 
 impl Expression {
     /// Parses an expression.
     pub fn parse(text: &str) -> Result<Expression, ParseError> {
-        let root = parser::parse(text)?;
         Ok(Expression {
-            text: text.to_string(),
-            root,
+            tree: parser::parse(text)?,
         })
     }
 
     /// The text it was parsed from.
     pub fn source(&self) -> &str {
-        &self.text
+        self.tree.source()
     }
 
-    /// The syntax tree.
-    pub fn root(&self) -> &Node {
-        &self.root
+    /// The syntax tree's root.
+    pub fn root(&self) -> Node<'_> {
+        self.tree.root()
     }
 }
 
 impl PartialEq for Expression {
     /// Same syntax tree (positions and spelling aside).
     fn eq(&self, other: &Self) -> bool {
-        self.root == other.root
+        self.root() == other.root()
     }
 }
 
 impl fmt::Display for Expression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.root.fmt(f)
+        self.root().fmt(f)
     }
 }
 
@@ -146,9 +143,70 @@ pub enum Slot<'a> {
     /// Not given (or skipped).
     Missing,
     /// An unevaluated expression (evaluate with [`Interp::value`], or as a lambda with [`Interp::apply`]).
-    Ast(&'a Node),
+    Ast(Node<'a>),
     /// An already evaluated value.
     Val(Value<'a>),
+}
+
+/// A call's argument slots, up to four without allocating.
+pub type Slots<'a> = smallvec::SmallVec<[Slot<'a>; 4]>;
+
+/// The `key => value` pairs of a call, in order: a view of its arguments (nothing copied).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pairs<'a> {
+    args: Option<Args<'a>>,
+}
+
+/// The pairs of a [`Pairs`], in order.
+#[derive(Clone)]
+pub struct PairsIter<'a> {
+    args: Option<super::ast::ArgsIter<'a>>,
+}
+
+impl<'a> Iterator for PairsIter<'a> {
+    type Item = (Node<'a>, Node<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let args = self.args.as_mut()?;
+        loop {
+            if let Arg::Map(k, v) = args.next()? {
+                return Some((k, v));
+            }
+        }
+    }
+}
+
+impl<'a> Pairs<'a> {
+    /// The pairs among `args`.
+    pub fn of(args: Args<'a>) -> Pairs<'a> {
+        Pairs { args: Some(args) }
+    }
+
+    /// The pairs in order.
+    pub fn iter(&self) -> PairsIter<'a> {
+        PairsIter {
+            args: self.args.map(Args::iter),
+        }
+    }
+
+    /// How many pairs.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
+impl<'a> IntoIterator for &Pairs<'a> {
+    type Item = (Node<'a>, Node<'a>);
+    type IntoIter = PairsIter<'a>;
+
+    fn into_iter(self) -> PairsIter<'a> {
+        self.iter()
+    }
 }
 
 /// A resolved call as a native function sees it.
@@ -158,10 +216,11 @@ pub struct Call<'a> {
     pub name: &'a str,
     /// The receiver (`value.name()`, or the first argument of a function-form call of a method).
     pub recv: Option<Value<'a>>,
-    /// Positional arguments, named ones moved to their parameter's place.
-    pub slots: Vec<Slot<'a>>,
+    /// Positional arguments, named ones moved to their parameter's place (up to four kept
+    /// inline).
+    pub slots: Slots<'a>,
     /// `key => value` pairs, for entries that take them freely.
-    pub maps: Vec<(&'a Node, &'a Node)>,
+    pub maps: Pairs<'a>,
     /// Called as a method.
     pub method: bool,
 }
@@ -180,25 +239,29 @@ impl<'a> Call<'a> {
         name: &'a str,
         entry: &Entry,
         recv: Option<Value<'a>>,
-        args: &'a [Arg],
+        args: Args<'a>,
         method: bool,
     ) -> R<Call<'a>> {
         let spec = entry.spec;
-        let mut slots = Vec::with_capacity(args.len());
-        let mut maps = Vec::new();
+        let positional = args.iter().filter(|a| !matches!(a, Arg::Map(..))).count();
+        let mut slots = Slots::with_capacity(positional);
+        let maps = if spec.kwargs {
+            Pairs::of(args)
+        } else {
+            Pairs::default()
+        };
         for a in args {
             match a {
                 Arg::Pos(n) => slots.push(Slot::Ast(n)),
                 Arg::Skip => slots.push(Slot::Missing),
                 Arg::Map(k, v) => {
                     if spec.kwargs {
-                        maps.push((k, v));
                         continue;
                     }
-                    let Kind::Word(key) = &k.kind else {
+                    let Kind::Word(key) = k.kind() else {
                         return Err(Self::mismatch(name, method, "unexpected `=>` pair".into()));
                     };
-                    let Some(i) = spec.params.iter().position(|p| p == key) else {
+                    let Some(i) = spec.params.iter().position(|p| *p == key) else {
                         return Err(Self::mismatch(
                             name,
                             method,
@@ -235,7 +298,7 @@ impl<'a> Call<'a> {
         method: bool,
     ) -> R<Call<'a>> {
         let spec = entry.spec;
-        let mut slots: Vec<Slot<'a>> = pos.into_iter().map(Slot::Val).collect();
+        let mut slots: Slots<'a> = pos.into_iter().map(Slot::Val).collect();
         for (key, v) in named {
             let Some(i) = spec.params.iter().position(|p| *p == key) else {
                 return Err(Self::mismatch(
@@ -254,7 +317,7 @@ impl<'a> Call<'a> {
             name,
             recv,
             slots,
-            maps: Vec::new(),
+            maps: Pairs::default(),
             method,
         })
     }
@@ -369,8 +432,9 @@ impl Engine {
         self.plain_get
     }
 
-    /// True while `first`, `any`, `where`, `filter`, `select` and `map` are the built-in ones, so
-    /// that `where(...).first()` may stop at the first match.
+    /// True while `first`, `any`, `where`, `filter`, `select`, `map`, `values` and `matches` are
+    /// the built-in ones, so that `where(...).first()` may stop at the first match and query
+    /// predicates may take the shortcut of [`super::fastpath`].
     pub fn lazy_queries(&self) -> bool {
         self.lazy
     }
@@ -424,7 +488,7 @@ impl Engine {
         }
         if matches!(
             name,
-            "first" | "any" | "where" | "filter" | "select" | "map" | "values"
+            "first" | "any" | "where" | "filter" | "select" | "map" | "values" | "matches"
         ) {
             self.lazy = false;
         }
@@ -479,10 +543,10 @@ impl Engine {
         let mut interp = self.interp(ctx);
         let fail = |f: Fail| EvalError {
             kind: *f.kind,
-            expr: expr.text.clone(),
+            expr: expr.source().to_string(),
             pos: f.pos.unwrap_or(0),
         };
-        let v = interp.eval(&expr.root).map_err(fail)?;
+        let v = interp.eval(expr.root()).map_err(fail)?;
         let v = match &v {
             Value::Gen(_) => Value::list(interp.seq(&v, "a result").map_err(fail)?),
             _ => v,
@@ -517,10 +581,10 @@ impl Engine {
             }
             let mut interp = self.interp(ctx);
             let result = interp.eval(node);
-            if let (Err(f), true) = (&result, std::ptr::eq(node, expr.root())) {
+            if let (Err(f), true) = (&result, node.same(expr.root())) {
                 whole_error = Some(EvalError {
                     kind: (*f.kind).clone(),
-                    expr: expr.text.clone(),
+                    expr: expr.source().to_string(),
                     pos: f.pos.unwrap_or(0),
                 });
             }
@@ -530,7 +594,7 @@ impl Engine {
                 .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
             match value {
                 Some((value, iter)) => kept.push(super::shared::Part {
-                    node: node as *const Node as usize,
+                    node: node.addr(),
                     value,
                     iter,
                     state: None,
@@ -542,7 +606,7 @@ impl Engine {
         // Parts read in a deployment helper's state: once against each state (the cluster parts
         // hold every key they read). `changed()` of one is answered whole below.
         for node in found.state_parts {
-            if changed.iter().any(|c| std::ptr::eq(*c, node)) {
+            if changed.iter().any(|c| c.same(node)) {
                 continue;
             }
             for which in [StateRoot::New, StateRoot::Old] {
@@ -563,7 +627,7 @@ impl Engine {
                     .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
                 if let Some((value, iter)) = value {
                     kept.push(super::shared::Part {
-                        node: node as *const Node as usize,
+                        node: node.addr(),
                         value,
                         iter,
                         state: Some(which),
@@ -575,18 +639,18 @@ impl Engine {
         for node in changed {
             let mut interp = self.interp(ctx);
             if let Ok(c) = super::fuel::changed_of(&mut interp, node) {
-                answers.push((node as *const Node as usize, c));
+                answers.push((node.addr(), c));
             }
         }
         for &(node, recv, key, left) in &found.joins {
-            let addr = recv as *const Node as usize;
+            let addr = recv.addr();
             for part in kept.iter().filter(|p| p.node == addr) {
                 let J::Array(items) = &part.value else {
                     continue;
                 };
                 if let Some(index) = super::shared::build_index(items, key) {
                     joins.push(super::shared::Join {
-                        node: node as *const Node as usize,
+                        node: node.addr(),
                         part: addr,
                         key: key.to_string(),
                         left,
@@ -598,7 +662,7 @@ impl Engine {
         }
         let mut members = Vec::new();
         for (node, set) in found.members {
-            let addr = set as *const Node as usize;
+            let addr = set.addr();
             let Some(J::Array(items)) = kept
                 .iter()
                 .find(|p| p.node == addr && p.state.is_none())
@@ -607,7 +671,7 @@ impl Engine {
                 continue;
             };
             if let Some(index) = super::shared::build_set(items) {
-                members.push((node as *const Node as usize, addr, index));
+                members.push((node.addr(), addr, index));
             }
         }
         super::shared::Shared {
@@ -627,15 +691,15 @@ impl Engine {
     fn join_by_name<'n>(
         &self,
         ctx: &Context<'_>,
-        part: &'n Node,
+        part: Node<'n>,
         state: Option<(StateRoot, &Value<'_>)>,
-        found: &[(&'n Node, &'n Node, &'n str, bool)],
+        found: &[(Node<'n>, Node<'n>, &'n str, bool)],
         joins: &mut Vec<super::shared::Join>,
     ) -> bool {
         let Some(of) = super::shared::values_of_path(part) else {
             return false;
         };
-        let mine: Vec<_> = found.iter().filter(|j| std::ptr::eq(j.1, part)).collect();
+        let mine: Vec<_> = found.iter().filter(|j| j.1.same(part)).collect();
         if mine.is_empty() {
             return false;
         }
@@ -649,15 +713,15 @@ impl Engine {
         };
         let mut built = Vec::with_capacity(mine.len());
         for &&(node, _, key, left) in &mine {
-            let Some(names) = super::shared::build_names(d, key) else {
+            let Some((index, names)) = super::shared::build_names(d, key) else {
                 return false;
             };
             built.push(super::shared::Join {
-                node: node as *const Node as usize,
-                part: part as *const Node as usize,
+                node: node.addr(),
+                part: part.addr(),
                 key: key.to_string(),
                 left,
-                index: super::shared::JoinIndex::Names(names),
+                index: super::shared::JoinIndex::Names(index, names),
                 state: state.map(|s| s.0),
             });
         }
@@ -666,6 +730,7 @@ impl Engine {
     }
 
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
+    #[inline]
     fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
         let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
         for (name, v) in &ctx.vars {

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use serde_json::Value as J;
 
-use super::ast::{Arg, BinOp, Kind, Node, UnOp};
+use super::ast::{Arg, Args, BinOp, Kind, Node, UnOp};
 use super::engine::{Call, Engine, Entry, Imp, Slot};
 use super::errors::EvalErrorKind;
 use super::library::operators;
@@ -111,7 +111,7 @@ pub struct Interp<'a> {
     pub(crate) joins: &'a [super::shared::Join],
     /// Indexes for `X in P` over kept lists.
     #[allow(clippy::type_complexity)]
-    pub(crate) members: &'a [(usize, usize, std::collections::HashMap<u64, Vec<u32>>)],
+    pub(crate) members: &'a [(usize, usize, super::hashindex::HashIndex)],
     /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
     /// `layers.new` and are merged only when needed.
     pub(crate) layers: Option<Layers<'a>>,
@@ -130,6 +130,7 @@ pub struct Interp<'a> {
 
 impl<'a> Interp<'a> {
     /// A new evaluation with the given variables.
+    #[inline]
     pub fn new(engine: &'a Engine, vars: Vec<(Name<'a>, Value<'a>)>, states: States<'a>) -> Self {
         Interp {
             engine,
@@ -239,7 +240,7 @@ impl<'a> Interp<'a> {
     /// Evaluates `node` with `$` bound to the layered state `which` (the current state, or the
     /// last deployed one), merging the layers only if something needs the state whole. Only
     /// for layered evaluations whose state `which` exists.
-    pub(crate) fn eval_in_state(&mut self, node: &'a Node, which: StateRoot) -> R<Value<'a>> {
+    pub(crate) fn eval_in_state(&mut self, node: Node<'a>, which: StateRoot) -> R<Value<'a>> {
         let at = self.vars.len();
         self.vars.push((Name::Dollar, Value::Null));
         self.state_slots.push((at, which, self.scope));
@@ -309,8 +310,8 @@ impl<'a> Interp<'a> {
     }
 
     /// `changed(x)` of a node-independent `x`, when it was computed once.
-    pub fn changed_part(&self, node: &Node) -> Option<bool> {
-        let addr = node as *const Node as usize;
+    pub fn changed_part(&self, node: Node<'_>) -> Option<bool> {
+        let addr = node.addr();
         self.changed
             .iter()
             .find(|(a, _)| *a == addr)
@@ -344,7 +345,7 @@ impl<'a> Interp<'a> {
     }
 
     /// Evaluates a node.
-    pub fn eval(&mut self, node: &'a Node) -> R<Value<'a>> {
+    pub fn eval(&mut self, node: Node<'a>) -> R<Value<'a>> {
         if !(self.shared.is_empty() && self.joins.is_empty()) {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
@@ -369,7 +370,7 @@ impl<'a> Interp<'a> {
         self.depth -= 1;
         r.map_err(|mut f| {
             if f.pos.is_none() {
-                f.pos = Some(node.pos);
+                f.pos = Some(node.pos());
             }
             f
         })
@@ -377,8 +378,8 @@ impl<'a> Interp<'a> {
 
     /// The kept value of a node-independent part, if `node` is one.
     #[inline(never)]
-    fn shared_value(&self, node: &'a Node) -> Option<Value<'a>> {
-        let addr = node as *const Node as usize;
+    fn shared_value(&self, node: Node<'a>) -> Option<Value<'a>> {
+        let addr = node.addr();
         let part = self.part_at(addr)?;
         Some(match (&part.value, part.iter) {
             (J::Array(items), true) => {
@@ -405,8 +406,8 @@ impl<'a> Interp<'a> {
     /// `P.where($.key = Y)` through the index of the kept `P`: the items whose `key` equals `Y`,
     /// in order. `None` when `node` has no index.
     #[inline(never)]
-    fn join(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
-        let addr = node as *const Node as usize;
+    fn join(&mut self, node: Node<'a>) -> Option<R<Value<'a>>> {
+        let addr = node.addr();
         let joins: &'a [super::shared::Join] = self.joins;
         let mut here = None;
         let j = joins.iter().find(|j| {
@@ -416,13 +417,11 @@ impl<'a> Interp<'a> {
                     Some(w) => *here.get_or_insert_with(|| self.current_state()) == Some(w),
                 }
         })?;
-        let Kind::Method { recv, args, .. } = &node.kind else {
+        let Kind::Method { recv, args, .. } = node.kind() else {
             return None;
         };
-        let [Arg::Pos(p)] = args.as_slice() else {
-            return None;
-        };
-        let Kind::Binary(BinOp::Eq, l, r) = &p.kind else {
+        let p = args.one()?;
+        let Kind::Binary(BinOp::Eq, l, r) = p.kind() else {
             return None;
         };
         // The items: in the kept list, or read again in place by name.
@@ -438,18 +437,18 @@ impl<'a> Interp<'a> {
                 };
                 (Some(items), Some(index), None)
             }
-            super::shared::JoinIndex::Names(index) => {
+            super::shared::JoinIndex::Names(index, names) => {
                 let of = super::shared::values_of_path(recv)?;
                 let d = match self.eval(of) {
                     Ok(Value::Json(J::Object(d))) => d,
                     // Not the dictionary indexed: the query as written.
                     _ => return None,
                 };
-                (None, None, Some((d, index)))
+                (None, None, Some((d, index, names)))
             }
         };
         // Over no items the predicate is never evaluated.
-        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, _)| d.is_empty()) {
+        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, ..)| d.is_empty()) {
             return Some(self.new_iter(Vec::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
@@ -458,20 +457,23 @@ impl<'a> Interp<'a> {
         };
         let h = super::shared::join_hash(&y);
         let hit = |item: &'a J| {
-            item.get(j.key.as_str())
-                .is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
+            let v = match item {
+                J::Object(m) => super::value::json_get(m, j.key.as_str()),
+                _ => None,
+            };
+            v.is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
         };
         let mut out = Vec::new();
         if let (Some(items), Some(index)) = (items, positions) {
-            for &i in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
-                let item = &items[i as usize];
+            for i in index.get(h) {
+                let Some(item) = items.get(i) else { continue };
                 if hit(item) {
                     out.push(Value::from_json(item));
                 }
             }
         }
-        if let Some((d, index)) = names {
-            for name in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+        if let Some((d, index, names)) = names {
+            for name in index.get(h).filter_map(|i| names.get(i)) {
                 if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
@@ -482,8 +484,8 @@ impl<'a> Interp<'a> {
 
     /// `X in P` through the index of the kept list `P`. `None` when `node` has no index.
     #[inline(never)]
-    fn member_of(&mut self, node: &'a Node) -> Option<R<Value<'a>>> {
-        let addr = node as *const Node as usize;
+    fn member_of(&mut self, node: Node<'a>) -> Option<R<Value<'a>>> {
+        let addr = node.addr();
         let members = self.members;
         let (_, part, index) = members.iter().find(|m| m.0 == addr)?;
         let shared: &'a [super::shared::Part] = self.shared;
@@ -494,26 +496,26 @@ impl<'a> Interp<'a> {
         else {
             return None;
         };
-        let Kind::Binary(BinOp::In, l, _) = &node.kind else {
+        let Kind::Binary(BinOp::In, l, _) = node.kind() else {
             return None;
         };
         let x = match self.eval(l) {
             Ok(x) => x,
             Err(f) => return Some(Err(f)),
         };
-        let hit = index.get(&super::shared::join_hash(&x)).is_some_and(|at| {
-            at.iter()
-                .any(|&i| super::value::equal(&Value::from_json(&items[i as usize]), &x))
-        });
+        let hit = index
+            .get(super::shared::join_hash(&x))
+            .filter_map(|i| items.get(i))
+            .any(|item| super::value::equal(&Value::from_json(item), &x));
         Some(Ok(Value::Bool(hit)))
     }
 
-    fn eval_kind(&mut self, node: &'a Node) -> R<Value<'a>> {
-        Ok(match &node.kind {
+    fn eval_kind(&mut self, node: Node<'a>) -> R<Value<'a>> {
+        Ok(match node.kind() {
             Kind::Null => Value::Null,
-            Kind::Bool(b) => Value::Bool(*b),
-            Kind::Int(i) => Value::Int(*i),
-            Kind::Float(x) => Value::Float(*x),
+            Kind::Bool(b) => Value::Bool(b),
+            Kind::Int(i) => Value::Int(i),
+            Kind::Float(x) => Value::Float(x),
             Kind::Str(s) | Kind::Word(s) => Value::Text(s),
             Kind::Const(j) => Value::from_json(j),
             Kind::Var(v) => self
@@ -530,7 +532,7 @@ impl<'a> Interp<'a> {
                 args,
                 safe,
             } => {
-                if name == "get" && !*safe && self.engine.plain_get() {
+                if name == "get" && !safe && self.engine.plain_get() {
                     if self.layers.is_some() {
                         if let Some(v) = self.root_get(recv, args)? {
                             return Ok(v);
@@ -549,36 +551,35 @@ impl<'a> Interp<'a> {
                         return self.call_method(name, r, args);
                     }
                 }
-                if !*safe && self.engine.lazy_queries() && matches!(name.as_str(), "first" | "any")
-                {
+                if !safe && self.engine.lazy_queries() && matches!(name, "first" | "any") {
                     if let Some(v) = self.lazy_query(recv, name, args)? {
                         return Ok(v);
                     }
                 }
                 let r = self.eval(recv)?;
-                if *safe && r.is_null() {
+                if safe && r.is_null() {
                     return Ok(Value::Null);
                 }
                 self.call_method(name, r, args)?
             }
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
-                if let (Kind::Var(v), Kind::Word(key)) = (&recv.kind, &rhs.kind) {
+                if let (Kind::Var(v), Kind::Word(key)) = (recv.kind(), rhs.kind()) {
                     if let Some(r) = self.root_key(v, key) {
                         return r;
                     }
                     if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
                         return match super::value::json_get(m, key) {
                             Some(j) => Ok(Value::from_json(j)),
-                            None => Err(EvalErrorKind::KeyNotFound(key.clone()).into()),
+                            None => Err(EvalErrorKind::KeyNotFound(key.to_string()).into()),
                         };
                     }
                 }
                 let r = self.eval(recv)?;
-                if *safe && r.is_null() {
+                if safe && r.is_null() {
                     return Ok(Value::Null);
                 }
-                match &rhs.kind {
+                match rhs.kind() {
                     Kind::Word(key) => self.member(&r, key)?,
                     _ => return Err(bad_member()),
                 }
@@ -588,7 +589,7 @@ impl<'a> Interp<'a> {
                 self.index(target, args)?
             }
             Kind::Invoke(callee, args) => self.invoke(callee, args)?,
-            Kind::Unary(op, n) => self.unary(*op, n)?,
+            Kind::Unary(op, n) => self.unary(op, n)?,
             Kind::Binary(BinOp::And, l, r) => {
                 let l = self.eval(l)?;
                 if !l.truthy() {
@@ -613,7 +614,7 @@ impl<'a> Interp<'a> {
             }
             Kind::Binary(op, l, r) => {
                 let l = self.eval(l)?;
-                if *op == BinOp::In && self.engine.plain_diff() {
+                if op == BinOp::In && self.engine.plain_diff() {
                     if let Some(found) = super::fuel::in_diff_key(self, &l, r) {
                         return Ok(Value::Bool(found));
                     }
@@ -622,7 +623,7 @@ impl<'a> Interp<'a> {
                 match op {
                     BinOp::Eq => Value::Bool(super::value::equal(&l, &r)),
                     BinOp::Ne => Value::Bool(!super::value::equal(&l, &r)),
-                    _ => operators::binary(self, *op, l, r)?,
+                    _ => operators::binary(self, op, l, r)?,
                 }
             }
         })
@@ -631,24 +632,24 @@ impl<'a> Interp<'a> {
     /// `$.get('key')` or `$.get('key', default)` where `$` is a layered state: the key read from
     /// the layers, merging nothing. `None` when the call is anything else.
     #[inline(never)]
-    fn root_get(&mut self, recv: &'a Node, args: &'a [Arg]) -> R<Option<Value<'a>>> {
+    fn root_get(&mut self, recv: Node<'a>, args: Args<'a>) -> R<Option<Value<'a>>> {
         let Some((key, default)) = const_key(args) else {
             return Ok(None);
         };
-        let found = match &recv.kind {
+        let found = match recv.kind() {
             Kind::Var(v) => match self.root_key(v, key) {
                 None => return Ok(None),
                 Some(found) => found.ok(),
             },
             // `old($).get(...)`, `new($).get(...)`: the state's key, merging nothing.
             Kind::Call(name, of) if self.engine.plain_diff() => {
-                let (Some(l), [Arg::Pos(d)]) = (self.layers, of.as_slice()) else {
+                let (Some(l), Some(d)) = (self.layers, of.one()) else {
                     return Ok(None);
                 };
-                if !matches!(&d.kind, Kind::Var(v) if v.is_empty() || v == "1") {
+                if !matches!(d.kind(), Kind::Var(v) if v.is_empty() || v == "1") {
                     return Ok(None);
                 }
-                let layers = match name.as_str() {
+                let layers = match name {
                     "new" => Some(l.new),
                     // Without an old state, or when forced, the old state is empty.
                     "old" if self.states.forced => None,
@@ -671,37 +672,37 @@ impl<'a> Interp<'a> {
     /// `first()` and `any()` at the end of a chain of `where`/`select`/`.key` stop at the first
     /// item found, as YAQL's lazy iterators do. `None` when the chain does not qualify.
     #[inline(never)]
-    fn lazy_query(&mut self, recv: &'a Node, name: &str, args: &'a [Arg]) -> R<Option<Value<'a>>> {
+    fn lazy_query(&mut self, recv: Node<'a>, name: &str, args: Args<'a>) -> R<Option<Value<'a>>> {
         if args.iter().any(|a| !matches!(a, Arg::Pos(_))) || args.len() > 1 {
             return Ok(None);
         }
-        let mut stages = Vec::new();
+        let mut stages: smallvec::SmallVec<[Stage<'a>; 4]> = smallvec::SmallVec::new();
         let mut node = recv;
         loop {
-            let indexed = node as *const Node as usize;
+            let indexed = node.addr();
             if self.joins.iter().any(|j| j.node == indexed) {
                 break;
             }
-            match &node.kind {
+            match node.kind() {
                 Kind::Method {
                     name,
                     args,
                     safe: false,
                     ..
-                } => match (name.as_str(), args.as_slice()) {
-                    ("where" | "filter", [Arg::Pos(p)]) => stages.push(Stage::Where(p)),
-                    ("select" | "map", [Arg::Pos(p)]) => stages.push(Stage::Select(p)),
+                } => match (name, args.one()) {
+                    ("where" | "filter", Some(p)) => stages.push(Stage::Where(p)),
+                    ("select" | "map", Some(p)) => stages.push(Stage::Select(p)),
                     _ => break,
                 },
                 Kind::Member {
                     rhs, safe: false, ..
-                } => match &rhs.kind {
+                } => match rhs.kind() {
                     Kind::Word(k) => stages.push(Stage::Key(k)),
                     _ => break,
                 },
                 _ => break,
             }
-            node = match &node.kind {
+            node = match node.kind() {
                 Kind::Method { recv, .. } | Kind::Member { recv, .. } => recv,
                 _ => break,
             };
@@ -717,7 +718,7 @@ impl<'a> Interp<'a> {
             name: values,
             args: none,
             safe: false,
-        } = &node.kind
+        } = node.kind()
         {
             if values == "values" && none.is_empty() {
                 let d = self.eval(of)?;
@@ -755,10 +756,15 @@ impl<'a> Interp<'a> {
         source: Value<'a>,
         stages: &[Stage<'a>],
         name: &str,
-        args: &'a [Arg],
+        args: Args<'a>,
     ) -> R<Value<'a>> {
         if let Value::Json(J::Array(l)) = source {
             return self.lazy_items(l.iter().map(Value::from_json), stages, name, args);
+        }
+        // A built list is read in place, each item cloned only when reached.
+        if let Value::Iter(l) | Value::List(l) = &source {
+            let l = l.clone();
+            return self.lazy_items(l.iter().cloned(), stages, name, args);
         }
         let items = seq_items(&source);
         self.lazy_items(items.into_iter(), stages, name, args)
@@ -770,7 +776,7 @@ impl<'a> Interp<'a> {
         items: impl Iterator<Item = Value<'a>>,
         stages: &[Stage<'a>],
         name: &str,
-        args: &'a [Arg],
+        args: Args<'a>,
     ) -> R<Value<'a>> {
         let pred = match args.first() {
             Some(Arg::Pos(p)) => Some(p),
@@ -782,11 +788,11 @@ impl<'a> Interp<'a> {
             for stage in stages {
                 match stage {
                     Stage::Where(p) => {
-                        if !self.eval_with(p, std::slice::from_ref(&item))?.truthy() {
+                        if !self.eval_with(*p, std::slice::from_ref(&item))?.truthy() {
                             continue 'items;
                         }
                     }
-                    Stage::Select(p) => item = self.eval_with(p, std::slice::from_ref(&item))?,
+                    Stage::Select(p) => item = self.eval_with(*p, std::slice::from_ref(&item))?,
                     Stage::Key(k) => item = self.member(&item, k)?,
                 }
             }
@@ -811,7 +817,7 @@ impl<'a> Interp<'a> {
     }
 
     #[inline(never)]
-    fn list_literal(&mut self, args: &'a [Arg]) -> R<Value<'a>> {
+    fn list_literal(&mut self, args: Args<'a>) -> R<Value<'a>> {
         let mut out = Vec::with_capacity(args.len());
         for a in args {
             match a {
@@ -824,7 +830,7 @@ impl<'a> Interp<'a> {
     }
 
     #[inline(never)]
-    fn dict_literal(&mut self, args: &'a [Arg]) -> R<Value<'a>> {
+    fn dict_literal(&mut self, args: Args<'a>) -> R<Value<'a>> {
         let mut out = indexmap::IndexMap::with_capacity(args.len());
         for a in args {
             match a {
@@ -841,7 +847,7 @@ impl<'a> Interp<'a> {
     }
 
     #[inline(never)]
-    fn invoke(&mut self, callee: &'a Node, args: &'a [Arg]) -> R<Value<'a>> {
+    fn invoke(&mut self, callee: Node<'a>, args: Args<'a>) -> R<Value<'a>> {
         match &self.eval(callee)? {
             Value::Lambda(l) => {
                 let (pos, named) = self.eval_args(args)?;
@@ -856,7 +862,7 @@ impl<'a> Interp<'a> {
     }
 
     #[inline(never)]
-    fn unary(&mut self, op: UnOp, n: &'a Node) -> R<Value<'a>> {
+    fn unary(&mut self, op: UnOp, n: Node<'a>) -> R<Value<'a>> {
         let v = self.eval(n)?;
         Ok(match op {
             UnOp::Not => Value::Bool(!v.truthy()),
@@ -878,7 +884,7 @@ impl<'a> Interp<'a> {
 
     /// `left -> right`: `left` binds variables (let, with, def, unpack) or, for any other value,
     /// `$`; `right` is evaluated with them.
-    fn then(&mut self, l: &'a Node, r: &'a Node) -> R<Value<'a>> {
+    fn then(&mut self, l: Node<'a>, r: Node<'a>) -> R<Value<'a>> {
         let v = self.eval(l)?;
         if !matches!(v, Value::Undef) || !is_binder(l) {
             self.vars.push((Name::Dollar, v));
@@ -888,15 +894,15 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a call's arguments: positional values and `name => value` pairs.
     #[allow(clippy::type_complexity)]
-    pub fn eval_args(&mut self, args: &'a [Arg]) -> R<(Vec<Value<'a>>, Vec<(&'a str, Value<'a>)>)> {
+    pub fn eval_args(&mut self, args: Args<'a>) -> R<(Vec<Value<'a>>, Vec<(&'a str, Value<'a>)>)> {
         let mut pos = Vec::new();
         let mut named = Vec::new();
         for a in args {
             match a {
                 Arg::Pos(n) => pos.push(self.eval(n)?),
                 Arg::Skip => pos.push(Value::Null),
-                Arg::Map(k, v) => match &k.kind {
-                    Kind::Word(name) => named.push((name.as_str(), self.eval(v)?)),
+                Arg::Map(k, v) => match k.kind() {
+                    Kind::Word(name) => named.push((name, self.eval(v)?)),
                     _ => return type_err("a `=>` pair whose key is not a name"),
                 },
             }
@@ -935,7 +941,7 @@ impl<'a> Interp<'a> {
     }
 
     /// Evaluates `node` with `$` (and `$1`, `$2`, ...) bound to `args`.
-    pub fn eval_with(&mut self, node: &'a Node, args: &[Value<'a>]) -> R<Value<'a>> {
+    pub fn eval_with(&mut self, node: Node<'a>, args: &[Value<'a>]) -> R<Value<'a>> {
         let mark = self.vars.len();
         bind_args(&mut self.vars, args, &[]);
         let r = self.eval(node);
@@ -947,7 +953,7 @@ impl<'a> Interp<'a> {
     /// with `$` bound; a value argument is called when it is a lambda, else returned as is.
     pub fn apply(&mut self, slot: &Slot<'a>, args: &[Value<'a>]) -> R<Value<'a>> {
         match slot {
-            Slot::Ast(n) => self.eval_with(n, args),
+            Slot::Ast(n) => self.eval_with(*n, args),
             Slot::Val(Value::Lambda(l)) => {
                 let l = l.clone();
                 self.call_lambda(&l, args, &[], None)
@@ -960,14 +966,14 @@ impl<'a> Interp<'a> {
     /// Evaluates the argument in `slot`; `None` when it was not given.
     pub fn value(&mut self, slot: &Slot<'a>) -> R<Option<Value<'a>>> {
         match slot {
-            Slot::Ast(n) => self.eval(n).map(Some),
+            Slot::Ast(n) => self.eval(*n).map(Some),
             Slot::Val(v) => Ok(Some(v.clone())),
             Slot::Missing => Ok(None),
         }
     }
 
     /// Resolves and runs `name(args)`.
-    fn call_function(&mut self, name: &'a str, args: &'a [Arg]) -> R<Value<'a>> {
+    fn call_function(&mut self, name: &'a str, args: Args<'a>) -> R<Value<'a>> {
         if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)) {
             let l = l.clone();
             let (pos, named) = self.eval_args(args)?;
@@ -978,7 +984,7 @@ impl<'a> Interp<'a> {
             Some(entry) => {
                 let (recv, rest) = if entry.shift {
                     match args.first() {
-                        Some(Arg::Pos(n)) => (Some(self.eval(n)?), &args[1..]),
+                        Some(Arg::Pos(n)) => (Some(self.eval(n)?), args.skip(1)),
                         _ => {
                             return Err(EvalErrorKind::NoMatchingFunction(
                                 name.into(),
@@ -1003,7 +1009,7 @@ impl<'a> Interp<'a> {
     }
 
     /// Resolves and runs `recv.name(args)`.
-    fn call_method(&mut self, name: &'a str, recv: Value<'a>, args: &'a [Arg]) -> R<Value<'a>> {
+    fn call_method(&mut self, name: &'a str, recv: Value<'a>, args: Args<'a>) -> R<Value<'a>> {
         let engine = self.engine;
         match engine.method(name) {
             Some(entry) => {
@@ -1075,14 +1081,14 @@ impl<'a> Interp<'a> {
     }
 
     /// `value[args]`.
-    fn index(&mut self, target: Value<'a>, args: &'a [Arg]) -> R<Value<'a>> {
+    fn index(&mut self, target: Value<'a>, args: Args<'a>) -> R<Value<'a>> {
         let mut key = None;
         let mut default = None;
         for (i, a) in args.iter().enumerate() {
             match a {
                 Arg::Pos(n) if i == 0 => key = Some(self.eval(n)?),
                 Arg::Pos(n) if i == 1 => default = Some(self.eval(n)?),
-                Arg::Map(k, v) if matches!(&k.kind, Kind::Word(w) if w == "default") => {
+                Arg::Map(k, v) if matches!(k.kind(), Kind::Word(w) if w == "default") => {
                     default = Some(self.eval(v)?)
                 }
                 _ => {
@@ -1167,14 +1173,14 @@ impl<'a> Interp<'a> {
 }
 
 /// The arguments of `get('key')` or `get('key', default)` with a literal key.
-fn const_key(args: &[Arg]) -> Option<(&str, Option<&Node>)> {
-    let (key, default) = match args {
-        [Arg::Pos(k)] => (k, None),
-        [Arg::Pos(k), Arg::Pos(d)] => (k, Some(d)),
+fn const_key(args: Args<'_>) -> Option<(&str, Option<Node<'_>>)> {
+    let (key, default) = match (args.len(), args.get(0), args.get(1)) {
+        (1, Some(Arg::Pos(k)), _) => (k, None),
+        (2, Some(Arg::Pos(k)), Some(Arg::Pos(d))) => (k, Some(d)),
         _ => return None,
     };
-    match &key.kind {
-        Kind::Str(k) | Kind::Word(k) => Some((k.as_str(), default)),
+    match key.kind() {
+        Kind::Str(k) | Kind::Word(k) => Some((k, default)),
         Kind::Const(J::String(k)) => Some((k.as_str(), default)),
         _ => None,
     }
@@ -1191,10 +1197,10 @@ fn bad_member() -> Fail {
 
 /// True when `node` is a call to one of the binders, which return the undefined value after
 /// binding variables.
-fn is_binder(node: &Node) -> bool {
-    match &node.kind {
+fn is_binder(node: Node<'_>) -> bool {
+    match node.kind() {
         Kind::Call(name, _) | Kind::Method { name, .. } => {
-            matches!(name.as_str(), "let" | "with" | "def" | "unpack")
+            matches!(name, "let" | "with" | "def" | "unpack")
         }
         _ => false,
     }
@@ -1219,8 +1225,8 @@ pub fn bind_args<'a>(
 
 /// One step of a lazy `where`/`select`/`.key` chain.
 enum Stage<'n> {
-    Where(&'n Node),
-    Select(&'n Node),
+    Where(Node<'n>),
+    Select(Node<'n>),
     Key(&'n str),
 }
 

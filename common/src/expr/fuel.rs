@@ -44,11 +44,11 @@ fn layered_key<'a>(
         recv,
         rhs,
         safe: false,
-    } = &n.kind
+    } = n.kind()
     else {
         return None;
     };
-    match (&recv.kind, &rhs.kind) {
+    match (recv.kind(), rhs.kind()) {
         (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => {
             Some(super::eval::layered_get(layers, k).map(Value::from_json))
         }
@@ -63,7 +63,7 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
         }
         // `$` the layered state, merged only if the argument needs it whole.
         if let (Slot::Ast(n), Some(_)) = (c.slot(i), it.layers) {
-            return it.eval_in_state(n, StateRoot::New);
+            return it.eval_in_state(*n, StateRoot::New);
         }
     }
     match it.new_state() {
@@ -76,9 +76,9 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
 /// The error `$.key` gives when the key is missing.
 fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
     let (key, pos) = match slot {
-        Slot::Ast(n) => match &n.kind {
-            Kind::Member { rhs, .. } => match &rhs.kind {
-                Kind::Word(k) => (k.clone(), Some(n.pos)),
+        Slot::Ast(n) => match n.kind() {
+            Kind::Member { rhs, .. } => match rhs.kind() {
+                Kind::Word(k) => (k.to_string(), Some(n.pos())),
                 _ => (String::new(), None),
             },
             _ => (String::new(), None),
@@ -98,7 +98,7 @@ fn old_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
         }
         match c.slot(i) {
             // `$` the layered old state, merged only if the argument needs it whole.
-            Slot::Ast(n) => it.eval_in_state(n, StateRoot::Old),
+            Slot::Ast(n) => it.eval_in_state(*n, StateRoot::Old),
             other => {
                 let old = it.old_state().unwrap_or(Value::Null);
                 it.apply(other, &[old])
@@ -142,10 +142,10 @@ fn old<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 
 fn changed_at<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<bool> {
     if let Slot::Ast(node) = c.slot(i) {
-        if let Some(known) = it.changed_part(node) {
+        if let Some(known) = it.changed_part(*node) {
             return Ok(known);
         }
-        if let Some(changed) = root_changed(it, node) {
+        if let Some(changed) = root_changed(it, *node) {
             return Ok(changed);
         }
     }
@@ -159,8 +159,8 @@ fn changed_at<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<bool> {
 
 /// `changed($)` on layered states whose cluster parts are known to agree (or not) outside the
 /// node's own keys: only those keys are compared. `None` when that is not known.
-fn root_changed(it: &Interp<'_>, node: &Node) -> Option<bool> {
-    if !matches!(&node.kind, Kind::Var(v) if v.is_empty() || v == "1") || it.states.forced {
+fn root_changed(it: &Interp<'_>, node: Node<'_>) -> Option<bool> {
+    if !matches!(node.kind(), Kind::Var(v) if v.is_empty() || v == "1") || it.states.forced {
         return None;
     }
     let l = it.layers?;
@@ -182,7 +182,7 @@ fn root_changed(it: &Interp<'_>, node: &Node) -> Option<bool> {
 }
 
 /// `changed(x)` for a node-independent `x`, evaluated once (for [`super::Engine::share`]).
-pub(crate) fn changed_of<'a>(it: &mut Interp<'a>, node: &'a Node) -> R<bool> {
+pub(crate) fn changed_of<'a>(it: &mut Interp<'a>, node: Node<'a>) -> R<bool> {
     let n = match it.new_state() {
         Some(data) => it.eval_with(node, &[data])?,
         None => it.eval(node)?,
@@ -358,16 +358,16 @@ impl<'a> Items<'a> {
 /// `D`, or a JSON list). `Ok(None)`: undefined (the old state lacks it); `Err(())`: anything else.
 fn items_in_state<'a>(
     it: &mut Interp<'a>,
-    arg: &'a Node,
+    arg: Node<'a>,
     old: bool,
 ) -> Result<Option<Items<'a>>, ()> {
-    let (of, values) = match &arg.kind {
+    let (of, values) = match arg.kind() {
         Kind::Method {
             recv,
             name,
             args,
             safe: false,
-        } if name == "values" && args.is_empty() => (&**recv, true),
+        } if name == "values" && args.is_empty() => (recv, true),
         _ => (arg, false),
     };
     let v = if !old {
@@ -418,26 +418,24 @@ fn items_in_state<'a>(
 /// key, first). `None` when the fast way does not apply (an item without `key`, anything not
 /// read in place, a failure): the caller evaluates the expression as written, with the same
 /// result or error as ever.
-pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: &'a Node) -> Option<bool> {
+pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: Node<'a>) -> Option<bool> {
     let Kind::Member {
         recv,
         rhs: key,
         safe: false,
-    } = &rhs.kind
+    } = rhs.kind()
     else {
         return None;
     };
-    let (Kind::Call(name, args), Kind::Word(key)) = (&recv.kind, &key.kind) else {
+    let (Kind::Call(name, args), Kind::Word(key)) = (recv.kind(), key.kind()) else {
         return None;
     };
-    let deleted = match name.as_str() {
+    let deleted = match name {
         "added" => false,
         "deleted" => true,
         _ => return None,
     };
-    let [super::ast::Arg::Pos(arg)] = args.as_slice() else {
-        return None;
-    };
+    let arg = args.one()?;
     let new = items_in_state(it, arg, false).ok()??;
     let old = items_in_state(it, arg, true).ok()?;
     let (mine, theirs) = if deleted {

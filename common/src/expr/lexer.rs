@@ -106,21 +106,23 @@ impl std::fmt::Debug for P {
     }
 }
 
-/// One token.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+/// One token; names and strings without escapes borrow the source text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tok<'t> {
     /// `$`, `$name` or `$1` (the text after `$`).
-    Var(String),
+    Var(&'t str),
     /// An integer literal.
     Int(i64),
     /// A float literal (digits, a dot, digits; no exponent).
     Float(f64),
-    /// A quoted string, escapes decoded.
-    Str(String),
+    /// A quoted string without escapes (its text between the quotes).
+    Str(&'t str),
+    /// A quoted string with escapes: its decoded text is the lexer's [`Lexer::decoded`].
+    Decoded,
     /// A bare word that is no keyword: a string constant or a key name.
-    Word(String),
+    Word(&'t str),
     /// A function name glued to its `(` (the `(` is part of the token).
-    Func(String),
+    Func(&'t str),
     /// `true`.
     True,
     /// `false`.
@@ -131,15 +133,6 @@ pub enum Tok {
     Op(P),
     /// End of input.
     End,
-}
-
-/// A token and its byte offset.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Token {
-    /// The token.
-    pub tok: Tok,
-    /// Byte offset of its first character.
-    pub pos: usize,
 }
 
 /// The operator or punctuation mark at the start of `rest`, and its length.
@@ -175,16 +168,30 @@ fn symbol(rest: &[u8]) -> Option<(P, usize)> {
     }
 }
 
+/// ASCII bytes that may appear in a name (letters, digits, `_`).
+const NAME_BYTE: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
 /// The length in bytes of the name at the start of `rest` (ASCII fast, Unicode letters too).
+#[inline]
 fn word_len(rest: &str) -> usize {
     let b = rest.as_bytes();
     let mut n = 0;
     while n < b.len() {
         let c = b[n];
-        if c.is_ascii_alphanumeric() || c == b'_' {
+        if c < 0x80 {
+            if !NAME_BYTE[c as usize] {
+                return n;
+            }
             n += 1;
-        } else if c < 0x80 {
-            return n;
         } else {
             return n + rest[n..]
                 .chars()
@@ -204,52 +211,82 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> ParseError {
-    ParseError {
+fn lex_error(text: &str, pos: usize, message: impl Into<String>) -> Box<ParseError> {
+    Box::new(ParseError {
         kind: ParseErrorKind::Lexical,
         message: message.into(),
         expr: text.to_string(),
         pos,
-    }
+    })
 }
 
-/// Splits `text` into tokens, ending with [`Tok::End`].
-pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
-    let mut out = Vec::with_capacity(text.len() / 3 + 2);
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < text.len() {
-        let b = bytes[i];
-        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+/// Reads tokens one at a time, on demand: the current one is [`Lexer::tok`].
+pub struct Lexer<'t> {
+    text: &'t str,
+    i: usize,
+    /// The current token ([`Tok::End`] before the first [`Lexer::advance`]).
+    pub tok: Tok<'t>,
+    /// Byte offset of the current token.
+    pub pos: usize,
+    /// The text of the current token when it is [`Tok::Decoded`].
+    pub decoded: String,
+}
+
+impl<'t> Lexer<'t> {
+    /// A lexer at the start of `text`.
+    pub fn new(text: &'t str) -> Lexer<'t> {
+        Lexer {
+            text,
+            i: 0,
+            tok: Tok::End,
+            pos: 0,
+            decoded: String::new(),
+        }
+    }
+
+    /// Reads the next token into [`Lexer::tok`] ([`Tok::End`] at the end, and again after it).
+    pub fn advance(&mut self) -> Result<(), Box<ParseError>> {
+        let bytes = self.text.as_bytes();
+        let mut i = self.i;
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\r' | b'\n') {
             i += 1;
-            continue;
+        }
+        self.pos = i;
+        let len = self.read(i)?;
+        self.i = i + len;
+        Ok(())
+    }
+
+    /// Reads the token at `start` (no blank there) into `self.tok`, returning its length.
+    fn read(&mut self, start: usize) -> Result<usize, Box<ParseError>> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let i = start;
+        if i >= text.len() {
+            self.tok = Tok::End;
+            return Ok(0);
+        }
+        let b = bytes[i];
+        if let Some((p, len)) = symbol(&bytes[i..]) {
+            self.tok = Tok::Op(p);
+            return Ok(len);
         }
         let rest = &text[i..];
-        let start = i;
-        if let Some((p, len)) = symbol(&bytes[i..]) {
-            out.push(Token {
-                tok: Tok::Op(p),
-                pos: start,
-            });
-            i += len;
-            continue;
-        }
         let c = if b < 0x80 {
             char::from(b)
         } else {
             match rest.chars().next() {
                 Some(c) => c,
-                None => break,
+                None => {
+                    self.tok = Tok::End;
+                    return Ok(0);
+                }
             }
         };
         if c == '$' {
             let name_len = word_len(&rest[1..]);
-            out.push(Token {
-                tok: Tok::Var(rest[1..1 + name_len].to_string()),
-                pos: start,
-            });
-            i += 1 + name_len;
-            continue;
+            self.tok = Tok::Var(&rest[1..1 + name_len]);
+            return Ok(1 + name_len);
         }
         if c.is_ascii_digit() {
             let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -273,7 +310,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 ));
             }
             let lit = &rest[..len];
-            let tok = if is_float {
+            self.tok = if is_float {
                 match lit.parse::<f64>() {
                     Ok(x) if x.is_finite() => Tok::Float(x),
                     _ => return Err(lex_error(text, start, "number too large")),
@@ -284,9 +321,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                         .map_err(|_| lex_error(text, start, "integer too large"))?,
                 )
             };
-            out.push(Token { tok, pos: start });
-            i += len;
-            continue;
+            return Ok(len);
         }
         if is_word_start(c) {
             if rest.starts_with("__") {
@@ -295,14 +330,10 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
             let len = word_len(rest);
             let word = &rest[..len];
             if bytes.get(i + len) == Some(&b'(') {
-                out.push(Token {
-                    tok: Tok::Func(word.to_string()),
-                    pos: start,
-                });
-                i += len + 1;
-                continue;
+                self.tok = Tok::Func(word);
+                return Ok(len + 1);
             }
-            let tok = match word {
+            self.tok = match word {
                 "true" => Tok::True,
                 "false" => Tok::False,
                 "null" => Tok::Null,
@@ -311,51 +342,40 @@ pub fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 "not" => Tok::Op(P::Not),
                 "and" => Tok::Op(P::And),
                 "or" => Tok::Op(P::Or),
-                w => Tok::Word(w.to_string()),
+                w => Tok::Word(w),
             };
-            out.push(Token { tok, pos: start });
-            i += len;
-            continue;
+            return Ok(len);
         }
         if c == '\'' || c == '"' {
-            let (s, len) = quoted(text, i, c)?;
-            out.push(Token {
-                tok: Tok::Str(s),
-                pos: start,
-            });
-            i += len;
-            continue;
+            let (plain, len) = quoted(text, i, c, &mut self.decoded)?;
+            self.tok = match plain {
+                Some(s) => Tok::Str(s),
+                None => Tok::Decoded,
+            };
+            return Ok(len);
         }
         if c == '`' {
-            let (s, len) = verbatim(text, i)?;
-            out.push(Token {
-                tok: Tok::Str(s),
-                pos: start,
-            });
-            i += len;
-            continue;
+            let len = verbatim(text, i, &mut self.decoded)?;
+            self.tok = Tok::Decoded;
+            return Ok(len);
         }
-        return Err(lex_error(
+        Err(lex_error(
             text,
             start,
             format!("unexpected character `{c}`"),
-        ));
+        ))
     }
-    out.push(Token {
-        tok: Tok::End,
-        pos: text.len(),
-    });
-    Ok(out)
 }
 
-/// Reads a verbatim (backtick) string starting at `start`; only "\`" is an escape.
-fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
+/// Reads a verbatim (backtick) string starting at `start` into `out`, returning its length;
+/// only "\`" is an escape.
+fn verbatim(text: &str, start: usize, out: &mut String) -> Result<usize, Box<ParseError>> {
     let body = &text[start + 1..];
-    let mut out = String::new();
+    out.clear();
     let mut chars = body.char_indices();
     while let Some((j, c)) = chars.next() {
         match c {
-            '`' => return Ok((out, j + 2)),
+            '`' => return Ok(j + 2),
             '\\' => match chars.next() {
                 Some((_, '`')) => out.push('`'),
                 Some((_, other)) => {
@@ -370,21 +390,27 @@ fn verbatim(text: &str, start: usize) -> Result<(String, usize), ParseError> {
     Err(lex_error(text, start, "unterminated string"))
 }
 
-/// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does.
-fn quoted(text: &str, start: usize, quote: char) -> Result<(String, usize), ParseError> {
+/// Reads a quoted string (`'` or `"`) starting at `start`, decoding escapes as YAQL does: its
+/// text when it has no escape, else `None` and the decoded text in `out`; and its length.
+fn quoted<'t>(
+    text: &'t str,
+    start: usize,
+    quote: char,
+    out: &mut String,
+) -> Result<(Option<&'t str>, usize), Box<ParseError>> {
     let body = &text[start + 1..];
     // Most strings have no escape: one copy of the slice.
     let q = quote as u8;
     if let Some(j) = body.bytes().position(|b| b == q || b == b'\\') {
         if body.as_bytes()[j] == q {
-            return Ok((body[..j].to_string(), j + 2));
+            return Ok((Some(&body[..j]), j + 2));
         }
     }
-    let mut out = String::new();
+    out.clear();
     let mut chars = body.char_indices().peekable();
     while let Some((j, c)) = chars.next() {
         if c == quote {
-            return Ok((out, j + 2));
+            return Ok((None, j + 2));
         }
         if c != '\\' {
             out.push(c);

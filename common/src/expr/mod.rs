@@ -27,6 +27,7 @@ pub mod errors;
 pub mod eval;
 pub mod fastpath;
 pub mod fuel;
+pub(crate) mod hashindex;
 pub mod lexer;
 pub mod library;
 pub mod limits;

@@ -1,9 +1,11 @@
 //! The parser: YAQL's grammar and operator table, tightest first: `.` `?.`; indexer; unary `+ -`;
 //! `=~ !~`; `* / mod`; `+ -`; comparisons and `in`; `not`; `and`; `or`; `->` (right-associative).
 
-use super::ast::{Arg, BinOp, Kind, Node, UnOp};
+use std::cell::Cell;
+
+use super::ast::{BinOp, Flat, FlatArg, Span, Sym, Tree, UnOp};
 use super::errors::{ParseError, ParseErrorKind};
-use super::lexer::{tokenize, Tok, Token, P};
+use super::lexer::{Lexer, Tok, P};
 
 /// Nesting deeper than this is refused (keeps the parser's stack bounded).
 pub const MAX_DEPTH: usize = 64;
@@ -13,88 +15,125 @@ pub const MAX_HEIGHT: usize = 256;
 
 struct Parser<'t> {
     text: &'t str,
-    toks: Vec<Token>,
-    at: usize,
+    lexer: Lexer<'t>,
     depth: usize,
+    tree: Tree,
+    /// Arguments of the calls being parsed, innermost last, moved into the tree as each closes.
+    pending: Vec<FlatArg>,
 }
+
+type Id = u32;
+
+/// Parse results inside the parser (the error boxed: keeps results small on the hot path).
+type PR<T> = Result<T, Box<ParseError>>;
 
 /// Parses `text` into a syntax tree.
-pub fn parse(text: &str) -> Result<Node, ParseError> {
-    let toks = tokenize(text)?;
+pub fn parse(text: &str) -> Result<Tree, ParseError> {
+    if u32::try_from(text.len()).is_err() {
+        return Err(ParseError {
+            kind: ParseErrorKind::Grammar,
+            message: "expression too long".into(),
+            expr: String::new(),
+            pos: 0,
+        });
+    }
     let mut p = Parser {
         text,
-        toks,
-        at: 0,
+        lexer: Lexer::new(text),
         depth: 0,
+        tree: Tree::new(text),
+        pending: PENDING.with(Cell::take),
     };
-    let node = p.expr()?;
-    if *p.peek() != Tok::End || p.at + 1 != p.toks.len() {
-        return Err(p.error("unexpected token after the end of the expression"));
-    }
-    Ok(node)
+    let parsed = p.parse();
+    p.pending.clear();
+    PENDING.with(|c| c.set(p.pending));
+    parsed.map_err(|e| *e)?;
+    Ok(p.tree)
 }
 
-impl Parser<'_> {
-    fn peek(&self) -> &Tok {
-        // The token list always ends with `End` and `at` never passes it.
-        &self.toks[self.at].tok
+thread_local! {
+    /// The argument stack of the last parse on this thread, kept for the next (no allocation
+    /// per expression).
+    static PENDING: Cell<Vec<FlatArg>> = const { Cell::new(Vec::new()) };
+}
+
+impl<'t> Parser<'t> {
+    fn parse(&mut self) -> PR<()> {
+        self.lexer.advance()?;
+        let root = self.expr()?;
+        if self.lexer.tok != Tok::End {
+            return Err(self.error("unexpected token after the end of the expression"));
+        }
+        self.tree.set_root(root);
+        Ok(())
+    }
+
+    fn peek(&self) -> &Tok<'t> {
+        &self.lexer.tok
     }
 
     fn pos(&self) -> usize {
-        self.toks[self.at].pos
+        self.lexer.pos
     }
 
-    fn bump(&mut self) {
-        if self.at < self.toks.len() - 1 {
-            self.at += 1;
+    fn bump(&mut self) -> PR<()> {
+        if self.lexer.tok != Tok::End {
+            self.lexer.advance()?;
         }
-    }
-
-    /// Moves the current token out (leaving `End` in its place) and advances.
-    fn take(&mut self) -> Tok {
-        let t = if self.at < self.toks.len() - 1 {
-            std::mem::replace(&mut self.toks[self.at].tok, Tok::End)
-        } else {
-            Tok::End
-        };
-        self.bump();
-        t
+        Ok(())
     }
 
     fn is(&self, p: P) -> bool {
         matches!(self.peek(), Tok::Op(o) if *o == p)
     }
 
-    fn error(&self, message: &str) -> ParseError {
+    /// A grammar error, unless the text has a lexical error further on: that one is reported,
+    /// as when the whole text is split into tokens first.
+    fn grammar(&mut self, e: ParseError) -> Box<ParseError> {
+        loop {
+            match self.lexer.advance() {
+                Err(lexical) => return lexical,
+                Ok(()) if self.lexer.tok == Tok::End => return Box::new(e),
+                Ok(()) => {}
+            }
+        }
+    }
+
+    #[cold]
+    fn error(&mut self, message: &str) -> Box<ParseError> {
         let found = match self.peek() {
             Tok::End => "end of expression".to_string(),
+            Tok::Decoded => format!("Str({:?})", self.lexer.decoded),
             t => format!("{t:?}"),
         };
-        ParseError {
+        let e = ParseError {
             kind: ParseErrorKind::Grammar,
             message: format!("{message} (found {found})"),
             expr: self.text.to_string(),
             pos: self.pos(),
-        }
+        };
+        self.grammar(e)
     }
 
-    /// Builds a node, refusing trees taller than [`MAX_HEIGHT`] (long operator chains included).
-    fn node(&self, kind: Kind, pos: usize) -> Result<Node, ParseError> {
-        let n = Node::new(super::ast::fold(kind), pos);
-        if n.depth as usize > MAX_HEIGHT {
-            return Err(ParseError {
+    /// Stores a node, refusing trees taller than [`MAX_HEIGHT`] (long operator chains included).
+    #[inline(always)]
+    fn node(&mut self, kind: Flat, pos: usize) -> PR<Id> {
+        let (id, depth) = self.tree.push(kind, pos);
+        if depth as usize > MAX_HEIGHT {
+            let e = ParseError {
                 kind: ParseErrorKind::Grammar,
                 message: format!(
                     "expression too deep: more than {MAX_HEIGHT} levels of operators and calls"
                 ),
                 expr: self.text.to_string(),
                 pos,
-            });
+            };
+            return Err(self.grammar(e));
         }
-        Ok(n)
+        Ok(id)
     }
 
-    fn enter(&mut self) -> Result<(), ParseError> {
+    fn enter(&mut self) -> PR<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error("expression nested too deeply"));
@@ -102,31 +141,28 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn expr(&mut self) -> Result<Node, ParseError> {
+    fn expr(&mut self) -> PR<Id> {
         self.enter()?;
         let r = self.then();
         self.depth -= 1;
         r
     }
 
-    fn then(&mut self) -> Result<Node, ParseError> {
+    fn then(&mut self) -> PR<Id> {
         let left = self.binary(LEVEL_OR)?;
         if self.is(P::Arrow) {
             let pos = self.pos();
-            self.bump();
+            self.bump()?;
             self.enter()?;
             let right = self.then();
             self.depth -= 1;
-            return self.node(
-                Kind::Binary(BinOp::Then, Box::new(left), Box::new(right?)),
-                pos,
-            );
+            return self.node(Flat::Binary(BinOp::Then, left, right?), pos);
         }
         Ok(left)
     }
 
     /// Binary operators of `min` and tighter, left-associative; `not` is a prefix at its level.
-    fn binary(&mut self, min: u8) -> Result<Node, ParseError> {
+    fn binary(&mut self, min: u8) -> PR<Id> {
         let mut left = if min <= LEVEL_NOT && self.is(P::Not) {
             self.not()?
         } else {
@@ -143,23 +179,23 @@ impl Parser<'_> {
                 return Ok(left);
             }
             let pos = self.pos();
-            self.bump();
+            self.bump()?;
             let right = self.binary(level + 1)?;
-            left = self.node(Kind::Binary(op, Box::new(left), Box::new(right)), pos)?;
+            left = self.node(Flat::Binary(op, left, right), pos)?;
         }
     }
 
     /// `not x`, where `x` holds comparisons and tighter operators (and further `not`s).
-    fn not(&mut self) -> Result<Node, ParseError> {
+    fn not(&mut self) -> PR<Id> {
         let pos = self.pos();
-        self.bump();
+        self.bump()?;
         self.enter()?;
         let inner = self.binary(LEVEL_NOT);
         self.depth -= 1;
-        self.node(Kind::Unary(UnOp::Not, Box::new(inner?)), pos)
+        self.node(Flat::Unary(UnOp::Not, inner?), pos)
     }
 
-    fn unary(&mut self) -> Result<Node, ParseError> {
+    fn unary(&mut self) -> PR<Id> {
         let op = match self.peek() {
             Tok::Op(P::Minus) => UnOp::Minus,
             Tok::Op(P::Plus) => UnOp::Plus,
@@ -167,29 +203,34 @@ impl Parser<'_> {
             _ => return self.postfix(),
         };
         let pos = self.pos();
-        self.bump();
+        self.bump()?;
         self.enter()?;
         let inner = self.unary();
         self.depth -= 1;
-        self.node(Kind::Unary(op, Box::new(inner?)), pos)
+        self.node(Flat::Unary(op, inner?), pos)
     }
 
-    fn postfix(&mut self) -> Result<Node, ParseError> {
+    /// A name the current token borrows from the source, as a tree string.
+    fn sym(&self, s: &str) -> Sym {
+        let start = s.as_ptr() as usize - self.text.as_ptr() as usize;
+        self.tree.source_sym(start, s.len())
+    }
+
+    fn postfix(&mut self) -> PR<Id> {
         let mut node = self.primary()?;
         loop {
             let pos = self.pos();
             match self.peek() {
                 Tok::Op(P::Dot | P::SafeDot) => {
                     let safe = self.is(P::SafeDot);
-                    self.bump();
-                    if let Tok::Func(_) = self.peek() {
-                        let Tok::Func(name) = self.take() else {
-                            unreachable!("just matched a function token")
-                        };
+                    self.bump()?;
+                    if let Tok::Func(name) = *self.peek() {
+                        let name = self.sym(name);
+                        self.bump()?;
                         let args = self.args(P::RParen)?;
                         node = self.node(
-                            Kind::Method {
-                                recv: Box::new(node),
+                            Flat::Method {
+                                recv: node,
                                 name,
                                 args,
                                 safe,
@@ -199,9 +240,9 @@ impl Parser<'_> {
                     } else {
                         let rhs = self.primary()?;
                         node = self.node(
-                            Kind::Member {
-                                recv: Box::new(node),
-                                rhs: Box::new(rhs),
+                            Flat::Member {
+                                recv: node,
+                                rhs,
                                 safe,
                             },
                             pos,
@@ -209,78 +250,70 @@ impl Parser<'_> {
                     }
                 }
                 Tok::Op(P::LBrack) => {
-                    self.bump();
+                    self.bump()?;
                     let args = self.args(P::RBrack)?;
-                    node = self.node(Kind::Index(Box::new(node), args), pos)?;
+                    node = self.node(Flat::Index(node, args), pos)?;
                 }
                 Tok::Op(P::LParen) => {
-                    self.bump();
+                    self.bump()?;
                     let args = self.args(P::RParen)?;
-                    node = self.node(Kind::Invoke(Box::new(node), args), pos)?;
+                    node = self.node(Flat::Invoke(node, args), pos)?;
                 }
                 _ => return Ok(node),
             }
         }
     }
 
-    fn primary(&mut self) -> Result<Node, ParseError> {
+    fn primary(&mut self) -> PR<Id> {
         let pos = self.pos();
-        let kind = match self.peek() {
-            Tok::Int(_)
-            | Tok::Float(_)
-            | Tok::Str(_)
-            | Tok::Word(_)
-            | Tok::Var(_)
-            | Tok::True
-            | Tok::False
-            | Tok::Null => match self.take() {
-                Tok::Int(i) => Kind::Int(i),
-                Tok::Float(x) => Kind::Float(x),
-                Tok::Str(s) => Kind::Str(s),
-                Tok::Word(w) => Kind::Word(w),
-                Tok::Var(v) => Kind::Var(v),
-                Tok::True => Kind::Bool(true),
-                Tok::False => Kind::Bool(false),
-                _ => Kind::Null,
-            },
-            Tok::Func(_) => {
-                let Tok::Func(name) = self.take() else {
-                    unreachable!("just matched a function token")
-                };
+        let kind = match *self.peek() {
+            Tok::Int(i) => Flat::Int(i),
+            Tok::Float(x) => Flat::Float(x),
+            Tok::Word(w) => Flat::Word(self.sym(w)),
+            Tok::Var(v) => Flat::Var(self.sym(v)),
+            Tok::True => Flat::Bool(true),
+            Tok::False => Flat::Bool(false),
+            Tok::Null => Flat::Null,
+            Tok::Str(s) => Flat::Str(self.sym(s)),
+            Tok::Decoded => Flat::Str(self.tree.intern(&self.lexer.decoded)),
+            Tok::Func(name) => {
+                let name = self.sym(name);
+                self.bump()?;
                 let args = self.args(P::RParen)?;
-                return self.node(Kind::Call(name, args), pos);
+                return self.node(Flat::Call(name, args), pos);
             }
             Tok::Op(P::LParen) => {
-                self.bump();
+                self.bump()?;
                 let inner = self.expr()?;
                 if !self.is(P::RParen) {
                     return Err(self.error("expected `)`"));
                 }
-                self.bump();
-                return self.node(Kind::Paren(Box::new(inner)), pos);
+                self.bump()?;
+                return self.node(Flat::Paren(inner), pos);
             }
             Tok::Op(P::LBrack) => {
-                self.bump();
+                self.bump()?;
                 let args = self.args(P::RBrack)?;
-                return self.node(Kind::List(args), pos);
+                return self.node(Flat::List(args), pos);
             }
             Tok::Op(P::LBrace) => {
-                self.bump();
+                self.bump()?;
                 let args = self.args(P::RBrace)?;
-                return self.node(Kind::Dict(args), pos);
+                return self.node(Flat::Dict(args), pos);
             }
             _ => return Err(self.error("expected a value")),
         };
+        self.bump()?;
         self.node(kind, pos)
     }
 
     /// Parses arguments up to and including `close`: positional ones (some possibly skipped),
     /// then `key => value` ones; no trailing comma.
-    fn args(&mut self, close: P) -> Result<Vec<Arg>, ParseError> {
-        let mut args = Vec::new();
+    fn args(&mut self, close: P) -> PR<Span> {
+        let mark = self.pending.len();
         if self.is(close) {
-            self.bump();
-            return Ok(args);
+            self.bump()?;
+            return Ok(self.tree.push_args(std::iter::empty()));
         }
         self.enter()?;
         let mut seen_map = false;
@@ -289,35 +322,36 @@ impl Parser<'_> {
                 if seen_map {
                     return Err(self.error("positional argument after a named one"));
                 }
-                args.push(Arg::Skip);
+                self.pending.push(FlatArg::Skip);
             } else {
                 let e = self.expr()?;
                 if self.is(P::FatArrow) {
-                    self.bump();
+                    self.bump()?;
                     let v = self.expr()?;
-                    args.push(Arg::Map(e, v));
+                    self.pending.push(FlatArg::Map(e, v));
                     seen_map = true;
                 } else {
                     if seen_map {
                         return Err(self.error("positional argument after a named one"));
                     }
-                    args.push(Arg::Pos(e));
+                    self.pending.push(FlatArg::Pos(e));
                 }
             }
             if self.is(P::Comma) {
-                self.bump();
+                self.bump()?;
                 if self.is(close) {
                     return Err(self.error("trailing comma"));
                 }
             } else if self.is(close) {
-                self.bump();
+                self.bump()?;
                 break;
             } else {
                 return Err(self.error(&format!("expected `,` or `{}`", close.text())));
             }
         }
         self.depth -= 1;
-        Ok(args)
+        let span = self.tree.push_args(self.pending.drain(mark..));
+        Ok(span)
     }
 }
 

@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use serde_json::Value as J;
 
-use super::ast::{Arg, Kind, Node};
+use super::ast::{Arg, Args, Kind, Node};
 use super::engine::Expression;
 use super::eval::StateRoot;
+use super::hashindex::{HashIndex, Names};
 use super::value::{Value, View};
 
 /// Functions whose arguments are evaluated against the current or the last deployed state, with
@@ -166,24 +167,24 @@ enum Dollar {
 
 struct Finder<'n, 'f> {
     per_node: &'f dyn Fn(&str) -> bool,
-    found: Vec<&'n Node>,
+    found: Vec<Node<'n>>,
     /// The largest subtrees that read the state a deployment helper binds `$` to, but only its
     /// keys that are not the node's own.
-    state_found: Vec<&'n Node>,
+    state_found: Vec<Node<'n>>,
     /// Arguments of `changed()`, `changedAny()`, `changedAll()` that do not read the node.
-    changed: Vec<&'n Node>,
+    changed: Vec<Node<'n>>,
     /// `P.where($.key = Y)` (or `Y = $.key`) with `Y` not reading the item: (the `where` node,
     /// `P`, the key, `Y` on the left).
-    joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
+    joins: Vec<(Node<'n>, Node<'n>, &'n str, bool)>,
     /// `X in P`: (the `in` node, `P`).
-    members: Vec<(&'n Node, &'n Node)>,
+    members: Vec<(Node<'n>, Node<'n>)>,
 }
 
 impl<'n> Finder<'n, '_> {
     /// Analyses `n`; records the largest shareable subtrees below it when `n` itself is not one
     /// (the caller records `n` when it is, and is the largest).
-    fn visit(&mut self, n: &'n Node, dollar: Dollar) -> Reads {
-        let mut parts: Vec<(&'n Node, Reads)> = Vec::new();
+    fn visit(&mut self, n: Node<'n>, dollar: Dollar) -> Reads {
+        let mut parts: Vec<(Node<'n>, Reads)> = Vec::new();
         let reads = self.reads(n, dollar, &mut parts);
         if !(shareable(reads)) {
             for (p, r) in parts {
@@ -198,7 +199,7 @@ impl<'n> Finder<'n, '_> {
     }
 
     /// Analyses a child: returns its reads and keeps it as a candidate.
-    fn child(&mut self, n: &'n Node, dollar: Dollar, parts: &mut Vec<(&'n Node, Reads)>) -> Reads {
+    fn child(&mut self, n: Node<'n>, dollar: Dollar, parts: &mut Vec<(Node<'n>, Reads)>) -> Reads {
         let r = self.visit(n, dollar);
         parts.push((n, r));
         r
@@ -206,25 +207,30 @@ impl<'n> Finder<'n, '_> {
 
     fn args(
         &mut self,
-        args: &'n [Arg],
+        args: Args<'n>,
         dollar: Dollar,
-        parts: &mut Vec<(&'n Node, Reads)>,
+        parts: &mut Vec<(Node<'n>, Reads)>,
     ) -> Reads {
         let mut r = Reads::default();
         for a in args {
-            match a {
-                Arg::Pos(n) => r = r.or(self.child(n, dollar, parts)),
-                Arg::Map(k, v) => {
-                    // A named argument's name is no expression.
-                    if !matches!(k.kind, Kind::Word(_)) {
-                        r = r.or(self.child(k, dollar, parts));
-                    }
-                    r = r.or(self.child(v, dollar, parts));
-                }
-                Arg::Skip => {}
-            }
+            r = r.or(self.arg(a, dollar, parts));
         }
         r
+    }
+
+    fn arg(&mut self, a: Arg<'n>, dollar: Dollar, parts: &mut Vec<(Node<'n>, Reads)>) -> Reads {
+        match a {
+            Arg::Pos(n) => self.child(n, dollar, parts),
+            Arg::Map(k, v) => {
+                let mut r = Reads::default();
+                // A named argument's name is no expression.
+                if !matches!(k.kind(), Kind::Word(_)) {
+                    r = r.or(self.child(k, dollar, parts));
+                }
+                r.or(self.child(v, dollar, parts))
+            }
+            Arg::Skip => Reads::default(),
+        }
     }
 
     fn dollar(&self, dollar: Dollar, key: Option<&str>) -> Reads {
@@ -250,9 +256,9 @@ impl<'n> Finder<'n, '_> {
         }
     }
 
-    fn reads(&mut self, n: &'n Node, dollar: Dollar, parts: &mut Vec<(&'n Node, Reads)>) -> Reads {
+    fn reads(&mut self, n: Node<'n>, dollar: Dollar, parts: &mut Vec<(Node<'n>, Reads)>) -> Reads {
         let is_dollar = |v: &str| v.is_empty() || v == "1";
-        match &n.kind {
+        match n.kind() {
             Kind::Null
             | Kind::Bool(_)
             | Kind::Int(_)
@@ -261,14 +267,14 @@ impl<'n> Finder<'n, '_> {
             | Kind::Word(_)
             | Kind::Const(_) => Reads::default(),
             Kind::Var(v) if is_dollar(v) => self.dollar(dollar, None),
-            Kind::Var(v) if v == "common" => Reads::default(),
-            Kind::Var(v) if v == "data" => self.dollar(Dollar::Root, None),
+            Kind::Var("common") => Reads::default(),
+            Kind::Var("data") => self.dollar(Dollar::Root, None),
             Kind::Var(v) if v.chars().all(|c| c.is_ascii_digit()) && dollar == Dollar::Item => {
                 self.dollar(dollar, None)
             }
             Kind::Var(_) => Reads::OPAQUE,
             Kind::Member { recv, rhs, .. } => {
-                if let (Kind::Var(v), Kind::Word(k)) = (&recv.kind, &rhs.kind) {
+                if let (Kind::Var(v), Kind::Word(k)) = (recv.kind(), rhs.kind()) {
                     if is_dollar(v) {
                         return self.dollar(dollar, Some(k));
                     }
@@ -277,7 +283,7 @@ impl<'n> Finder<'n, '_> {
                     }
                 }
                 let r = self.child(recv, dollar, parts);
-                match &rhs.kind {
+                match rhs.kind() {
                     Kind::Word(_) => r,
                     _ => Reads::OPAQUE,
                 }
@@ -286,46 +292,46 @@ impl<'n> Finder<'n, '_> {
                 recv, name, args, ..
             } => {
                 // `$.get('key', default)` reads one key of the root.
-                let (recv_reads, rest) = match (&recv.kind, name.as_str(), args.first()) {
+                let (recv_reads, rest) = match (recv.kind(), name, args.first()) {
                     (Kind::Var(v), "get", Some(Arg::Pos(key))) if is_dollar(v) => {
-                        let r = match &key.kind {
+                        let r = match key.kind() {
                             Kind::Str(k) | Kind::Word(k) => self.dollar(dollar, Some(k)),
                             _ => self.dollar(dollar, None),
                         };
-                        (r, &args[1..])
+                        (r, args.skip(1))
                     }
-                    _ => (self.child(recv, dollar, parts), &args[..]),
+                    _ => (self.child(recv, dollar, parts), args),
                 };
                 let work = Reads {
                     work: true,
                     ..Reads::default()
                 };
-                if matches!(name.as_str(), "where" | "filter") {
+                if matches!(name, "where" | "filter") {
                     if let Some((key, left)) = self.join_key(args) {
                         self.joins.push((n, recv, key, left));
                     }
                 }
-                if LAMBDA_METHODS.contains(&name.as_str()) {
+                if LAMBDA_METHODS.contains(&name) {
                     let mut inner = self.args(rest, Dollar::Item, parts);
                     // The lambda's `$` (and `$1`, `$2`) are bound here; anything else it reads
                     // (a named variable) is already marked as reading the node.
                     inner.bound = false;
                     recv_reads.or(inner).or(work)
-                } else if EAGER.contains(&name.as_str()) {
+                } else if EAGER.contains(&name) {
                     recv_reads.or(self.args(rest, dollar, parts)).or(work)
                 } else {
                     let inner = self.args(rest, Dollar::Item, parts);
                     recv_reads.or(opaque_if_reads(inner)).or(work)
                 }
             }
-            Kind::Call(name, _) if NOT_SHARED.contains(&name.as_str()) => Reads::OPAQUE,
+            Kind::Call(name, _) if NOT_SHARED.contains(&name) => Reads::OPAQUE,
             Kind::Call(name, args) => {
                 let work = Reads {
                     work: true,
                     ..Reads::default()
                 };
-                if STATE_FUNCTIONS.contains(&name.as_str()) {
-                    let compares = matches!(name.as_str(), "changed" | "changedAny" | "changedAll");
+                if STATE_FUNCTIONS.contains(&name) {
+                    let compares = matches!(name, "changed" | "changedAny" | "changedAll");
                     let mut inner = Reads::default();
                     for a in args {
                         let r = match a {
@@ -336,14 +342,14 @@ impl<'n> Finder<'n, '_> {
                                 }
                                 r
                             }
-                            other => self.args(std::slice::from_ref(other), Dollar::State, parts),
+                            other => self.arg(other, Dollar::State, parts),
                         };
                         inner = inner.or(r);
                     }
                     // The state's `$` is bound here.
                     inner.state = false;
                     inner.or(work)
-                } else if EAGER.contains(&name.as_str()) {
+                } else if EAGER.contains(&name) {
                     self.args(args, dollar, parts).or(work)
                 } else {
                     let inner = self.args(args, Dollar::Item, parts);
@@ -358,7 +364,7 @@ impl<'n> Finder<'n, '_> {
             Kind::Paren(inner) | Kind::Unary(_, inner) => self.child(inner, dollar, parts),
             Kind::Binary(super::ast::BinOp::Then, _, _) | Kind::Invoke(..) => Reads::OPAQUE,
             Kind::Binary(op, l, r) => {
-                if *op == super::ast::BinOp::In {
+                if op == super::ast::BinOp::In {
                     self.members.push((n, r));
                 }
                 let a = self.child(l, dollar, parts);
@@ -369,18 +375,18 @@ impl<'n> Finder<'n, '_> {
 
     /// For `where($.key = Y)` or `where(Y = $.key)` where `Y` reads neither the item nor any
     /// other bound variable: the key, and whether `Y` is on the left.
-    fn join_key(&self, args: &'n [Arg]) -> Option<(&'n str, bool)> {
-        let [Arg::Pos(p)] = args else { return None };
-        let Kind::Binary(super::ast::BinOp::Eq, l, r) = &p.kind else {
+    fn join_key(&self, args: Args<'n>) -> Option<(&'n str, bool)> {
+        let p = args.one()?;
+        let Kind::Binary(super::ast::BinOp::Eq, l, r) = p.kind() else {
             return None;
         };
-        let key_of = |n: &'n Node| match &n.kind {
+        let key_of = |n: Node<'n>| match n.kind() {
             Kind::Member {
                 recv,
                 rhs,
                 safe: false,
-            } => match (&recv.kind, &rhs.kind) {
-                (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => Some(k.as_str()),
+            } => match (recv.kind(), rhs.kind()) {
+                (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => Some(k),
                 _ => None,
             },
             _ => None,
@@ -426,28 +432,28 @@ fn state_shareable(r: Reads) -> bool {
 
 /// The largest subtrees of `root` that call something and read neither the node (`$node`, keys
 /// for which `per_node` is true, the whole `$`) nor a variable bound outside them.
-pub fn shared_parts<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'n Node> {
+pub fn shared_parts<'n>(root: Node<'n>, per_node: &dyn Fn(&str) -> bool) -> Vec<Node<'n>> {
     find(root, per_node).parts
 }
 
 /// What [`find`] finds.
 pub struct Found<'n> {
     /// The largest shareable subtrees.
-    pub parts: Vec<&'n Node>,
+    pub parts: Vec<Node<'n>>,
     /// The largest subtrees that read only keys of the state a deployment helper binds `$` to
     /// that are not the node's own (kept once for each state).
-    pub state_parts: Vec<&'n Node>,
+    pub state_parts: Vec<Node<'n>>,
     /// Node-independent arguments of `changed()`, `changedAny()`, `changedAll()`.
-    pub changed: Vec<&'n Node>,
+    pub changed: Vec<Node<'n>>,
     /// `P.where($.key = Y)` with `Y` independent of the item: (`where` node, `P`, key, `Y` left).
-    pub joins: Vec<(&'n Node, &'n Node, &'n str, bool)>,
+    pub joins: Vec<(Node<'n>, Node<'n>, &'n str, bool)>,
     /// `X in P`: (`in` node, `P`).
-    pub members: Vec<(&'n Node, &'n Node)>,
+    pub members: Vec<(Node<'n>, Node<'n>)>,
 }
 
 /// [`shared_parts`], and the arguments of `changed()`, `changedAny()` and `changedAll()` that
 /// read no node key (whether they changed is the same for every node of a class).
-pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
+pub fn find<'n>(root: Node<'n>, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
     let mut f = Finder {
         per_node,
         found: Vec::new(),
@@ -472,7 +478,7 @@ pub fn find<'n>(root: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Found<'n> {
 
 /// The largest shareable subtrees strictly below `part` (itself a shareable part, which reads
 /// `$` only at the root if at all): where to look when `part`'s own value cannot be kept.
-pub fn find_below<'n>(part: &'n Node, per_node: &dyn Fn(&str) -> bool) -> Vec<&'n Node> {
+pub fn find_below<'n>(part: Node<'n>, per_node: &dyn Fn(&str) -> bool) -> Vec<Node<'n>> {
     let mut f = Finder {
         per_node,
         found: Vec::new(),
@@ -516,7 +522,7 @@ pub struct Shared {
     /// Indexes for `P.where($.key = Y)` over a kept `P`.
     pub(crate) joins: Vec<Join>,
     /// Indexes for `X in P` over a kept list `P`: (the `in` node, `P`, positions by hash).
-    pub(crate) members: Vec<(usize, usize, std::collections::HashMap<u64, Vec<u32>>)>,
+    pub(crate) members: Vec<(usize, usize, HashIndex)>,
     /// The error of the whole expression, when it reads nothing of the node and fails.
     pub(crate) whole_error: Option<super::errors::EvalError>,
 }
@@ -542,58 +548,53 @@ pub(crate) struct Join {
 #[derive(Debug, Clone)]
 pub(crate) enum JoinIndex {
     /// Positions in the kept list `P`.
-    Positions(std::collections::HashMap<u64, Vec<u32>>),
+    Positions(HashIndex),
     /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
     /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
     /// (nothing of `D` is copied).
-    Names(std::collections::HashMap<u64, Vec<String>>),
+    Names(HashIndex, Names),
 }
 
 /// `X` when `node` is `X.values()` and `X` a path of keys from a variable (`$.a.b`, `$common.a`):
 /// cheap to evaluate again, and read in place.
-pub(crate) fn values_of_path(node: &Node) -> Option<&Node> {
+pub(crate) fn values_of_path(node: Node<'_>) -> Option<Node<'_>> {
     let Kind::Method {
         recv,
         name,
         args,
         safe: false,
-    } = &node.kind
+    } = node.kind()
     else {
         return None;
     };
     if name != "values" || !args.is_empty() {
         return None;
     }
-    let mut at: &Node = recv;
+    let mut at: Node<'_> = recv;
     loop {
-        match &at.kind {
+        match at.kind() {
             Kind::Var(_) => return Some(recv),
             Kind::Member {
                 recv: r,
                 rhs,
                 safe: false,
-            } if matches!(rhs.kind, Kind::Word(_)) => at = r,
+            } if matches!(rhs.kind(), Kind::Word(_)) => at = r,
             _ => return None,
         }
     }
 }
 
-/// The names of `d`'s values by the hash of their value at `key`; `None` unless every value is
-/// an object with that key.
-pub(crate) fn build_names(
-    d: &serde_json::Map<String, J>,
-    key: &str,
-) -> Option<std::collections::HashMap<u64, Vec<String>>> {
-    let mut index: std::collections::HashMap<u64, Vec<String>> =
-        std::collections::HashMap::with_capacity(d.len());
+/// Indexes the values of `d` by their value at `key`, by position, with their names; `None`
+/// unless every value is an object with that key.
+pub(crate) fn build_names(d: &serde_json::Map<String, J>, key: &str) -> Option<(HashIndex, Names)> {
+    let mut hashes = Vec::with_capacity(d.len());
+    let mut names = Names::with_capacity(d.len());
     for (name, item) in d {
-        let v = item.as_object()?.get(key)?;
-        index
-            .entry(join_hash(&Value::from_json(v)))
-            .or_default()
-            .push(name.clone());
+        let v = super::value::json_get(item.as_object()?, key)?;
+        hashes.push(join_hash(&Value::from_json(v)));
+        names.push(name);
     }
-    Some(index)
+    Some((HashIndex::build(&hashes)?, names))
 }
 
 /// The hash [`Join`] indexes by (consistent with YAQL equality: `1 = 1.0`).
@@ -605,31 +606,22 @@ pub(crate) fn join_hash(v: &Value<'_>) -> u64 {
 }
 
 /// Indexes `items` by their own hash.
-pub(crate) fn build_set(items: &[J]) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
-    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        index
-            .entry(join_hash(&Value::from_json(item)))
-            .or_default()
-            .push(u32::try_from(i).ok()?);
-    }
-    Some(index)
+pub(crate) fn build_set(items: &[J]) -> Option<HashIndex> {
+    let hashes: Vec<u64> = items
+        .iter()
+        .map(|item| join_hash(&Value::from_json(item)))
+        .collect();
+    HashIndex::build(&hashes)
 }
 
-/// Indexes `items` by `key`; `None` unless every item is an object with that key.
-pub(crate) fn build_index(
-    items: &[J],
-    key: &str,
-) -> Option<std::collections::HashMap<u64, Vec<u32>>> {
-    let mut index: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        let v = item.as_object()?.get(key)?;
-        index
-            .entry(join_hash(&Value::from_json(v)))
-            .or_default()
-            .push(u32::try_from(i).ok()?);
+/// Indexes `items` by their value at `key`; `None` unless every item is an object with that key.
+pub(crate) fn build_index(items: &[J], key: &str) -> Option<HashIndex> {
+    let mut hashes = Vec::with_capacity(items.len());
+    for item in items {
+        let v = super::value::json_get(item.as_object()?, key)?;
+        hashes.push(join_hash(&Value::from_json(v)));
     }
-    Some(index)
+    HashIndex::build(&hashes)
 }
 
 impl Shared {
@@ -645,7 +637,7 @@ impl Shared {
 
     /// The whole expression's value, when it does not depend on the node at all.
     pub fn whole(&self) -> Option<&J> {
-        let root = self.expr.root() as *const Node as usize;
+        let root = self.expr.root().addr();
         self.parts
             .iter()
             .find(|p| p.node == root && p.state.is_none())
@@ -660,7 +652,7 @@ impl Shared {
 
     /// True when these values were computed for `expr` (the same parsed expression).
     pub fn is_for(&self, expr: &Expression) -> bool {
-        std::ptr::eq(self.expr.root(), expr.root())
+        self.expr.root().same(expr.root())
     }
 }
 
@@ -701,7 +693,7 @@ mod tests {
         let e = Expression::parse(text).expect("parses");
         let per_node = |k: &str| matches!(k, "uid" | "roles" | "name");
         let found = find(e.root(), &per_node);
-        let show = |v: Vec<&Node>| v.iter().map(|n| n.to_string()).collect();
+        let show = |v: Vec<Node<'_>>| v.iter().map(|n| n.to_string()).collect();
         (show(found.parts), show(found.changed))
     }
 

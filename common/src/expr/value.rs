@@ -15,7 +15,7 @@ use super::ast::Node;
 #[derive(Debug)]
 pub struct Lambda<'a> {
     /// The body, evaluated with `$`, `$1`, ... bound to the call's arguments.
-    pub body: &'a Node,
+    pub body: Node<'a>,
     /// Variables captured where the lambda was made.
     pub scope: Vec<(Name<'a>, Value<'a>)>,
 }
@@ -137,7 +137,7 @@ pub enum View<'v, 'a> {
 
 impl<'a> Value<'a> {
     /// Wraps borrowed input data, copying only scalars.
-    #[inline]
+    #[inline(always)]
     pub fn from_json(j: &'a J) -> Value<'a> {
         match j {
             J::Null => Value::Null,
@@ -349,10 +349,20 @@ pub(crate) struct FxHasher(u64);
 impl Hasher for FxHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
             let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
+            word.copy_from_slice(w);
             self.write_u64(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            // The last bytes as a little-endian word padded with zeros (no copy through memory).
+            let word = rest
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (i, b)| w | u64::from(*b) << (8 * i));
+            self.write_u64(word);
         }
     }
     #[inline]

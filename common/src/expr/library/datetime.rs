@@ -445,11 +445,11 @@ pub fn replace<'a>(it: &mut Interp<'a>, c: &Call<'a>, dt: DateTime<FixedOffset>)
         }
     }
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(name) = &k.kind else {
+        let crate::expr::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("replace takes named parts"));
         };
         let v = it.eval(v)?;
-        let name = match name.as_str() {
+        let name = match name {
             "offset" => None,
             n => Some(
                 NAMES

@@ -176,27 +176,32 @@ pub fn register(e: &mut Engine) {
 
 fn where_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
-    // Fast path: borrowed lists are filtered without collecting them first.
-    if let View::JList(l) = this.view() {
-        let fast = match c.slot(0) {
-            Slot::Ast(n) => fastpath::compile(n).filter(fastpath::reads_keys),
+    let fast = match c.slot(0) {
+        Slot::Ast(n) => {
+            fastpath::compile(*n, it.engine.lazy_queries()).filter(fastpath::reads_keys)
+        }
+        _ => None,
+    };
+    // Items of input data go through the shortcut when it applies.
+    let keep = |it: &mut Interp<'a>, v: &Value<'a>| -> R<bool> {
+        let shortcut = match (&fast, v) {
+            (Some(f), Value::Json(j)) => fastpath::run(f, j).map(|r| r.truthy()),
             _ => None,
         };
+        match shortcut {
+            Some(k) => {
+                it.tick(1)?;
+                Ok(k)
+            }
+            None => truth(it, c, 0, std::slice::from_ref(v)),
+        }
+    };
+    // Borrowed lists are filtered without collecting them first.
+    if let View::JList(l) = this.view() {
         let mut out = Vec::new();
         for j in l {
             let v = Value::from_json(j);
-            let shortcut = match (&fast, j) {
-                (Some(f), serde_json::Value::Object(m)) => fastpath::run(f, m).map(|r| r.truthy()),
-                _ => None,
-            };
-            let keep = match shortcut {
-                Some(k) => {
-                    it.tick(1)?;
-                    k
-                }
-                None => truth(it, c, 0, std::slice::from_ref(&v))?,
-            };
-            if keep {
+            if keep(it, &v)? {
                 out.push(v);
             }
         }
@@ -205,7 +210,7 @@ fn where_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let items = this_items(it, c)?;
     let mut out = Vec::new();
     for v in items {
-        if truth(it, c, 0, std::slice::from_ref(&v))? {
+        if keep(it, &v)? {
             out.push(v);
         }
     }
@@ -684,8 +689,8 @@ fn zip<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 fn zip_longest<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let mut default = Value::Null;
     for (k, v) in &c.maps {
-        match &k.kind {
-            crate::expr::ast::Kind::Word(w) if w == "default" => default = it.eval(v)?,
+        match k.kind() {
+            crate::expr::ast::Kind::Word("default") => default = it.eval(v)?,
             _ => return Err(c.no_match("unexpected named argument")),
         }
     }

@@ -234,14 +234,14 @@ fn trim_right<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 /// The call with its `name => value` pairs moved to their parameters' places.
 fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
     let mut out = Call {
-        maps: Vec::new(),
+        maps: crate::expr::engine::Pairs::default(),
         ..c.clone()
     };
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(key) = &k.kind else {
+        let crate::expr::ast::Kind::Word(key) = k.kind() else {
             return Err(c.no_match("unexpected `=>` pair"));
         };
-        let Some(i) = params.iter().position(|p| p == key) else {
+        let Some(i) = params.iter().position(|p| *p == key) else {
             return Err(c.no_match(format!("no parameter `{key}`")));
         };
         if out.slots.len() <= i {
@@ -486,10 +486,10 @@ fn characters<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     ];
     let mut out = indexmap::IndexSet::new();
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(name) = &k.kind else {
+        let crate::expr::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("characters(class => true)"));
         };
-        let Some((_, chars)) = CLASSES.iter().find(|(n, _)| n == name) else {
+        let Some((_, chars)) = CLASSES.iter().find(|(n, _)| *n == name) else {
             return Err(c.no_match(format!("no character class `{name}`")));
         };
         if it.eval(v)?.truthy() {

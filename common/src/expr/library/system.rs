@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use super::{need, this_items};
-use crate::expr::ast::{Kind, Node};
+use crate::expr::ast::Kind;
 use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
 use crate::expr::errors::EvalErrorKind;
 use crate::expr::eval::{bind_args, Interp, R};
@@ -33,10 +33,10 @@ pub fn register(e: &mut Engine) {
 /// The text of a literal name argument (a bare word or a quoted string).
 fn literal_name<'a>(c: &Call<'a>, i: usize) -> R<&'a str> {
     match c.slot(i) {
-        Slot::Ast(Node {
-            kind: Kind::Word(s) | Kind::Str(s),
-            ..
-        }) => Ok(s.as_str()),
+        Slot::Ast(n) => match n.kind() {
+            Kind::Word(s) | Kind::Str(s) => Ok(s),
+            _ => Err(c.no_match(format!("argument {} must be a literal name", i + 1))),
+        },
         _ => Err(c.no_match(format!("argument {} must be a literal name", i + 1))),
     }
 }
@@ -48,10 +48,10 @@ fn let_<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     }
     let mut named = Vec::with_capacity(c.maps.len());
     for (k, v) in &c.maps {
-        let (Kind::Word(name) | Kind::Str(name)) = &k.kind else {
+        let (Kind::Word(name) | Kind::Str(name)) = k.kind() else {
             return Err(c.no_match("let(name => value): the name must be a literal"));
         };
-        named.push((name.as_str(), it.eval(v)?));
+        named.push((name, it.eval(v)?));
     }
     bind_args(&mut it.vars, &pos, &named);
     Ok(Value::Undef)
@@ -72,7 +72,7 @@ fn def<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         return Err(c.no_match("def(name, body)"));
     };
     let l = Lambda {
-        body,
+        body: *body,
         scope: it.capture_scope(),
     };
     it.vars.push((Name::Func(name), Value::Lambda(Rc::new(l))));
@@ -84,7 +84,7 @@ fn lambda<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         return Err(c.no_match("lambda(body)"));
     };
     Ok(Value::Lambda(Rc::new(Lambda {
-        body,
+        body: *body,
         scope: it.capture_scope(),
     })))
 }
