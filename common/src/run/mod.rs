@@ -116,6 +116,9 @@ struct Current {
     group: String,
     phase: String,
     graph_type: String,
+    /// The list as stored, shared with the board ([`Run::published`]). Until it is stored (revision 0)
+    /// only its header, without tasks; once every task has its last word, only its header again (the
+    /// tasks' last words are in `finals`), so a finished node holds no copy of its list.
     list: Arc<TaskList>,
     /// Each task's last word, the first one only.
     finals: HashMap<String, ResultStatus>,
@@ -125,6 +128,10 @@ struct Current {
 impl Current {
     /// The node's outcome once every task has its last word.
     fn outcome(&self) -> Option<NodeOutcome> {
+        if self.list.revision == 0 {
+            // Not stored yet: its tasks are not here.
+            return None;
+        }
         if self
             .list
             .tasks
@@ -373,7 +380,11 @@ impl Run {
     pub fn owns(&self, node: u64, r: &TaskResult) -> bool {
         self.finished.is_none()
             && self.current.get(&node).is_some_and(|c| {
-                c.list.revision == r.revision && c.list.tasks.iter().any(|t| t.id == r.task_id)
+                c.list.revision == r.revision
+                    && (c.list.tasks.iter().any(|t| t.id == r.task_id)
+                        // A finished node's list keeps only its header; its tasks are those with a
+                        // last word.
+                        || (c.settled && c.finals.contains_key(&r.task_id)))
             })
     }
 
@@ -423,8 +434,9 @@ impl Run {
     }
 
     /// The store assigned these lists (of [`Effects::publish`] or [`Effects::stop_orders`]) their
-    /// revisions: results name them from now on. A revision that does not grow is refused.
-    pub fn published(&mut self, lists: &[TaskList]) -> Result<(), RunError> {
+    /// revisions: results name them from now on. A revision that does not grow is refused. The run keeps
+    /// each node's list as given (the same `Arc` the board holds: one copy of it in memory).
+    pub fn published(&mut self, lists: &[Arc<TaskList>]) -> Result<(), RunError> {
         for list in lists {
             let previous = self.revisions.get(&list.node_id).copied().unwrap_or(0);
             if list.revision <= previous {
@@ -437,7 +449,7 @@ impl Run {
             self.revisions.insert(list.node_id, list.revision);
             if let Some(cur) = self.current.get_mut(&list.node_id) {
                 if cur.list.phase == list.phase && !list.cancel {
-                    cur.list = Arc::new(list.clone());
+                    cur.list = list.clone();
                 }
             }
         }
@@ -533,10 +545,9 @@ impl Run {
             .values()
             .filter(|c| !c.settled)
             .map(|c| TaskList {
-                tasks: Vec::new(),
                 cancel: true,
                 revision: 0,
-                ..(*c.list).clone()
+                ..header(&c.list)
             })
             .collect();
         let mut fx = Effects {
@@ -585,6 +596,8 @@ impl Run {
         }
         let Some(outcome) = cur.outcome() else { return };
         cur.settled = true;
+        // Every task has its last word: the tasks need not be kept (the board lets go of the list too).
+        cur.list = Arc::new(header(&cur.list));
         let (group, phase, graph_type) =
             (cur.group.clone(), cur.phase.clone(), cur.graph_type.clone());
         fx.withdraw(node_id);
@@ -706,7 +719,8 @@ impl Run {
                             group,
                             phase,
                             graph_type,
-                            list: Arc::new(list.clone()),
+                            // Its tasks come back with the stored list ([`Run::published`]).
+                            list: Arc::new(header(&list)),
                             finals: HashMap::new(),
                             settled: false,
                         },
@@ -864,7 +878,7 @@ impl Run {
         else {
             return Vec::new();
         };
-        let mut specs = specs.clone();
+        let mut specs = specs.to_vec();
         for spec in &mut specs {
             spec.waits_for.retain(|w| {
                 starting.contains(&w.node_id)
@@ -872,6 +886,24 @@ impl Run {
             });
         }
         specs
+    }
+}
+
+/// A list without its tasks.
+fn header(list: &TaskList) -> TaskList {
+    TaskList {
+        format: list.format,
+        node_key: list.node_key.clone(),
+        node_id: list.node_id,
+        deployment_id: list.deployment_id,
+        phase: list.phase.clone(),
+        revision: list.revision,
+        issued_at: list.issued_at,
+        expires_at: list.expires_at,
+        nonce: list.nonce.clone(),
+        noop: list.noop,
+        cancel: list.cancel,
+        tasks: Vec::new(),
     }
 }
 
