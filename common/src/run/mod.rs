@@ -120,8 +120,8 @@ struct Current {
     /// only its header, without tasks; once every task has its last word, only its header again (the
     /// tasks' last words are in `finals`), so a finished node holds no copy of its list.
     list: Arc<TaskList>,
-    /// Each task's last word, the first one only.
-    finals: HashMap<String, ResultStatus>,
+    /// Each task's last word, the first one only (task ids shared through [`Finals::name`]).
+    finals: HashMap<Arc<str>, ResultStatus>,
     settled: bool,
 }
 
@@ -136,7 +136,7 @@ impl Current {
             .list
             .tasks
             .iter()
-            .any(|t| !self.finals.contains_key(&t.id))
+            .any(|t| !self.finals.contains_key(t.id.as_str()))
         {
             return None;
         }
@@ -154,18 +154,35 @@ impl Current {
     }
 }
 
-/// The last word of every task of a deployment, by graph type, node and task.
+/// The last word of every task of a deployment, by graph type, node and task. Task ids are kept once
+/// each and shared by every node's entries (a deployment has few distinct task ids and many nodes).
 #[derive(Debug, Clone, Default)]
-struct Finals(HashMap<String, HashMap<u64, HashMap<String, ResultStatus>>>);
+struct Finals(
+    HashMap<String, HashMap<u64, HashMap<Arc<str>, ResultStatus>>>,
+    HashSet<Arc<str>>,
+);
 
 impl Finals {
+    /// The shared copy of a task id.
+    fn name(&mut self, task: &str) -> Arc<str> {
+        if let Some(name) = self.1.get(task) {
+            return name.clone();
+        }
+        let name: Arc<str> = Arc::from(task);
+        self.1.insert(name.clone());
+        name
+    }
+
     fn insert(&mut self, graph_type: &str, node: u64, task: &str, status: ResultStatus) {
-        self.0
-            .entry(graph_type.to_string())
-            .or_default()
+        let task = self.name(task);
+        let by_node = match self.0.get_mut(graph_type) {
+            Some(by_node) => by_node,
+            None => self.0.entry(graph_type.to_string()).or_default(),
+        };
+        by_node
             .entry(node)
             .or_default()
-            .entry(task.to_string())
+            .entry(task)
             .or_insert(status);
     }
 
@@ -384,7 +401,7 @@ impl Run {
                     && (c.list.tasks.iter().any(|t| t.id == r.task_id)
                         // A finished node's list keeps only its header; its tasks are those with a
                         // last word.
-                        || (c.settled && c.finals.contains_key(&r.task_id)))
+                        || (c.settled && c.finals.contains_key(r.task_id.as_str())))
             })
     }
 
@@ -398,7 +415,7 @@ impl Run {
                 nodes.iter().flat_map(move |(n, tasks)| {
                     tasks
                         .iter()
-                        .map(move |(t, s)| (*n, g.clone(), t.clone(), *s))
+                        .map(move |(t, s)| (*n, g.clone(), t.to_string(), *s))
                 })
             })
             .collect();
@@ -572,12 +589,12 @@ impl Run {
         if !r.last
             || cur.settled
             || cur.list.revision != r.revision
-            || cur.finals.contains_key(&r.task_id)
+            || cur.finals.contains_key(r.task_id.as_str())
             || !cur.list.tasks.iter().any(|t| t.id == r.task_id)
         {
             return false;
         }
-        cur.finals.insert(r.task_id.clone(), r.status);
+        cur.finals.insert(self.done.name(&r.task_id), r.status);
         let key = (cur.graph_type.clone(), r.task_id.clone());
         if let Some(holders) = self.slots.get_mut(&key) {
             holders.remove(&node_id);
@@ -761,13 +778,13 @@ impl Run {
             for (graph_type, by_node) in &self.done.0 {
                 let _ = graph_type;
                 if let Some(tasks) = by_node.get(node) {
-                    let mut mine: Vec<&String> = tasks
+                    let mut mine: Vec<&Arc<str>> = tasks
                         .iter()
                         .filter(|(_, s)| **s == ResultStatus::Succeeded)
                         .map(|(t, _)| t)
                         .collect();
                     mine.sort();
-                    succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.clone())));
+                    succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.to_string())));
                 }
             }
         }
