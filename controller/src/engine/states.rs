@@ -87,7 +87,8 @@ impl TaskStates {
             b.hash.clone()
         };
         let mut references: HashMap<u64, Value> = HashMap::new();
-        let mut rows = Vec::new();
+        // Sized once: a row per task, and there can be hundreds of thousands.
+        let mut rows = Vec::with_capacity(succeeded_tasks.len());
         for (node, task) in succeeded_tasks {
             let Some((common, own)) = self.nodes.get(node) else {
                 continue;
