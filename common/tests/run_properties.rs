@@ -311,7 +311,7 @@ fn check_revisions(played: &Played) {
     if let Some((node, rev)) = last.iter().next() {
         let mut stale = played.driver.lists[node].last().cloned().expect("a list");
         stale.revision = *rev;
-        assert!(run.published(&[stale]).is_err());
+        assert!(run.published(&[std::sync::Arc::new(stale)]).is_err());
     }
 }
 

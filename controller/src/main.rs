@@ -177,8 +177,11 @@ fn init_logging(format: &str) {
 }
 
 fn main() -> Result<()> {
+    // Before any thread starts (see `limits::arenas`).
+    let arenas = plinth_controller::limits::arenas::cap_arenas();
     let cli = Cli::parse();
     init_logging(&cli.log_format);
+    tracing::debug!(?arenas, "malloc arenas");
     match &cli.command {
         Command::Serve {
             listen,

@@ -116,20 +116,27 @@ struct Current {
     group: String,
     phase: String,
     graph_type: String,
+    /// The list as stored, shared with the board ([`Run::published`]). Until it is stored (revision 0)
+    /// only its header, without tasks; once every task has its last word, only its header again (the
+    /// tasks' last words are in `finals`), so a finished node holds no copy of its list.
     list: Arc<TaskList>,
-    /// Each task's last word, the first one only.
-    finals: HashMap<String, ResultStatus>,
+    /// Each task's last word, the first one only (task ids shared through [`Finals::name`]).
+    finals: HashMap<Arc<str>, ResultStatus>,
     settled: bool,
 }
 
 impl Current {
     /// The node's outcome once every task has its last word.
     fn outcome(&self) -> Option<NodeOutcome> {
+        if self.list.revision == 0 {
+            // Not stored yet: its tasks are not here.
+            return None;
+        }
         if self
             .list
             .tasks
             .iter()
-            .any(|t| !self.finals.contains_key(&t.id))
+            .any(|t| !self.finals.contains_key(t.id.as_str()))
         {
             return None;
         }
@@ -147,18 +154,35 @@ impl Current {
     }
 }
 
-/// The last word of every task of a deployment, by graph type, node and task.
+/// The last word of every task of a deployment, by graph type, node and task. Task ids are kept once
+/// each and shared by every node's entries (a deployment has few distinct task ids and many nodes).
 #[derive(Debug, Clone, Default)]
-struct Finals(HashMap<String, HashMap<u64, HashMap<String, ResultStatus>>>);
+struct Finals(
+    HashMap<String, HashMap<u64, HashMap<Arc<str>, ResultStatus>>>,
+    HashSet<Arc<str>>,
+);
 
 impl Finals {
+    /// The shared copy of a task id.
+    fn name(&mut self, task: &str) -> Arc<str> {
+        if let Some(name) = self.1.get(task) {
+            return name.clone();
+        }
+        let name: Arc<str> = Arc::from(task);
+        self.1.insert(name.clone());
+        name
+    }
+
     fn insert(&mut self, graph_type: &str, node: u64, task: &str, status: ResultStatus) {
-        self.0
-            .entry(graph_type.to_string())
-            .or_default()
+        let task = self.name(task);
+        let by_node = match self.0.get_mut(graph_type) {
+            Some(by_node) => by_node,
+            None => self.0.entry(graph_type.to_string()).or_default(),
+        };
+        by_node
             .entry(node)
             .or_default()
-            .entry(task.to_string())
+            .entry(task)
             .or_insert(status);
     }
 
@@ -373,7 +397,11 @@ impl Run {
     pub fn owns(&self, node: u64, r: &TaskResult) -> bool {
         self.finished.is_none()
             && self.current.get(&node).is_some_and(|c| {
-                c.list.revision == r.revision && c.list.tasks.iter().any(|t| t.id == r.task_id)
+                c.list.revision == r.revision
+                    && (c.list.tasks.iter().any(|t| t.id == r.task_id)
+                        // A finished node's list keeps only its header; its tasks are those with a
+                        // last word.
+                        || (c.settled && c.finals.contains_key(r.task_id.as_str())))
             })
     }
 
@@ -387,7 +415,7 @@ impl Run {
                 nodes.iter().flat_map(move |(n, tasks)| {
                     tasks
                         .iter()
-                        .map(move |(t, s)| (*n, g.clone(), t.clone(), *s))
+                        .map(move |(t, s)| (*n, g.clone(), t.to_string(), *s))
                 })
             })
             .collect();
@@ -423,8 +451,9 @@ impl Run {
     }
 
     /// The store assigned these lists (of [`Effects::publish`] or [`Effects::stop_orders`]) their
-    /// revisions: results name them from now on. A revision that does not grow is refused.
-    pub fn published(&mut self, lists: &[TaskList]) -> Result<(), RunError> {
+    /// revisions: results name them from now on. A revision that does not grow is refused. The run keeps
+    /// each node's list as given (the same `Arc` the board holds: one copy of it in memory).
+    pub fn published(&mut self, lists: &[Arc<TaskList>]) -> Result<(), RunError> {
         for list in lists {
             let previous = self.revisions.get(&list.node_id).copied().unwrap_or(0);
             if list.revision <= previous {
@@ -437,7 +466,7 @@ impl Run {
             self.revisions.insert(list.node_id, list.revision);
             if let Some(cur) = self.current.get_mut(&list.node_id) {
                 if cur.list.phase == list.phase && !list.cancel {
-                    cur.list = Arc::new(list.clone());
+                    cur.list = list.clone();
                 }
             }
         }
@@ -577,10 +606,9 @@ impl Run {
             .values()
             .filter(|c| !c.settled)
             .map(|c| TaskList {
-                tasks: Vec::new(),
                 cancel: true,
                 revision: 0,
-                ..(*c.list).clone()
+                ..header(&c.list)
             })
             .collect();
         let mut fx = Effects {
@@ -605,12 +633,12 @@ impl Run {
         if !r.last
             || cur.settled
             || cur.list.revision != r.revision
-            || cur.finals.contains_key(&r.task_id)
+            || cur.finals.contains_key(r.task_id.as_str())
             || !cur.list.tasks.iter().any(|t| t.id == r.task_id)
         {
             return false;
         }
-        cur.finals.insert(r.task_id.clone(), r.status);
+        cur.finals.insert(self.done.name(&r.task_id), r.status);
         let key = (cur.graph_type.clone(), r.task_id.clone());
         if let Some(holders) = self.slots.get_mut(&key) {
             holders.remove(&node_id);
@@ -629,6 +657,8 @@ impl Run {
         }
         let Some(outcome) = cur.outcome() else { return };
         cur.settled = true;
+        // Every task has its last word: the tasks need not be kept (the board lets go of the list too).
+        cur.list = Arc::new(header(&cur.list));
         let (group, phase, graph_type) =
             (cur.group.clone(), cur.phase.clone(), cur.graph_type.clone());
         fx.withdraw(node_id);
@@ -750,7 +780,8 @@ impl Run {
                             group,
                             phase,
                             graph_type,
-                            list: Arc::new(list.clone()),
+                            // Its tasks come back with the stored list ([`Run::published`]).
+                            list: Arc::new(header(&list)),
                             finals: HashMap::new(),
                             settled: false,
                         },
@@ -791,13 +822,13 @@ impl Run {
             for (graph_type, by_node) in &self.done.0 {
                 let _ = graph_type;
                 if let Some(tasks) = by_node.get(node) {
-                    let mut mine: Vec<&String> = tasks
+                    let mut mine: Vec<&Arc<str>> = tasks
                         .iter()
                         .filter(|(_, s)| **s == ResultStatus::Succeeded)
                         .map(|(t, _)| t)
                         .collect();
                     mine.sort();
-                    succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.clone())));
+                    succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.to_string())));
                 }
             }
         }
@@ -908,7 +939,7 @@ impl Run {
         else {
             return Vec::new();
         };
-        let mut specs = specs.clone();
+        let mut specs = specs.to_vec();
         for spec in &mut specs {
             spec.waits_for.retain(|w| {
                 starting.contains(&w.node_id)
@@ -916,6 +947,24 @@ impl Run {
             });
         }
         specs
+    }
+}
+
+/// A list without its tasks.
+fn header(list: &TaskList) -> TaskList {
+    TaskList {
+        format: list.format,
+        node_key: list.node_key.clone(),
+        node_id: list.node_id,
+        deployment_id: list.deployment_id,
+        phase: list.phase.clone(),
+        revision: list.revision,
+        issued_at: list.issued_at,
+        expires_at: list.expires_at,
+        nonce: list.nonce.clone(),
+        noop: list.noop,
+        cancel: list.cancel,
+        tasks: Vec::new(),
     }
 }
 

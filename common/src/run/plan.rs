@@ -3,6 +3,7 @@
 //! a resolution) or by a test (from a case file); never changed while the deployment runs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::graph::{FaultToleranceGroup, WaitSet};
 use crate::wire::TaskSpec;
@@ -19,8 +20,9 @@ pub struct RunNode {
 /// One graph type resolved for a deployment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphPlan {
-    /// Each node's list (nodes the graph does not run on are absent).
-    pub specs: HashMap<u64, Vec<TaskSpec>>,
+    /// Each node's list (nodes the graph does not run on are absent). Nodes with identical lists share
+    /// one (resolution interns them: nodes of one class usually have the same tasks and parameters).
+    pub specs: HashMap<u64, Arc<[TaskSpec]>>,
     /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
     pub limits: HashMap<String, usize>,
     /// The plan's shared wait sets.
@@ -40,7 +42,7 @@ pub struct RunPlan {
     /// Its nodes, by id.
     pub nodes: BTreeMap<u64, RunNode>,
     /// Each graph type a phase runs, resolved.
-    pub graphs: BTreeMap<String, std::sync::Arc<GraphPlan>>,
+    pub graphs: BTreeMap<String, Arc<GraphPlan>>,
     /// Whether the lists run puppet in no-op mode.
     pub noop: bool,
     /// Whether an operator named (or configured) the strategy. Without one, a failed node that no fault

@@ -8,7 +8,9 @@ use crate::graph::{
 };
 use crate::model::{Plugin, Policy, StrategyKind};
 use crate::tags::cluster_tags;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::wire::TaskSpec;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// Why a snapshot does not resolve.
@@ -165,6 +167,7 @@ fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {
         wait_sets: plan.wait_sets.clone(),
         ..PhasePlan::default()
     };
+    let mut interned = Interned::default();
     for node in &plan.nodes {
         let specs = plan
             .task_specs(node)
@@ -200,8 +203,29 @@ fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {
             }
         }
         if !specs.is_empty() {
-            out.specs.insert(node.node_id, specs);
+            out.specs.insert(node.node_id, interned.share(specs));
         }
     }
     Ok(out)
+}
+
+/// One copy of each distinct list: nodes whose lists are equal share it.
+#[derive(Default)]
+struct Interned(HashMap<u64, Vec<Arc<[TaskSpec]>>>);
+
+impl Interned {
+    fn share(&mut self, specs: Vec<TaskSpec>) -> Arc<[TaskSpec]> {
+        // The hash of the list's JSON finds candidates; equality decides.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(&specs)
+            .unwrap_or_default()
+            .hash(&mut hasher);
+        let same = self.0.entry(hasher.finish()).or_default();
+        if let Some(found) = same.iter().find(|s| ***s == *specs) {
+            return found.clone();
+        }
+        let shared: Arc<[TaskSpec]> = specs.into();
+        same.push(shared.clone());
+        shared
+    }
 }

@@ -167,7 +167,7 @@ impl Case {
                     }
                     specs.push(spec);
                 }
-                plan.specs.insert(id(node)?, specs);
+                plan.specs.insert(id(node)?, specs.into());
             }
             plan.limits = def.limits.clone().into_iter().collect();
             for (at, sets) in &def.gated {
@@ -284,7 +284,7 @@ impl Driver {
                 .entry(list.node_id)
                 .or_default()
                 .push(list.clone());
-            stored.push(list.clone());
+            stored.push(Arc::new(list.clone()));
         }
         run.published(&stored)
             .expect("the store's revisions only grow");

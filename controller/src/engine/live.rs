@@ -1,14 +1,13 @@
 //! Driving the deployments running here: each one's [`Run`] behind its own lock; each call's effects
 //! applied in one store transaction, then published (board, event streams, gate wake-ups).
 
+use super::states::TaskStates;
 use super::{run_plan, Engine, EngineState};
 use crate::clock::now_ms;
 use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodeRecord, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
-use plinth_common::snapshot::Resolved;
 use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
-use serde_json::{json, Value};
-use std::collections::HashMap;
+use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
@@ -43,19 +42,19 @@ pub(super) struct Live {
     strategy: Option<String>,
     chosen_by: Option<String>,
     action: Option<String>,
-    /// Every node's lists and states, resolved at the start (and identically at a resume).
-    resolved: Arc<Resolved>,
+    /// Every node's state, resolved at the start (and identically at a resume), kept compact.
+    states: TaskStates,
     deploys: bool,
 }
 
 impl Live {
-    fn new(run: Run, state: &EngineState, resolved: Arc<Resolved>) -> Live {
+    fn new(run: Run, state: &EngineState, states: TaskStates) -> Live {
         Live {
             run,
             strategy: state.strategy.clone(),
             chosen_by: state.chosen_by.clone(),
             action: state.action.clone(),
-            resolved,
+            states,
             deploys: state.deploys(),
         }
     }
@@ -76,36 +75,7 @@ impl Live {
         &self,
         succeeded_tasks: &[(u64, String)],
     ) -> (Vec<(String, Value)>, Vec<(u64, String, Value)>) {
-        let mut blobs: Vec<(String, Value)> = Vec::new();
-        let mut rows = Vec::new();
-        let mut hashed: HashMap<usize, String> = HashMap::new();
-        let mut hash_of = |v: &Arc<Value>, blobs: &mut Vec<(String, Value)>| {
-            hashed
-                .entry(Arc::as_ptr(v) as usize)
-                .or_insert_with(|| {
-                    let h = crate::store::blob_hash(v);
-                    blobs.push((h.clone(), (**v).clone()));
-                    h
-                })
-                .clone()
-        };
-        let mut references: HashMap<u64, Value> = HashMap::new();
-        for (node, task) in succeeded_tasks {
-            let Some(state) = self.resolved.states.get(node) else {
-                continue;
-            };
-            let reference = references
-                .entry(*node)
-                .or_insert_with(|| {
-                    json!({
-                        "common": hash_of(&state.common, &mut blobs),
-                        "node": hash_of(&state.node, &mut blobs),
-                    })
-                })
-                .clone();
-            rows.push((*node, task.clone(), reference));
-        }
-        (blobs, rows)
+        self.states.rows(succeeded_tasks)
     }
 }
 
@@ -132,14 +102,14 @@ impl Engine {
         record: &DeploymentRecord,
         run: Run,
         state: EngineState,
-        resolved: Arc<Resolved>,
+        states: TaskStates,
         first_events: Vec<DeploymentEvent>,
     ) {
         let id = record.id;
         let dep = Arc::new(Deployment::new());
         // Locked before it is findable: a result for its first lists waits until they are recorded.
         let mut slot = dep.lock();
-        *slot = Some(Live::new(run, &state, resolved));
+        *slot = Some(Live::new(run, &state, states));
         self.events.open(id);
         self.running
             .lock()
@@ -192,6 +162,8 @@ impl Engine {
             dep.waits.send_modify(|v| *v = v.wrapping_add(1));
             return Err(e);
         }
+        // One copy of each list, shared by the run and the board.
+        let lists: Vec<Arc<TaskList>> = lists.into_iter().map(Arc::new).collect();
         if let Err(e) = live.run.published(&lists) {
             tracing::error!(deployment = id, error = %e, "the store gave a revision that does not grow");
         }
@@ -200,7 +172,7 @@ impl Engine {
             self.board.withdraw(*node, id);
         }
         for list in lists {
-            self.board.publish(Arc::new(list));
+            self.board.publish(list);
         }
         for list in fx.repost {
             self.board.publish(list);
@@ -372,6 +344,8 @@ impl Engine {
                 }
             };
             let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
+            let states = TaskStates::new(&resolved.states);
+            drop(resolved);
             let lists = self.store.published_lists(id)?;
             let results = self.store.deployment_results(id)?;
             let (run, fx) = Run::restore(
@@ -384,7 +358,7 @@ impl Engine {
             count += 1;
             let dep = Arc::new(Deployment::new());
             let mut slot = dep.lock();
-            *slot = Some(Live::new(run, &state, Arc::new(resolved)));
+            *slot = Some(Live::new(run, &state, states));
             self.events.open(id);
             self.running
                 .lock()

@@ -13,6 +13,7 @@ pub mod events;
 mod live;
 pub mod plan;
 pub mod report;
+mod states;
 pub mod summary;
 
 use crate::board::Board;
@@ -353,7 +354,10 @@ impl Engine {
             );
             return Ok(record);
         }
-        self.launch(&record, run, state, Arc::new(resolved), warnings);
+        let states = states::TaskStates::new(&resolved.states);
+        // The run holds the plans it needs (shared); the rest of the resolution goes.
+        drop(resolved);
+        self.launch(&record, run, state, states, warnings);
         Ok(record)
     }
 
@@ -478,7 +482,7 @@ impl Engine {
                 if let Some(specs) = phase.specs.get(&node.id) {
                     by_node.insert(
                         node.name.clone(),
-                        serde_json::to_value(specs).unwrap_or_default(),
+                        serde_json::to_value(&**specs).unwrap_or_default(),
                     );
                 }
             }

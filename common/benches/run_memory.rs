@@ -1,0 +1,364 @@
+//! Memory of a running deployment, in process: a cluster of `N` nodes (1 ntp, 10% control, 40% + 40%
+//! compute in two racks, the rest monitoring, as `plinth-loadgen fleet` makes it), a `prepare` graph of
+//! one task and a `deploy` graph of `T` chained tasks, the five-group strategy; resolved with
+//! [`plinth_common::snapshot::resolve`], run through [`plinth_common::run::Run`] as the controller's engine
+//! drives it (revisions assigned, each published list put on a board of `Arc<TaskList>`, every task of a
+//! list answered succeeded), with the heap counted by a global allocator.
+//!
+//! Prints, per node: the heap the resolution holds for the whole deployment (and its parts), the most the
+//! run and the board held at once, and the peak during the whole run.
+//!
+//! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use plinth_common::run::{Effects, Run, RunNode, RunPlan};
+use plinth_common::snapshot::{resolve, Expressions, Snapshot};
+use plinth_common::strategy::{InventoryNode, Strategy};
+use plinth_common::wire::{ResultStatus, TaskList, TaskResult};
+use serde_json::{json, Value};
+
+/// Counts the bytes allocated now and the most at once since the last [`Counting::reset_peak`].
+struct Counting;
+
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; only counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            let now = NOW.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        System.dealloc(p, layout);
+        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = System.realloc(p, layout, new_size);
+        if !q.is_null() {
+            if new_size >= layout.size() {
+                let now = NOW.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                    - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                NOW.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn heap() -> usize {
+    NOW.load(Ordering::Relaxed)
+}
+
+/// The five-group strategy of `plinth-loadgen` (`bench/src/phases.rs`).
+const STRATEGY: &str = r#"{"name": "five-groups", "groups": [
+  {"name": "ntp-node", "critical": true, "depends_on": [], "selectors": [{"node_tags": ["ntp"]}],
+   "success_criteria": {"minimum_successful_nodes": 1}},
+  {"name": "control-nodes", "critical": true, "depends_on": ["ntp-node"],
+   "selectors": [{"node_tags": ["control"], "rack_names": ["rack03"]}], "success_criteria": {"percent_successful_nodes": 90}},
+  {"name": "compute-nodes-1", "critical": false, "depends_on": ["control-nodes"],
+   "selectors": [{"node_tags": ["compute"], "rack_names": ["rack01"]}], "success_criteria": {"percent_successful_nodes": 50}},
+  {"name": "compute-nodes-2", "critical": false, "depends_on": ["control-nodes"],
+   "selectors": [{"node_tags": ["compute"], "rack_names": ["rack02"]}], "success_criteria": {"percent_successful_nodes": 50}},
+  {"name": "monitoring-nodes", "critical": false, "depends_on": [],
+   "selectors": [{"node_tags": ["monitoring"], "rack_names": ["rack01", "rack02", "rack03"]}]}
+]}"#;
+
+/// Node `i` of `n`: its tag and rack (as `plinth-loadgen`'s `place`).
+fn place(i: usize, n: usize) -> (&'static str, &'static str) {
+    let control = (n / 10).max(1);
+    let compute = (n * 4 / 10).max(1);
+    if i == 0 {
+        ("ntp", "rack01")
+    } else if i <= control {
+        ("control", "rack03")
+    } else if i <= control + compute {
+        ("compute", "rack01")
+    } else if i <= control + 2 * compute {
+        ("compute", "rack02")
+    } else {
+        ("monitoring", "rack01")
+    }
+}
+
+/// The snapshot the controller stores with such a deployment (the shape of a registered simulated node).
+fn snapshot(n: usize, tasks: usize) -> Snapshot {
+    let task = |id: String, requires: Option<String>| {
+        json!({"id": id, "type": "shell", "tags": ["*"], "parameters": {"cmd": "true"},
+               "requires": requires.into_iter().collect::<Vec<_>>()})
+    };
+    let deploy: Vec<Value> = (0..tasks)
+        .map(|i| {
+            task(
+                format!("deploy-{i:02}"),
+                (i > 0).then(|| format!("deploy-{:02}", i - 1)),
+            )
+        })
+        .collect();
+    let nodes: Vec<Value> = (0..n)
+        .map(|i| {
+            let (tag, rack) = place(i, n);
+            let dmi: serde_json::Map<String, Value> = [
+                "system_vendor",
+                "product_name",
+                "product_serial",
+                "product_uuid",
+                "board_vendor",
+                "board_name",
+                "board_serial",
+                "bios_vendor",
+                "bios_version",
+                "bios_date",
+            ]
+            .iter()
+            .map(|k| (k.to_string(), Value::Null))
+            .collect();
+            json!({"id": i + 1, "name": format!("sim-{i}"), "roles": [], "pending_roles": [],
+                "deployed_roles": [], "tags_added": [tag], "tags_removed": [], "primary_tags": [],
+                "labels": {}, "rack": rack, "status": "discover", "pending_addition": true,
+                "pending_deletion": false,
+                "facts": {"hostname": format!("sim-{i}"), "kernel": null, "os": null, "dmi": dmi,
+                    "cpu": null, "memory": null, "disks": [], "nics": [], "collected_in_us": null}})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "cluster_id": 1,
+        "release": {"name": "bench", "version": "1", "roles_metadata": {}, "tags_metadata": {},
+            "volumes_metadata": {}, "attributes_metadata": {},
+            "graphs": {"prepare": {"tasks": [task("prepare-node".into(), None)]},
+                       "deploy": {"tasks": deploy}}},
+        "plugins": [],
+        "cluster": {"name": "bench", "release": "bench", "plugins": [], "settings": {}, "generated": {},
+            "tags_metadata": {}, "graphs": {}, "status": "new"},
+        "nodes": nodes,
+        "named": null,
+        "forced": false,
+    }))
+    .expect("a snapshot")
+}
+
+/// The engine's part: revisions from one counter, each published list on the board.
+struct Engine {
+    revision: u64,
+    /// Lists published.
+    published: usize,
+    board: HashMap<u64, Arc<TaskList>>,
+    /// The most the run, the board and the resolution held at once (bytes above the start).
+    most: usize,
+}
+
+impl Engine {
+    fn apply(&mut self, run: &mut Run, fx: &mut Effects) {
+        let mut lists: Vec<TaskList> = fx.publish.drain(..).collect();
+        self.published += lists.len();
+        for l in &mut lists {
+            self.revision += 1;
+            l.revision = self.revision;
+        }
+        let lists: Vec<Arc<TaskList>> = lists.into_iter().map(Arc::new).collect();
+        run.published(&lists).expect("revisions grow");
+        for node in &fx.withdraw {
+            self.board.remove(node);
+        }
+        for l in lists {
+            self.board.insert(l.node_id, l);
+        }
+    }
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn per_node(bytes: usize, n: usize) -> String {
+    format!(
+        "{:>8.1} KiB/node  ({})",
+        bytes as f64 / 1024.0 / n as f64,
+        mib(bytes)
+    )
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let n = args.first().copied().unwrap_or(5000);
+    let tasks = args.get(1).copied().unwrap_or(20);
+    let snapshot = snapshot(n, tasks);
+    let exprs = Expressions::standard();
+    let strategy: Strategy = serde_json::from_str(STRATEGY).expect("the strategy parses");
+    let graph_types: Vec<String> = strategy
+        .phases
+        .iter()
+        .map(|p| p.graph_type.clone())
+        .collect();
+
+    let base = heap();
+    PEAK.store(base, Ordering::Relaxed);
+    let resolved = resolve(&snapshot, &graph_types, &exprs).expect("resolves");
+    let resolve_peak = PEAK.load(Ordering::Relaxed) - base;
+    let held_by_resolution = heap() - base;
+
+    let plan = RunPlan {
+        deployment_id: 1,
+        nodes: snapshot
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.id,
+                    RunNode {
+                        name: n.name.clone(),
+                        node_key: format!("{:064x}", n.id),
+                    },
+                )
+            })
+            .collect(),
+        graphs: resolved.phases.clone(),
+        noop: false,
+        named_strategy: true,
+    };
+    let inventory: Vec<InventoryNode> = snapshot
+        .nodes
+        .iter()
+        .map(|node| {
+            let mut inv = InventoryNode::new(node.name.clone());
+            for tag in resolved.tags.get(&node.id).into_iter().flatten() {
+                inv = inv.with_tag(tag.clone());
+            }
+            if let Some(rack) = &node.rack {
+                inv = inv.in_rack(rack.clone());
+            }
+            inv
+        })
+        .collect();
+    let mut run = Run::new(plan, strategy, &inventory).expect("the strategy runs");
+    drop(inventory);
+
+    let start = heap();
+    PEAK.store(start, Ordering::Relaxed);
+    let mut engine = Engine {
+        revision: 0,
+        published: 0,
+        board: HashMap::new(),
+        most: 0,
+    };
+    let mut fx = run.start(0);
+    let mut results = 0usize;
+    loop {
+        engine.apply(&mut run, &mut fx);
+        engine.most = engine.most.max(heap().saturating_sub(start));
+        if fx.finish.is_some() {
+            break;
+        }
+        // Every node holding a list answers it, one node at a time (as their results are stored).
+        let holding: Vec<Arc<TaskList>> = engine.board.values().cloned().collect();
+        if holding.is_empty() {
+            panic!("nothing on the board and the deployment has not finished");
+        }
+        let mut next = Effects::default();
+        for list in holding {
+            let answers: Vec<TaskResult> = list
+                .tasks
+                .iter()
+                .map(|t| TaskResult {
+                    deployment_id: list.deployment_id,
+                    revision: list.revision,
+                    task_id: t.id.clone(),
+                    attempt: 1,
+                    status: ResultStatus::Succeeded,
+                    last: true,
+                    exit_code: Some(0),
+                    started_at_ms: 0,
+                    duration_ms: 1,
+                    stdout_tail: String::new(),
+                    stderr_tail: String::new(),
+                    message: String::new(),
+                    details: Value::Null,
+                })
+                .collect();
+            results += answers.len();
+            let mut step = run.results(0, list.node_id, &answers);
+            engine.apply(&mut run, &mut step);
+            engine.most = engine.most.max(heap().saturating_sub(start));
+            if step.finish.is_some() {
+                next.finish = step.finish;
+                break;
+            }
+        }
+        fx = next;
+        if fx.finish.is_some() {
+            break;
+        }
+    }
+    let run_peak = PEAK.load(Ordering::Relaxed) - start;
+
+    println!(
+        "{n} nodes, a {tasks}-task deploy graph, five groups: {} lists, {results} results",
+        engine.published
+    );
+    println!("held by the resolution for the whole deployment:");
+    println!(
+        "  all                      {}",
+        per_node(held_by_resolution, n)
+    );
+    let before = heap();
+    let Resolved {
+        phases,
+        states,
+        plans,
+        ..
+    } = resolved;
+    drop(plans);
+    let plans_bytes = before - heap();
+    let before = heap();
+    drop(states);
+    let states_bytes = before - heap();
+    println!("  plans (graph::Plan)      {}", per_node(plans_bytes, n));
+    println!("  states (task states)     {}", per_node(states_bytes, n));
+    println!(
+        "  per-node specs and rest  {}",
+        per_node(held_by_resolution - plans_bytes - states_bytes, n)
+    );
+    println!(
+        "resolving, peak above the snapshot {}",
+        per_node(resolve_peak, n)
+    );
+    println!(
+        "the run and the board at their most {}",
+        per_node(engine.most, n)
+    );
+    let before = heap();
+    drop(engine);
+    let board_bytes = before - heap();
+    let before = heap();
+    drop(run);
+    let run_bytes = before - heap();
+    println!("  at the end: the board    {}", per_node(board_bytes, n));
+    println!("  at the end: the run      {}", per_node(run_bytes, n));
+    println!(
+        "peak while running, above the resolution {}",
+        per_node(run_peak, n)
+    );
+    println!(
+        "held at the peak in all (resolution + run)  {}",
+        per_node(held_by_resolution + run_peak, n)
+    );
+    drop(phases);
+}
+
+use plinth_common::snapshot::Resolved;
