@@ -506,7 +506,7 @@ fn strategies_create_conflict_replace_delete(s: &dyn Store) {
 }
 
 /// A release, a cluster, `n` accepted nodes and a running deployment on them.
-fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
+pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
     let rel = s
         .create_release(
             &NewRelease {
@@ -548,7 +548,7 @@ fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
     (nodes, d)
 }
 
-fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
+pub(super) fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
     TaskList {
         format: TASK_LIST_FORMAT,
         node_key: String::new(),

@@ -176,60 +176,14 @@ fn a_step_recorded_under_a_lease_that_changed_hands_is_refused_and_writes_nothin
     let pg = server();
     let url = pg.fresh_database().unwrap();
     let (old, new) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
-    let rel = old
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &Default::default(),
-        )
-        .unwrap();
-    let c = old
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
-    let node = old
-        .register_node(&reg("k1"), NodeAdmission::Accepted)
-        .unwrap();
-    let d = old
-        .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: vec![node.id],
-            options: serde_json::json!({}),
-            state: serde_json::json!({}),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
-        .unwrap();
+    let (nodes, d) = crate::store::suite::running_deployment(&old, 1);
     let token = old.claim_lease("a", None, 1_000, 5_000).unwrap().unwrap();
     old.set_fence(Some(Fence {
         holder: "a".into(),
         token,
     }));
     let step = |s: &PgStore| {
-        let mut lists = [plinth_common::wire::TaskList {
-            format: plinth_common::wire::TASK_LIST_FORMAT,
-            node_key: String::new(),
-            node_id: node.id,
-            deployment_id: d.id,
-            phase: "deploy".into(),
-            revision: 0,
-            issued_at: 0,
-            expires_at: 0,
-            nonce: String::new(),
-            noop: false,
-            cancel: false,
-            tasks: vec![],
-        }];
+        let mut lists = [crate::store::suite::empty_list(nodes[0], d.id)];
         s.record_progress(
             d.id,
             &mut Progress {
