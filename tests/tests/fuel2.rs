@@ -691,3 +691,74 @@ fn the_nailgun_port_warns_off_loopback_and_x_auth_token_works_everywhere() {
         .unwrap();
     assert_eq!(bad.status().as_u16(), 401);
 }
+
+/// Fuel's client at the controller that does not sequence, of two sharing one PostgreSQL database: its
+/// `env add nodes` and `env deploy` are served there, the other controller sequences the deployment, and
+/// `fuel2` reads the outcome back where it asked.
+#[test]
+fn fuel2_deploys_through_a_controller_that_does_not_sequence() {
+    use plinth_controller::store::postgres::scratch::ScratchPostgres;
+    let Some(bin) = fuel2() else { return };
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let url = pg.fresh_database().expect("a database");
+    // The first controller takes the sequencing lease as it starts, before the second exists.
+    let a = Controller::start_with(&["--auto-accept", "--database-url", &url]);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let b = Controller::start_sharing(
+        &a,
+        &[
+            "--auto-accept",
+            "--database-url",
+            &url,
+            "--nailgun-listen",
+            &listen,
+        ],
+    );
+    let status: Value = b.api.get("/cluster-status").expect("cluster status");
+    let sequencer = status["lease"]["holder"].clone();
+    assert_ne!(
+        sequencer, status["answered_by"],
+        "the controller fuel2 talks to does not sequence: {status:#}"
+    );
+    let agent = Agent::start(&b, "fuel-ha", &[]);
+    let (_, node) = b.api.wait_nodes(1)[0].clone();
+    let release = b.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({
+            "name": "fuel-like", "version": "1",
+            "roles_metadata": {"controller": {"name": "Controller", "description": "The control plane"}},
+            "graphs": {"default": {"tasks": [
+                shell("release-marker", &["controller"], "sleep 1; touch release-default-ran")
+            ]}}
+        })),
+    );
+    let rid = release["id"].as_u64().unwrap();
+    let cluster = b.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "env-ha", "release_id": rid})),
+    );
+    let cid = cluster["id"].as_u64().unwrap();
+    let f = Fuel2::new(bin, port, "admin", &b.api.token);
+    f.ok(&format!("env add nodes -e {cid} -n {node} -r controller"));
+    let out = f.ok(&format!("env deploy {cid}"));
+    let deploy_id = b.api.get("/deployments").unwrap()[0]["id"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "Deployment task with id {deploy_id} for the environment {cid} has been started.\n"
+        )
+    );
+    // The sequencing controller runs it to the end.
+    let report = a.api.wait_deployment(deploy_id, Duration::from_secs(120));
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert!(agent.work().join("release-default-ran").exists());
+    let shown = f.json(&format!("node show {node}"));
+    assert_eq!(shown["roles"], json!(["controller"]), "{shown:#}");
+    assert_eq!(shown["status"], "ready", "{shown:#}");
+    assert_eq!(f.json(&format!("env show {cid}"))["status"], "operational");
+}

@@ -289,3 +289,47 @@ fn a_deployment_cancelled_at_the_controller_that_does_not_sequence_stops() {
         "the report says who: {report:#}"
     );
 }
+
+/// An attacker reaching a controller's port cannot ask for gate answers as another controller would:
+/// no header, a header signed with another key, and a genuine header replayed for another question are
+/// all refused before anything is looked up.
+#[test]
+fn only_a_controller_holding_the_signing_key_may_ask_for_a_gate_answer() {
+    use plinth_controller::cluster::peer::{peer_header, PEER_HEADER};
+    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let (_url, a, _b) = two_controllers(&pg);
+    let http = a.api.http();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64;
+    let path = "/internal/v1/gate?node_key=aaaa&deployment=1&task=t1&nonce=0123456789abcdef&wait=0";
+    let ask = |header: Option<String>, path: &str| {
+        let mut req = http.get(format!("{}{path}", a.url));
+        if let Some(h) = header {
+            req = req.header(PEER_HEADER, h);
+        }
+        req.send()
+            .expect("the controller answers")
+            .status()
+            .as_u16()
+    };
+    assert_eq!(ask(None, path), 401, "no header");
+    let stranger = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    assert_eq!(
+        ask(Some(peer_header(&stranger, path, now)), path),
+        401,
+        "another key"
+    );
+    let genuine = peer_header(&a.signing_key(), path, now);
+    let other = path.replace("task=t1", "task=t2");
+    assert_eq!(
+        ask(Some(genuine.clone()), &other),
+        401,
+        "replayed for another question"
+    );
+    let stale = peer_header(&a.signing_key(), path, now - 120_000);
+    assert_eq!(ask(Some(stale), path), 401, "two minutes old");
+    // The genuine header passes the check: the unknown node is what is refused then.
+    assert_eq!(ask(Some(genuine), path), 404);
+}

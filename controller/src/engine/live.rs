@@ -435,12 +435,6 @@ impl Engine {
         published
     }
 
-    /// Folds one node's stored results in, records finished nodes and moves the deployments on
-    /// (blocking). Returns how many task lists this published.
-    pub fn on_results(&self, node_id: u64, results: &[TaskResult]) -> u64 {
-        self.on_result_batches(&[(node_id, results.to_vec())])
-    }
-
     /// Times out phases past their deadline, and rebuilds deployments after a storage failure (blocking;
     /// called every second).
     pub fn tick(&self) {
