@@ -8,11 +8,8 @@ use super::{BEAT_EVERY, LEASE_TTL};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{ControllerBeat, Fence};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// When the lease was last renewed here (milliseconds since the epoch; 0 when not held).
-static RENEWED_MS: AtomicI64 = AtomicI64::new(0);
 
 /// Beats and keeps the lease until the process ends. The beat itself is short (two small
 /// transactions), so it is never late behind other work: taking running deployments on after the lease
@@ -62,7 +59,7 @@ pub fn step(s: &AppState) {
     let now = now_ms();
     match s.store.claim_lease(&m.id, held, now, ttl_ms()) {
         Ok(Some(token)) => {
-            RENEWED_MS.store(now, Ordering::Release);
+            m.renewed_ms.store(now, Ordering::Release);
             if held != Some(token) {
                 m.set_held(Some(token));
                 s.store.set_fence(Some(Fence {
@@ -84,7 +81,7 @@ pub fn step(s: &AppState) {
         }
         Err(e) => {
             tracing::warn!(error = %e, "cannot renew or take the sequencing lease");
-            if held.is_some() && now - RENEWED_MS.load(Ordering::Acquire) > ttl_ms() {
+            if held.is_some() && now - m.renewed_ms.load(Ordering::Acquire) > ttl_ms() {
                 m.set_held(None);
                 s.engine.step_down();
                 tracing::warn!(controller = %m.id, "the sequencing lease expired while the database was unreachable; stopped sequencing");

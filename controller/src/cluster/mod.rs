@@ -45,6 +45,8 @@ pub struct Membership {
     pub shared: bool,
     /// The lease token it holds now, if it holds the lease.
     held: Mutex<Option<u64>>,
+    /// When it last renewed the lease (milliseconds since the epoch).
+    renewed_ms: std::sync::atomic::AtomicI64,
     /// Follows the lists other controllers publish.
     pub follower: follow::Follower,
     /// Forwards gate questions to the controller that sequences.
@@ -61,6 +63,7 @@ impl Membership {
             started_ms: now_ms(),
             shared,
             held: Mutex::new(None),
+            renewed_ms: std::sync::atomic::AtomicI64::new(0),
             follower: follow::Follower::default(),
             peers,
         }
