@@ -32,8 +32,15 @@ fn python38() -> Option<PathBuf> {
     })
 }
 
-/// `fuel2` in a virtual environment under the target directory, made when missing.
+/// `fuel2` in a virtual environment under the target directory, made when missing. The tests of this
+/// file run in parallel and share the environment, so it is made by one of them while the others wait:
+/// two `python -m venv` on one directory fail with "File exists".
 fn fuel2() -> Option<PathBuf> {
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that panicked while making it leaves the directory half made; the next one starts over.
+    let _one_at_a_time = MAKING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/fuel2-venv");
     let fuel2 = venv.join("bin/fuel2");
     let marker = venv.join("installed");
