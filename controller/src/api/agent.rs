@@ -183,8 +183,10 @@ pub(crate) fn judge(
 ) -> Result<(Vec<Option<ResultVerdict>>, Vec<usize>), ApiError> {
     let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; results.len()];
     let mut candidates = Vec::new();
+    // A report's results mostly come from one list: each revision is looked up once.
+    let mut lists = IssuedLists::default();
     for (i, r) in results.iter().enumerate() {
-        match refusal_reason(s, node_id, accepted, r)? {
+        match refusal_reason(s, node_id, accepted, r, &mut lists)? {
             Some(reason) => verdicts[i] = Some(refused(r, reason)),
             None => candidates.push(i),
         }
@@ -199,6 +201,7 @@ fn refusal_reason(
     node_id: u64,
     accepted: bool,
     r: &TaskResult,
+    lists: &mut IssuedLists,
 ) -> Result<Option<String>, ApiError> {
     if !accepted {
         return Ok(Some("this node is not accepted".into()));
@@ -212,7 +215,7 @@ fn refusal_reason(
     if s.engine.owns(node_id, r) {
         return Ok(None);
     }
-    let issued = s.store.issued_list(node_id, r.revision)?.is_some_and(|l| {
+    let issued = lists.get(s, node_id, r.revision)?.is_some_and(|l| {
         l.deployment_id == r.deployment_id && l.tasks.iter().any(|t| t.id == r.task_id)
     });
     Ok((!issued).then(|| {
@@ -221,6 +224,31 @@ fn refusal_reason(
             r.task_id, r.deployment_id, r.revision
         )
     }))
+}
+
+/// The lists a node was issued, by revision, as one report's results are judged: the node's list on
+/// the board when it has that revision (a controller that does not sequence the deployment keeps the
+/// published lists there too), else the store's record, each revision read once.
+#[derive(Default)]
+struct IssuedLists(std::collections::HashMap<u64, Option<Arc<plinth_common::wire::TaskList>>>);
+
+impl IssuedLists {
+    fn get(
+        &mut self,
+        s: &AppState,
+        node_id: u64,
+        revision: u64,
+    ) -> Result<Option<Arc<plinth_common::wire::TaskList>>, ApiError> {
+        if let Some(known) = self.0.get(&revision) {
+            return Ok(known.clone());
+        }
+        let list = match s.board.current(node_id).filter(|l| l.revision == revision) {
+            Some(list) => Some(list),
+            None => s.store.issued_list(node_id, revision)?.map(Arc::new),
+        };
+        self.0.insert(revision, list.clone());
+        Ok(list)
+    }
 }
 
 /// A verdict without a reason.

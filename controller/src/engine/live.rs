@@ -70,11 +70,10 @@ impl Live {
 
     /// For every task that succeeded on a node that succeeded, the state it ran against: what `old()` and
     /// `changed()` compare with next time (the cluster part is stored once). Blobs by hash, then rows.
-    #[allow(clippy::type_complexity)]
     fn task_states(
         &self,
         succeeded_tasks: &[(u64, String)],
-    ) -> (Vec<(String, Value)>, Vec<(u64, String, Value)>) {
+    ) -> (Vec<crate::store::StateBlob>, Vec<crate::store::StateRow>) {
         self.states.rows(succeeded_tasks)
     }
 }

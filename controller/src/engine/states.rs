@@ -7,6 +7,7 @@
 //! cluster part lists every node, so here each blob is kept once, as its hash and its JSON text, and
 //! made a tree again only when the deployment ends.
 
+use crate::store::{StateBlob, StateRow};
 use plinth_common::deploy::NodeState;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -22,7 +23,7 @@ struct Blob {
 
 #[derive(Debug)]
 enum Body {
-    Text(Box<str>),
+    Text(Arc<str>),
     Tree(Arc<Value>),
 }
 
@@ -32,17 +33,17 @@ impl Blob {
         let hash = crate::store::blob_hash(value);
         // A float may not read back bit for bit: then the tree is kept as it is.
         let body = match serde_json::from_str::<Value>(&text) {
-            Ok(back) if back == **value => Body::Text(text.into_boxed_str()),
+            Ok(back) if back == **value => Body::Text(text.into()),
             _ => Body::Tree(value.clone()),
         };
         Blob { hash, body }
     }
 
-    fn value(&self) -> Value {
+    /// The blob's JSON text, as the store records it.
+    fn text(&self) -> Arc<str> {
         match &self.body {
-            // Read back once already when it was kept (above).
-            Body::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-            Body::Tree(v) => (**v).clone(),
+            Body::Text(text) => text.clone(),
+            Body::Tree(v) => v.to_string().into(),
         }
     }
 }
@@ -72,21 +73,21 @@ impl TaskStates {
     }
 
     /// For every task that succeeded on a node that succeeded, the state it ran against: the blobs by
-    /// hash (each once, in the order first named), then a row per (node, task) naming them.
-    #[allow(clippy::type_complexity)]
+    /// hash (each once, in the order first named), then a row per (node, task) naming them. All as
+    /// JSON text: a node's tasks share one reference, and no blob is made a tree again.
     pub(super) fn rows(
         &self,
         succeeded_tasks: &[(u64, String)],
-    ) -> (Vec<(String, Value)>, Vec<(u64, String, Value)>) {
-        let mut blobs: Vec<(String, Value)> = Vec::new();
+    ) -> (Vec<StateBlob>, Vec<StateRow>) {
+        let mut blobs: Vec<StateBlob> = Vec::new();
         let mut named: HashSet<usize> = HashSet::new();
-        let mut name = |b: &Arc<Blob>, blobs: &mut Vec<(String, Value)>| {
+        let mut name = |b: &Arc<Blob>, blobs: &mut Vec<StateBlob>| {
             if named.insert(Arc::as_ptr(b) as usize) {
-                blobs.push((b.hash.clone(), b.value()));
+                blobs.push((b.hash.clone(), b.text()));
             }
             b.hash.clone()
         };
-        let mut references: HashMap<u64, Value> = HashMap::new();
+        let mut references: HashMap<u64, Arc<str>> = HashMap::new();
         // Sized once: a row per task, and there can be hundreds of thousands.
         let mut rows = Vec::with_capacity(succeeded_tasks.len());
         for (node, task) in succeeded_tasks {
@@ -100,6 +101,8 @@ impl TaskStates {
                         "common": name(common, &mut blobs),
                         "node": name(own, &mut blobs),
                     })
+                    .to_string()
+                    .into()
                 })
                 .clone();
             rows.push((*node, task.clone(), reference));
@@ -140,6 +143,8 @@ mod tests {
         ];
         let (blobs, rows) = kept.rows(&tasks);
         let hash = crate::store::blob_hash;
+        let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let blobs: Vec<(String, Value)> = blobs.iter().map(|(h, t)| (h.clone(), tree(t))).collect();
         assert_eq!(
             blobs,
             vec![
@@ -149,6 +154,10 @@ mod tests {
             ],
             "each blob once, as resolution made it"
         );
+        let rows: Vec<(u64, String, Value)> = rows
+            .iter()
+            .map(|(n, t, r)| (*n, t.clone(), tree(r)))
+            .collect();
         let reference = |n: u64| json!({"common": hash(&common), "node": hash(&states[&n].node)});
         assert_eq!(
             rows,

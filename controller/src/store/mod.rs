@@ -258,11 +258,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records the state each task ran against, per node, after it succeeded there: `rows` are
     /// `(node, task, reference)`, the reference naming `blobs` by their content hash (stored once).
-    fn save_task_states(
-        &self,
-        blobs: &[(String, serde_json::Value)],
-        rows: &[(u64, String, serde_json::Value)],
-    ) -> StoreResult<()>;
+    fn save_task_states(&self, blobs: &[StateBlob], rows: &[StateRow]) -> StoreResult<()>;
     /// The recorded state references of these nodes' tasks.
     fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>>;
     /// Stored state blobs by content hash (missing ones are left out).

@@ -5,13 +5,17 @@
 //! revision counter, one running deployment per cluster, a result stored only while its deployment
 //! runs, the bound on discovered nodes, unique node names), PostgreSQL's serializable isolation gives
 //! the same outcome as some one-at-a-time order, and a transaction it refuses to serialize (or a
-//! deadlock) is run again from the start, up to [`ATTEMPTS`] times.
+//! deadlock) is run again from the start, up to [`ATTEMPTS`] times. The one exception is the flush of
+//! agents' last-seen times ([`Store::touch_nodes`]): a blind upsert into `node_seen` at `READ
+//! COMMITTED`, a table no other write touches, so that liveness, written every few seconds for
+//! thousands of nodes by every controller, never makes a deployment's step fail to serialize.
 //!
 //! See [`bridge`] for how the synchronous trait meets tokio-postgres, and [`connect`] for the URL.
 
 use super::*;
 use crate::clock::now_ms;
 use bridge::{Lease, Params, Pool, Tx};
+use std::collections::HashMap;
 use tokio_postgres::Row;
 
 mod bridge;
@@ -66,6 +70,8 @@ enum Queue {
 enum Mode {
     Read,
     Write,
+    /// `READ COMMITTED`: only for writes that conflict with nothing (see the module's text).
+    Committed,
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> String {
@@ -97,7 +103,9 @@ fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
 
 const NODE_COLUMNS: &str =
     "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
-    roles, tags, labels, rack, facts, registered_at, last_seen, revision, model";
+    roles, tags, labels, rack, facts, registered_at, \
+    GREATEST(last_seen, COALESCE((SELECT s.last_seen FROM node_seen s WHERE s.node_id = nodes.id), 0)), \
+    revision, model";
 
 fn admission_text(a: NodeAdmission) -> &'static str {
     match a {
@@ -158,6 +166,34 @@ fn one_node(t: &Tx, node_id: u64) -> StoreResult<NodeRecord> {
             kind: "node",
             id: node_id.to_string(),
         })
+}
+
+/// Those of these nodes that exist, by id.
+fn known_nodes(t: &Tx, node_ids: &[u64]) -> StoreResult<HashMap<u64, NodeRecord>> {
+    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    Ok(query_nodes(t, "WHERE id = ANY($1)", &[&ids])?
+        .into_iter()
+        .map(|n| (n.id, n))
+        .collect())
+}
+
+/// These nodes (each once, in id order); a missing one is `NotFound`.
+fn nodes_by_id(t: &Tx, node_ids: &[u64]) -> StoreResult<Vec<NodeRecord>> {
+    if node_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    let nodes = query_nodes(t, "WHERE id = ANY($1)", &[&ids])?;
+    if let Some(missing) = node_ids
+        .iter()
+        .find(|n| nodes.binary_search_by_key(*n, |node| node.id).is_err())
+    {
+        return Err(StoreError::NotFound {
+            kind: "node",
+            id: missing.to_string(),
+        });
+    }
+    Ok(nodes)
 }
 
 const DEPLOYMENT_COLUMNS: &str =
@@ -298,6 +334,7 @@ impl PgStore {
         let begin = match mode {
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
             Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            Mode::Committed => "BEGIN ISOLATION LEVEL READ COMMITTED",
         };
         let mut attempt = 0;
         loop {
@@ -507,11 +544,7 @@ impl Store for PgStore {
         self.write(|t| model::delete_plugin(t, plugin_id))
     }
 
-    fn save_task_states(
-        &self,
-        blobs: &[(String, serde_json::Value)],
-        rows: &[(u64, String, serde_json::Value)],
-    ) -> StoreResult<()> {
+    fn save_task_states(&self, blobs: &[StateBlob], rows: &[StateRow]) -> StoreResult<()> {
         self.write(|t| model::save_task_states(t, blobs, rows))
     }
 
@@ -678,6 +711,10 @@ impl Store for PgStore {
             }
             t.exec("DELETE FROM nodes WHERE id = $1", &[&sql_id(node_id)])?;
             t.exec(
+                "DELETE FROM node_seen WHERE node_id = $1",
+                &[&sql_id(node_id)],
+            )?;
+            t.exec(
                 "DELETE FROM refusals WHERE node_id = $1",
                 &[&sql_id(node_id)],
             )?;
@@ -686,38 +723,70 @@ impl Store for PgStore {
     }
 
     fn touch_nodes(&self, seen: &[(u64, i64)]) -> StoreResult<()> {
-        // In id order, so that two batches touching the same nodes lock them in the same order.
-        let mut seen = seen.to_vec();
-        seen.sort_unstable();
-        self.write(|t| {
-            for (node_id, at) in &seen {
-                t.exec(
-                    "UPDATE nodes SET last_seen = GREATEST(last_seen, $2) WHERE id = $1",
-                    &[&sql_id(*node_id), at],
-                )?;
-            }
-            Ok(())
+        // One statement for the batch (the nodes seen in the last seconds: thousands), each node once
+        // with its latest time, in id order.
+        let mut latest: std::collections::BTreeMap<i64, i64> = Default::default();
+        for (node_id, at) in seen {
+            let t = latest.entry(sql_id(*node_id)).or_insert(*at);
+            *t = (*t).max(*at);
+        }
+        let (ids, times): (Vec<i64>, Vec<i64>) = latest.into_iter().unzip();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.tx(Mode::Committed, None, |t| {
+            t.exec(
+                "INSERT INTO node_seen (node_id, last_seen) \
+                 SELECT v.id, v.at FROM UNNEST($1::BIGINT[], $2::BIGINT[]) AS v(id, at) \
+                 WHERE EXISTS (SELECT 1 FROM nodes WHERE nodes.id = v.id) \
+                 ON CONFLICT (node_id) DO UPDATE \
+                 SET last_seen = GREATEST(node_seen.last_seen, excluded.last_seen)",
+                &[&ids, &times],
+            )
+            .map(|_| ())
         })
     }
 
     fn assign_nodes(&self, cluster_id: u64, nodes: &[NodeAssignment]) -> StoreResult<()> {
         self.write(|t| {
             cluster_row(t, cluster_id)?;
-            for a in nodes {
-                let node = one_node(t, a.id)?;
+            let ids: Vec<u64> = nodes.iter().map(|a| a.id).collect();
+            let known = known_nodes(t, &ids)?;
+            // Checked in the order given, then written in one statement (the last assignment of a
+            // node given twice wins, as one statement at a time would leave it).
+            let mut last: HashMap<u64, usize> = HashMap::with_capacity(nodes.len());
+            for (i, a) in nodes.iter().enumerate() {
+                let node = known.get(&a.id).ok_or_else(|| StoreError::NotFound {
+                    kind: "node",
+                    id: a.id.to_string(),
+                })?;
                 if let Some(other) = node.cluster_id.filter(|c| *c != cluster_id) {
                     return Err(StoreError::Conflict(format!(
                         "node {} belongs to cluster {other}",
                         a.id
                     )));
                 }
+                last.insert(a.id, i);
+            }
+            let (mut rows, mut roles, mut models) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, a) in nodes.iter().enumerate() {
+                let Some(node) = known.get(&a.id).filter(|_| last.get(&a.id) == Some(&i)) else {
+                    continue;
+                };
                 let mut fields = node.model.clone();
                 if node.cluster_id.is_none() {
                     fields.pending_addition = true;
                 }
+                rows.push(sql_id(a.id));
+                roles.push(to_json(&a.roles));
+                models.push(to_json(&fields));
+            }
+            if !rows.is_empty() {
                 t.exec(
-                    "UPDATE nodes SET cluster_id = $2, pending_roles = $3, model = $4 WHERE id = $1",
-                    &[&sql_id(a.id), &sql_id(cluster_id), &to_json(&a.roles), &to_json(&fields)],
+                    "UPDATE nodes SET cluster_id = $4, pending_roles = v.roles, model = v.model \
+                     FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS v(id, roles, model) \
+                     WHERE nodes.id = v.id",
+                    &[&rows, &roles, &models, &sql_id(cluster_id)],
                 )?;
             }
             Ok(())
@@ -726,8 +795,12 @@ impl Store for PgStore {
 
     fn unassign_nodes(&self, cluster_id: u64, node_ids: &[u64]) -> StoreResult<()> {
         self.write(|t| {
+            let known = known_nodes(t, node_ids)?;
             for node_id in node_ids {
-                let node = one_node(t, *node_id)?;
+                let node = known.get(node_id).ok_or_else(|| StoreError::NotFound {
+                    kind: "node",
+                    id: node_id.to_string(),
+                })?;
                 if node.cluster_id != Some(cluster_id) {
                     return Err(StoreError::Conflict(format!(
                         "node {node_id} is not in cluster {cluster_id}"
@@ -738,12 +811,13 @@ impl Store for PgStore {
                         "node {node_id} takes part in a running deployment"
                     )));
                 }
-                t.exec(
-                    "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover', \
-                     model = '{}' WHERE id = $1",
-                    &[&sql_id(*node_id)],
-                )?;
             }
+            let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+            t.exec(
+                "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover', \
+                 model = '{}' WHERE id = ANY($1)",
+                &[&ids],
+            )?;
             Ok(())
         })
     }
@@ -947,12 +1021,11 @@ impl Store for PgStore {
             let dep_id = id(col(&row, 0, "deployment id")?);
             if new.deploys {
                 set_cluster_status(t, new.cluster_id, "deployment")?;
-                for node in &new.node_ids {
-                    t.exec(
-                        "UPDATE nodes SET status = 'deploying' WHERE id = $1",
-                        &[&sql_id(*node)],
-                    )?;
-                }
+                let ids: Vec<i64> = new.node_ids.iter().map(|n| sql_id(*n)).collect();
+                t.exec(
+                    "UPDATE nodes SET status = 'deploying' WHERE id = ANY($1)",
+                    &[&ids],
+                )?;
             }
             query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
                 .pop()
@@ -1109,12 +1182,7 @@ impl Store for PgStore {
         &self,
         batches: &[(u64, &[TaskResult])],
     ) -> StoreResult<Vec<Vec<Stored>>> {
-        self.write(|t| {
-            batches
-                .iter()
-                .map(|(node_id, results)| store_node_results(t, *node_id, results))
-                .collect()
-        })
+        self.write(|t| store_batches(t, batches))
     }
 
     fn record_refusals(&self, node_id: u64, refusals: &[NewRefusal]) -> StoreResult<()> {
@@ -1588,37 +1656,48 @@ fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
     } else {
         (&[], [end.succeeded, end.untouched].concat())
     };
-    for node_id in succeeded {
-        let node = one_node(t, *node_id)?;
-        let mut roles = node.roles.clone();
+    // Each kind of node in one statement: a deployment ends for thousands of nodes at once.
+    let mut ids = Vec::with_capacity(succeeded.len());
+    let mut roles = Vec::with_capacity(succeeded.len());
+    let mut models = Vec::with_capacity(succeeded.len());
+    for node in nodes_by_id(t, succeeded)? {
+        let mut all = node.roles.clone();
         for role in &node.pending_roles {
-            if !roles.contains(role) {
-                roles.push(role.clone());
+            if !all.contains(role) {
+                all.push(role.clone());
             }
         }
-        let mut fields = node.model.clone();
+        let mut fields = node.model;
         fields.pending_addition = false;
         fields.error_type = None;
-        t.exec(
-            "UPDATE nodes SET status = 'ready', roles = $2, pending_roles = '[]', model = $3 WHERE id = $1",
-            &[&sql_id(*node_id), &to_json(&roles), &to_json(&fields)],
-        )?;
+        ids.push(sql_id(node.id));
+        roles.push(to_json(&all));
+        models.push(to_json(&fields));
     }
-    for node_id in end.failed {
-        let mut fields = one_node(t, *node_id)?.model;
-        fields.error_type = Some("deploy".into());
-        t.exec(
-            "UPDATE nodes SET status = 'error', model = $2 WHERE id = $1",
-            &[&sql_id(*node_id), &to_json(&fields)],
-        )?;
-    }
-    for node_id in &untouched {
-        t.exec(
-            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
-             WHERE id = $1 AND status = 'deploying'",
-            &[&sql_id(*node_id)],
-        )?;
-    }
+    t.exec(
+        "UPDATE nodes SET status = 'ready', roles = v.roles, pending_roles = '[]', model = v.model \
+         FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS v(id, roles, model) WHERE nodes.id = v.id",
+        &[&ids, &roles, &models],
+    )?;
+    let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, end.failed)?
+        .into_iter()
+        .map(|node| {
+            let mut fields = node.model;
+            fields.error_type = Some("deploy".into());
+            (sql_id(node.id), to_json(&fields))
+        })
+        .unzip();
+    t.exec(
+        "UPDATE nodes SET status = 'error', model = v.model \
+         FROM UNNEST($1::BIGINT[], $2::TEXT[]) AS v(id, model) WHERE nodes.id = v.id",
+        &[&ids, &models],
+    )?;
+    let ids: Vec<i64> = untouched.iter().map(|n| sql_id(*n)).collect();
+    t.exec(
+        "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
+         WHERE id = ANY($1) AND status = 'deploying'",
+        &[&ids],
+    )?;
     Ok(())
 }
 
@@ -1643,12 +1722,16 @@ fn set_state(
 }
 
 fn append_events(t: &Tx, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult<()> {
-    for e in events {
-        t.exec(
-            "INSERT INTO events (deployment_id, event) VALUES ($1, $2)",
-            &[&sql_id(dep_id), &to_json(e)],
-        )?;
+    if events.is_empty() {
+        return Ok(());
     }
+    // One statement; the events take their sequence numbers in the order given.
+    let texts: Vec<String> = events.iter().map(to_json).collect();
+    t.exec(
+        "INSERT INTO events (deployment_id, event) \
+         SELECT $1, v.event FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS v(event, n) ORDER BY v.n",
+        &[&sql_id(dep_id), &texts],
+    )?;
     Ok(())
 }
 
@@ -1731,49 +1814,121 @@ fn graph_row(t: &Tx, owner: GraphOwner, graph_type: &str) -> StoreResult<GraphRe
     }
 }
 
-/// Stores one node's results in the caller's transaction (see [`Store::store_results`]).
-fn store_node_results(t: &Tx, node_id: u64, results: &[TaskResult]) -> StoreResult<Vec<Stored>> {
-    let mut out = Vec::with_capacity(results.len());
-    for r in results {
-        let status = to_json(&r.status);
-        let status = status.trim_matches('"');
-        let attempt = i64::from(r.attempt);
-        let inserted = t.exec(
-                    "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
-                     SELECT $1, $2, $3, $4, $5, $6, $7 \
-                     WHERE EXISTS (SELECT 1 FROM deployments WHERE id = $2 AND status = 'running') \
-                     ON CONFLICT DO NOTHING",
-                    &[
-                        &sql_id(node_id),
-                        &sql_id(r.deployment_id),
-                        &sql_id(r.revision),
-                        &r.task_id,
-                        &attempt,
-                        &status,
-                        &to_json(r),
-                    ],
-                )?;
-        out.push(if inserted > 0 {
-                    Stored::New
-                } else if t
-                    .opt(
-                        "SELECT 1 FROM results WHERE node_id = $1 AND deployment_id = $2 AND revision = $3 \
-                         AND task_id = $4 AND attempt = $5 AND status = $6",
-                        &[
-                            &sql_id(node_id),
-                            &sql_id(r.deployment_id),
-                            &sql_id(r.revision),
-                            &r.task_id,
-                            &attempt,
-                            &status,
-                        ],
-                    )?
-                    .is_some()
-                {
-                    Stored::Duplicate
-                } else {
-                    Stored::Final
-                });
+/// Stores every batch's results in the caller's transaction (see [`Store::store_results`]) with one
+/// statement for all of them: thousands of agents' reports arrive together, and a statement per
+/// result was a round trip per result. Rows come back in the batches' order, each `New` when it was
+/// inserted now, else `Duplicate` when the same result is stored, else `Final` (the deployment ended
+/// or the task's outcome was recorded differently).
+fn store_batches(t: &Tx, batches: &[(u64, &[TaskResult])]) -> StoreResult<Vec<Vec<Stored>>> {
+    let count: usize = batches.iter().map(|(_, rs)| rs.len()).sum();
+    let mut rows = ResultRows::with_capacity(count);
+    for (node_id, results) in batches {
+        for r in *results {
+            rows.push(*node_id, r);
+        }
+    }
+    let inserted = t.query(
+        "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
+         SELECT v.node_id, v.deployment_id, v.revision, v.task_id, v.attempt, v.status, v.result \
+         FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::TEXT[], $7::TEXT[]) \
+              WITH ORDINALITY AS v(node_id, deployment_id, revision, task_id, attempt, status, result, n) \
+         WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = v.deployment_id AND d.status = 'running') \
+         ORDER BY v.n \
+         ON CONFLICT DO NOTHING \
+         RETURNING node_id, deployment_id, revision, task_id, attempt, status",
+        &[
+            &rows.node, &rows.deployment, &rows.revision, &rows.task, &rows.attempt, &rows.status,
+            &rows.text,
+        ],
+    )?;
+    let mut new: std::collections::HashSet<ResultKey> = inserted
+        .iter()
+        .map(|r| {
+            Ok((
+                col(r, 0, "task result")?,
+                col(r, 1, "task result")?,
+                col(r, 2, "task result")?,
+                col(r, 3, "task result")?,
+                col(r, 4, "task result")?,
+                col(r, 5, "task result")?,
+            ))
+        })
+        .collect::<StoreResult<_>>()?;
+    let mut out = Vec::with_capacity(batches.len());
+    let mut i = 0;
+    for (_, results) in batches {
+        let mut stored = Vec::with_capacity(results.len());
+        for _ in *results {
+            let key = rows.key(i);
+            i += 1;
+            // A key inserted now is new once: a second copy in the same batch is a duplicate of it.
+            if new.remove(&key) {
+                stored.push(Stored::New);
+                continue;
+            }
+            let (node, deployment, revision, task, attempt, status) = &key;
+            let same = t.opt(
+                "SELECT 1 FROM results WHERE node_id = $1 AND deployment_id = $2 AND revision = $3 \
+                 AND task_id = $4 AND attempt = $5 AND status = $6",
+                &[node, deployment, revision, task, attempt, status],
+            )?;
+            stored.push(if same.is_some() {
+                Stored::Duplicate
+            } else {
+                Stored::Final
+            });
+        }
+        out.push(stored);
     }
     Ok(out)
+}
+
+/// A stored result's identity: node, deployment, revision, task, attempt, status.
+type ResultKey = (i64, i64, i64, String, i64, String);
+
+/// Results as columns, for one `UNNEST` insert.
+struct ResultRows {
+    node: Vec<i64>,
+    deployment: Vec<i64>,
+    revision: Vec<i64>,
+    task: Vec<String>,
+    attempt: Vec<i64>,
+    status: Vec<String>,
+    text: Vec<String>,
+}
+
+impl ResultRows {
+    fn with_capacity(n: usize) -> Self {
+        ResultRows {
+            node: Vec::with_capacity(n),
+            deployment: Vec::with_capacity(n),
+            revision: Vec::with_capacity(n),
+            task: Vec::with_capacity(n),
+            attempt: Vec::with_capacity(n),
+            status: Vec::with_capacity(n),
+            text: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, node_id: u64, r: &TaskResult) {
+        let status = to_json(&r.status);
+        self.node.push(sql_id(node_id));
+        self.deployment.push(sql_id(r.deployment_id));
+        self.revision.push(sql_id(r.revision));
+        self.task.push(r.task_id.clone());
+        self.attempt.push(i64::from(r.attempt));
+        self.status.push(status.trim_matches('"').to_string());
+        self.text.push(to_json(r));
+    }
+
+    fn key(&self, i: usize) -> ResultKey {
+        (
+            self.node[i],
+            self.deployment[i],
+            self.revision[i],
+            self.task[i].clone(),
+            self.attempt[i],
+            self.status[i].clone(),
+        )
+    }
 }

@@ -148,6 +148,14 @@ pub struct DeploymentEnd<'a> {
     pub deploys: bool,
 }
 
+/// A task state blob to record: its content hash ([`super::blob_hash`]) and its JSON text. Text, not a
+/// tree: a deployment's end records one per node, and trees cost several times their text.
+pub type StateBlob = (String, std::sync::Arc<str>);
+
+/// A task's recorded state: node, task, and the reference naming its blobs, as JSON text
+/// (`{"common":HASH,"node":HASH}`, one text shared by a node's tasks).
+pub type StateRow = (u64, String, std::sync::Arc<str>);
+
 /// One step of a running deployment, written in one transaction by
 /// [`super::Store::record_progress`].
 #[derive(Debug)]
@@ -158,10 +166,11 @@ pub struct Progress<'a> {
     pub state: Option<&'a serde_json::Value>,
     /// Events to append.
     pub events: &'a [DeploymentEvent],
-    /// Task states to record: blobs by hash, then (node, task, reference) rows.
-    pub task_blobs: &'a [(String, serde_json::Value)],
+    /// Task states to record: blobs by hash, then (node, task, reference) rows (see
+    /// [`super::Store::save_task_states`]).
+    pub task_blobs: &'a [StateBlob],
     /// See `task_blobs`.
-    pub task_rows: &'a [(u64, String, serde_json::Value)],
+    pub task_rows: &'a [StateRow],
     /// The end, when the deployment ended.
     pub end: Option<Ending<'a>>,
 }

@@ -182,4 +182,13 @@ CREATE TABLE lease_expiry (
 ALTER TABLE deployments ADD COLUMN cancel_by TEXT;
 CREATE INDEX task_lists_revision ON task_lists (revision);
 "#,
+    // Agents' last-seen times apart from the nodes' rows (with PostgreSQL, several controllers write
+    // them every few seconds, and they would collide with a deployment's steps updating those rows).
+    // A node's last-seen time is the later of `nodes.last_seen` (its registration) and this.
+    r#"
+CREATE TABLE node_seen (
+    node_id   INTEGER PRIMARY KEY,
+    last_seen INTEGER NOT NULL
+);
+"#,
 ];

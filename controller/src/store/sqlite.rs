@@ -45,7 +45,9 @@ fn sql_id(v: u64) -> i64 {
 
 const NODE_COLUMNS: &str =
     "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
-    roles, tags, labels, rack, facts, registered_at, last_seen, revision, model";
+    roles, tags, labels, rack, facts, registered_at, \
+    MAX(last_seen, COALESCE((SELECT s.last_seen FROM node_seen s WHERE s.node_id = nodes.id), 0)), \
+    revision, model";
 
 fn admission_text(a: NodeAdmission) -> &'static str {
     match a {
@@ -394,11 +396,7 @@ impl Store for SqliteStore {
         self.tx(|tx| model::delete_plugin(tx, plugin_id))
     }
 
-    fn save_task_states(
-        &self,
-        blobs: &[(String, serde_json::Value)],
-        rows: &[(u64, String, serde_json::Value)],
-    ) -> StoreResult<()> {
+    fn save_task_states(&self, blobs: &[StateBlob], rows: &[StateRow]) -> StoreResult<()> {
         self.tx(|tx| model::save_task_states(tx, blobs, rows))
     }
 
@@ -568,6 +566,10 @@ impl Store for SqliteStore {
                 )));
             }
             tx.execute("DELETE FROM nodes WHERE id = ?1", [sql_id(node_id)])?;
+            tx.execute(
+                "DELETE FROM node_seen WHERE node_id = ?1",
+                [sql_id(node_id)],
+            )?;
             tx.execute("DELETE FROM refusals WHERE node_id = ?1", [sql_id(node_id)])?;
             Ok(())
         })
@@ -575,8 +577,11 @@ impl Store for SqliteStore {
 
     fn touch_nodes(&self, seen: &[(u64, i64)]) -> StoreResult<()> {
         self.tx(|tx| {
-            let mut stmt =
-                tx.prepare_cached("UPDATE nodes SET last_seen = MAX(last_seen, ?2) WHERE id = ?1")?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO node_seen (node_id, last_seen) \
+                 SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?1) \
+                 ON CONFLICT (node_id) DO UPDATE SET last_seen = MAX(last_seen, excluded.last_seen)",
+            )?;
             for (node_id, at) in seen {
                 stmt.execute(params![sql_id(*node_id), at])?;
             }

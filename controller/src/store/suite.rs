@@ -20,6 +20,11 @@ fn reg(key: &str) -> NodeRegistration {
     }
 }
 
+/// A value's JSON text, as task states are recorded.
+fn text(v: &serde_json::Value) -> std::sync::Arc<str> {
+    v.to_string().into()
+}
+
 fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
     TaskResult {
         deployment_id: 1,
@@ -799,13 +804,13 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     let (common, own) = (serde_json::json!({"c": 1}), serde_json::json!({"n": 2}));
     s.save_task_states(
         &[
-            (blob_hash(&common), common.clone()),
-            (blob_hash(&own), own.clone()),
+            (blob_hash(&common), text(&common)),
+            (blob_hash(&own), text(&own)),
         ],
         &[(
             inside.id,
             "release-task".into(),
-            serde_json::json!({"common": blob_hash(&common), "node": blob_hash(&own)}),
+            text(&serde_json::json!({"common": blob_hash(&common), "node": blob_hash(&own)})),
         )],
     )
     .unwrap();
@@ -997,6 +1002,177 @@ fn followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer
     ));
 }
 
+/// What a deployment's start and end write for many nodes at once (done in one statement each by
+/// PostgreSQL) is what writing them one node at a time would leave: assignments (the last of a node
+/// given twice wins), node statuses and roles at the end, events in order, task states (the last of a
+/// node and task given twice wins) read back node by node as asked, blobs as asked, last-seen times.
+fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
+    use plinth_common::wire::DeploymentEvent;
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    let n: Vec<u64> = (0..5)
+        .map(|i| {
+            s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
+                .unwrap()
+                .id
+        })
+        .collect();
+    let assign = |id: u64, role: &str| NodeAssignment {
+        id,
+        roles: if role.is_empty() {
+            vec![]
+        } else {
+            vec![role.into()]
+        },
+    };
+    let missing = assign(n[4] + 100, "x");
+    assert!(matches!(
+        s.assign_nodes(c.id, &[assign(n[0], "a"), missing]),
+        Err(StoreError::NotFound { kind: "node", .. })
+    ));
+    assert!(
+        s.get_node(n[0]).unwrap().cluster_id.is_none(),
+        "a refused assignment writes nothing"
+    );
+    s.assign_nodes(
+        c.id,
+        &[
+            assign(n[0], "a"),
+            assign(n[1], "b"),
+            assign(n[2], "c"),
+            assign(n[3], ""),
+            assign(n[1], "d"),
+        ],
+    )
+    .unwrap();
+    let one = s.get_node(n[1]).unwrap();
+    assert_eq!(one.pending_roles, ["d"], "the last assignment wins");
+    assert!(one.model.pending_addition);
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: serde_json::Value::Null,
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: n[..4].to_vec(),
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .unwrap();
+    assert!(n[..4]
+        .iter()
+        .all(|id| s.get_node(*id).unwrap().status == NodeStatus::Deploying));
+    assert!(matches!(
+        s.unassign_nodes(c.id, &[n[0]]),
+        Err(StoreError::Conflict(_))
+    ));
+    let started = |g: &str| DeploymentEvent::GroupStarted { group: g.into() };
+    let (b1, b2) = (serde_json::json!({"b": 1}), serde_json::json!({"b": 2}));
+    s.record_progress(
+        d.id,
+        &mut Progress {
+            lists: &mut [],
+            state: None,
+            events: &[started("one"), started("two"), started("three")],
+            task_blobs: &[(blob_hash(&b1), text(&b1)), (blob_hash(&b2), text(&b2))],
+            task_rows: &[
+                (n[0], "t".into(), text(&serde_json::json!({"first": true}))),
+                (n[1], "t".into(), text(&serde_json::json!({"one": 1}))),
+                (n[0], "u".into(), text(&serde_json::json!({"u": 0}))),
+                (n[0], "t".into(), text(&serde_json::json!({"last": true}))),
+            ],
+            end: None,
+        },
+    )
+    .unwrap();
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::SuccessWithFailures,
+            events: &[started("four")],
+            succeeded: &[n[0], n[1]],
+            failed: &[n[2]],
+            untouched: &[n[3]],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    let ready = s.get_node(n[1]).unwrap();
+    assert_eq!(
+        (ready.status, ready.roles.clone(), ready.pending_roles.len()),
+        (NodeStatus::Ready, vec!["d".to_string()], 0)
+    );
+    assert!(!ready.model.pending_addition && ready.model.error_type.is_none());
+    let failed = s.get_node(n[2]).unwrap();
+    assert_eq!(failed.status, NodeStatus::Error);
+    assert_eq!(failed.model.error_type.as_deref(), Some("deploy"));
+    assert_eq!(s.get_node(n[3]).unwrap().status, NodeStatus::Discover);
+    assert_eq!(s.get_node(n[4]).unwrap().status, NodeStatus::Discover);
+    let groups: Vec<String> = s
+        .events(d.id, 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|(_, e)| match e {
+            DeploymentEvent::GroupStarted { group } => Some(group),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(groups, ["one", "two", "three", "four"], "events in order");
+    assert_eq!(
+        s.task_states(&[n[1], n[0]]).unwrap(),
+        [
+            (n[1], "t".to_string(), serde_json::json!({"one": 1})),
+            (n[0], "t".to_string(), serde_json::json!({"last": true})),
+            (n[0], "u".to_string(), serde_json::json!({"u": 0})),
+        ],
+        "node by node as asked, tasks in order, the last state given wins"
+    );
+    let gone = "0".repeat(64);
+    assert_eq!(
+        s.state_blobs(&[blob_hash(&b2), gone, blob_hash(&b1)])
+            .unwrap(),
+        [(blob_hash(&b2), b2), (blob_hash(&b1), b1)]
+    );
+
+    // Last-seen times: the latest wins, an older one changes nothing, an unknown node is ignored.
+    s.touch_nodes(&[(n[0], 50), (n[0], 40), (n[4] + 100, 7)])
+        .unwrap();
+    s.touch_nodes(&[(n[0], 10)]).unwrap();
+    assert_eq!(s.get_node(n[0]).unwrap().last_seen_ms, 50);
+    assert_eq!(
+        s.get_node(n[1]).unwrap().last_seen_ms,
+        1,
+        "the registration's time until seen"
+    );
+    assert!(s
+        .list_nodes()
+        .unwrap()
+        .iter()
+        .any(|node| node.id == n[0] && node.last_seen_ms == 50));
+    s.unassign_nodes(c.id, &[n[0], n[1]]).unwrap();
+    assert!(s.get_node(n[0]).unwrap().cluster_id.is_none());
+    assert_eq!(s.get_node(n[1]).unwrap().status, NodeStatus::Discover);
+}
+
 /// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
@@ -1031,6 +1207,7 @@ suite!(
     many_nodes_registering_at_once_all_get_in_with_unique_names,
     the_sequencing_lease_changes_hands_only_when_free_with_a_new_token,
     followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer,
+    many_nodes_written_at_once_end_as_one_at_a_time,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

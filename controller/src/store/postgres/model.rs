@@ -8,9 +8,9 @@ use super::{
 };
 use crate::store::{
     ClusterRecord, GraphBody, GraphOwner, NewPlugin, NodeRecord, PluginRecord, ReleaseRecord,
-    StoreError, StoreResult,
+    StateBlob, StateRow, StoreError, StoreResult,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Writes a node's roles, pending roles and model fields as `change` leaves them.
 pub(super) fn modify_node(
@@ -159,55 +159,91 @@ pub(super) fn plugin_row(t: &Tx, plugin_id: u64) -> StoreResult<PluginRecord> {
 /// Records task states (one row per node and task, replaced) and the blobs they name.
 pub(super) fn save_task_states(
     t: &Tx,
-    blobs: &[(String, serde_json::Value)],
-    states: &[(u64, String, serde_json::Value)],
+    blobs: &[StateBlob],
+    states: &[StateRow],
 ) -> StoreResult<()> {
-    for (hash, body) in blobs {
+    // One statement for all blobs and one for all states: a deployment's last step records a state
+    // for every node and task.
+    if !blobs.is_empty() {
+        let (hashes, bodies): (Vec<&str>, Vec<&str>) =
+            blobs.iter().map(|(h, b)| (h.as_str(), &**b)).unzip();
         t.exec(
-            "INSERT INTO state_blobs (hash, body) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING",
-            &[hash, &to_json(body)],
+            "INSERT INTO state_blobs (hash, body) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) \
+             ON CONFLICT (hash) DO NOTHING",
+            &[&hashes, &bodies],
         )?;
     }
-    for (node_id, task, state) in states {
+    // One statement cannot update a row twice: the last state given for a (node, task) wins, as it
+    // would one statement at a time.
+    let mut last: HashMap<(u64, &str), usize> = HashMap::with_capacity(states.len());
+    for (i, (node_id, task, _)) in states.iter().enumerate() {
+        last.insert((*node_id, task.as_str()), i);
+    }
+    let mut nodes = Vec::with_capacity(last.len());
+    let mut tasks = Vec::with_capacity(last.len());
+    let mut texts = Vec::with_capacity(last.len());
+    for (i, (node_id, task, state)) in states.iter().enumerate() {
+        if last.get(&(*node_id, task.as_str())) == Some(&i) {
+            nodes.push(sql_id(*node_id));
+            tasks.push(task.as_str());
+            texts.push(&**state);
+        }
+    }
+    if !nodes.is_empty() {
         t.exec(
-            "INSERT INTO task_states (node_id, task_id, state) VALUES ($1, $2, $3) \
+            "INSERT INTO task_states (node_id, task_id, state) \
+             SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) \
              ON CONFLICT (node_id, task_id) DO UPDATE SET state = excluded.state",
-            &[&sql_id(*node_id), task, &to_json(state)],
+            &[&nodes, &tasks, &texts],
         )?;
     }
     Ok(())
 }
 
-/// Stored blobs by hash.
+/// Stored blobs by hash, in the order asked (missing ones left out).
 pub(super) fn state_blobs(
     t: &Tx,
     hashes: &[String],
 ) -> StoreResult<Vec<(String, serde_json::Value)>> {
-    let mut out = Vec::new();
+    let rows = t.query(
+        "SELECT hash, body FROM state_blobs WHERE hash = ANY($1)",
+        &[&hashes],
+    )?;
+    let mut found: HashMap<String, String> = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        found.insert(col(row, 0, "state blob")?, col(row, 1, "state blob")?);
+    }
+    let mut out = Vec::with_capacity(found.len());
     for hash in hashes {
-        if let Some(row) = t.opt("SELECT body FROM state_blobs WHERE hash = $1", &[hash])? {
-            out.push((
-                hash.clone(),
-                from_json(col(&row, 0, "state blob")?, "state blob")?,
-            ));
+        if let Some(body) = found.get(hash) {
+            out.push((hash.clone(), from_json(body, "state blob")?));
         }
     }
     Ok(out)
 }
 
-/// The recorded task states of these nodes.
+/// The recorded task states of these nodes: node by node as asked, each node's by task id.
 pub(super) fn task_states(
     t: &Tx,
     node_ids: &[u64],
 ) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
-    let mut out = Vec::new();
+    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    let rows = t.query(
+        "SELECT node_id, task_id, state FROM task_states WHERE node_id = ANY($1) \
+         ORDER BY node_id, task_id COLLATE \"C\"",
+        &[&ids],
+    )?;
+    let mut by_node: HashMap<u64, Vec<(String, String)>> = HashMap::new();
+    for row in &rows {
+        by_node
+            .entry(id(col(row, 0, "task state")?))
+            .or_default()
+            .push((col(row, 1, "task state")?, col(row, 2, "task state")?));
+    }
+    let mut out = Vec::with_capacity(rows.len());
     for node_id in node_ids {
-        for row in t.query(
-            "SELECT task_id, state FROM task_states WHERE node_id = $1 ORDER BY task_id COLLATE \"C\"",
-            &[&sql_id(*node_id)],
-        )? {
-            let task: String = col(&row, 0, "task state")?;
-            out.push((*node_id, task, from_json(col(&row, 1, "task state")?, "task state")?));
+        for (task, state) in by_node.get(node_id).into_iter().flatten() {
+            out.push((*node_id, task.clone(), from_json(state, "task state")?));
         }
     }
     Ok(out)

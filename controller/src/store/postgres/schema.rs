@@ -184,6 +184,15 @@ CREATE TABLE lease_expiry (
 ALTER TABLE deployments ADD COLUMN cancel_by TEXT;
 CREATE INDEX task_lists_revision ON task_lists (revision);
 "#,
+    // Agents' last-seen times apart from the nodes' rows: written every few seconds for every node by
+    // every controller, they would otherwise collide with a deployment's steps that update the same rows.
+    // A node's last-seen time is the later of `nodes.last_seen` (its registration) and this.
+    r#"
+CREATE TABLE node_seen (
+    node_id   BIGINT PRIMARY KEY,
+    last_seen BIGINT NOT NULL
+);
+"#,
 ];
 
 /// Made before the first migration: where the applied count is kept.

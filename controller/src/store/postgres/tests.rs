@@ -210,3 +210,27 @@ fn a_step_recorded_under_a_lease_that_changed_hands_is_refused_and_writes_nothin
         "the refused step wrote nothing"
     );
 }
+
+#[test]
+fn last_seen_flushes_never_collide_with_a_step_updating_the_same_nodes() {
+    let pg = server();
+    let url = pg.fresh_database().unwrap();
+    let (step, other) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
+    let (nodes, _) = crate::store::suite::running_deployment(&step, 1);
+    let mut attempts = 0;
+    step.tx(Mode::Write, None, |t| {
+        attempts += 1;
+        // The step reads the node (its snapshot is taken), another controller flushes the node's
+        // last-seen time and commits, then the step updates the node.
+        one_node(t, nodes[0])?;
+        other.touch_nodes(&[(nodes[0], 1_000 + attempts)])?;
+        t.exec(
+            "UPDATE nodes SET status = 'ready' WHERE id = $1",
+            &[&sql_id(nodes[0])],
+        )
+    })
+    .expect("the step commits");
+    assert_eq!(attempts, 1, "the step was never refused and run again");
+    let node = step.get_node(nodes[0]).unwrap();
+    assert_eq!((node.status, node.last_seen_ms), (NodeStatus::Ready, 1_001));
+}

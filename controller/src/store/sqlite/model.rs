@@ -5,7 +5,7 @@
 use super::{cluster_row, from_json, id, insert_graph, one_node, release_row, sql_id, to_json};
 use crate::store::{
     ClusterRecord, GraphBody, GraphOwner, NewPlugin, NodeRecord, PluginRecord, ReleaseRecord,
-    StoreError, StoreResult,
+    StateBlob, StateRow, StoreError, StoreResult,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::BTreeMap;
@@ -167,21 +167,21 @@ pub(super) fn plugin_row(tx: &Connection, plugin_id: u64) -> StoreResult<PluginR
 /// Records task states (one row per node and task, replaced) and the blobs they name.
 pub(super) fn save_task_states(
     tx: &Connection,
-    blobs: &[(String, serde_json::Value)],
-    states: &[(u64, String, serde_json::Value)],
+    blobs: &[StateBlob],
+    states: &[StateRow],
 ) -> StoreResult<()> {
     let mut put = tx.prepare_cached(
         "INSERT INTO state_blobs (hash, body) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
     )?;
     for (hash, body) in blobs {
-        put.execute(params![hash, to_json(body)])?;
+        put.execute(params![hash, &**body])?;
     }
     let mut stmt = tx.prepare_cached(
         "INSERT INTO task_states (node_id, task_id, state) VALUES (?1, ?2, ?3) \
          ON CONFLICT (node_id, task_id) DO UPDATE SET state = excluded.state",
     )?;
     for (node_id, task, state) in states {
-        stmt.execute(params![sql_id(*node_id), task, to_json(state)])?;
+        stmt.execute(params![sql_id(*node_id), task, &**state])?;
     }
     Ok(())
 }
