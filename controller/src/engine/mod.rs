@@ -134,7 +134,8 @@ pub struct Engine {
     /// Whether this controller sequences deployments: always alone; with several controllers, while it
     /// holds the sequencing lease (see [`crate::cluster`]).
     sequencing: AtomicBool,
-    /// Held while deployments are taken on from the database (see [`Engine::resume`]).
+    /// Held while deployments are taken on from the database (see [`Engine::resume`]), and by a start
+    /// from committing its deployment until it runs here (so it is never taken on twice).
     resuming: Mutex<()>,
     published: AtomicU64,
     /// The files root: file tasks' sources are sealed into their lists when published.
@@ -321,6 +322,20 @@ impl Engine {
             Some(name) => format!("strategy:{name}"),
             None => req.graph_type.clone().unwrap_or_else(|| "default".into()),
         };
+        let warnings: Vec<DeploymentEvent> = resolved
+            .findings
+            .iter()
+            .map(|f| DeploymentEvent::Warning {
+                code: f.code.clone(),
+                message: f.message.clone(),
+            })
+            .collect();
+        let states = states::TaskStates::new(&resolved.states);
+        // The run holds the plans it needs (shared); the rest of the resolution goes.
+        drop(resolved);
+        // From the moment its record is committed until it runs here, the deployment is running in the
+        // database and not in memory: `resume` (which takes on such deployments) waits until it is.
+        let _starting = self.resuming.lock().unwrap_or_else(|p| p.into_inner());
         let record = self.store.create_deployment(&NewDeployment {
             cluster_id: req.cluster_id,
             graph_type,
@@ -335,14 +350,6 @@ impl Engine {
         })?;
         // The deployment's id, now that the store gave it one.
         let run = run.with_deployment_id(record.id);
-        let warnings: Vec<DeploymentEvent> = resolved
-            .findings
-            .iter()
-            .map(|f| DeploymentEvent::Warning {
-                code: f.code.clone(),
-                message: f.message.clone(),
-            })
-            .collect();
         if !self.is_sequencing() {
             // Another controller sequences: it takes the deployment on from its record, as after a
             // restart (its first lists go out then).
@@ -354,9 +361,6 @@ impl Engine {
             );
             return Ok(record);
         }
-        let states = states::TaskStates::new(&resolved.states);
-        // The run holds the plans it needs (shared); the rest of the resolution goes.
-        drop(resolved);
         self.launch(&record, run, state, states, warnings);
         Ok(record)
     }
