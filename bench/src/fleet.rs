@@ -7,6 +7,13 @@
 //! fleet connected), and the controller's memory and CPU. With `--deploy`, the fleet is then deployed
 //! (the five-group strategy, a `deploy` graph of `--tasks` chained tasks) and the hand-overs measured.
 //!
+//! One process holds at most its open-file limit of connections. A larger fleet is several processes,
+//! each simulating its own range of agents (`--first-agent`, `--nodes`) out of the whole fleet
+//! (`--fleet`, which placement into groups and `--deploy` count): the others run with `--agents-only`
+//! (register, then answer lists until stopped) and one measures and deploys. Its hand-over figures then
+//! come from its own agents only: each is at least the fleet's true hand-over (its last result is no
+//! later than the fleet's, its first list of the next phase no earlier).
+//!
 //! A real agent sends heartbeats on a second pooled connection while its poll is held; a simulated one
 //! keeps to one connection (one descriptor per agent on both sides), so it heartbeats between polls: at
 //! most once a poll.
@@ -32,9 +39,20 @@ pub struct FleetArgs {
     /// The controller's certificate (PEM).
     #[arg(long)]
     cert: PathBuf,
-    /// How many simulated agents.
+    /// How many simulated agents (in this process).
     #[arg(long, default_value_t = 10_000)]
     nodes: usize,
+    /// The number of this process's first agent (agent `i` is node `sim-i`, with its own key).
+    #[arg(long, default_value_t = 0)]
+    first_agent: usize,
+    /// How many agents the whole fleet has, over every load generator process (default: up to this
+    /// process's last).
+    #[arg(long)]
+    fleet: Option<usize>,
+    /// Only run the agents: register, print the registration figures, then poll and answer lists until
+    /// stopped (another process measures and deploys).
+    #[arg(long)]
+    agents_only: bool,
     /// How many agents connect and register at once.
     #[arg(long, default_value_t = 64)]
     register_concurrency: usize,
@@ -45,7 +63,7 @@ pub struct FleetArgs {
     #[arg(long, default_value_t = 15)]
     heartbeat_secs: u64,
     /// Source addresses 127.0.0.2, 127.0.0.3, ... to spread the connections over (default: one per
-    /// 20,000 agents).
+    /// 20,000 agents of the fleet).
     #[arg(long)]
     addresses: Option<usize>,
     /// How long to measure once every agent holds its poll, in seconds.
@@ -247,16 +265,24 @@ pub async fn run(args: FleetArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let target = targets[0].clone();
     let n = args.nodes;
-    let addresses = args.addresses.unwrap_or(n.div_ceil(20_000)).clamp(1, 250);
+    let first = args.first_agent;
+    let fleet = args.fleet.unwrap_or(first + n).max(first + n);
+    // Counted over the whole fleet: every process binds its connections to the same addresses.
+    let addresses = args
+        .addresses
+        .unwrap_or(fleet.div_ceil(20_000))
+        .clamp(1, 250);
     let shared = Arc::new(Shared::default());
     let gate = Arc::new(Semaphore::new(args.register_concurrency.max(1)));
     let started = Instant::now();
     let mut agents = tokio::task::JoinSet::new();
-    for seed in 0..n {
+    // Placed whenever agents may be deployed: by this process, or by another one of the fleet.
+    let placed = args.deploy || args.agents_only;
+    for seed in first..first + n {
         let plan = AgentPlan {
             seed,
             local: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (seed % addresses) as u8)),
-            place: args.deploy.then(|| phases::place(seed, n)),
+            place: placed.then(|| phases::place(seed, fleet)),
         };
         let (shared, target, gate) = (
             shared.clone(),
@@ -296,6 +322,21 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     }
     let register_secs = started.elapsed().as_secs_f64();
     eprintln!("registered {n} agents in {register_secs:.1} s; waiting one poll cycle");
+    if args.agents_only {
+        println!(
+            "{}",
+            json!({"agents": n, "first_agent": first, "fleet": fleet, "load_average": load_average(),
+                   "registration": {"seconds": register_secs, "per_second": n as f64 / register_secs, "progress": progress}})
+        );
+        // The agents poll and answer lists until the process is stopped.
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let failed = shared.failed.load(Ordering::Relaxed);
+            if failed > 0 {
+                bail!("{failed} agents failed");
+            }
+        }
+    }
     // Every agent holds a poll; one full cycle lets polls and heartbeats reach their steady rhythm.
     tokio::time::sleep(Duration::from_secs(args.wait + 1)).await;
     let connected = snapshot(&args.controller_pid);
@@ -308,7 +349,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     for i in 0..args.probe_connections.min(n) {
         probes.spawn(crate::poll::poller(
             target.clone(),
-            i * n / args.probe_connections.min(n),
+            first + i * n / args.probe_connections.min(n),
             until,
         ));
     }
@@ -336,6 +377,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     let probe_count = probe_us.len();
     let mut out = json!({
         "agents": n,
+        "fleet": fleet,
         "source_addresses": addresses,
         "load_average": load_average(),
         "registration": {"seconds": register_secs, "per_second": n as f64 / register_secs, "progress": progress},
@@ -360,7 +402,7 @@ pub async fn run(args: FleetArgs) -> Result<()> {
             .trim()
             .to_string();
         let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
-        let cid = phases::setup_cluster(&mut op, n, args.tasks).await?;
+        let cid = phases::setup_cluster(&mut op, fleet, args.tasks).await?;
         let cpu_before = cpu_ms(&args.controller_pid);
         let (report, took) = phases::deploy(&mut op, cid).await?;
         let cpu = cpu_before
