@@ -3,6 +3,7 @@
 use super::auth::{secrets_equal, Agent, AgentKey};
 use super::error::{ApiError, Json, Query};
 use crate::clock::{now_ms, now_secs};
+use crate::board::Found;
 use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
 use crate::store::{NewRefusal, NodeAdmission, NodeRegistration};
@@ -135,10 +136,21 @@ pub async fn poll(
         let found = if agent.node.accepted() {
             state.board.newer_than(agent.node.id, q.after)
         } else {
-            Err(state.board.watch(agent.node.id))
+            Found::Wait(state.board.watch(agent.node.id))
         };
         match found {
-            Ok(list) => {
+            Found::Noted(revision) => {
+                // Published while this node was not attached here: read it once, then it is.
+                let node_id = agent.node.id;
+                let list = state
+                    .blocking(move |s| Ok(s.store.issued_list(node_id, revision)?))
+                    .await?;
+                match list {
+                    Some(list) => state.board.fill(Arc::new(list)),
+                    None => state.board.forget_noted(node_id, revision),
+                }
+            }
+            Found::List(list) => {
                 let mut list = (*list).clone();
                 let now = now_secs();
                 list.nonce = q.nonce;
@@ -148,7 +160,7 @@ pub async fn poll(
                 agent.node.seen(now_ms());
                 return Ok(Json(signed).into_response());
             }
-            Err(mut rx) => {
+            Found::Wait(mut rx) => {
                 let woke = tokio::time::timeout_at(deadline, rx.changed()).await;
                 if !matches!(woke, Ok(Ok(()))) {
                     agent.node.seen(now_ms());

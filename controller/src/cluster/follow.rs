@@ -1,12 +1,12 @@
 //! A controller that does not sequence keeps its board (the lists its held polls wait on) in step with
-//! the database: the lists published since its last look go on it, and the lists of deployments that
-//! ended come off. Revisions come from one counter and lists are published one transaction at a time
+//! the database: the lists published since its last look go on it (or only their revisions, for nodes
+//! not attached here: see [`crate::board`]), and the lists of deployments that ended come off. Revisions come from one counter and lists are published one transaction at a time
 //! in revision order, so "above the last revision seen" misses none.
 
 use crate::board::Board;
 use crate::store::{Store, StoreResult};
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// What the follower has seen.
 #[derive(Default)]
@@ -32,7 +32,8 @@ impl Follower {
         for list in lists {
             seen.revision = seen.revision.max(list.revision);
             seen.deployments.insert(list.deployment_id);
-            board.publish(Arc::new(list));
+            // Held here only for agents attached here; the others' are read when they poll here.
+            board.note(list);
         }
         if !seen.deployments.is_empty() {
             let running: BTreeSet<u64> = store.running_ids()?.into_iter().collect();
