@@ -81,7 +81,11 @@ impl Board {
     /// Puts a noted list, read from the store, on the board (unless a newer one is there already).
     pub fn fill(&self, list: Arc<TaskList>) {
         self.with_slot(list.node_id, |slot| {
-            if slot.list.as_ref().is_some_and(|l| l.revision >= list.revision) {
+            if slot
+                .list
+                .as_ref()
+                .is_some_and(|l| l.revision >= list.revision)
+            {
                 return;
             }
             if slot.noted.is_some_and(|(noted, _)| noted <= list.revision) {
@@ -182,18 +186,24 @@ mod tests {
     fn lists_of_nodes_attached_elsewhere_are_noted_and_read_when_asked() {
         let board = Board::default();
         // Node 1 polls here; node 2 does not.
-        let mut waiting = match board.newer_than(1, 0) {
+        let waiting = match board.newer_than(1, 0) {
             Found::Wait(rx) => rx,
             other => panic!("{other:?}"),
         };
         assert!(board.note(list(1, 5)), "a node waiting here gets its list");
         assert!(waiting.has_changed().unwrap(), "and its poll wakes");
-        assert!(!board.note(list(2, 6)), "a node not attached here: noted only");
+        assert!(
+            !board.note(list(2, 6)),
+            "a node not attached here: noted only"
+        );
         assert!(board.current(2).is_none());
         let Found::Noted(6) = board.newer_than(2, 0) else {
             panic!("the noted revision is asked for");
         };
-        assert!(matches!(board.newer_than(2, 6), Found::Wait(_)), "not above what it has");
+        assert!(
+            matches!(board.newer_than(2, 6), Found::Wait(_)),
+            "not above what it has"
+        );
         // Read from the store, the list goes on the board; the node is attached from then on.
         board.fill(Arc::new(list(2, 6)));
         let Found::List(l) = board.newer_than(2, 0) else {

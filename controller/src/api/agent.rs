@@ -2,8 +2,8 @@
 
 use super::auth::{secrets_equal, Agent, AgentKey};
 use super::error::{ApiError, Json, Query};
-use crate::clock::{now_ms, now_secs};
 use crate::board::Found;
+use crate::clock::{now_ms, now_secs};
 use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
 use crate::store::{NewRefusal, NodeAdmission, NodeRegistration};
