@@ -92,6 +92,8 @@ pub struct Tree {
     nodes: Vec<Stored>,
     consts: Vec<J>,
     root: u32,
+    /// What evaluations remember per node (made on the first evaluation).
+    memo: super::memo::Memo,
 }
 
 impl Tree {
@@ -105,6 +107,7 @@ impl Tree {
             nodes: Vec::with_capacity(source.len() / 3 + 4),
             consts: Vec::new(),
             root: 0,
+            memo: super::memo::Memo::default(),
         }
     }
 
@@ -399,6 +402,12 @@ impl<'t> Node<'t> {
     #[inline]
     pub fn addr(self) -> usize {
         self.stored() as *const Stored as usize
+    }
+
+    /// The word evaluations remember about this node in (see `memo`).
+    #[inline]
+    pub(crate) fn memo(self) -> &'t std::sync::atomic::AtomicU64 {
+        self.tree.memo.word(self.id, self.tree.nodes.len())
     }
 
     /// Whether `self` and `other` are the same node of the same tree.

@@ -90,12 +90,16 @@ pub enum StateRoot {
     Old,
 }
 
+/// The variables in scope, innermost last: up to four kept inline, so that an evaluation's
+/// set-up (`$`, `$data` and a few named variables) allocates nothing.
+pub type Vars<'a> = smallvec::SmallVec<[(Name<'a>, Value<'a>); 4]>;
+
 /// One evaluation in progress.
 pub struct Interp<'a> {
     /// The engine (registry and limits).
     pub engine: &'a Engine,
     /// Variables in scope, innermost last.
-    pub vars: Vec<(Name<'a>, Value<'a>)>,
+    pub vars: Vars<'a>,
     /// The limits.
     pub limits: Limits,
     /// Old state for the deployment helpers.
@@ -131,7 +135,7 @@ pub struct Interp<'a> {
 impl<'a> Interp<'a> {
     /// A new evaluation with the given variables.
     #[inline]
-    pub fn new(engine: &'a Engine, vars: Vec<(Name<'a>, Value<'a>)>, states: States<'a>) -> Self {
+    pub fn new(engine: &'a Engine, vars: Vars<'a>, states: States<'a>) -> Self {
         Interp {
             engine,
             vars,
@@ -253,7 +257,7 @@ impl<'a> Interp<'a> {
     /// The variables in scope, for a lambda to keep: states bound by a deployment helper are
     /// merged into values (the lambda may be called after they are gone).
     pub fn capture_scope(&self) -> Vec<(Name<'a>, Value<'a>)> {
-        let mut scope = self.vars.clone();
+        let mut scope = self.vars.to_vec();
         for &(i, which, s) in &self.state_slots {
             if s == self.scope {
                 if let (Some(slot), Some(v)) = (scope.get_mut(i), self.merged_state(which)) {
@@ -525,7 +529,7 @@ impl<'a> Interp<'a> {
             Kind::Paren(n) => self.eval(n)?,
             Kind::List(args) => self.list_literal(args)?,
             Kind::Dict(args) => self.dict_literal(args)?,
-            Kind::Call(name, args) => self.call_function(name, args)?,
+            Kind::Call(name, args) => self.call_function(node, name, args)?,
             Kind::Method {
                 recv,
                 name,
@@ -548,7 +552,7 @@ impl<'a> Interp<'a> {
                                 (None, None) => Ok(Value::Null),
                             };
                         }
-                        return self.call_method(name, r, args);
+                        return self.call_method(node, name, r, args);
                     }
                 }
                 if !safe && self.engine.lazy_queries() && matches!(name, "first" | "any") {
@@ -560,7 +564,7 @@ impl<'a> Interp<'a> {
                 if safe && r.is_null() {
                     return Ok(Value::Null);
                 }
-                self.call_method(name, r, args)?
+                self.call_method(node, name, r, args)?
             }
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
@@ -678,9 +682,12 @@ impl<'a> Interp<'a> {
         }
         let mut stages: smallvec::SmallVec<[Stage<'a>; 4]> = smallvec::SmallVec::new();
         let mut node = recv;
+        // The chain starts at a `where` answered by an index (a list, whatever it reads).
+        let mut joined = false;
         loop {
             let indexed = node.addr();
             if self.joins.iter().any(|j| j.node == indexed) {
+                joined = true;
                 break;
             }
             match node.kind() {
@@ -707,7 +714,7 @@ impl<'a> Interp<'a> {
                 _ => break,
             };
         }
-        if !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
+        if !joined && !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
             return Ok(None);
         }
         stages.reverse();
@@ -924,7 +931,7 @@ impl<'a> Interp<'a> {
             self.depth -= 1;
             return Err(EvalErrorKind::TooDeep(self.limits.max_depth).into());
         }
-        let mut scope = l.scope.clone();
+        let mut scope: Vars<'a> = l.scope.iter().cloned().collect();
         if let Some(name) = def_name {
             scope.push((Name::Func(name), Value::Lambda(l.clone())));
         }
@@ -972,15 +979,15 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Resolves and runs `name(args)`.
-    fn call_function(&mut self, name: &'a str, args: Args<'a>) -> R<Value<'a>> {
+    /// Resolves and runs `name(args)` (the call `node`).
+    fn call_function(&mut self, node: Node<'a>, name: &'a str, args: Args<'a>) -> R<Value<'a>> {
         if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)) {
             let l = l.clone();
             let (pos, named) = self.eval_args(args)?;
             return self.call_lambda(&l, &pos, &named, Some(name));
         }
         let engine = self.engine;
-        match engine.function(name) {
+        match engine.resolve(node, name, true) {
             Some(entry) => {
                 let (recv, rest) = if entry.shift {
                     match args.first() {
@@ -1008,10 +1015,16 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Resolves and runs `recv.name(args)`.
-    fn call_method(&mut self, name: &'a str, recv: Value<'a>, args: Args<'a>) -> R<Value<'a>> {
+    /// Resolves and runs `recv.name(args)` (the call `node`).
+    fn call_method(
+        &mut self,
+        node: Node<'a>,
+        name: &'a str,
+        recv: Value<'a>,
+        args: Args<'a>,
+    ) -> R<Value<'a>> {
         let engine = self.engine;
-        match engine.method(name) {
+        match engine.resolve(node, name, false) {
             Some(entry) => {
                 let call = Call::from_ast(name, entry, Some(recv), args, true)?;
                 self.run(entry, &call)
@@ -1063,6 +1076,23 @@ impl<'a> Interp<'a> {
             return r
                 .dict_get_str(key)
                 .ok_or_else(|| EvalErrorKind::KeyNotFound(key.into()).into());
+        }
+        // A list read in place: each item's key, nothing copied first.
+        if let Value::Iter(l) | Value::List(l) = r {
+            self.tick(l.len() as u64)?;
+            let mut out = Vec::with_capacity(l.len());
+            for it in l.iter() {
+                out.push(self.member(it, key)?);
+            }
+            return self.new_iter(out);
+        }
+        if let Value::Json(J::Array(l)) = r {
+            self.tick(l.len() as u64)?;
+            let mut out = Vec::with_capacity(l.len());
+            for it in l {
+                out.push(self.member(&Value::from_json(it), key)?);
+            }
+            return self.new_iter(out);
         }
         if r.is_iterable() {
             let items = self.seq(r, "`.`")?;
@@ -1207,11 +1237,7 @@ fn is_binder(node: Node<'_>) -> bool {
 }
 
 /// Binds `$` (also `$1`), `$2`, ... and `$name` for a lambda call.
-pub fn bind_args<'a>(
-    scope: &mut Vec<(Name<'a>, Value<'a>)>,
-    pos: &[Value<'a>],
-    named: &[(&'a str, Value<'a>)],
-) {
+pub fn bind_args<'a>(scope: &mut Vars<'a>, pos: &[Value<'a>], named: &[(&'a str, Value<'a>)]) {
     if let Some(first) = pos.first() {
         scope.push((Name::Dollar, first.clone()));
     }
