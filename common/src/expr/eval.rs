@@ -71,6 +71,18 @@ pub fn layered_get<'a>((base, top): (&'a Map, &'a Map), key: &str) -> Option<&'a
     super::value::json_get(top, key).or_else(|| super::value::json_get(base, key))
 }
 
+/// [`layered_get`] for the constant key of node `at` (large layers read where the key was
+/// found last: see `memo`).
+#[inline]
+pub(crate) fn layered_get_at<'a>(
+    (base, top): (&'a Map, &'a Map),
+    key: &str,
+    at: Node<'_>,
+) -> Option<&'a J> {
+    use super::memo::json_get_at;
+    json_get_at(top, key, at).or_else(|| json_get_at(base, key, at))
+}
+
 /// Two layers merged into one dictionary value.
 pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
     let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
@@ -275,7 +287,7 @@ impl<'a> Interp<'a> {
     /// `$var.key` when `$var` is the layered root: the key looked up in the layers, merging
     /// nothing. `None` when `$var` is anything else.
     #[inline]
-    fn root_key(&self, var: &str, key: &str) -> Option<R<Value<'a>>> {
+    fn root_key(&self, var: &str, key: &str, at: Node<'_>) -> Option<R<Value<'a>>> {
         let l = self.layers?;
         let i = self
             .vars
@@ -289,7 +301,7 @@ impl<'a> Interp<'a> {
                 StateRoot::Old => l.old?,
             }
         };
-        Some(match layered_get(layers, key) {
+        Some(match layered_get_at(layers, key, at) {
             Some(j) => Ok(Value::from_json(j)),
             None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
         })
@@ -477,8 +489,15 @@ impl<'a> Interp<'a> {
             }
         }
         if let Some((d, index, names)) = names {
-            for name in index.get(h).filter_map(|i| names.get(i)) {
-                if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
+            for i in index.get(h) {
+                let Some(name) = names.get(i) else { continue };
+                // Where the name was when indexed (the same dictionary, as a rule: checked by
+                // its key), else looked up by name.
+                let item = match d.iter().nth(i) {
+                    Some((k, item)) if super::value::str_eq(k, name) => Some(item),
+                    _ => super::value::json_get(d, name),
+                };
+                if let Some(item) = item.filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
             }
@@ -538,7 +557,7 @@ impl<'a> Interp<'a> {
             } => {
                 if name == "get" && !safe && self.engine.plain_get() {
                     if self.layers.is_some() {
-                        if let Some(v) = self.root_get(recv, args)? {
+                        if let Some(v) = self.root_get(node, recv, args)? {
                             return Ok(v);
                         }
                     }
@@ -546,7 +565,7 @@ impl<'a> Interp<'a> {
                         // `d.get('key')` on a dictionary read in place: the key looked up there.
                         let r = self.eval(recv)?;
                         if let Value::Json(J::Object(m)) = &r {
-                            return match (super::value::json_get(m, key), default) {
+                            return match (super::memo::json_get_at(m, key, node), default) {
                                 (Some(j), _) => Ok(Value::from_json(j)),
                                 (None, Some(d)) => self.eval(d),
                                 (None, None) => Ok(Value::Null),
@@ -569,11 +588,11 @@ impl<'a> Interp<'a> {
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
                 if let (Kind::Var(v), Kind::Word(key)) = (recv.kind(), rhs.kind()) {
-                    if let Some(r) = self.root_key(v, key) {
+                    if let Some(r) = self.root_key(v, key, node) {
                         return r;
                     }
                     if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
-                        return match super::value::json_get(m, key) {
+                        return match super::memo::json_get_at(m, key, node) {
                             Some(j) => Ok(Value::from_json(j)),
                             None => Err(EvalErrorKind::KeyNotFound(key.to_string()).into()),
                         };
@@ -584,7 +603,13 @@ impl<'a> Interp<'a> {
                     return Ok(Value::Null);
                 }
                 match rhs.kind() {
-                    Kind::Word(key) => self.member(&r, key)?,
+                    Kind::Word(key) => match &r {
+                        Value::Json(J::Object(m)) => match super::memo::json_get_at(m, key, node) {
+                            Some(j) => Value::from_json(j),
+                            None => return Err(EvalErrorKind::KeyNotFound(key.into()).into()),
+                        },
+                        _ => self.member(&r, key)?,
+                    },
                     _ => return Err(bad_member()),
                 }
             }
@@ -636,12 +661,12 @@ impl<'a> Interp<'a> {
     /// `$.get('key')` or `$.get('key', default)` where `$` is a layered state: the key read from
     /// the layers, merging nothing. `None` when the call is anything else.
     #[inline(never)]
-    fn root_get(&mut self, recv: Node<'a>, args: Args<'a>) -> R<Option<Value<'a>>> {
+    fn root_get(&mut self, node: Node<'a>, recv: Node<'a>, args: Args<'a>) -> R<Option<Value<'a>>> {
         let Some((key, default)) = const_key(args) else {
             return Ok(None);
         };
         let found = match recv.kind() {
-            Kind::Var(v) => match self.root_key(v, key) {
+            Kind::Var(v) => match self.root_key(v, key, node) {
                 None => return Ok(None),
                 Some(found) => found.ok(),
             },
@@ -661,7 +686,7 @@ impl<'a> Interp<'a> {
                     _ => return Ok(None),
                 };
                 layers
-                    .and_then(|l| layered_get(l, key))
+                    .and_then(|l| layered_get_at(l, key, node))
                     .map(Value::from_json)
             }
             _ => return Ok(None),

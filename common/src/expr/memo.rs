@@ -1,5 +1,8 @@
 //! What evaluations remember about the nodes of an expression: which registry entry a call
-//! resolved to, so that the name is looked up once per engine rather than at every evaluation.
+//! resolved to, so that the name is looked up once per engine rather than at every evaluation;
+//! where in a large JSON object a constant key was found last, so that the next evaluation
+//! reads that entry (checking its key) instead of hashing the key again with the object's
+//! SipHash.
 //!
 //! Each evaluated expression gets one word per node, made on its first evaluation (parsing
 //! allocates nothing for it). A word names the engine that filled it: an engine gets a new
@@ -10,6 +13,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+use serde_json::{Map, Value as J};
+
+use super::ast::Node;
+use super::value::{json_get, str_eq};
 
 /// One word per node of a tree, made on first use.
 #[derive(Debug, Default)]
@@ -33,16 +41,24 @@ impl Memo {
     }
 }
 
+/// A word's two top bits say what it holds.
+const TAG_MASK: u64 = 3 << 62;
+/// A registry entry: the engine's identity above the entry's position.
+const TAG_ENTRY: u64 = 1 << 62;
+/// A position in a JSON object (the low 32 bits).
+const TAG_POSITION: u64 = 2 << 62;
 /// Bits of a word that hold the entry's position in its engine's registry.
 const INDEX_BITS: u32 = 24;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+/// Bits of an engine identity kept in a word.
+const ID_MASK: u64 = (1 << (62 - INDEX_BITS)) - 1;
 
-/// A new engine identity (never 0, so that an empty word names no engine). 40 bits are kept in a
-/// word: an identity comes back only after 2^40 registry changes in one process.
+/// A new engine identity (never 0). 38 bits are kept in a word: an identity comes back only
+/// after 2^38 registry changes in one process.
 pub(crate) fn new_engine_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    (id & ((1 << (64 - INDEX_BITS)) - 1)).max(1)
+    (id & ID_MASK).max(1)
 }
 
 /// The registry position `word` holds for engine `engine`, if it holds one.
@@ -50,7 +66,8 @@ pub(crate) fn new_engine_id() -> u64 {
 pub(crate) fn entry(word: &AtomicU64, engine: u64) -> Option<u32> {
     let w = word.load(Ordering::Relaxed);
     // `w & INDEX_MASK` is below 2^24 and fits in a `u32`.
-    (w != 0 && w >> INDEX_BITS == engine).then_some((w & INDEX_MASK) as u32)
+    (w & TAG_MASK == TAG_ENTRY && (w >> INDEX_BITS) & ID_MASK == engine)
+        .then_some((w & INDEX_MASK) as u32)
 }
 
 /// Remembers registry position `index` of engine `engine` (positions beyond 24 bits are not
@@ -58,8 +75,56 @@ pub(crate) fn entry(word: &AtomicU64, engine: u64) -> Option<u32> {
 #[inline]
 pub(crate) fn set_entry(word: &AtomicU64, engine: u64, index: u32) {
     if u64::from(index) <= INDEX_MASK {
-        word.store(engine << INDEX_BITS | u64::from(index), Ordering::Relaxed);
+        let w = TAG_ENTRY | (engine & ID_MASK) << INDEX_BITS | u64::from(index);
+        word.store(w, Ordering::Relaxed);
     }
+}
+
+/// Objects with more keys than this are read through the remembered position; smaller ones are
+/// scanned (cheaper than hashing the key), as [`json_get`] does.
+const SCAN_MAX: usize = 16;
+
+/// `m[key]`, for the constant key of node `at`: a large object is first read at the position
+/// where the key was found last (if the key there is `key`, that is its entry: keys are
+/// unique), and otherwise looked up by hash, remembering where the key was found.
+///
+/// Reading the `n`th entry walks the map's iterator; over the object's entries, which lie in
+/// one vector, the compiler turns that walk into one step (this is what makes it pay).
+#[inline]
+pub(crate) fn json_get_at<'j>(m: &'j Map<String, J>, key: &str, at: Node<'_>) -> Option<&'j J> {
+    if m.len() <= SCAN_MAX {
+        return json_get(m, key);
+    }
+    let word = at.memo();
+    let w = word.load(Ordering::Relaxed);
+    if w & TAG_MASK == TAG_POSITION {
+        // The low 32 bits are the position.
+        let i = (w & u64::from(u32::MAX)) as usize;
+        if let Some((k, v)) = m.iter().nth(i) {
+            if str_eq(k, key) {
+                return Some(v);
+            }
+        }
+    }
+    let (k, v) = m.get_key_value(key)?;
+    if let Some(i) = position(m, k).and_then(|i| u32::try_from(i).ok()) {
+        word.store(TAG_POSITION | u64::from(i), Ordering::Relaxed);
+    }
+    Some(v)
+}
+
+/// The position of the key `k` (a reference into `m`) among `m`'s entries, found from its
+/// address: entries lie in one vector, at a fixed distance from each other. `None` (nothing
+/// remembered) if the entry there is not `k` itself.
+fn position(m: &Map<String, J>, k: &String) -> Option<usize> {
+    let mut keys = m.keys();
+    let first = keys.next()? as *const String as usize;
+    let second = keys.next()? as *const String as usize;
+    let stride = second.checked_sub(first).filter(|s| *s > 0)?;
+    let offset = (k as *const String as usize).checked_sub(first)?;
+    let i = offset / stride;
+    let at = m.keys().nth(i)?;
+    (offset % stride == 0 && std::ptr::eq(at, k)).then_some(i)
 }
 
 #[cfg(test)]
@@ -77,5 +142,33 @@ mod tests {
         set_entry(&word, b, 1 << 24);
         assert_eq!(entry(&word, b), None, "too large a position is not kept");
         assert_eq!(entry(&word, a), Some(7));
+    }
+
+    #[test]
+    fn a_large_object_is_read_where_the_key_was_found_last() {
+        let tree = crate::expr::Expression::parse("$.k").unwrap();
+        let at = tree.root();
+        let big = |order: &[usize]| {
+            let mut m = Map::new();
+            for i in order {
+                m.insert(format!("k{i}"), J::from(*i));
+            }
+            m
+        };
+        let forward: Vec<usize> = (0..40).collect();
+        let backward: Vec<usize> = (0..40).rev().collect();
+        let (a, b) = (big(&forward), big(&backward));
+        assert_eq!(json_get_at(&a, "k30", at), Some(&J::from(30)));
+        assert_eq!(at.memo().load(Ordering::Relaxed), TAG_POSITION | 30);
+        assert_eq!(json_get_at(&a, "k30", at), Some(&J::from(30)));
+        // Another object with the key elsewhere: found, and its place remembered instead.
+        assert_eq!(json_get_at(&b, "k30", at), Some(&J::from(30)));
+        assert_eq!(at.memo().load(Ordering::Relaxed), TAG_POSITION | 9);
+        assert_eq!(json_get_at(&b, "k40", at), None);
+        assert_eq!(json_get_at(&a, "k1", at), Some(&J::from(1)));
+        // A registry entry in the same word is not taken for a position, nor the reverse.
+        set_entry(at.memo(), 5, 3);
+        assert_eq!(json_get_at(&a, "k2", at), Some(&J::from(2)));
+        assert_eq!(entry(at.memo(), 5), None);
     }
 }

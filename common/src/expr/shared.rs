@@ -550,8 +550,9 @@ pub(crate) enum JoinIndex {
     /// Positions in the kept list `P`.
     Positions(HashIndex),
     /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
-    /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
-    /// (nothing of `D` is copied).
+    /// (`$.network_metadata.nodes`): the items' names in `D`, by position, which each evaluation
+    /// reads again (nothing of `D` is copied): at the same position when the key there is still
+    /// that name, else by name.
     Names(HashIndex, Names),
 }
 
