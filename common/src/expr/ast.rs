@@ -315,6 +315,12 @@ impl Tree {
     }
 }
 
+/// The bit of [`Node::bit`] for the node at address `addr` (see [`Node::addr`]).
+#[inline]
+pub(crate) fn bit_of(addr: usize) -> u64 {
+    1 << ((addr / std::mem::size_of::<Stored>()) % 64)
+}
+
 /// A node of a tree: a copyable view (the tree and an index).
 #[derive(Clone, Copy)]
 pub struct Node<'t> {
@@ -408,6 +414,13 @@ impl<'t> Node<'t> {
     #[inline]
     pub(crate) fn memo(self) -> &'t std::sync::atomic::AtomicU64 {
         self.tree.memo.word(self.id, self.tree.nodes.len())
+    }
+
+    /// A bit standing for this node among the first 64 of its tree (several nodes share one in
+    /// larger trees): sets of nodes as one word, for a first test.
+    #[inline]
+    pub(crate) fn bit(self) -> u64 {
+        bit_of(self.addr())
     }
 
     /// Whether `self` and `other` are the same node of the same tree.

@@ -714,7 +714,14 @@ impl Engine {
                 members.push((node.addr(), addr, index));
             }
         }
+        let bits = kept
+            .iter()
+            .map(|p| p.node)
+            .chain(joins.iter().map(|j| j.node))
+            .chain(members.iter().map(|m| m.0))
+            .fold(0, |bits, addr| bits | super::ast::bit_of(addr));
         super::shared::Shared {
+            kept: bits,
             expr: expr.clone(),
             parts: kept,
             changed: answers,
@@ -830,6 +837,7 @@ impl Engine {
             interp.changed = &shared.changed;
             interp.joins = &shared.joins;
             interp.members = &shared.members;
+            interp.kept = shared.kept;
         }
         interp
     }

@@ -128,6 +128,8 @@ pub struct Interp<'a> {
     /// Indexes for `X in P` over kept lists.
     #[allow(clippy::type_complexity)]
     pub(crate) members: &'a [(usize, usize, super::hashindex::HashIndex)],
+    /// The bits of the nodes with a kept value or an index (`Shared::kept`).
+    pub(crate) kept: u64,
     /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
     /// `layers.new` and are merged only when needed.
     pub(crate) layers: Option<Layers<'a>>,
@@ -158,6 +160,7 @@ impl<'a> Interp<'a> {
             changed: &[],
             joins: &[],
             members: &[],
+            kept: 0,
             layers: None,
             root_slots: (usize::MAX, usize::MAX),
             root_new: std::cell::OnceCell::new(),
@@ -362,7 +365,7 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: Node<'a>) -> R<Value<'a>> {
-        if !(self.shared.is_empty() && self.joins.is_empty()) {
+        if self.kept & node.bit() != 0 {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
             }
@@ -423,6 +426,14 @@ impl<'a> Interp<'a> {
     /// in order. `None` when `node` has no index.
     #[inline(never)]
     fn join(&mut self, node: Node<'a>) -> Option<R<Value<'a>>> {
+        Some(match self.join_items(node)? {
+            Ok(items) => self.new_iter(items.into_vec()),
+            Err(f) => Err(f),
+        })
+    }
+
+    /// The items of [`Interp::join`], not yet made a list (a join finds one or two, as a rule).
+    fn join_items(&mut self, node: Node<'a>) -> Option<R<Found<'a>>> {
         let addr = node.addr();
         let joins: &'a [super::shared::Join] = self.joins;
         let mut here = None;
@@ -465,7 +476,7 @@ impl<'a> Interp<'a> {
         };
         // Over no items the predicate is never evaluated.
         if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, ..)| d.is_empty()) {
-            return Some(self.new_iter(Vec::new()));
+            return Some(Ok(Found::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
             Ok(y) => y,
@@ -479,7 +490,7 @@ impl<'a> Interp<'a> {
             };
             v.is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
         };
-        let mut out = Vec::new();
+        let mut out = Found::new();
         if let (Some(items), Some(index)) = (items, positions) {
             for i in index.get(h) {
                 let Some(item) = items.get(i) else { continue };
@@ -502,7 +513,7 @@ impl<'a> Interp<'a> {
                 }
             }
         }
-        Some(self.new_iter(out))
+        Some(Ok(out))
     }
 
     /// `X in P` through the index of the kept list `P`. `None` when `node` has no index.
@@ -541,10 +552,12 @@ impl<'a> Interp<'a> {
             Kind::Float(x) => Value::Float(x),
             Kind::Str(s) | Kind::Word(s) => Value::Text(s),
             Kind::Const(j) => Value::from_json(j),
-            Kind::Var(v) => self
-                .lookup(Name::from_var(v))
-                .cloned()
-                .unwrap_or(Value::Null),
+            Kind::Var(v) => match self.lookup(Name::from_var(v)) {
+                // The commonest: input data, copied without the general clone.
+                Some(&Value::Json(j)) => Value::Json(j),
+                Some(other) => other.clone(),
+                None => Value::Null,
+            },
             Kind::Paren(n) => self.eval(n)?,
             Kind::List(args) => self.list_literal(args)?,
             Kind::Dict(args) => self.dict_literal(args)?,
@@ -767,6 +780,18 @@ impl<'a> Interp<'a> {
                         return Ok(None);
                     }
                 }
+            }
+        }
+        // The index's items, read as they are found (no list made), unless the node has a kept
+        // value (which `eval` would take first).
+        if joined && self.part_at(node.addr()).is_none() {
+            if let Some(found) = self.join_items(node) {
+                let found = found?;
+                self.check_len(found.len())?;
+                self.tick(found.len() as u64)?;
+                return self
+                    .lazy_items(found.into_iter(), &stages, name, args)
+                    .map(Some);
             }
         }
         let source = match dict_values {
@@ -1273,6 +1298,9 @@ pub fn bind_args<'a>(scope: &mut Vars<'a>, pos: &[Value<'a>], named: &[(&'a str,
         scope.push((Name::Named(k), v.clone()));
     }
 }
+
+/// The items an index finds, two kept inline.
+type Found<'a> = smallvec::SmallVec<[Value<'a>; 2]>;
 
 /// One step of a lazy `where`/`select`/`.key` chain.
 enum Stage<'n> {

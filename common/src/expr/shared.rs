@@ -525,6 +525,9 @@ pub struct Shared {
     pub(crate) members: Vec<(usize, usize, HashIndex)>,
     /// The error of the whole expression, when it reads nothing of the node and fails.
     pub(crate) whole_error: Option<super::errors::EvalError>,
+    /// The bits ([`Node::bit`]) of the nodes with a kept value or an index: a node whose bit is
+    /// not set has none, found without searching.
+    pub(crate) kept: u64,
 }
 
 /// An index of a kept list of objects by one key, for `where($.key = Y)` over it.
