@@ -779,10 +779,6 @@ impl Engine {
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
     #[inline]
     fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
-        let mut vars = super::eval::Vars::new();
-        for (name, v) in &ctx.vars {
-            vars.push((Name::Named(name), Value::from_json(v)));
-        }
         let layers = match (ctx.data, ctx.old) {
             (Root::Layered(J::Object(b), J::Object(t)), old) => {
                 let old = match old {
@@ -798,48 +794,39 @@ impl Engine {
             }
             _ => None,
         };
-        let mut interp = match layers {
-            Some(l) => {
-                // `$data` and `$` stand for the layers, merged only when something needs them whole.
-                let at = vars.len();
+        // Room for the context's variables, `$data`, `$` and the bindings of a lambda call.
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 4);
+        for (name, v) in &ctx.vars {
+            vars.push((Name::Named(name), Value::from_json(v)));
+        }
+        let at = vars.len();
+        let states = match layers {
+            // `$data` and `$` stand for the layers, merged only when something needs them whole.
+            Some(_) => {
                 vars.push((Name::Named("data"), Value::Null));
                 vars.push((Name::Dollar, Value::Null));
-                let mut interp = Interp::new(
-                    self,
-                    vars,
-                    States {
-                        new: None,
-                        old: None,
-                        forced: ctx.forced,
-                    },
-                );
-                interp.layers = Some(l);
-                interp.root_slots = (at, at + 1);
-                interp
+                States {
+                    new: None,
+                    old: None,
+                    forced: ctx.forced,
+                }
             }
             None => {
                 let data = ctx.data.value();
                 vars.push((Name::Named("data"), data.clone()));
                 vars.push((Name::Dollar, data.clone()));
-                Interp::new(
-                    self,
-                    vars,
-                    States {
-                        new: Some(data),
-                        old: ctx.old.as_ref().map(Root::value),
-                        forced: ctx.forced,
-                    },
-                )
+                States {
+                    new: Some(data),
+                    old: ctx.old.as_ref().map(Root::value),
+                    forced: ctx.forced,
+                }
             }
         };
-        if let Some(shared) = ctx.shared {
-            interp.shared = &shared.parts;
-            interp.changed = &shared.changed;
-            interp.joins = &shared.joins;
-            interp.members = &shared.members;
-            interp.kept = shared.kept;
-        }
-        interp
+        let root_slots = match layers {
+            Some(_) => (at, at + 1),
+            None => (usize::MAX, usize::MAX),
+        };
+        Interp::with(self, vars, states, layers, root_slots, ctx.shared)
     }
 
     /// Parses and evaluates in one step.

@@ -102,9 +102,9 @@ pub enum StateRoot {
     Old,
 }
 
-/// The variables in scope, innermost last: up to four kept inline, so that an evaluation's
-/// set-up (`$`, `$data` and a few named variables) allocates nothing.
-pub type Vars<'a> = smallvec::SmallVec<[(Name<'a>, Value<'a>); 4]>;
+/// The variables in scope, innermost last. (A vector: kept inline, four of them made an
+/// evaluation a few hundred bytes larger, and copying that cost more than the allocation.)
+pub type Vars<'a> = Vec<(Name<'a>, Value<'a>)>;
 
 /// One evaluation in progress.
 pub struct Interp<'a> {
@@ -150,19 +150,33 @@ impl<'a> Interp<'a> {
     /// A new evaluation with the given variables.
     #[inline]
     pub fn new(engine: &'a Engine, vars: Vars<'a>, states: States<'a>) -> Self {
+        Self::with(engine, vars, states, None, (usize::MAX, usize::MAX), None)
+    }
+
+    /// A new evaluation with its layers and kept values, built in one piece (in the caller's
+    /// place: an `Interp` is a few hundred bytes, and built then changed, it was copied).
+    #[inline]
+    pub(crate) fn with(
+        engine: &'a Engine,
+        vars: Vars<'a>,
+        states: States<'a>,
+        layers: Option<Layers<'a>>,
+        root_slots: (usize, usize),
+        shared: Option<&'a super::shared::Shared>,
+    ) -> Self {
         Interp {
             engine,
             vars,
             limits: engine.limits(),
             states,
             orderings: Vec::new(),
-            shared: &[],
-            changed: &[],
-            joins: &[],
-            members: &[],
-            kept: 0,
-            layers: None,
-            root_slots: (usize::MAX, usize::MAX),
+            shared: shared.map_or(&[], |s| &s.parts),
+            changed: shared.map_or(&[], |s| &s.changed),
+            joins: shared.map_or(&[], |s| &s.joins),
+            members: shared.map_or(&[], |s| &s.members),
+            kept: shared.map_or(0, |s| s.kept),
+            layers,
+            root_slots,
             root_new: std::cell::OnceCell::new(),
             root_old: std::cell::OnceCell::new(),
             state_slots: Vec::new(),
@@ -272,7 +286,7 @@ impl<'a> Interp<'a> {
     /// The variables in scope, for a lambda to keep: states bound by a deployment helper are
     /// merged into values (the lambda may be called after they are gone).
     pub fn capture_scope(&self) -> Vec<(Name<'a>, Value<'a>)> {
-        let mut scope = self.vars.to_vec();
+        let mut scope = self.vars.clone();
         for &(i, which, s) in &self.state_slots {
             if s == self.scope {
                 if let (Some(slot), Some(v)) = (scope.get_mut(i), self.merged_state(which)) {
@@ -981,7 +995,7 @@ impl<'a> Interp<'a> {
             self.depth -= 1;
             return Err(EvalErrorKind::TooDeep(self.limits.max_depth).into());
         }
-        let mut scope: Vars<'a> = l.scope.iter().cloned().collect();
+        let mut scope = l.scope.clone();
         if let Some(name) = def_name {
             scope.push((Name::Func(name), Value::Lambda(l.clone())));
         }
