@@ -109,6 +109,53 @@ fn users_add_helpers_without_touching_the_core() {
 }
 
 #[test]
+fn one_expression_follows_each_engine_and_each_change_of_its_registry() {
+    // An expression remembers what its calls resolved to; each engine, and each change of an
+    // engine's registry, must still get its own functions.
+    let expr = Expression::parse("$.n.double() + len($.big.k20)").expect("parses");
+    let big: serde_json::Map<String, serde_json::Value> =
+        (0..40).map(|i| (format!("k{i}"), json!("ab"))).collect();
+    let data = json!({"n": 4, "big": big});
+    let mut a = Engine::new();
+    a.register_json("double", Form::Method, |args| {
+        Ok(json!(args[0].as_i64().unwrap_or(0) * 2))
+    });
+    let mut b = a.clone();
+    b.register_json("double", Form::Method, |args| {
+        Ok(json!(args[0].as_i64().unwrap_or(0) * 3))
+    });
+    for _ in 0..2 {
+        assert_eq!(a.evaluate(&expr, &data).expect("ok"), json!(10));
+        assert_eq!(b.evaluate(&expr, &data).expect("ok"), json!(14));
+    }
+    // A change after the expression was evaluated is seen at once.
+    a.register_json("double", Form::Method, |args| {
+        Ok(json!(args[0].as_i64().unwrap_or(0) * 10))
+    });
+    assert_eq!(a.evaluate(&expr, &data).expect("ok"), json!(42));
+    // The same key in another object of the same size, elsewhere in it.
+    let moved: serde_json::Map<String, serde_json::Value> = (0..40)
+        .rev()
+        .map(|i| (format!("k{i}"), json!(format!("{i}"))))
+        .collect();
+    let data = json!({"n": 1, "big": moved});
+    assert_eq!(a.evaluate(&expr, &data).expect("ok"), json!(12));
+    // An engine whose registry is laid out otherwise (its own two functions only).
+    let mut c = Engine::empty();
+    c.register_json("double", Form::Method, |args| {
+        Ok(json!(args[0].as_i64().unwrap_or(0) * 100))
+    });
+    c.register_json("len", Form::Function, |args| {
+        Ok(json!(args[0].as_str().map_or(0, str::len) + 1000))
+    });
+    assert_eq!(c.evaluate(&expr, &data).expect("ok"), json!(1102));
+    assert_eq!(a.evaluate(&expr, &data).expect("ok"), json!(12));
+    let empty = Engine::empty();
+    let err = empty.evaluate(&expr, &data).expect_err("no such method");
+    assert!(err.to_string().contains("double"), "{err}");
+}
+
+#[test]
 fn named_variables_and_the_data_variable() {
     let data = json!({"uid": "3"});
     let node = json!({"uid": "3", "roles": ["controller"]});

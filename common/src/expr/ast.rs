@@ -92,6 +92,8 @@ pub struct Tree {
     nodes: Vec<Stored>,
     consts: Vec<J>,
     root: u32,
+    /// What evaluations remember per node (made on the first evaluation).
+    memo: super::memo::Memo,
 }
 
 impl Tree {
@@ -105,6 +107,7 @@ impl Tree {
             nodes: Vec::with_capacity(source.len() / 3 + 4),
             consts: Vec::new(),
             root: 0,
+            memo: super::memo::Memo::default(),
         }
     }
 
@@ -312,6 +315,12 @@ impl Tree {
     }
 }
 
+/// The bit of [`Node::bit`] for the node at address `addr` (see [`Node::addr`]).
+#[inline]
+pub(crate) fn bit_of(addr: usize) -> u64 {
+    1 << ((addr / std::mem::size_of::<Stored>()) % 64)
+}
+
 /// A node of a tree: a copyable view (the tree and an index).
 #[derive(Clone, Copy)]
 pub struct Node<'t> {
@@ -399,6 +408,19 @@ impl<'t> Node<'t> {
     #[inline]
     pub fn addr(self) -> usize {
         self.stored() as *const Stored as usize
+    }
+
+    /// The word evaluations remember about this node in (see `memo`).
+    #[inline]
+    pub(crate) fn memo(self) -> &'t std::sync::atomic::AtomicU64 {
+        self.tree.memo.word(self.id, self.tree.nodes.len())
+    }
+
+    /// A bit standing for this node among the first 64 of its tree (several nodes share one in
+    /// larger trees): sets of nodes as one word, for a first test.
+    #[inline]
+    pub(crate) fn bit(self) -> u64 {
+        bit_of(self.addr())
     }
 
     /// Whether `self` and `other` are the same node of the same tree.

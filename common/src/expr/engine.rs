@@ -372,8 +372,13 @@ impl<'a> Call<'a> {
 /// and the deployment helpers), add your own helpers, then share it (`Engine` is `Send + Sync`).
 #[derive(Clone)]
 pub struct Engine {
-    functions: HashMap<String, Entry, Fx>,
-    methods: HashMap<String, Entry, Fx>,
+    /// Every entry; the maps give positions in it.
+    entries: Vec<Entry>,
+    functions: HashMap<String, u32, Fx>,
+    methods: HashMap<String, u32, Fx>,
+    /// Changes with every change of the registry: names a registry for the calls' memory
+    /// (see `memo`).
+    id: u64,
     limits: Limits,
     lazy: bool,
     plain_get: bool,
@@ -400,8 +405,10 @@ impl Engine {
     /// An engine with no functions at all.
     pub fn empty() -> Engine {
         Engine {
+            entries: Vec::new(),
             functions: HashMap::default(),
             methods: HashMap::default(),
+            id: super::memo::new_engine_id(),
             limits: Limits::default(),
             lazy: false,
             plain_get: false,
@@ -492,17 +499,15 @@ impl Engine {
         ) {
             self.lazy = false;
         }
+        self.id = super::memo::new_engine_id();
         match form {
-            Form::Function => {
-                self.functions.insert(name.to_string(), entry);
-            }
-            Form::Method => {
-                self.methods.insert(name.to_string(), entry);
-            }
+            Form::Function => self.put(true, name, entry),
+            Form::Method => self.put(false, name, entry),
             Form::Both => {
-                self.methods.insert(name.to_string(), entry.clone());
-                self.functions.insert(
-                    name.to_string(),
+                self.put(false, name, entry.clone());
+                self.put(
+                    true,
+                    name,
                     Entry {
                         shift: true,
                         ..entry
@@ -512,14 +517,49 @@ impl Engine {
         }
     }
 
+    /// Files `entry` as the function (or method) `name`, in place of any earlier one.
+    fn put(&mut self, function: bool, name: &str, entry: Entry) {
+        let map = if function {
+            &mut self.functions
+        } else {
+            &mut self.methods
+        };
+        match map.get(name) {
+            Some(&i) => self.entries[i as usize] = entry,
+            None => {
+                // A registry holds a few hundred entries, far below `u32::MAX`.
+                map.insert(name.to_string(), self.entries.len() as u32);
+                self.entries.push(entry);
+            }
+        }
+    }
+
     /// The function entry of that name.
     pub fn function(&self, name: &str) -> Option<&Entry> {
-        self.functions.get(name)
+        self.functions.get(name).map(|&i| &self.entries[i as usize])
     }
 
     /// The method entry of that name.
     pub fn method(&self, name: &str) -> Option<&Entry> {
-        self.methods.get(name)
+        self.methods.get(name).map(|&i| &self.entries[i as usize])
+    }
+
+    /// The entry the call `node` (named `name`) resolves to: looked up by name on the node's
+    /// first evaluation with this registry, then read from the node's memory.
+    #[inline]
+    pub(crate) fn resolve(&self, node: Node<'_>, name: &str, function: bool) -> Option<&Entry> {
+        let word = node.memo();
+        if let Some(i) = super::memo::entry(word, self.id) {
+            return self.entries.get(i as usize);
+        }
+        let map = if function {
+            &self.functions
+        } else {
+            &self.methods
+        };
+        let &i = map.get(name)?;
+        super::memo::set_entry(word, self.id, i);
+        self.entries.get(i as usize)
     }
 
     /// Evaluates `expr` with `$` bound to `data`.
@@ -674,7 +714,14 @@ impl Engine {
                 members.push((node.addr(), addr, index));
             }
         }
+        let bits = kept
+            .iter()
+            .map(|p| p.node)
+            .chain(joins.iter().map(|j| j.node))
+            .chain(members.iter().map(|m| m.0))
+            .fold(0, |bits, addr| bits | super::ast::bit_of(addr));
         super::shared::Shared {
+            kept: bits,
             expr: expr.clone(),
             parts: kept,
             changed: answers,
@@ -732,10 +779,6 @@ impl Engine {
     /// A new evaluation of `ctx`: its variables, `$` and `$data`, its states.
     #[inline]
     fn interp<'a>(&'a self, ctx: &'a Context<'a>) -> Interp<'a> {
-        let mut vars = Vec::with_capacity(ctx.vars.len() + 2);
-        for (name, v) in &ctx.vars {
-            vars.push((Name::Named(name), Value::from_json(v)));
-        }
         let layers = match (ctx.data, ctx.old) {
             (Root::Layered(J::Object(b), J::Object(t)), old) => {
                 let old = match old {
@@ -751,47 +794,39 @@ impl Engine {
             }
             _ => None,
         };
-        let mut interp = match layers {
-            Some(l) => {
-                // `$data` and `$` stand for the layers, merged only when something needs them whole.
-                let at = vars.len();
+        // Room for the context's variables, `$data`, `$` and the bindings of a lambda call.
+        let mut vars = Vec::with_capacity(ctx.vars.len() + 4);
+        for (name, v) in &ctx.vars {
+            vars.push((Name::Named(name), Value::from_json(v)));
+        }
+        let at = vars.len();
+        let states = match layers {
+            // `$data` and `$` stand for the layers, merged only when something needs them whole.
+            Some(_) => {
                 vars.push((Name::Named("data"), Value::Null));
                 vars.push((Name::Dollar, Value::Null));
-                let mut interp = Interp::new(
-                    self,
-                    vars,
-                    States {
-                        new: None,
-                        old: None,
-                        forced: ctx.forced,
-                    },
-                );
-                interp.layers = Some(l);
-                interp.root_slots = (at, at + 1);
-                interp
+                States {
+                    new: None,
+                    old: None,
+                    forced: ctx.forced,
+                }
             }
             None => {
                 let data = ctx.data.value();
                 vars.push((Name::Named("data"), data.clone()));
                 vars.push((Name::Dollar, data.clone()));
-                Interp::new(
-                    self,
-                    vars,
-                    States {
-                        new: Some(data),
-                        old: ctx.old.as_ref().map(Root::value),
-                        forced: ctx.forced,
-                    },
-                )
+                States {
+                    new: Some(data),
+                    old: ctx.old.as_ref().map(Root::value),
+                    forced: ctx.forced,
+                }
             }
         };
-        if let Some(shared) = ctx.shared {
-            interp.shared = &shared.parts;
-            interp.changed = &shared.changed;
-            interp.joins = &shared.joins;
-            interp.members = &shared.members;
-        }
-        interp
+        let root_slots = match layers {
+            Some(_) => (at, at + 1),
+            None => (usize::MAX, usize::MAX),
+        };
+        Interp::with(self, vars, states, layers, root_slots, ctx.shared)
     }
 
     /// Parses and evaluates in one step.

@@ -71,6 +71,18 @@ pub fn layered_get<'a>((base, top): (&'a Map, &'a Map), key: &str) -> Option<&'a
     super::value::json_get(top, key).or_else(|| super::value::json_get(base, key))
 }
 
+/// [`layered_get`] for the constant key of node `at` (large layers read where the key was
+/// found last: see `memo`).
+#[inline]
+pub(crate) fn layered_get_at<'a>(
+    (base, top): (&'a Map, &'a Map),
+    key: &str,
+    at: Node<'_>,
+) -> Option<&'a J> {
+    use super::memo::json_get_at;
+    json_get_at(top, key, at).or_else(|| json_get_at(base, key, at))
+}
+
 /// Two layers merged into one dictionary value.
 pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
     let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
@@ -90,12 +102,16 @@ pub enum StateRoot {
     Old,
 }
 
+/// The variables in scope, innermost last. (A vector: kept inline, four of them made an
+/// evaluation a few hundred bytes larger, and copying that cost more than the allocation.)
+pub type Vars<'a> = Vec<(Name<'a>, Value<'a>)>;
+
 /// One evaluation in progress.
 pub struct Interp<'a> {
     /// The engine (registry and limits).
     pub engine: &'a Engine,
     /// Variables in scope, innermost last.
-    pub vars: Vec<(Name<'a>, Value<'a>)>,
+    pub vars: Vars<'a>,
     /// The limits.
     pub limits: Limits,
     /// Old state for the deployment helpers.
@@ -112,6 +128,8 @@ pub struct Interp<'a> {
     /// Indexes for `X in P` over kept lists.
     #[allow(clippy::type_complexity)]
     pub(crate) members: &'a [(usize, usize, super::hashindex::HashIndex)],
+    /// The bits of the nodes with a kept value or an index (`Shared::kept`).
+    pub(crate) kept: u64,
     /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
     /// `layers.new` and are merged only when needed.
     pub(crate) layers: Option<Layers<'a>>,
@@ -131,19 +149,34 @@ pub struct Interp<'a> {
 impl<'a> Interp<'a> {
     /// A new evaluation with the given variables.
     #[inline]
-    pub fn new(engine: &'a Engine, vars: Vec<(Name<'a>, Value<'a>)>, states: States<'a>) -> Self {
+    pub fn new(engine: &'a Engine, vars: Vars<'a>, states: States<'a>) -> Self {
+        Self::with(engine, vars, states, None, (usize::MAX, usize::MAX), None)
+    }
+
+    /// A new evaluation with its layers and kept values, built in one piece (in the caller's
+    /// place: an `Interp` is a few hundred bytes, and built then changed, it was copied).
+    #[inline]
+    pub(crate) fn with(
+        engine: &'a Engine,
+        vars: Vars<'a>,
+        states: States<'a>,
+        layers: Option<Layers<'a>>,
+        root_slots: (usize, usize),
+        shared: Option<&'a super::shared::Shared>,
+    ) -> Self {
         Interp {
             engine,
             vars,
             limits: engine.limits(),
             states,
             orderings: Vec::new(),
-            shared: &[],
-            changed: &[],
-            joins: &[],
-            members: &[],
-            layers: None,
-            root_slots: (usize::MAX, usize::MAX),
+            shared: shared.map_or(&[], |s| &s.parts),
+            changed: shared.map_or(&[], |s| &s.changed),
+            joins: shared.map_or(&[], |s| &s.joins),
+            members: shared.map_or(&[], |s| &s.members),
+            kept: shared.map_or(0, |s| s.kept),
+            layers,
+            root_slots,
             root_new: std::cell::OnceCell::new(),
             root_old: std::cell::OnceCell::new(),
             state_slots: Vec::new(),
@@ -271,7 +304,7 @@ impl<'a> Interp<'a> {
     /// `$var.key` when `$var` is the layered root: the key looked up in the layers, merging
     /// nothing. `None` when `$var` is anything else.
     #[inline]
-    fn root_key(&self, var: &str, key: &str) -> Option<R<Value<'a>>> {
+    fn root_key(&self, var: &str, key: &str, at: Node<'_>) -> Option<R<Value<'a>>> {
         let l = self.layers?;
         let i = self
             .vars
@@ -285,7 +318,7 @@ impl<'a> Interp<'a> {
                 StateRoot::Old => l.old?,
             }
         };
-        Some(match layered_get(layers, key) {
+        Some(match layered_get_at(layers, key, at) {
             Some(j) => Ok(Value::from_json(j)),
             None => Err(EvalErrorKind::KeyNotFound(key.into()).into()),
         })
@@ -346,7 +379,7 @@ impl<'a> Interp<'a> {
 
     /// Evaluates a node.
     pub fn eval(&mut self, node: Node<'a>) -> R<Value<'a>> {
-        if !(self.shared.is_empty() && self.joins.is_empty()) {
+        if self.kept & node.bit() != 0 {
             if let Some(v) = self.shared_value(node) {
                 return Ok(v);
             }
@@ -407,6 +440,14 @@ impl<'a> Interp<'a> {
     /// in order. `None` when `node` has no index.
     #[inline(never)]
     fn join(&mut self, node: Node<'a>) -> Option<R<Value<'a>>> {
+        Some(match self.join_items(node)? {
+            Ok(items) => self.new_iter(items.into_vec()),
+            Err(f) => Err(f),
+        })
+    }
+
+    /// The items of [`Interp::join`], not yet made a list (a join finds one or two, as a rule).
+    fn join_items(&mut self, node: Node<'a>) -> Option<R<Found<'a>>> {
         let addr = node.addr();
         let joins: &'a [super::shared::Join] = self.joins;
         let mut here = None;
@@ -449,7 +490,7 @@ impl<'a> Interp<'a> {
         };
         // Over no items the predicate is never evaluated.
         if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, ..)| d.is_empty()) {
-            return Some(self.new_iter(Vec::new()));
+            return Some(Ok(Found::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
             Ok(y) => y,
@@ -463,7 +504,7 @@ impl<'a> Interp<'a> {
             };
             v.is_some_and(|v| super::value::equal(&Value::from_json(v), &y))
         };
-        let mut out = Vec::new();
+        let mut out = Found::new();
         if let (Some(items), Some(index)) = (items, positions) {
             for i in index.get(h) {
                 let Some(item) = items.get(i) else { continue };
@@ -473,13 +514,20 @@ impl<'a> Interp<'a> {
             }
         }
         if let Some((d, index, names)) = names {
-            for name in index.get(h).filter_map(|i| names.get(i)) {
-                if let Some(item) = super::value::json_get(d, name).filter(|i| hit(i)) {
+            for i in index.get(h) {
+                let Some(name) = names.get(i) else { continue };
+                // Where the name was when indexed (the same dictionary, as a rule: checked by
+                // its key), else looked up by name.
+                let item = match d.iter().nth(i) {
+                    Some((k, item)) if super::value::str_eq(k, name) => Some(item),
+                    _ => super::value::json_get(d, name),
+                };
+                if let Some(item) = item.filter(|i| hit(i)) {
                     out.push(Value::from_json(item));
                 }
             }
         }
-        Some(self.new_iter(out))
+        Some(Ok(out))
     }
 
     /// `X in P` through the index of the kept list `P`. `None` when `node` has no index.
@@ -518,14 +566,16 @@ impl<'a> Interp<'a> {
             Kind::Float(x) => Value::Float(x),
             Kind::Str(s) | Kind::Word(s) => Value::Text(s),
             Kind::Const(j) => Value::from_json(j),
-            Kind::Var(v) => self
-                .lookup(Name::from_var(v))
-                .cloned()
-                .unwrap_or(Value::Null),
+            Kind::Var(v) => match self.lookup(Name::from_var(v)) {
+                // The commonest: input data, copied without the general clone.
+                Some(&Value::Json(j)) => Value::Json(j),
+                Some(other) => other.clone(),
+                None => Value::Null,
+            },
             Kind::Paren(n) => self.eval(n)?,
             Kind::List(args) => self.list_literal(args)?,
             Kind::Dict(args) => self.dict_literal(args)?,
-            Kind::Call(name, args) => self.call_function(name, args)?,
+            Kind::Call(name, args) => self.call_function(node, name, args)?,
             Kind::Method {
                 recv,
                 name,
@@ -534,7 +584,7 @@ impl<'a> Interp<'a> {
             } => {
                 if name == "get" && !safe && self.engine.plain_get() {
                     if self.layers.is_some() {
-                        if let Some(v) = self.root_get(recv, args)? {
+                        if let Some(v) = self.root_get(node, recv, args)? {
                             return Ok(v);
                         }
                     }
@@ -542,13 +592,13 @@ impl<'a> Interp<'a> {
                         // `d.get('key')` on a dictionary read in place: the key looked up there.
                         let r = self.eval(recv)?;
                         if let Value::Json(J::Object(m)) = &r {
-                            return match (super::value::json_get(m, key), default) {
+                            return match (super::memo::json_get_at(m, key, node), default) {
                                 (Some(j), _) => Ok(Value::from_json(j)),
                                 (None, Some(d)) => self.eval(d),
                                 (None, None) => Ok(Value::Null),
                             };
                         }
-                        return self.call_method(name, r, args);
+                        return self.call_method(node, name, r, args);
                     }
                 }
                 if !safe && self.engine.lazy_queries() && matches!(name, "first" | "any") {
@@ -560,16 +610,16 @@ impl<'a> Interp<'a> {
                 if safe && r.is_null() {
                     return Ok(Value::Null);
                 }
-                self.call_method(name, r, args)?
+                self.call_method(node, name, r, args)?
             }
             Kind::Member { recv, rhs, safe } => {
                 // Fast path for the commonest form, `$var.key` on input data.
                 if let (Kind::Var(v), Kind::Word(key)) = (recv.kind(), rhs.kind()) {
-                    if let Some(r) = self.root_key(v, key) {
+                    if let Some(r) = self.root_key(v, key, node) {
                         return r;
                     }
                     if let Some(&Value::Json(J::Object(m))) = self.lookup(Name::from_var(v)) {
-                        return match super::value::json_get(m, key) {
+                        return match super::memo::json_get_at(m, key, node) {
                             Some(j) => Ok(Value::from_json(j)),
                             None => Err(EvalErrorKind::KeyNotFound(key.to_string()).into()),
                         };
@@ -580,7 +630,13 @@ impl<'a> Interp<'a> {
                     return Ok(Value::Null);
                 }
                 match rhs.kind() {
-                    Kind::Word(key) => self.member(&r, key)?,
+                    Kind::Word(key) => match &r {
+                        Value::Json(J::Object(m)) => match super::memo::json_get_at(m, key, node) {
+                            Some(j) => Value::from_json(j),
+                            None => return Err(EvalErrorKind::KeyNotFound(key.into()).into()),
+                        },
+                        _ => self.member(&r, key)?,
+                    },
                     _ => return Err(bad_member()),
                 }
             }
@@ -632,12 +688,12 @@ impl<'a> Interp<'a> {
     /// `$.get('key')` or `$.get('key', default)` where `$` is a layered state: the key read from
     /// the layers, merging nothing. `None` when the call is anything else.
     #[inline(never)]
-    fn root_get(&mut self, recv: Node<'a>, args: Args<'a>) -> R<Option<Value<'a>>> {
+    fn root_get(&mut self, node: Node<'a>, recv: Node<'a>, args: Args<'a>) -> R<Option<Value<'a>>> {
         let Some((key, default)) = const_key(args) else {
             return Ok(None);
         };
         let found = match recv.kind() {
-            Kind::Var(v) => match self.root_key(v, key) {
+            Kind::Var(v) => match self.root_key(v, key, node) {
                 None => return Ok(None),
                 Some(found) => found.ok(),
             },
@@ -657,7 +713,7 @@ impl<'a> Interp<'a> {
                     _ => return Ok(None),
                 };
                 layers
-                    .and_then(|l| layered_get(l, key))
+                    .and_then(|l| layered_get_at(l, key, node))
                     .map(Value::from_json)
             }
             _ => return Ok(None),
@@ -678,9 +734,12 @@ impl<'a> Interp<'a> {
         }
         let mut stages: smallvec::SmallVec<[Stage<'a>; 4]> = smallvec::SmallVec::new();
         let mut node = recv;
+        // The chain starts at a `where` answered by an index (a list, whatever it reads).
+        let mut joined = false;
         loop {
             let indexed = node.addr();
             if self.joins.iter().any(|j| j.node == indexed) {
+                joined = true;
                 break;
             }
             match node.kind() {
@@ -707,7 +766,7 @@ impl<'a> Interp<'a> {
                 _ => break,
             };
         }
-        if !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
+        if !joined && !stages.iter().any(|s| matches!(s, Stage::Where(_))) {
             return Ok(None);
         }
         stages.reverse();
@@ -735,6 +794,18 @@ impl<'a> Interp<'a> {
                         return Ok(None);
                     }
                 }
+            }
+        }
+        // The index's items, read as they are found (no list made), unless the node has a kept
+        // value (which `eval` would take first).
+        if joined && self.part_at(node.addr()).is_none() {
+            if let Some(found) = self.join_items(node) {
+                let found = found?;
+                self.check_len(found.len())?;
+                self.tick(found.len() as u64)?;
+                return self
+                    .lazy_items(found.into_iter(), &stages, name, args)
+                    .map(Some);
             }
         }
         let source = match dict_values {
@@ -972,15 +1043,15 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Resolves and runs `name(args)`.
-    fn call_function(&mut self, name: &'a str, args: Args<'a>) -> R<Value<'a>> {
+    /// Resolves and runs `name(args)` (the call `node`).
+    fn call_function(&mut self, node: Node<'a>, name: &'a str, args: Args<'a>) -> R<Value<'a>> {
         if let Some(Value::Lambda(l)) = self.lookup(Name::Func(name)) {
             let l = l.clone();
             let (pos, named) = self.eval_args(args)?;
             return self.call_lambda(&l, &pos, &named, Some(name));
         }
         let engine = self.engine;
-        match engine.function(name) {
+        match engine.resolve(node, name, true) {
             Some(entry) => {
                 let (recv, rest) = if entry.shift {
                     match args.first() {
@@ -1008,10 +1079,16 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Resolves and runs `recv.name(args)`.
-    fn call_method(&mut self, name: &'a str, recv: Value<'a>, args: Args<'a>) -> R<Value<'a>> {
+    /// Resolves and runs `recv.name(args)` (the call `node`).
+    fn call_method(
+        &mut self,
+        node: Node<'a>,
+        name: &'a str,
+        recv: Value<'a>,
+        args: Args<'a>,
+    ) -> R<Value<'a>> {
         let engine = self.engine;
-        match engine.method(name) {
+        match engine.resolve(node, name, false) {
             Some(entry) => {
                 let call = Call::from_ast(name, entry, Some(recv), args, true)?;
                 self.run(entry, &call)
@@ -1063,6 +1140,23 @@ impl<'a> Interp<'a> {
             return r
                 .dict_get_str(key)
                 .ok_or_else(|| EvalErrorKind::KeyNotFound(key.into()).into());
+        }
+        // A list read in place: each item's key, nothing copied first.
+        if let Value::Iter(l) | Value::List(l) = r {
+            self.tick(l.len() as u64)?;
+            let mut out = Vec::with_capacity(l.len());
+            for it in l.iter() {
+                out.push(self.member(it, key)?);
+            }
+            return self.new_iter(out);
+        }
+        if let Value::Json(J::Array(l)) = r {
+            self.tick(l.len() as u64)?;
+            let mut out = Vec::with_capacity(l.len());
+            for it in l {
+                out.push(self.member(&Value::from_json(it), key)?);
+            }
+            return self.new_iter(out);
         }
         if r.is_iterable() {
             let items = self.seq(r, "`.`")?;
@@ -1207,11 +1301,7 @@ fn is_binder(node: Node<'_>) -> bool {
 }
 
 /// Binds `$` (also `$1`), `$2`, ... and `$name` for a lambda call.
-pub fn bind_args<'a>(
-    scope: &mut Vec<(Name<'a>, Value<'a>)>,
-    pos: &[Value<'a>],
-    named: &[(&'a str, Value<'a>)],
-) {
+pub fn bind_args<'a>(scope: &mut Vars<'a>, pos: &[Value<'a>], named: &[(&'a str, Value<'a>)]) {
     if let Some(first) = pos.first() {
         scope.push((Name::Dollar, first.clone()));
     }
@@ -1222,6 +1312,9 @@ pub fn bind_args<'a>(
         scope.push((Name::Named(k), v.clone()));
     }
 }
+
+/// The items an index finds, two kept inline.
+type Found<'a> = smallvec::SmallVec<[Value<'a>; 2]>;
 
 /// One step of a lazy `where`/`select`/`.key` chain.
 enum Stage<'n> {

@@ -50,7 +50,7 @@ fn layered_key<'a>(
     };
     match (recv.kind(), rhs.kind()) {
         (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => {
-            Some(super::eval::layered_get(layers, k).map(Value::from_json))
+            Some(super::eval::layered_get_at(layers, k, *n).map(Value::from_json))
         }
         _ => None,
     }

@@ -31,6 +31,7 @@ pub(crate) mod hashindex;
 pub mod lexer;
 pub mod library;
 pub mod limits;
+pub(crate) mod memo;
 pub mod parser;
 pub mod shared;
 pub mod value;

@@ -525,6 +525,9 @@ pub struct Shared {
     pub(crate) members: Vec<(usize, usize, HashIndex)>,
     /// The error of the whole expression, when it reads nothing of the node and fails.
     pub(crate) whole_error: Option<super::errors::EvalError>,
+    /// The bits ([`Node::bit`]) of the nodes with a kept value or an index: a node whose bit is
+    /// not set has none, found without searching.
+    pub(crate) kept: u64,
 }
 
 /// An index of a kept list of objects by one key, for `where($.key = Y)` over it.
@@ -550,8 +553,9 @@ pub(crate) enum JoinIndex {
     /// Positions in the kept list `P`.
     Positions(HashIndex),
     /// `P` is `D.values()` for a dictionary `D` read in place from the input by a path of keys
-    /// (`$.network_metadata.nodes`): the items' names in `D`, which each evaluation reads again
-    /// (nothing of `D` is copied).
+    /// (`$.network_metadata.nodes`): the items' names in `D`, by position, which each evaluation
+    /// reads again (nothing of `D` is copied): at the same position when the key there is still
+    /// that name, else by name.
     Names(HashIndex, Names),
 }
 

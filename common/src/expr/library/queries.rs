@@ -276,8 +276,13 @@ fn first<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
             return Ok(v);
         }
     }
-    let items = this_items(it, c)?;
-    match items.into_iter().next() {
+    // A list is read in place: only its first item is taken.
+    let found = match &this {
+        Value::Iter(l) | Value::List(l) => l.first().cloned(),
+        Value::Json(serde_json::Value::Array(l)) => l.first().map(Value::from_json),
+        _ => this_items(it, c)?.into_iter().next(),
+    };
+    match found {
         Some(v) => Ok(v),
         None if c.has(0) => need(it, c, 0),
         None => Err(empty_seq()),
