@@ -43,6 +43,29 @@ fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
     }
 }
 
+/// A release "r" 1 without graphs, and a cluster "c" of it.
+fn release_and_cluster(s: &dyn Store) -> (ReleaseRecord, ClusterRecord) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .unwrap();
+    (rel, c)
+}
+
 fn registration_is_idempotent_per_key(s: &dyn Store) {
     let a = s
         .register_node(&reg("k1"), NodeAdmission::Discovered)
@@ -64,24 +87,7 @@ fn registration_is_idempotent_per_key(s: &dyn Store) {
 }
 
 fn results_are_stored_once(s: &dyn Store) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let n = s
         .register_node(&reg("k1"), NodeAdmission::Accepted)
         .unwrap();
@@ -139,24 +145,7 @@ fn results_are_stored_once(s: &dyn Store) {
 }
 
 fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn Store) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let new = NewDeployment {
         inputs: serde_json::Value::Null,
         cluster_id: c.id,
@@ -232,24 +221,7 @@ fn graphs_create_conflict_replace_delete(s: &dyn Store) {
 }
 
 fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn Store) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let n = s
         .register_node(&reg("k1"), NodeAdmission::Accepted)
         .unwrap();
@@ -461,24 +433,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
 }
 
 fn strategies_create_conflict_replace_delete(s: &dyn Store) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let doc = serde_json::json!({"groups": []});
     s.put_strategy(c.id, "a", &doc, &serde_json::Value::Null, false)
         .unwrap();
@@ -512,24 +467,7 @@ fn strategies_create_conflict_replace_delete(s: &dyn Store) {
 
 /// A release, a cluster, `n` accepted nodes and a running deployment on them.
 pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, DeploymentRecord) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let nodes: Vec<u64> = (0..n)
         .map(|i| {
             s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
@@ -1008,24 +946,7 @@ fn followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer
 /// node and task given twice wins) read back node by node as asked, blobs as asked, last-seen times.
 fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     use plinth_common::wire::DeploymentEvent;
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap();
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .unwrap();
+    let (_, c) = release_and_cluster(s);
     let n: Vec<u64> = (0..5)
         .map(|i| {
             s.register_node(&reg(&format!("k{i}")), NodeAdmission::Accepted)
