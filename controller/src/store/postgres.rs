@@ -91,6 +91,11 @@ fn sql_id(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Ids as an array parameter (`= ANY($n)`, `UNNEST`).
+fn sql_ids(ids: &[u64]) -> Vec<i64> {
+    ids.iter().map(|n| sql_id(*n)).collect()
+}
+
 /// Column `i` of a row, or a corrupt-data error naming `what`.
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
@@ -170,7 +175,7 @@ fn one_node(t: &Tx, node_id: u64) -> StoreResult<NodeRecord> {
 
 /// Those of these nodes that exist, by id.
 fn known_nodes(t: &Tx, node_ids: &[u64]) -> StoreResult<HashMap<u64, NodeRecord>> {
-    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    let ids = sql_ids(node_ids);
     Ok(query_nodes(t, "WHERE id = ANY($1)", &[&ids])?
         .into_iter()
         .map(|n| (n.id, n))
@@ -182,7 +187,7 @@ fn nodes_by_id(t: &Tx, node_ids: &[u64]) -> StoreResult<Vec<NodeRecord>> {
     if node_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    let ids = sql_ids(node_ids);
     let nodes = query_nodes(t, "WHERE id = ANY($1)", &[&ids])?;
     if let Some(missing) = node_ids
         .iter()
@@ -812,7 +817,7 @@ impl Store for PgStore {
                     )));
                 }
             }
-            let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+            let ids = sql_ids(node_ids);
             t.exec(
                 "UPDATE nodes SET cluster_id = NULL, pending_roles = '[]', roles = '[]', status = 'discover', \
                  model = '{}' WHERE id = ANY($1)",
@@ -1021,7 +1026,7 @@ impl Store for PgStore {
             let dep_id = id(col(&row, 0, "deployment id")?);
             if new.deploys {
                 set_cluster_status(t, new.cluster_id, "deployment")?;
-                let ids: Vec<i64> = new.node_ids.iter().map(|n| sql_id(*n)).collect();
+                let ids = sql_ids(&new.node_ids);
                 t.exec(
                     "UPDATE nodes SET status = 'deploying' WHERE id = ANY($1)",
                     &[&ids],
@@ -1692,7 +1697,7 @@ fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
          FROM UNNEST($1::BIGINT[], $2::TEXT[]) AS v(id, model) WHERE nodes.id = v.id",
         &[&ids, &models],
     )?;
-    let ids: Vec<i64> = untouched.iter().map(|n| sql_id(*n)).collect();
+    let ids = sql_ids(&untouched);
     t.exec(
         "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
          WHERE id = ANY($1) AND status = 'deploying'",

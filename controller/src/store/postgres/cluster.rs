@@ -2,7 +2,7 @@
 //! cancel requests, and what followers read to serve polls (see [`crate::cluster`]).
 
 use super::bridge::Tx;
-use super::{col, from_json, id, sql_id};
+use super::{col, from_json, id, sql_id, sql_ids};
 use crate::store::{
     claim_outcome, ControllerBeat, ControllerRecord, Fence, LeaseRecord, StoreError, StoreResult,
     SEQUENCER_LEASE,
@@ -176,7 +176,7 @@ pub(super) fn results_of_nodes(
     deployment: u64,
     nodes: &[u64],
 ) -> StoreResult<Vec<(u64, Vec<TaskResult>)>> {
-    let ids: Vec<i64> = nodes.iter().map(|n| sql_id(*n)).collect();
+    let ids = sql_ids(nodes);
     let rows = t.query(
         "SELECT node_id, result FROM results WHERE deployment_id = $1 AND node_id = ANY($2) \
          ORDER BY node_id, seq",

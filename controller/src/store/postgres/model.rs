@@ -4,7 +4,7 @@
 
 use super::bridge::Tx;
 use super::{
-    cluster_row, col, from_json, id, insert_graph, one_node, release_row, sql_id, to_json,
+    cluster_row, col, from_json, id, insert_graph, one_node, release_row, sql_id, sql_ids, to_json,
 };
 use crate::store::{
     ClusterRecord, GraphBody, GraphOwner, NewPlugin, NodeRecord, PluginRecord, ReleaseRecord,
@@ -227,7 +227,7 @@ pub(super) fn task_states(
     t: &Tx,
     node_ids: &[u64],
 ) -> StoreResult<Vec<(u64, String, serde_json::Value)>> {
-    let ids: Vec<i64> = node_ids.iter().map(|n| sql_id(*n)).collect();
+    let ids = sql_ids(node_ids);
     let rows = t.query(
         "SELECT node_id, task_id, state FROM task_states WHERE node_id = ANY($1) \
          ORDER BY node_id, task_id COLLATE \"C\"",
