@@ -52,7 +52,7 @@ fn running(s: &dyn Store) -> (u64, u64) {
         .expect("node");
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],

@@ -206,6 +206,13 @@ impl Engine {
             .list_nodes()?
             .into_iter()
             .filter(|n| n.cluster_id == Some(req.cluster_id))
+            .map(|mut n| {
+                // Resolution reads the facts from the cluster's snapshot; these records are for
+                // selecting nodes and placing them in the strategy, and their facts would only double
+                // what a large deployment's start holds.
+                n.facts = serde_json::Value::Null;
+                n
+            })
             .collect();
         if req.action.is_some() && req.graph_type.is_some() {
             return Err(StartError::Invalid(
@@ -342,7 +349,8 @@ impl Engine {
             node_ids: nodes.iter().map(|n| n.id).collect(),
             options: serde_json::to_value(&req.options).unwrap_or_default(),
             state: serde_json::to_value(&state).unwrap_or_default(),
-            inputs: serde_json::to_value(&inputs).unwrap_or_default(),
+            // As text: a tree of the snapshot (every node's facts) would be the start's largest allocation.
+            inputs: serde_json::to_string(&inputs).unwrap_or_else(|_| "null".into()),
             now_ms: now_ms(),
             deploys: state.deploys(),
             // Written in the deployment's transaction: a refused deployment elects nothing.

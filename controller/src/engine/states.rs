@@ -4,8 +4,8 @@
 //!
 //! Resolution hands them over as JSON trees (`NodeState`: the cluster part, shared by every node, and the
 //! node's own part). Held as trees for the whole deployment they cost about ten times their text, and the
-//! cluster part lists every node, so here each blob is kept once, as its hash and its JSON text, and
-//! made a tree again only when the deployment ends.
+//! cluster part lists every node, so here each blob is kept once, as its hash and its JSON text, which
+//! is what the store records: no blob is made a tree again, nor read back.
 
 use crate::store::{StateBlob, StateRow};
 use plinth_common::deploy::NodeState;
@@ -13,37 +13,19 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-/// One state blob: its hash and its JSON text (or the tree itself, when the text does not read back to
-/// the same tree).
+/// One state blob: its hash and its JSON text (what the store records; the tree is not kept).
 #[derive(Debug)]
 struct Blob {
     hash: String,
-    body: Body,
-}
-
-#[derive(Debug)]
-enum Body {
-    Text(Arc<str>),
-    Tree(Arc<Value>),
+    text: Arc<str>,
 }
 
 impl Blob {
     fn new(value: &Arc<Value>) -> Blob {
         let text = value.to_string();
-        let hash = crate::store::blob_hash(value);
-        // A float may not read back bit for bit: then the tree is kept as it is.
-        let body = match serde_json::from_str::<Value>(&text) {
-            Ok(back) if back == **value => Body::Text(text.into()),
-            _ => Body::Tree(value.clone()),
-        };
-        Blob { hash, body }
-    }
-
-    /// The blob's JSON text, as the store records it.
-    fn text(&self) -> Arc<str> {
-        match &self.body {
-            Body::Text(text) => text.clone(),
-            Body::Tree(v) => v.to_string().into(),
+        Blob {
+            hash: crate::store::text_hash(&text),
+            text: text.into(),
         }
     }
 }
@@ -83,7 +65,7 @@ impl TaskStates {
         let mut named: HashSet<usize> = HashSet::new();
         let mut name = |b: &Arc<Blob>, blobs: &mut Vec<StateBlob>| {
             if named.insert(Arc::as_ptr(b) as usize) {
-                blobs.push((b.hash.clone(), b.text()));
+                blobs.push((b.hash.clone(), b.text.clone()));
             }
             b.hash.clone()
         };
@@ -144,6 +126,13 @@ mod tests {
         let (blobs, rows) = kept.rows(&tasks);
         let hash = crate::store::blob_hash;
         let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        for (hash, text) in &blobs {
+            assert_eq!(
+                **hash,
+                crate::store::text_hash(text),
+                "a blob's hash is its text's"
+            );
+        }
         let blobs: Vec<(String, Value)> = blobs.iter().map(|(h, t)| (h.clone(), tree(t))).collect();
         assert_eq!(
             blobs,

@@ -105,7 +105,12 @@ pub struct ClusterRecords {
 
 /// The content hash a state blob is stored under.
 pub fn blob_hash(value: &serde_json::Value) -> String {
-    hex::encode(Sha256::digest(value.to_string().as_bytes()))
+    text_hash(&value.to_string())
+}
+
+/// The content hash of a state blob's JSON text (as [`blob_hash`] gives for the tree the text prints).
+pub fn text_hash(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// Old states from stored task state references (`{"common": hash, "node": hash}` per node and task)

@@ -1020,7 +1020,7 @@ impl Store for PgStore {
                     &to_json(&new.options),
                     &to_json(&new.state),
                     &new.now_ms,
-                    &to_json(&new.inputs),
+                    &new.inputs,
                 ],
             )?;
             let dep_id = id(col(&row, 0, "deployment id")?);

@@ -86,8 +86,9 @@ pub struct NewDeployment {
     pub options: serde_json::Value,
     /// The orchestration state to start from.
     pub state: serde_json::Value,
-    /// What the deployment was resolved from, so that a restart resolves it the same way.
-    pub inputs: serde_json::Value,
+    /// What the deployment was resolved from, so that a restart resolves it the same way: the snapshot
+    /// as JSON text (stored as it is).
+    pub inputs: String,
     /// Now (ms).
     pub now_ms: i64,
     /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and

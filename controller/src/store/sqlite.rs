@@ -821,7 +821,7 @@ impl Store for SqliteStore {
             tx.execute(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
-                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, to_json(&new.inputs)],
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, new.inputs],
             )?;
             let dep_id = id(tx.last_insert_rowid());
             if new.deploys {

@@ -93,7 +93,7 @@ fn results_are_stored_once(s: &dyn Store) {
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
@@ -147,7 +147,7 @@ fn results_are_stored_once(s: &dyn Store) {
 fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn Store) {
     let (_, c) = release_and_cluster(s);
     let new = NewDeployment {
-        inputs: serde_json::Value::Null,
+        inputs: "null".into(),
         cluster_id: c.id,
         graph_type: "default".into(),
         node_ids: vec![],
@@ -227,7 +227,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
@@ -310,7 +310,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
     assert_ne!(again.id, n.id);
     let d2 = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![again.id],
@@ -477,7 +477,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
         .collect();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: nodes.clone(),
@@ -987,7 +987,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     assert!(one.model.pending_addition);
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: serde_json::Value::Null,
+            inputs: "null".into(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: n[..4].to_vec(),

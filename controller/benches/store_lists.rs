@@ -1,0 +1,150 @@
+//! Publishing a phase: `Store::publish_lists` of one list per node for thousands of nodes at once (what a
+//! large phase's hand-over writes), on both backends. Each list is the load generator's: 20 chained
+//! `shell` tasks. SQLite: a file with WAL and `synchronous=FULL`. PostgreSQL: a scratch server on this
+//! machine with `fsync` on, over TLS. Also the lists' JSON text alone, the part of the write that is not
+//! the database's.
+//!
+//! `cargo bench -p plinth-controller --bench store_lists`
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use plinth_common::wire::{TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
+use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::sqlite::SqliteStore;
+use plinth_controller::store::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Lists published at once: a phase of a large deployment.
+const NODES: u64 = 4_000;
+
+/// `NODES` accepted nodes and a running deployment on them; returns (node ids, deployment).
+fn running(s: &dyn Store) -> (Vec<u64>, u64) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .expect("release");
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .expect("cluster");
+    let nodes: Vec<u64> = (0..NODES)
+        .map(|i| {
+            s.register_node(
+                &NodeRegistration {
+                    node_key: format!("k{i}"),
+                    public_key: format!("pk{i}"),
+                    name: format!("n{i}"),
+                    facts: serde_json::json!({}),
+                    tags: vec![],
+                    labels: BTreeMap::new(),
+                    rack: None,
+                    now_ms: 1,
+                    max_discovered: NODES,
+                },
+                NodeAdmission::Accepted,
+            )
+            .expect("node")
+            .id
+        })
+        .collect();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: "null".into(),
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: nodes.clone(),
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .expect("deployment");
+    (nodes, d.id)
+}
+
+/// A node's list of the load generator's `deploy` graph: 20 chained shell tasks.
+fn list(node_id: u64, deployment_id: u64) -> TaskList {
+    let tasks = (0..20)
+        .map(|i| TaskSpec {
+            id: format!("deploy-{i:02}"),
+            kind: TaskKind::Shell,
+            parameters: serde_json::json!({"cmd": "true", "timeout": 600})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            skip_reason: None,
+            waits_for: Vec::new(),
+            gated: false,
+            manifests: BTreeMap::new(),
+        })
+        .collect();
+    TaskList {
+        format: TASK_LIST_FORMAT,
+        node_key: format!("k{node_id}"),
+        node_id,
+        deployment_id,
+        phase: "deploy".into(),
+        revision: 0,
+        issued_at: 0,
+        expires_at: 0,
+        nonce: String::new(),
+        noop: false,
+        cancel: false,
+        tasks,
+    }
+}
+
+/// Publishes one list per node `iters` times; the time the store took.
+fn publish(s: &dyn Store, nodes: &[u64], dep: u64, iters: u64) -> Duration {
+    let mut took = Duration::ZERO;
+    for _ in 0..iters {
+        let mut lists: Vec<TaskList> = nodes.iter().map(|n| list(*n, dep)).collect();
+        let start = Instant::now();
+        s.publish_lists(dep, &mut lists, &serde_json::json!({}), &[])
+            .expect("published");
+        took += start.elapsed();
+    }
+    took
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sqlite = SqliteStore::open(&dir.path().join("bench.db")).expect("sqlite");
+    let server = ScratchPostgres::start_durable().expect("a scratch PostgreSQL");
+    let pg = PgStore::open(&server.fresh_database().expect("a database")).expect("postgres");
+    let backends: [(&str, &dyn Store); 2] = [("sqlite", &sqlite), ("postgres", &pg)];
+    let mut group = c.benchmark_group("publish_lists");
+    group.throughput(Throughput::Elements(NODES));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    let lists: Vec<TaskList> = (0..NODES).map(|n| list(n, 1)).collect();
+    group.bench_function(format!("json-text-only/{NODES}"), |b| {
+        b.iter(|| {
+            lists
+                .iter()
+                .map(|l| serde_json::to_string(l).map(|t| t.len()).unwrap_or(0))
+                .sum::<usize>()
+        })
+    });
+    for (name, store) in backends {
+        let (nodes, dep) = running(store);
+        group.bench_function(format!("{name}/{NODES}"), |b| {
+            b.iter_custom(|iters| publish(store, &nodes, dep, iters))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
