@@ -3,33 +3,39 @@
 //! (one commit, one fsync, for hundreds of agents), then folds them into their deployments as one step
 //! per deployment. A report arriving alone is handled at once; under load, the reports that arrive
 //! while a commit runs make up the next group. Each agent is answered after its results are stored and
-//! folded in, exactly as when they were handled one by one.
+//! folded in, exactly as when they were handled one by one. The grouping itself is `groups`.
 
 use crate::api::agent::{judge, record_refused_results, refused, verdict};
 use crate::api::error::ApiError;
+use crate::groups::Groups;
 use crate::state::AppState;
 use crate::store::{Notice, Stored};
 use plinth_common::wire::{ResultVerdict, ResultsBatch, TaskResult, Verdict};
-use std::sync::{Arc, Weak};
-use tokio::sync::{mpsc, oneshot};
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 /// The most reports stored in one transaction.
 pub const MAX_GROUP: usize = 512;
-/// Reports waiting for the committer before senders wait to queue theirs.
-const QUEUE: usize = 8_192;
 
 /// One agent's report waiting for the committer.
-struct Report {
+pub struct Report {
     node_id: u64,
     accepted: bool,
     batch: ResultsBatch,
     answer: oneshot::Sender<Result<Vec<ResultVerdict>, ApiError>>,
 }
 
-/// The committer's queue (started on the first report).
-#[derive(Default)]
+/// The results committer.
 pub struct Intake {
-    queue: std::sync::OnceLock<mpsc::Sender<Report>>,
+    groups: Groups<Report>,
+}
+
+impl Default for Intake {
+    fn default() -> Intake {
+        Intake {
+            groups: Groups::new("results", MAX_GROUP, commit),
+        }
+    }
 }
 
 impl Intake {
@@ -40,41 +46,19 @@ impl Intake {
         accepted: bool,
         batch: ResultsBatch,
     ) -> Result<Vec<ResultVerdict>, ApiError> {
-        let queue = state.intake.queue.get_or_init(|| {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(commit_loop(Arc::downgrade(state), rx));
-            tx
-        });
         let (answer, answered) = oneshot::channel();
-        queue
-            .send(Report {
-                node_id,
-                accepted,
-                batch,
-                answer,
-            })
+        let report = Report {
+            node_id,
+            accepted,
+            batch,
+            answer,
+        };
+        Groups::submit(state, |s| &s.intake.groups, report)
             .await
             .map_err(|_| ApiError::internal("the results committer stopped"))?;
         answered
             .await
             .map_err(|_| ApiError::internal("the results committer dropped a report"))?
-    }
-}
-
-async fn commit_loop(state: Weak<AppState>, mut queue: mpsc::Receiver<Report>) {
-    while let Some(first) = queue.recv().await {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(more) => group.push(more),
-                Err(_) => break,
-            }
-        }
-        let Some(s) = state.upgrade() else { return };
-        let workers = s.workers.clone();
-        if let Err(e) = workers.run(move || commit(&s, group)).await {
-            tracing::error!(error = %e, "the results committer's job failed");
-        }
     }
 }
 

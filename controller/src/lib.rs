@@ -13,7 +13,9 @@
 //! | [`registry`] | the in-memory index of node keys |
 //! | [`board`] | published task lists and long-poll wake-ups |
 //! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
+//! | [`groups`] | group commit: one committer per kind of write many agents send at once |
 //! | [`intake`] | agents' results judged, stored in one transaction per group of reports, folded in |
+//! | [`enrol`] | agents' registrations written in one transaction per group |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
@@ -28,6 +30,8 @@ pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
+pub mod enrol;
+pub mod groups;
 pub mod intake;
 pub mod limits;
 pub mod registry;

@@ -87,6 +87,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         workers: Default::default(),
         cluster,
         intake: Default::default(),
+        enrol: Default::default(),
     });
     crate::cluster::lease::step(&state);
     crate::cluster::lease::keep_up(&state);

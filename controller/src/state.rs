@@ -35,6 +35,8 @@ pub struct AppState {
     pub cluster: crate::cluster::Membership,
     /// Agents' results, judged, stored and folded in by groups.
     pub intake: crate::intake::Intake,
+    /// Agents' registrations, written by groups.
+    pub enrol: crate::enrol::Enrol,
 }
 
 impl AppState {

@@ -468,6 +468,53 @@ fn registration_floods_are_bounded_and_the_node_list_pages() {
     assert_eq!(c.api.get("/nodes?admission=accepted").unwrap(), json!([]));
 }
 
+/// Agents registering all at once are written by groups: each is answered for itself, the bound on
+/// discovered nodes holds across a group (the ones over it are refused, the others get in), and names
+/// stay unique.
+#[test]
+fn agents_registering_at_once_are_each_answered_and_the_bound_holds() {
+    let c = Controller::start_with(&[
+        "--registrations-per-minute",
+        "100000",
+        "--max-discovered-nodes",
+        "20",
+    ]);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..32u8)
+            .map(|seed| {
+                let c = &c;
+                scope.spawn(move || {
+                    Rogue::new(c, 100 + seed)
+                        .register("same-hostname", &[], facts("same-hostname"))
+                        .status
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        20,
+        "20 discovered nodes are the most kept: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "the others are told there is no room: {statuses:?}"
+    );
+    let nodes = c.api.get("/nodes?limit=100").unwrap();
+    let names: std::collections::BTreeSet<String> = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names.len(),
+        20,
+        "every node stored has its own name: {names:?}"
+    );
+}
+
 /// Item 12: a result acknowledged to a node survives the controller killed right after.
 #[test]
 fn an_acknowledged_result_survives_the_controller_killed_right_after() {

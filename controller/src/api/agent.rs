@@ -93,18 +93,7 @@ pub async fn register(
         now_ms: now_ms(),
         max_discovered: config.limits.max_discovered_nodes,
     };
-    let node = state
-        .blocking(move |s| {
-            let mut node = s.store.register_node(&record, admission)?;
-            // A valid enrollment token admits a node that registered earlier without one.
-            if token_ok && node.admission != NodeAdmission::Accepted {
-                node = s.store.set_admission(node.id, NodeAdmission::Accepted)?;
-            }
-            s.nodes.upsert(&node);
-            s.store.notify(&crate::store::Notice::Node { id: node.id });
-            Ok(node)
-        })
-        .await?;
+    let node = crate::enrol::Enrol::submit(&state, record, admission, token_ok).await?;
     if let Some(Extension(ticket)) = ticket {
         ticket.trust();
     }

@@ -173,7 +173,23 @@ pub trait Store: Send + Sync + 'static {
         &self,
         reg: &NodeRegistration,
         admission: NodeAdmission,
-    ) -> StoreResult<NodeRecord>;
+    ) -> StoreResult<NodeRecord> {
+        self.register_nodes(&[(reg, admission)])?
+            .pop()
+            .unwrap_or_else(|| {
+                Err(StoreError::Conflict(
+                    "the registration was not answered".into(),
+                ))
+            })
+    }
+    /// Registers several nodes in one transaction (one commit for many agents registering at once),
+    /// each as [`Store::register_node`] registers it, in order: what became of each. A node refused for
+    /// room (`Full`) does not stop the others; any other error fails the transaction, and then none is
+    /// registered.
+    fn register_nodes(
+        &self,
+        regs: &[(&NodeRegistration, NodeAdmission)],
+    ) -> StoreResult<Vec<StoreResult<NodeRecord>>>;
     /// All nodes, by id.
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>>;
     /// Every node's id and name, without the rest (reports need only names).

@@ -416,92 +416,18 @@ impl PgStore {
 }
 
 impl Store for PgStore {
-    fn register_node(
+    fn register_nodes(
         &self,
-        reg: &NodeRegistration,
-        admission: NodeAdmission,
-    ) -> StoreResult<NodeRecord> {
+        regs: &[(&NodeRegistration, NodeAdmission)],
+    ) -> StoreResult<Vec<StoreResult<NodeRecord>>> {
         self.write_queued(Queue::Registration, |t| {
-            let existing = t.opt("SELECT id FROM nodes WHERE node_key = $1", &[&reg.node_key])?;
-            let node_id: i64 = match existing {
-                Some(row) => {
-                    let node_id: i64 = col(&row, 0, "node id")?;
-                    let node = one_node(t, id(node_id))?;
-                    if node.admission == NodeAdmission::Accepted {
-                        let said = Reported {
-                            name: reg.name.clone(),
-                            tags: reg.tags.clone(),
-                            labels: reg.labels.clone(),
-                            rack: reg.rack.clone(),
-                        };
-                        let same = said.name == node.name
-                            && said.tags == node.tags
-                            && said.labels == node.labels
-                            && said.rack == node.rack;
-                        let mut fields = node.model.clone();
-                        fields.reported = (!same).then_some(said);
-                        t.exec(
-                            "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
-                            &[&node_id, &to_json(&reg.facts), &reg.now_ms, &to_json(&fields)],
-                        )?;
-                    } else {
-                        t.exec(
-                            "UPDATE nodes SET facts = $2, tags = $3, labels = $4, rack = $5, last_seen = $6 \
-                             WHERE id = $1",
-                            &[&node_id, &to_json(&reg.facts), &to_json(&reg.tags), &to_json(&reg.labels), &reg.rack, &reg.now_ms],
-                        )?;
-                    }
-                    node_id
-                }
-                None => {
-                    if admission == NodeAdmission::Discovered {
-                        let waiting: i64 = col(
-                            &t.one("SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'", &[])?,
-                            0,
-                            "count",
-                        )?;
-                        if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
-                            return Err(StoreError::Full(format!(
-                                "{waiting} nodes are waiting to be accepted, the most this controller keeps \
-                                 (max_discovered_nodes): accept or delete some first"
-                            )));
-                        }
-                    }
-                    let row = t.one(
-                        "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
-                         registered_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
-                        &[
-                            &reg.node_key,
-                            &reg.public_key,
-                            &reg.name,
-                            &admission_text(admission),
-                            &to_json(&reg.facts),
-                            &to_json(&reg.tags),
-                            &to_json(&reg.labels),
-                            &reg.rack,
-                            &reg.now_ms,
-                        ],
-                    )?;
-                    let new_id: i64 = col(&row, 0, "node id")?;
-                    // Names are unique: a second machine with the same hostname gets its id appended.
-                    let taken: i64 = col(
-                        &t.one(
-                            "SELECT COUNT(*) FROM nodes WHERE name = $1 AND id != $2",
-                            &[&reg.name, &new_id],
-                        )?,
-                        0,
-                        "count",
-                    )?;
-                    if taken > 0 {
-                        t.exec(
-                            "UPDATE nodes SET name = $2 WHERE id = $1",
-                            &[&new_id, &format!("{}-{new_id}", reg.name)],
-                        )?;
-                    }
-                    new_id
-                }
-            };
-            one_node(t, id(node_id))
+            regs.iter()
+                .map(|(reg, admission)| match register_one(t, reg, *admission) {
+                    // Refused before it wrote anything: the others go on.
+                    Err(e @ StoreError::Full(_)) => Ok(Err(e)),
+                    other => other.map(Ok),
+                })
+                .collect()
         })
     }
 
@@ -1936,4 +1862,100 @@ impl ResultRows {
             self.status[i].clone(),
         )
     }
+}
+
+/// Registers one node in a registration's transaction (see [`Store::register_node`]).
+fn register_one(
+    t: &Tx,
+    reg: &NodeRegistration,
+    admission: NodeAdmission,
+) -> StoreResult<NodeRecord> {
+    let existing = t.opt("SELECT id FROM nodes WHERE node_key = $1", &[&reg.node_key])?;
+    let node_id: i64 = match existing {
+        Some(row) => {
+            let node_id: i64 = col(&row, 0, "node id")?;
+            let node = one_node(t, id(node_id))?;
+            if node.admission == NodeAdmission::Accepted {
+                let said = Reported {
+                    name: reg.name.clone(),
+                    tags: reg.tags.clone(),
+                    labels: reg.labels.clone(),
+                    rack: reg.rack.clone(),
+                };
+                let same = said.name == node.name
+                    && said.tags == node.tags
+                    && said.labels == node.labels
+                    && said.rack == node.rack;
+                let mut fields = node.model.clone();
+                fields.reported = (!same).then_some(said);
+                t.exec(
+                    "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
+                    &[
+                        &node_id,
+                        &to_json(&reg.facts),
+                        &reg.now_ms,
+                        &to_json(&fields),
+                    ],
+                )?;
+            } else {
+                t.exec(
+                        "UPDATE nodes SET facts = $2, tags = $3, labels = $4, rack = $5, last_seen = $6 \
+                         WHERE id = $1",
+                        &[&node_id, &to_json(&reg.facts), &to_json(&reg.tags), &to_json(&reg.labels), &reg.rack, &reg.now_ms],
+                    )?;
+            }
+            node_id
+        }
+        None => {
+            if admission == NodeAdmission::Discovered {
+                let waiting: i64 = col(
+                    &t.one(
+                        "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'",
+                        &[],
+                    )?,
+                    0,
+                    "count",
+                )?;
+                if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
+                    return Err(StoreError::Full(format!(
+                            "{waiting} nodes are waiting to be accepted, the most this controller keeps \
+                             (max_discovered_nodes): accept or delete some first"
+                        )));
+                }
+            }
+            let row = t.one(
+                    "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
+                     registered_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
+                    &[
+                        &reg.node_key,
+                        &reg.public_key,
+                        &reg.name,
+                        &admission_text(admission),
+                        &to_json(&reg.facts),
+                        &to_json(&reg.tags),
+                        &to_json(&reg.labels),
+                        &reg.rack,
+                        &reg.now_ms,
+                    ],
+                )?;
+            let new_id: i64 = col(&row, 0, "node id")?;
+            // Names are unique: a second machine with the same hostname gets its id appended.
+            let taken: i64 = col(
+                &t.one(
+                    "SELECT COUNT(*) FROM nodes WHERE name = $1 AND id != $2",
+                    &[&reg.name, &new_id],
+                )?,
+                0,
+                "count",
+            )?;
+            if taken > 0 {
+                t.exec(
+                    "UPDATE nodes SET name = $2 WHERE id = $1",
+                    &[&new_id, &format!("{}-{new_id}", reg.name)],
+                )?;
+            }
+            new_id
+        }
+    };
+    one_node(t, id(node_id))
 }

@@ -268,87 +268,18 @@ const COUNT_DISCOVERED: &str = "SELECT COUNT(*) FROM nodes WHERE admission = 'di
 const COUNT_NAME_TAKEN: &str = "SELECT COUNT(*) FROM nodes WHERE name = ?1 AND id != ?2";
 
 impl Store for SqliteStore {
-    fn register_node(
+    fn register_nodes(
         &self,
-        reg: &NodeRegistration,
-        admission: NodeAdmission,
-    ) -> StoreResult<NodeRecord> {
+        regs: &[(&NodeRegistration, NodeAdmission)],
+    ) -> StoreResult<Vec<StoreResult<NodeRecord>>> {
         self.tx(|tx| {
-            let existing: Option<i64> = tx
-                .query_row("SELECT id FROM nodes WHERE node_key = ?1", [&reg.node_key], |r| r.get(0))
-                .optional()?;
-            let node_id = match existing {
-                Some(node_id) => {
-                    let node = one_node(tx, id(node_id))?;
-                    if node.admission == NodeAdmission::Accepted {
-                        let said = Reported {
-                            name: reg.name.clone(),
-                            tags: reg.tags.clone(),
-                            labels: reg.labels.clone(),
-                            rack: reg.rack.clone(),
-                        };
-                        let same = said.name == node.name
-                            && said.tags == node.tags
-                            && said.labels == node.labels
-                            && said.rack == node.rack;
-                        let mut fields = node.model.clone();
-                        fields.reported = (!same).then_some(said);
-                        tx.execute(
-                            "UPDATE nodes SET facts = ?2, last_seen = ?3, model = ?4 WHERE id = ?1",
-                            params![node_id, to_json(&reg.facts), reg.now_ms, to_json(&fields)],
-                        )?;
-                    } else {
-                        tx.execute(
-                            "UPDATE nodes SET facts = ?2, tags = ?3, labels = ?4, rack = ?5, last_seen = ?6 \
-                             WHERE id = ?1",
-                            params![node_id, to_json(&reg.facts), to_json(&reg.tags), to_json(&reg.labels), reg.rack, reg.now_ms],
-                        )?;
-                    }
-                    node_id
-                }
-                None => {
-                    if admission == NodeAdmission::Discovered {
-                        let waiting: i64 = tx.query_row(
-                            COUNT_DISCOVERED,
-                            [],
-                            |r| r.get(0),
-                        )?;
-                        if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
-                            return Err(StoreError::Full(format!(
-                                "{waiting} nodes are waiting to be accepted, the most this controller keeps \
-                                 (max_discovered_nodes): accept or delete some first"
-                            )));
-                        }
-                    }
-                    tx.execute(
-                        "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
-                         registered_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-                        params![
-                            reg.node_key,
-                            reg.public_key,
-                            reg.name,
-                            admission_text(admission),
-                            to_json(&reg.facts),
-                            to_json(&reg.tags),
-                            to_json(&reg.labels),
-                            reg.rack,
-                            reg.now_ms
-                        ],
-                    )?;
-                    let new_id = tx.last_insert_rowid();
-                    // Names are unique: a second machine with the same hostname gets its id appended.
-                    let taken: i64 = tx.query_row(
-                        COUNT_NAME_TAKEN,
-                        params![reg.name, new_id],
-                        |r| r.get(0),
-                    )?;
-                    if taken > 0 {
-                        tx.execute("UPDATE nodes SET name = ?2 WHERE id = ?1", params![new_id, format!("{}-{new_id}", reg.name)])?;
-                    }
-                    new_id
-                }
-            };
-            one_node(tx, id(node_id))
+            regs.iter()
+                .map(|(reg, admission)| match register_one(tx, reg, *admission) {
+                    // Refused before it wrote anything: the others go on.
+                    Err(e @ StoreError::Full(_)) => Ok(Err(e)),
+                    other => other.map(Ok),
+                })
+                .collect()
         })
     }
 
@@ -1636,4 +1567,87 @@ fn store_node_results(
         });
     }
     Ok(out)
+}
+
+/// Registers one node in a registration's transaction (see [`Store::register_node`]).
+fn register_one(
+    tx: &Connection,
+    reg: &NodeRegistration,
+    admission: NodeAdmission,
+) -> StoreResult<NodeRecord> {
+    let existing: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM nodes WHERE node_key = ?1",
+            [&reg.node_key],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let node_id = match existing {
+        Some(node_id) => {
+            let node = one_node(tx, id(node_id))?;
+            if node.admission == NodeAdmission::Accepted {
+                let said = Reported {
+                    name: reg.name.clone(),
+                    tags: reg.tags.clone(),
+                    labels: reg.labels.clone(),
+                    rack: reg.rack.clone(),
+                };
+                let same = said.name == node.name
+                    && said.tags == node.tags
+                    && said.labels == node.labels
+                    && said.rack == node.rack;
+                let mut fields = node.model.clone();
+                fields.reported = (!same).then_some(said);
+                tx.execute(
+                    "UPDATE nodes SET facts = ?2, last_seen = ?3, model = ?4 WHERE id = ?1",
+                    params![node_id, to_json(&reg.facts), reg.now_ms, to_json(&fields)],
+                )?;
+            } else {
+                tx.execute(
+                        "UPDATE nodes SET facts = ?2, tags = ?3, labels = ?4, rack = ?5, last_seen = ?6 \
+                         WHERE id = ?1",
+                        params![node_id, to_json(&reg.facts), to_json(&reg.tags), to_json(&reg.labels), reg.rack, reg.now_ms],
+                    )?;
+            }
+            node_id
+        }
+        None => {
+            if admission == NodeAdmission::Discovered {
+                let waiting: i64 = tx.query_row(COUNT_DISCOVERED, [], |r| r.get(0))?;
+                if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
+                    return Err(StoreError::Full(format!(
+                            "{waiting} nodes are waiting to be accepted, the most this controller keeps \
+                             (max_discovered_nodes): accept or delete some first"
+                        )));
+                }
+            }
+            tx.execute(
+                    "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
+                     registered_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+                    params![
+                        reg.node_key,
+                        reg.public_key,
+                        reg.name,
+                        admission_text(admission),
+                        to_json(&reg.facts),
+                        to_json(&reg.tags),
+                        to_json(&reg.labels),
+                        reg.rack,
+                        reg.now_ms
+                    ],
+                )?;
+            let new_id = tx.last_insert_rowid();
+            // Names are unique: a second machine with the same hostname gets its id appended.
+            let taken: i64 =
+                tx.query_row(COUNT_NAME_TAKEN, params![reg.name, new_id], |r| r.get(0))?;
+            if taken > 0 {
+                tx.execute(
+                    "UPDATE nodes SET name = ?2 WHERE id = ?1",
+                    params![new_id, format!("{}-{new_id}", reg.name)],
+                )?;
+            }
+            new_id
+        }
+    };
+    one_node(tx, id(node_id))
 }

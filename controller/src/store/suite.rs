@@ -1095,6 +1095,66 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
 }
 
 /// Runs each case against both backends, as `sqlite::<case>` and `postgres::<case>`.
+/// Registrations written in one transaction (agents registering at once) end as written one by one:
+/// in order, a key given twice is one node whose later facts win, a taken name gets the id appended,
+/// and a node refused for room does not stop the others.
+fn registrations_written_together_end_as_one_at_a_time(s: &dyn Store) {
+    let with = |key: &str, name: &str, host: &str| {
+        let mut r = reg(key);
+        r.name = name.into();
+        r.facts = serde_json::json!({"hostname": host});
+        r.max_discovered = 1;
+        r
+    };
+    let regs = [
+        (with("a", "web", "first"), NodeAdmission::Accepted),
+        (with("b", "web", "b"), NodeAdmission::Accepted),
+        (with("c", "db", "c"), NodeAdmission::Discovered),
+        (with("d", "db2", "d"), NodeAdmission::Discovered),
+        (with("a", "web", "again"), NodeAdmission::Accepted),
+    ];
+    let refs: Vec<(&NodeRegistration, NodeAdmission)> = regs.iter().map(|(r, a)| (r, *a)).collect();
+    let out = s.register_nodes(&refs).unwrap();
+    assert_eq!(out.len(), 5, "an answer per registration, in order");
+    let ok = |i: usize| {
+        out[i]
+            .as_ref()
+            .unwrap_or_else(|e| panic!("registration {i}: {e}"))
+    };
+    let (a, b, c) = (ok(0), ok(1), ok(2));
+    assert_eq!(a.name, "web");
+    assert_eq!(
+        b.name,
+        format!("web-{}", b.id),
+        "a taken name gets the id appended"
+    );
+    assert_eq!(c.admission, NodeAdmission::Discovered);
+    assert!(
+        matches!(&out[3], Err(StoreError::Full(_))),
+        "one discovered node is the most kept: {:?}",
+        out[3]
+    );
+    assert_eq!(ok(4).id, a.id, "the same key is the same node");
+    let nodes = s.list_nodes().unwrap();
+    assert_eq!(
+        nodes
+            .iter()
+            .map(|n| n.node_key.as_str())
+            .collect::<Vec<_>>(),
+        ["a", "b", "c"],
+        "the refused one was not stored, the others were"
+    );
+    assert_eq!(
+        nodes[0].facts["hostname"], "again",
+        "the later registration's facts"
+    );
+    // One at a time, on the same store, gives the same answers.
+    let one = s.register_node(&regs[1].0, regs[1].1).unwrap();
+    assert_eq!((one.id, one.name.as_str()), (b.id, b.name.as_str()));
+    let refused = s.register_node(&regs[3].0, regs[3].1);
+    assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -1129,6 +1189,7 @@ suite!(
     the_sequencing_lease_changes_hands_only_when_free_with_a_new_token,
     followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer,
     many_nodes_written_at_once_end_as_one_at_a_time,
+    registrations_written_together_end_as_one_at_a_time,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

@@ -1,0 +1,93 @@
+//! Registrations in groups: a fleet that boots at once registers thousands of agents in a minute, and
+//! each registration is a durable write. Every `POST /agent/v1/register` that passed its checks goes to
+//! one committer (`groups`), which writes the registrations waiting at that moment in one transaction
+//! (`Store::register_nodes`): one commit, one fsync, and on PostgreSQL one turn of the registration
+//! lock shared by every controller, for many agents. Each agent is answered with its own node, or its
+//! own refusal, exactly as when they were written one by one.
+
+use crate::api::error::ApiError;
+use crate::groups::Groups;
+use crate::state::AppState;
+use crate::store::{NodeAdmission, NodeRecord, NodeRegistration};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// The most registrations written in one transaction.
+pub const MAX_GROUP: usize = 256;
+
+/// One agent's registration waiting for the committer.
+pub struct Enrolment {
+    record: NodeRegistration,
+    admission: NodeAdmission,
+    /// A valid enrollment token came with it: a node registered earlier without one is accepted now.
+    token_ok: bool,
+    answer: oneshot::Sender<Result<NodeRecord, ApiError>>,
+}
+
+/// The registrations committer.
+pub struct Enrol {
+    groups: Groups<Enrolment>,
+}
+
+impl Default for Enrol {
+    fn default() -> Enrol {
+        Enrol {
+            groups: Groups::new("registrations", MAX_GROUP, commit),
+        }
+    }
+}
+
+impl Enrol {
+    /// Registers one node (with the others waiting at that moment); answers its record.
+    pub async fn submit(
+        state: &Arc<AppState>,
+        record: NodeRegistration,
+        admission: NodeAdmission,
+        token_ok: bool,
+    ) -> Result<NodeRecord, ApiError> {
+        let (answer, answered) = oneshot::channel();
+        let item = Enrolment {
+            record,
+            admission,
+            token_ok,
+            answer,
+        };
+        Groups::submit(state, |s| &s.enrol.groups, item)
+            .await
+            .map_err(|_| ApiError::internal("the registrations committer stopped"))?;
+        answered
+            .await
+            .map_err(|_| ApiError::internal("the registrations committer dropped a registration"))?
+    }
+}
+
+fn commit(s: &AppState, group: Vec<Enrolment>) {
+    let regs: Vec<(&NodeRegistration, NodeAdmission)> =
+        group.iter().map(|e| (&e.record, e.admission)).collect();
+    let written = s.store.register_nodes(&regs);
+    drop(regs);
+    let written = match written {
+        Ok(written) => written,
+        Err(e) => {
+            let e = ApiError::from(e);
+            for item in group {
+                let _ = item.answer.send(Err(e.clone()));
+            }
+            return;
+        }
+    };
+    for (item, node) in group.into_iter().zip(written) {
+        let node = node.and_then(|node| {
+            // A valid enrollment token admits a node that registered earlier without one.
+            if item.token_ok && node.admission != NodeAdmission::Accepted {
+                return s.store.set_admission(node.id, NodeAdmission::Accepted);
+            }
+            Ok(node)
+        });
+        if let Ok(node) = &node {
+            s.nodes.upsert(node);
+            s.store.notify(&crate::store::Notice::Node { id: node.id });
+        }
+        let _ = item.answer.send(node.map_err(ApiError::from));
+    }
+}

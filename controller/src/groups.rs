@@ -1,0 +1,78 @@
+//! Group commit: writes that many agents send at once (results, registrations) go to one committer per
+//! kind, which takes every item waiting at that moment and writes them in one transaction: one commit
+//! and one fsync for hundreds of agents. An item arriving alone is written at once; under load, the
+//! items that arrive while a commit runs make up the next group. Each item carries its own answer
+//! channel, and the commit answers every item of its group.
+
+use crate::state::AppState;
+use std::sync::{Arc, OnceLock, Weak};
+use tokio::sync::mpsc;
+
+/// Items waiting for a committer before senders wait to queue theirs.
+const QUEUE: usize = 8_192;
+
+/// Writes one group on the blocking pool; it answers every item of the group.
+pub type Commit<T> = fn(&AppState, Vec<T>);
+
+/// One committer's queue (its task starts with the first item).
+pub struct Groups<T> {
+    queue: OnceLock<mpsc::Sender<T>>,
+    /// The most items written in one transaction.
+    max: usize,
+    commit: Commit<T>,
+    /// What the committer writes, for its log lines ("results", "registrations").
+    what: &'static str,
+}
+
+impl<T: Send + 'static> Groups<T> {
+    /// A committer of groups of at most `max` items, each group written by `commit`.
+    pub fn new(what: &'static str, max: usize, commit: Commit<T>) -> Groups<T> {
+        Groups {
+            queue: OnceLock::new(),
+            max: max.max(1),
+            commit,
+            what,
+        }
+    }
+
+    /// Queues one item for the committer of `pick(state)`; `Err` gives the item back when the committer
+    /// has stopped (the controller is stopping).
+    pub async fn submit(
+        state: &Arc<AppState>,
+        pick: fn(&AppState) -> &Groups<T>,
+        item: T,
+    ) -> Result<(), T> {
+        let groups = pick(state);
+        let queue = groups.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(commit_loop(Arc::downgrade(state), pick, rx));
+            tx
+        });
+        queue.send(item).await.map_err(|e| e.0)
+    }
+}
+
+async fn commit_loop<T: Send + 'static>(
+    state: Weak<AppState>,
+    pick: fn(&AppState) -> &Groups<T>,
+    mut queue: mpsc::Receiver<T>,
+) {
+    while let Some(first) = queue.recv().await {
+        let Some(s) = state.upgrade() else { return };
+        let (max, commit, what) = {
+            let g = pick(&s);
+            (g.max, g.commit, g.what)
+        };
+        let mut group = vec![first];
+        while group.len() < max {
+            match queue.try_recv() {
+                Ok(more) => group.push(more),
+                Err(_) => break,
+            }
+        }
+        let workers = s.workers.clone();
+        if let Err(e) = workers.run(move || commit(&s, group)).await {
+            tracing::error!(error = %e, what, "a group committer's job failed");
+        }
+    }
+}
