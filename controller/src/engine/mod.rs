@@ -286,6 +286,13 @@ impl Engine {
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
     pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
+        let started = self.start_resolved(req);
+        // The resolution, the snapshot and its text are gone: a large deployment's start was its peak.
+        crate::limits::arenas::give_back();
+        started
+    }
+
+    fn start_resolved(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;

@@ -4,6 +4,11 @@
 //! heap it ever held at once (measured in docs/BENCHMARKS.md, "A fleet of 100,000"). The controller
 //! caps the arenas at start, before any thread is made, unless `MALLOC_ARENA_MAX` is set in its
 //! environment (glibc reads that itself). Other C libraries are left alone.
+//!
+//! glibc also keeps the pages of freed memory resident until the top of a heap is free. A large
+//! deployment's start (its resolution, every node's data) and end (every task's state) are short peaks
+//! of hundreds of MiB: once each is over, the engine calls [`give_back`], and the freed pages go back to
+//! the system instead of staying resident until the controller stops.
 
 /// Arenas the controller asks for: one for the runtime's threads and one for the blocking jobs, which
 /// spend most of their time in the database, not in the allocator.
@@ -45,6 +50,21 @@ fn set(_: i32) -> Arenas {
     Arenas::Unchanged
 }
 
+/// Returns the freed memory of every arena to the system (glibc's `malloc_trim`); whether any was.
+/// It walks the heap, so call it after a peak has passed, not on a hot path.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn give_back() -> bool {
+    // SAFETY: malloc_trim only releases free pages of glibc's own heaps; it takes the arenas' locks, so
+    // other threads may allocate meanwhile.
+    unsafe { libc::malloc_trim(0) == 1 }
+}
+
+/// Other C libraries: nothing to do.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn give_back() -> bool {
+    false
+}
+
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::*;
@@ -58,5 +78,17 @@ mod tests {
             Arenas::Capped(ARENAS)
         };
         assert_eq!(cap_arenas(), want);
+    }
+
+    #[test]
+    fn freed_small_allocations_go_back_to_the_system() {
+        // A peak of small blocks (below the size glibc maps on its own), freed: their pages stay in
+        // the heap until given back.
+        let blocks: Vec<Vec<u8>> = (0..100_000).map(|i| vec![(i % 251) as u8; 1_000]).collect();
+        drop(std::hint::black_box(blocks));
+        assert!(
+            give_back(),
+            "100 MB of freed blocks: glibc had pages to give back"
+        );
     }
 }
