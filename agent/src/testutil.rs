@@ -57,7 +57,7 @@ pub fn list(revision: u64, tasks: Vec<TaskSpec>) -> TaskList {
         nonce: NONCE.into(),
         noop: false,
         cancel: false,
-        tasks,
+        tasks: tasks.into(),
     }
 }
 

@@ -247,7 +247,7 @@ fn pipeline(release: &Release, nodes: &[Node], key: &SigningKey) -> usize {
             nonce: "nonce".into(),
             noop: false,
             cancel: false,
-            tasks: plan.task_specs(node).expect("agent task kinds"),
+            tasks: plan.task_specs(node).expect("agent task kinds").into(),
         };
         let signed = sign_task_list(key, &list);
         bytes += signed.payload.len() + signed.signature.len();

@@ -1,6 +1,7 @@
 //! Publishing a phase: `Store::publish_lists` of one list per node for thousands of nodes at once (what a
-//! large phase's hand-over writes), on both backends. Each list is the load generator's: 20 chained
-//! `shell` tasks. SQLite: a file with WAL and `synchronous=FULL`. PostgreSQL: a scratch server on this
+//! large phase's hand-over writes), on both backends. Two shapes of list: the load generator's (20
+//! chained `shell` tasks, about 1.5 KB) and one of Fuel's size (80 `puppet` tasks with their manifest,
+//! modules and timeouts, about 19 KB). SQLite: a file with WAL and `synchronous=FULL`. PostgreSQL: a scratch server on this
 //! machine with `fsync` on, over TLS. Also the lists' JSON text alone, the part of the write that is not
 //! the database's.
 //!
@@ -73,22 +74,52 @@ fn running(s: &dyn Store) -> (Vec<u64>, u64) {
     (nodes, d.id)
 }
 
-/// A node's list of the load generator's `deploy` graph: 20 chained shell tasks.
-fn list(node_id: u64, deployment_id: u64) -> TaskList {
-    let tasks = (0..20)
-        .map(|i| TaskSpec {
-            id: format!("deploy-{i:02}"),
-            kind: TaskKind::Shell,
-            parameters: serde_json::json!({"cmd": "true", "timeout": 600})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
+/// The shapes of list published.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// The load generator's `deploy` graph: 20 chained shell tasks.
+    Fleet,
+    /// A Fuel-sized role: 80 puppet tasks.
+    Fuel,
+}
+
+/// A node's list of a shape.
+fn list(node_id: u64, deployment_id: u64, shape: Shape) -> TaskList {
+    let task = |i: usize| {
+        let (id, kind, parameters) = match shape {
+            Shape::Fleet => (
+                format!("deploy-{i:02}"),
+                TaskKind::Shell,
+                serde_json::json!({"cmd": "true", "timeout": 600}),
+            ),
+            Shape::Fuel => (
+                format!("task-{i:02}"),
+                TaskKind::Puppet,
+                serde_json::json!({
+                    "puppet_manifest": format!("/etc/puppet/modules/osnailyfacter/modular/task-{i:02}/task-{i:02}.pp"),
+                    "puppet_modules": "/etc/puppet/modules",
+                    "timeout": 3600,
+                    "cwd": "/",
+                    "retries": 3,
+                }),
+            ),
+        };
+        TaskSpec {
+            id,
+            kind,
+            parameters: parameters.as_object().cloned().unwrap_or_default(),
             skip_reason: None,
             waits_for: Vec::new(),
             gated: false,
             manifests: BTreeMap::new(),
-        })
-        .collect();
+        }
+    };
+    let count = match shape {
+        Shape::Fleet => 20,
+        Shape::Fuel => 80,
+    };
+    // One copy per list here; `publish` shares one copy between lists, as a deployment's run does.
+    let tasks = (0..count).map(task).collect();
     TaskList {
         format: TASK_LIST_FORMAT,
         node_key: format!("k{node_id}"),
@@ -106,10 +137,17 @@ fn list(node_id: u64, deployment_id: u64) -> TaskList {
 }
 
 /// Publishes one list per node `iters` times; the time the store took.
-fn publish(s: &dyn Store, nodes: &[u64], dep: u64, iters: u64) -> Duration {
+fn publish(s: &dyn Store, nodes: &[u64], dep: u64, shape: Shape, iters: u64) -> Duration {
     let mut took = Duration::ZERO;
     for _ in 0..iters {
-        let mut lists: Vec<TaskList> = nodes.iter().map(|n| list(*n, dep)).collect();
+        let tasks = list(0, dep, shape).tasks;
+        let mut lists: Vec<TaskList> = nodes
+            .iter()
+            .map(|n| TaskList {
+                tasks: tasks.clone(),
+                ..list(*n, dep, Shape::Fleet)
+            })
+            .collect();
         let start = Instant::now();
         s.publish_lists(dep, &mut lists, &serde_json::json!({}), &[])
             .expect("published");
@@ -128,7 +166,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(NODES));
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
-    let lists: Vec<TaskList> = (0..NODES).map(|n| list(n, 1)).collect();
+    let lists: Vec<TaskList> = (0..NODES).map(|n| list(n, 1, Shape::Fleet)).collect();
     group.bench_function(format!("json-text-only/{NODES}"), |b| {
         b.iter(|| {
             lists
@@ -139,9 +177,11 @@ fn bench(c: &mut Criterion) {
     });
     for (name, store) in backends {
         let (nodes, dep) = running(store);
-        group.bench_function(format!("{name}/{NODES}"), |b| {
-            b.iter_custom(|iters| publish(store, &nodes, dep, iters))
-        });
+        for (shape, shape_name) in [(Shape::Fleet, "fleet"), (Shape::Fuel, "fuel")] {
+            group.bench_function(format!("{name}/{shape_name}/{NODES}"), |b| {
+                b.iter_custom(|iters| publish(store, &nodes, dep, shape, iters))
+            });
+        }
     }
     group.finish();
 }

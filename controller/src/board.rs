@@ -178,7 +178,7 @@ mod tests {
             nonce: String::new(),
             noop: false,
             cancel: false,
-            tasks: vec![],
+            tasks: vec![].into(),
         }
     }
 

@@ -8,7 +8,8 @@
 
 use plinth_common::signing::manifest_digest;
 use plinth_common::wire::{
-    FileManifest, ManifestFile, ManifestKind, TaskKind, TaskSpec, MAX_MANIFEST_FILES,
+    FileManifest, ManifestFile, ManifestKind, TaskKind, TaskList, TaskSpec, Tasks,
+    MAX_MANIFEST_FILES,
 };
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -250,6 +251,27 @@ impl Catalog {
                     }
                 }
             }
+        }
+    }
+
+    /// Seals the lists about to be published: each shared copy of tasks once, and only a copy with a
+    /// file task is copied at all (lists sharing a copy keep sharing the sealed one).
+    pub fn seal_lists(&self, lists: &mut [TaskList]) {
+        // By the original copy's identity: (the original, kept alive so that its identity is not
+        // reused by a copy made meanwhile; the sealed one).
+        let mut sealed: HashMap<usize, (Tasks, Tasks)> = HashMap::new();
+        for list in lists.iter_mut() {
+            let copy = list.tasks.copy_id();
+            if let Some((_, done)) = sealed.get(&copy) {
+                list.tasks = done.clone();
+                continue;
+            }
+            let original = list.tasks.clone();
+            if list.tasks.iter().any(|t| !sources(t).is_empty()) {
+                // A copy of its own (copy on write), sealed once for every list that shares it.
+                self.seal(&mut list.tasks);
+            }
+            sealed.insert(copy, (original, list.tasks.clone()));
         }
     }
 
@@ -501,5 +523,69 @@ mod tests {
         std::fs::write(dir.path().join("mods/a.pp"), "evil").unwrap();
         let fresh = Catalog::new(dir.path().to_path_buf());
         assert_eq!(fresh.sealed_manifest("mods", &digest).unwrap(), None);
+    }
+
+    #[test]
+    fn lists_sharing_their_tasks_are_sealed_once_and_keep_sharing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("mods")).unwrap();
+        std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
+        let c = Catalog::new(dir.path().to_path_buf());
+        let spec = |kind, params: serde_json::Value| TaskSpec {
+            id: "t".into(),
+            kind,
+            parameters: params.as_object().cloned().unwrap(),
+            skip_reason: None,
+            waits_for: vec![],
+            gated: false,
+            manifests: BTreeMap::new(),
+        };
+        let with_files = Tasks::from(vec![spec(
+            TaskKind::Sync,
+            serde_json::json!({"src": "/mods/", "dst": "/x"}),
+        )]);
+        let without = Tasks::from(vec![spec(
+            TaskKind::Shell,
+            serde_json::json!({"cmd": "true"}),
+        )]);
+        let list = |node_id: u64, tasks: &Tasks| TaskList {
+            format: plinth_common::wire::TASK_LIST_FORMAT,
+            node_key: format!("k{node_id}"),
+            node_id,
+            deployment_id: 1,
+            phase: "deploy".into(),
+            revision: 0,
+            issued_at: 0,
+            expires_at: 0,
+            nonce: String::new(),
+            noop: false,
+            cancel: false,
+            tasks: tasks.clone(),
+        };
+        let mut lists = vec![
+            list(1, &with_files),
+            list(2, &without),
+            list(3, &with_files),
+        ];
+        c.seal_lists(&mut lists);
+        let digest = manifest_digest(&c.manifest("mods").unwrap());
+        for i in [0, 2] {
+            assert_eq!(
+                lists[i].tasks[0].manifests["mods"], digest,
+                "list {i} sealed"
+            );
+        }
+        assert!(
+            lists[0].tasks.shares(&lists[2].tasks),
+            "one sealed copy for both"
+        );
+        assert!(
+            with_files[0].manifests.is_empty(),
+            "the run's own copy is left as it was"
+        );
+        assert!(
+            lists[1].tasks.shares(&without),
+            "a list with no file task is not copied"
+        );
     }
 }

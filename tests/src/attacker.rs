@@ -334,7 +334,8 @@ pub fn list(node_key: &str, revision: u64, nonce: &str, marker: &Path) -> TaskLi
             waits_for: vec![],
             gated: false,
             manifests: Default::default(),
-        }],
+        }]
+        .into(),
     }
 }
 

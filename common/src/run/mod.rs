@@ -29,8 +29,8 @@ use crate::strategy::{
     self, Action, InventoryNode, NodeOutcome, SequenceError, Sequencer, Strategy,
 };
 use crate::wire::{
-    DeploymentEvent, DeploymentStatus, NodeStatus, ResultStatus, TaskList, TaskResult, TaskSpec,
-    TASK_LIST_FORMAT,
+    CrossDependency, DeploymentEvent, DeploymentStatus, NodeStatus, ResultStatus, TaskList,
+    TaskResult, Tasks, TASK_LIST_FORMAT,
 };
 
 /// What the caller must do after a call, in order: store (one transaction: `publish`, `stop_orders`,
@@ -925,28 +925,28 @@ impl Run {
     /// A node's list for a phase: its resolved tasks, with waits only on nodes that run the graph type
     /// in this phase or already ran it (a wait on a node of a later group could never be met, so it is
     /// left out).
-    fn phase_tasks(
-        &self,
-        graph_type: &str,
-        node_id: u64,
-        starting: &HashSet<u64>,
-    ) -> Vec<TaskSpec> {
+    fn phase_tasks(&self, graph_type: &str, node_id: u64, starting: &HashSet<u64>) -> Tasks {
         let Some(specs) = self
             .plan
             .graphs
             .get(graph_type)
             .and_then(|p| p.specs.get(&node_id))
         else {
-            return Vec::new();
+            return Tasks::default();
         };
+        let waits = |w: &CrossDependency| {
+            starting.contains(&w.node_id) || self.done.get(graph_type, w.node_id, &w.task).is_some()
+        };
+        // Most lists wait for nothing they would drop: those keep the shared copy (no per-node copy of
+        // a phase's tasks).
+        if specs.iter().all(|s| s.waits_for.iter().all(waits)) {
+            return specs.clone();
+        }
         let mut specs = specs.to_vec();
         for spec in &mut specs {
-            spec.waits_for.retain(|w| {
-                starting.contains(&w.node_id)
-                    || self.done.get(graph_type, w.node_id, &w.task).is_some()
-            });
+            spec.waits_for.retain(waits);
         }
-        specs
+        specs.into()
     }
 }
 
@@ -964,7 +964,7 @@ fn header(list: &TaskList) -> TaskList {
         nonce: list.nonce.clone(),
         noop: list.noop,
         cancel: list.cancel,
-        tasks: Vec::new(),
+        tasks: Tasks::default(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::graph::{FaultToleranceGroup, WaitSet};
-use crate::wire::TaskSpec;
+use crate::wire::Tasks;
 
 /// One node of a deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct RunNode {
 pub struct GraphPlan {
     /// Each node's list (nodes the graph does not run on are absent). Nodes with identical lists share
     /// one (resolution interns them: nodes of one class usually have the same tasks and parameters).
-    pub specs: HashMap<u64, Arc<[TaskSpec]>>,
+    pub specs: HashMap<u64, Tasks>,
     /// Tasks limited to so many nodes at once (`one_by_one`: 1; `parallel` with an `amount`).
     pub limits: HashMap<String, usize>,
     /// The plan's shared wait sets.

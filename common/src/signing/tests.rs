@@ -29,7 +29,8 @@ fn list(node_key: &str, revision: u64, nonce: &str) -> TaskList {
             waits_for: vec![],
             gated: false,
             manifests: Default::default(),
-        }],
+        }]
+        .into(),
     }
 }
 

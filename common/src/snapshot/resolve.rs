@@ -8,7 +8,7 @@ use crate::graph::{
 };
 use crate::model::{Plugin, Policy, StrategyKind};
 use crate::tags::cluster_tags;
-use crate::wire::TaskSpec;
+use crate::wire::{TaskSpec, Tasks};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -211,20 +211,20 @@ fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {
 
 /// One copy of each distinct list: nodes whose lists are equal share it.
 #[derive(Default)]
-struct Interned(HashMap<u64, Vec<Arc<[TaskSpec]>>>);
+struct Interned(HashMap<u64, Vec<Tasks>>);
 
 impl Interned {
-    fn share(&mut self, specs: Vec<TaskSpec>) -> Arc<[TaskSpec]> {
+    fn share(&mut self, specs: Vec<TaskSpec>) -> Tasks {
         // The hash of the list's JSON finds candidates; equality decides.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         serde_json::to_string(&specs)
             .unwrap_or_default()
             .hash(&mut hasher);
         let same = self.0.entry(hasher.finish()).or_default();
-        if let Some(found) = same.iter().find(|s| ***s == *specs) {
+        if let Some(found) = same.iter().find(|s| ***s == specs) {
             return found.clone();
         }
-        let shared: Arc<[TaskSpec]> = specs.into();
+        let shared = Tasks::from(specs);
         same.push(shared.clone());
         shared
     }

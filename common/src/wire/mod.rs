@@ -21,7 +21,7 @@ pub use results::{
     json_len, Refusal, ResultAck, ResultKey, ResultStatus, ResultVerdict, ResultsBatch, TaskResult,
     Verdict, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, OUTPUT_TAIL_BYTES,
 };
-pub use task_list::{CrossDependency, TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
+pub use task_list::{CrossDependency, TaskKind, TaskList, TaskSpec, Tasks, TASK_LIST_FORMAT};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

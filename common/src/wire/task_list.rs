@@ -1,6 +1,8 @@
 //! The task list a node runs: what the controller signs and the agent verifies.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 /// The version of the task list format. An agent refuses any other.
 pub const TASK_LIST_FORMAT: u32 = 1;
@@ -36,7 +38,79 @@ pub struct TaskList {
     #[serde(default, skip_serializing_if = "is_false")]
     pub cancel: bool,
     /// The tasks, in the order to run them.
-    pub tasks: Vec<TaskSpec>,
+    pub tasks: Tasks,
+}
+
+/// A list's tasks, shared: a phase publishes thousands of lists with a few distinct sets of tasks, and
+/// lists given the same set hold one copy (cloning one is a reference count). Read through `Deref` as a
+/// `Vec<TaskSpec>`; a write through `DerefMut` copies them first when they are shared (copy on write),
+/// so a change to one list never shows in another. Serialised as the plain JSON array of tasks.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tasks(Arc<Vec<TaskSpec>>);
+
+impl Tasks {
+    /// Whether two lists hold the very same copy (not only equal tasks).
+    pub fn shares(&self, other: &Tasks) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// An identity of this copy, equal for lists that share it (for grouping lists by their tasks).
+    pub fn copy_id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+}
+
+impl Deref for Tasks {
+    type Target = Vec<TaskSpec>;
+    fn deref(&self) -> &Vec<TaskSpec> {
+        &self.0
+    }
+}
+
+impl DerefMut for Tasks {
+    fn deref_mut(&mut self) -> &mut Vec<TaskSpec> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<Vec<TaskSpec>> for Tasks {
+    fn from(tasks: Vec<TaskSpec>) -> Tasks {
+        Tasks(Arc::new(tasks))
+    }
+}
+
+impl FromIterator<TaskSpec> for Tasks {
+    fn from_iter<I: IntoIterator<Item = TaskSpec>>(iter: I) -> Tasks {
+        Tasks::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Tasks {
+    type Item = &'a TaskSpec;
+    type IntoIter = std::slice::Iter<'a, TaskSpec>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for Tasks {
+    type Item = TaskSpec;
+    type IntoIter = std::vec::IntoIter<TaskSpec>;
+    fn into_iter(self) -> Self::IntoIter {
+        Arc::unwrap_or_clone(self.0).into_iter()
+    }
+}
+
+impl Serialize for Tasks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.as_slice().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Tasks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Tasks, D::Error> {
+        Vec::<TaskSpec>::deserialize(d).map(Tasks::from)
+    }
 }
 
 fn is_false(b: &bool) -> bool {

@@ -254,7 +254,8 @@ mod tests {
                     serde_json::json!({"files": [{"src": "modules/one.pp", "dst": "/o"}]}),
                     &[("modules/one.pp", "d2")],
                 ),
-            ],
+            ]
+            .into(),
         };
         let found = scope(&list, "modules/ntp/init.pp").unwrap();
         assert_eq!(

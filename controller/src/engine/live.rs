@@ -137,9 +137,7 @@ impl Engine {
         if fx.is_empty() {
             return Ok(0);
         }
-        for list in &mut fx.publish {
-            self.files.seal(&mut list.tasks);
-        }
+        self.files.seal_lists(&mut fx.publish);
         let published = fx.publish.len() as u64;
         let mut lists: Vec<TaskList> = fx
             .publish

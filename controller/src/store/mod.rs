@@ -7,6 +7,7 @@
 //!
 //! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
 
+mod bodies;
 mod cluster;
 pub mod postgres;
 mod records;

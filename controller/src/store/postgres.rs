@@ -1089,22 +1089,29 @@ impl Store for PgStore {
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>> {
         self.read(|t| {
             t.opt(
-                "SELECT list FROM task_lists WHERE node_id = $1 AND revision = $2",
+                &format!(
+                    "{} WHERE l.node_id = $1 AND l.revision = $2",
+                    cluster::LISTS
+                ),
                 &[&sql_id(node_id), &sql_id(revision)],
             )?
-            .map(|r| from_json(col(&r, 0, "task list")?, "task list"))
+            .map(|r| cluster::join_row(&mut bodies::Joiner::default(), &r))
             .transpose()
         })
     }
 
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>> {
         self.read(|t| {
+            let mut joiner = bodies::Joiner::default();
             t.query(
-                "SELECT list FROM task_lists WHERE deployment_id = $1 ORDER BY node_id, revision",
+                &format!(
+                    "{} WHERE l.deployment_id = $1 ORDER BY l.node_id, l.revision",
+                    cluster::LISTS
+                ),
                 &[&sql_id(deployment_id)],
             )?
             .iter()
-            .map(|r| from_json(col(r, 0, "task list")?, "task list"))
+            .map(|r| cluster::join_row(&mut joiner, r))
             .collect()
         })
     }
@@ -1542,23 +1549,33 @@ fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResu
             id: missing.to_string(),
         });
     }
-    let (list_nodes, list_revisions, texts): (Vec<i64>, Vec<i64>, Vec<String>) = lists
+    let split = bodies::split(lists);
+    let (hashes, texts): (Vec<&str>, Vec<&str>) = split
+        .bodies
         .iter()
-        .map(|l| (sql_id(l.node_id), sql_id(l.revision), to_json(l)))
-        .fold(
-            (Vec::new(), Vec::new(), Vec::new()),
-            |(mut a, mut b, mut c), (x, y, z)| {
-                a.push(x);
-                b.push(y);
-                c.push(z);
-                (a, b, c)
-            },
-        );
+        .map(|(h, b)| (h.as_str(), b.as_str()))
+        .unzip();
     t.exec(
-        "INSERT INTO task_lists (deployment_id, node_id, revision, list) \
-         SELECT $1, v.node_id, v.revision, v.list \
-         FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[]) AS v(node_id, revision, list)",
-        &[&sql_id(deployment_id), &list_nodes, &list_revisions, &texts],
+        "INSERT INTO task_bodies (hash, tasks) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) \
+         ON CONFLICT (hash) DO NOTHING",
+        &[&hashes, &texts],
+    )?;
+    let (list_nodes, list_revisions): (Vec<i64>, Vec<i64>) = lists
+        .iter()
+        .map(|l| (sql_id(l.node_id), sql_id(l.revision)))
+        .unzip();
+    t.exec(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list, tasks_hash) \
+         SELECT $1, v.node_id, v.revision, v.list, v.tasks_hash \
+         FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::TEXT[]) \
+         AS v(node_id, revision, list, tasks_hash)",
+        &[
+            &sql_id(deployment_id),
+            &list_nodes,
+            &list_revisions,
+            &split.headers,
+            &split.hashes,
+        ],
     )?;
     Ok(())
 }

@@ -191,4 +191,13 @@ CREATE TABLE node_seen (
     last_seen INTEGER NOT NULL
 );
 "#,
+    // Task lists' tasks stored apart, each distinct text once (see `store::bodies`): a list's row keeps
+    // its header and the hash of its tasks; rows from before keep the whole list and no hash.
+    r#"
+CREATE TABLE task_bodies (
+    hash  TEXT PRIMARY KEY,
+    tasks TEXT NOT NULL
+);
+ALTER TABLE task_lists ADD COLUMN tasks_hash TEXT;
+"#,
 ];

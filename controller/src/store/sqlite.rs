@@ -883,28 +883,34 @@ impl Store for SqliteStore {
 
     fn issued_list(&self, node_id: u64, revision: u64) -> StoreResult<Option<TaskList>> {
         self.tx(|tx| {
-            let text: Option<String> = tx
-                .query_row(
-                    "SELECT list FROM task_lists WHERE node_id = ?1 AND revision = ?2",
-                    params![sql_id(node_id), sql_id(revision)],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            text.map(|t| from_json(&t, "task list")).transpose()
+            let mut stmt = tx.prepare_cached(&format!(
+                "{} WHERE l.node_id = ?1 AND l.revision = ?2",
+                cluster::LISTS
+            ))?;
+            let mut rows = stmt.query_map(
+                params![sql_id(node_id), sql_id(revision)],
+                cluster::list_row,
+            )?;
+            rows.next()
+                .transpose()?
+                .map(|row| cluster::join_row(&mut bodies::Joiner::default(), row))
+                .transpose()
         })
     }
 
     fn published_lists(&self, deployment_id: u64) -> StoreResult<Vec<TaskList>> {
         self.tx(|tx| {
-            let mut stmt = tx.prepare_cached(
-                "SELECT list FROM task_lists WHERE deployment_id = ?1 ORDER BY node_id, revision",
-            )?;
-            let rows = stmt.query_map([sql_id(deployment_id)], |r| r.get::<_, String>(0))?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(from_json(&row?, "task list")?);
-            }
-            Ok(out)
+            let mut stmt = tx.prepare_cached(&format!(
+                "{} WHERE l.deployment_id = ?1 ORDER BY l.node_id, l.revision",
+                cluster::LISTS
+            ))?;
+            let rows = stmt
+                .query_map([sql_id(deployment_id)], cluster::list_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut joiner = bodies::Joiner::default();
+            rows.into_iter()
+                .map(|row| cluster::join_row(&mut joiner, row))
+                .collect()
         })
     }
 
@@ -1307,29 +1313,49 @@ fn cluster_row(tx: &Connection, cluster_id: u64) -> StoreResult<ClusterRecord> {
 
 /// Inserts lists, each with the next revision of the controller-wide counter.
 fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> StoreResult<()> {
-    let mut next = tx.prepare_cached(
-        "UPDATE counters SET value = value + 1 WHERE name = 'revision' RETURNING value",
-    )?;
+    if lists.is_empty() {
+        return Ok(());
+    }
+    // The lists' revisions in one step of the counter: the next `n`, in the lists' order.
+    let n = i64::try_from(lists.len()).unwrap_or(i64::MAX);
+    let last: i64 = tx
+        .prepare_cached(
+            "UPDATE counters SET value = value + ?1 WHERE name = 'revision' RETURNING value",
+        )?
+        .query_row([n], |r| r.get(0))?;
     let mut bump =
         tx.prepare_cached("UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision")?;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for list in lists.iter_mut() {
-        let next: i64 = next.query_row([], |r| r.get(0))?;
-        let revision: Option<i64> = bump
-            .query_row(params![sql_id(list.node_id), next], |r| r.get(0))
+    for (i, list) in lists.iter_mut().enumerate() {
+        let revision = last - n + 1 + i64::try_from(i).unwrap_or(0);
+        let bumped: Option<i64> = bump
+            .query_row(params![sql_id(list.node_id), revision], |r| r.get(0))
             .optional()?;
-        let revision = revision.ok_or_else(|| StoreError::NotFound {
-            kind: "node",
-            id: list.node_id.to_string(),
-        })?;
+        if bumped.is_none() {
+            return Err(StoreError::NotFound {
+                kind: "node",
+                id: list.node_id.to_string(),
+            });
+        }
         list.revision = id(revision);
+    }
+    let split = bodies::split(lists);
+    let mut body = tx.prepare_cached(
+        "INSERT INTO task_bodies (hash, tasks) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+    )?;
+    for (hash, tasks) in &split.bodies {
+        body.execute(params![hash, tasks])?;
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO task_lists (deployment_id, node_id, revision, list, tasks_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for ((list, header), hash) in lists.iter().zip(&split.headers).zip(&split.hashes) {
         insert.execute(params![
             sql_id(deployment_id),
             sql_id(list.node_id),
-            revision,
-            to_json(&*list)
+            sql_id(list.revision),
+            header,
+            hash
         ])?;
     }
     Ok(())

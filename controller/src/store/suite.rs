@@ -258,7 +258,8 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             waits_for: vec![],
             gated: false,
             manifests: Default::default(),
-        }],
+        }]
+        .into(),
     };
     let state = serde_json::json!({"step": 1});
     let mut first = [list(0)];
@@ -504,7 +505,7 @@ pub(super) fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
         nonce: String::new(),
         noop: false,
         cancel: false,
-        tasks: vec![],
+        tasks: vec![].into(),
     }
 }
 

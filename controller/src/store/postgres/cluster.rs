@@ -3,11 +3,13 @@
 
 use super::bridge::Tx;
 use super::{col, from_json, id, sql_id, sql_ids};
+use crate::store::bodies::Joiner;
 use crate::store::{
     claim_outcome, ControllerBeat, ControllerRecord, Fence, LeaseRecord, StoreError, StoreResult,
     SEQUENCER_LEASE,
 };
 use plinth_common::wire::{TaskList, TaskResult};
+use tokio_postgres::Row;
 
 /// How long a silent controller stays listed.
 const FORGET_AFTER_MS: i64 = 3_600_000;
@@ -160,14 +162,29 @@ pub(super) fn running_ids(t: &Tx) -> StoreResult<Vec<u64>> {
     .collect()
 }
 
+/// Task lists' rows with their tasks (`l` the list, `b` its tasks' body; see `store::bodies`).
+pub(super) const LISTS: &str = "SELECT l.list, l.tasks_hash, b.tasks FROM task_lists l \
+     LEFT JOIN task_bodies b ON b.hash = l.tasks_hash";
+
+/// A list from a row of [`LISTS`].
+pub(super) fn join_row(joiner: &mut Joiner, r: &Row) -> StoreResult<TaskList> {
+    let header: &str = col(r, 0, "task list")?;
+    let hash: Option<&str> = col(r, 1, "task list")?;
+    let body: Option<&str> = col(r, 2, "task list")?;
+    joiner.join(header, hash, body)
+}
+
 pub(super) fn lists_after(t: &Tx, revision: u64) -> StoreResult<Vec<TaskList>> {
+    let mut joiner = Joiner::default();
     t.query(
-        "SELECT l.list FROM task_lists l JOIN deployments d ON d.id = l.deployment_id \
-         WHERE l.revision > $1 AND d.status = 'running' ORDER BY l.revision",
+        &format!(
+            "{LISTS} JOIN deployments d ON d.id = l.deployment_id \
+             WHERE l.revision > $1 AND d.status = 'running' ORDER BY l.revision"
+        ),
         &[&sql_id(revision)],
     )?
     .iter()
-    .map(|r| from_json(col(r, 0, "task list")?, "task list"))
+    .map(|r| join_row(&mut joiner, r))
     .collect()
 }
 

@@ -3,6 +3,7 @@
 //! there for the suite that holds both backends to one behaviour.
 
 use super::{from_json, id, sql_id};
+use crate::store::bodies::Joiner;
 use crate::store::{
     claim_outcome, ControllerBeat, ControllerRecord, LeaseRecord, StoreResult, SEQUENCER_LEASE,
 };
@@ -110,15 +111,36 @@ pub(super) fn running_ids(tx: &Connection) -> StoreResult<Vec<u64>> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Task lists' rows with their tasks (`l` the list, `b` its tasks' body; see `store::bodies`).
+pub(super) const LISTS: &str = "SELECT l.list, l.tasks_hash, b.tasks FROM task_lists l \
+     LEFT JOIN task_bodies b ON b.hash = l.tasks_hash";
+
+/// A row of [`LISTS`]: header, tasks hash, tasks text.
+pub(super) type ListRow = (String, Option<String>, Option<String>);
+
+pub(super) fn list_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ListRow> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
+pub(super) fn join_row(
+    joiner: &mut Joiner,
+    (header, hash, body): ListRow,
+) -> StoreResult<TaskList> {
+    joiner.join(&header, hash.as_deref(), body.as_deref())
+}
+
 pub(super) fn lists_after(tx: &Connection, revision: u64) -> StoreResult<Vec<TaskList>> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT l.list FROM task_lists l JOIN deployments d ON d.id = l.deployment_id \
-         WHERE l.revision > ?1 AND d.status = 'running' ORDER BY l.revision",
-    )?;
-    let texts = stmt
-        .query_map([sql_id(revision)], |r| r.get::<_, String>(0))?
+    let mut stmt = tx.prepare_cached(&format!(
+        "{LISTS} JOIN deployments d ON d.id = l.deployment_id \
+         WHERE l.revision > ?1 AND d.status = 'running' ORDER BY l.revision"
+    ))?;
+    let rows = stmt
+        .query_map([sql_id(revision)], list_row)?
         .collect::<Result<Vec<_>, _>>()?;
-    texts.iter().map(|t| from_json(t, "task list")).collect()
+    let mut joiner = Joiner::default();
+    rows.into_iter()
+        .map(|row| join_row(&mut joiner, row))
+        .collect()
 }
 
 pub(super) fn node_results(

@@ -43,3 +43,55 @@ fn acknowledged_writes_are_durable() {
         .unwrap();
     assert_eq!((mode.as_str(), sync), ("wal", 2), "2 is FULL");
 }
+
+#[test]
+fn lists_stored_whole_before_their_tasks_were_kept_apart_read_back() {
+    let s = SqliteStore::in_memory().unwrap();
+    let (nodes, dep) = crate::store::suite::running_deployment(&s, 2);
+    // Published now: header and tasks apart.
+    let mut fresh = vec![crate::store::suite::empty_list(nodes[0], dep.id)];
+    fresh[0].tasks = vec![plinth_common::wire::TaskSpec {
+        id: "t".into(),
+        kind: plinth_common::wire::TaskKind::Shell,
+        parameters: serde_json::json!({"cmd": "true"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        skip_reason: None,
+        waits_for: Vec::new(),
+        gated: false,
+        manifests: Default::default(),
+    }]
+    .into();
+    s.publish_lists(dep.id, &mut fresh, &serde_json::json!({}), &[])
+        .unwrap();
+    // Written as lists were before migration 10: whole, with no tasks hash.
+    let mut old = fresh[0].clone();
+    old.node_id = nodes[1];
+    old.revision = fresh[0].revision + 100;
+    s.conn
+        .lock()
+        .unwrap()
+        .execute(
+            "INSERT INTO task_lists (deployment_id, node_id, revision, list) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                sql_id(dep.id),
+                sql_id(old.node_id),
+                sql_id(old.revision),
+                to_json(&old)
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        s.issued_list(nodes[0], fresh[0].revision).unwrap(),
+        Some(fresh[0].clone())
+    );
+    assert_eq!(
+        s.issued_list(old.node_id, old.revision).unwrap(),
+        Some(old.clone())
+    );
+    assert_eq!(
+        s.published_lists(dep.id).unwrap(),
+        vec![fresh[0].clone(), old]
+    );
+}
