@@ -76,6 +76,8 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
             return;
         }
     };
+    let mut notices = Vec::new();
+    let mut answers = Vec::with_capacity(group.len());
     for (item, node) in group.into_iter().zip(written) {
         let node = node.and_then(|node| {
             // A valid enrollment token admits a node that registered earlier without one.
@@ -86,8 +88,14 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
         });
         if let Ok(node) = &node {
             s.nodes.upsert(node);
-            s.store.notify(&crate::store::Notice::Node { id: node.id });
+            notices.push(crate::store::Notice::Node { id: node.id });
         }
-        let _ = item.answer.send(node.map_err(ApiError::from));
+        answers.push((item.answer, node.map_err(ApiError::from)));
+    }
+    // Other controllers learn of the nodes before any is told it is registered (its next request may
+    // go to one of them): one round trip for the group.
+    s.store.notify_all(&notices);
+    for (answer, node) in answers {
+        let _ = answer.send(node);
     }
 }

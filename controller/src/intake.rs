@@ -146,15 +146,17 @@ fn commit(s: &AppState, group: Vec<Report>) {
         }
         answers.push((j.report.answer, verdicts));
     }
+    let mut notices = Vec::new();
     for (deployment, nodes) in to_tell {
         let nodes: Vec<u64> = nodes.into_iter().collect();
         for chunk in nodes.chunks(crate::store::NODES_PER_NOTICE) {
-            s.store.notify(&Notice::Results {
+            notices.push(Notice::Results {
                 deployment,
                 nodes: chunk.to_vec(),
             });
         }
     }
+    s.store.notify_all(&notices);
     if !fresh.is_empty() {
         let started = std::time::Instant::now();
         let published = s.engine.on_result_batches(&fresh);

@@ -438,6 +438,13 @@ pub trait Store: Send + Sync + 'static {
     /// Sends a notice to every controller listening on this database (after the caller's writes
     /// committed). Best effort: a lost notice is made up for by the periodic checks.
     fn notify(&self, _notice: &Notice) {}
+    /// Sends several notices as [`Store::notify`] sends one (in one round trip where the database
+    /// allows: a group of registrations or results notices every node of it).
+    fn notify_all(&self, notices: &[Notice]) {
+        for notice in notices {
+            self.notify(notice);
+        }
+    }
     /// Notices other controllers send (each controller's own included), if this database carries them:
     /// the first caller gets the receiver; `None` for SQLite (one controller alone).
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {

@@ -1427,6 +1427,23 @@ impl Store for PgStore {
         }
     }
 
+    fn notify_all(&self, notices: &[Notice]) {
+        if notices.is_empty() {
+            return;
+        }
+        let payloads: Vec<String> = notices.iter().map(Notice::payload).collect();
+        let sent = self.tx(Mode::Write, None, |t| {
+            t.exec(
+                "SELECT pg_notify($1, p) FROM UNNEST($2::TEXT[]) AS p",
+                &[&listen::CHANNEL, &payloads],
+            )
+            .map(|_| ())
+        });
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, notices = payloads.len(), "cannot notify the other controllers");
+        }
+    }
+
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
         let target = self
             .listen_target

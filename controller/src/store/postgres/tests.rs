@@ -234,3 +234,35 @@ fn last_seen_flushes_never_collide_with_a_step_updating_the_same_nodes() {
     let node = step.get_node(nodes[0]).unwrap();
     assert_eq!((node.status, node.last_seen_ms), (NodeStatus::Ready, 1_001));
 }
+
+#[test]
+fn notices_sent_together_all_reach_a_listener_in_order() {
+    let server = server();
+    let store = PgStore::open(&server.fresh_database().unwrap()).unwrap();
+    let mut notices = store.listen().expect("PostgreSQL carries notices");
+    // The listener connects on its own: send rounds until one whole round has arrived after it did.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut got: Vec<Notice> = Vec::new();
+    for round in 0u64.. {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "received only {got:?}"
+        );
+        let sent = [
+            Notice::Node { id: round * 10 + 1 },
+            Notice::Results {
+                deployment: round,
+                nodes: vec![1, 2, 3],
+            },
+            Notice::Node { id: round * 10 + 2 },
+        ];
+        store.notify_all(&sent);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        while let Ok(n) = notices.try_recv() {
+            got.push(n);
+        }
+        if got.windows(3).any(|w| w == sent) {
+            break;
+        }
+    }
+}
