@@ -13,66 +13,12 @@ use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
 use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
 use std::collections::BTreeMap;
+
+mod support;
 use std::time::{Duration, Instant};
 
 /// Lists published at once: a phase of a large deployment.
 const NODES: u64 = 4_000;
-
-/// `NODES` accepted nodes and a running deployment on them; returns (node ids, deployment).
-fn running(s: &dyn Store) -> (Vec<u64>, u64) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .expect("release");
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .expect("cluster");
-    let nodes: Vec<u64> = (0..NODES)
-        .map(|i| {
-            s.register_node(
-                &NodeRegistration {
-                    node_key: format!("k{i}"),
-                    public_key: format!("pk{i}"),
-                    name: format!("n{i}"),
-                    facts: serde_json::json!({}),
-                    tags: vec![],
-                    labels: BTreeMap::new(),
-                    rack: None,
-                    now_ms: 1,
-                    max_discovered: NODES,
-                },
-                NodeAdmission::Accepted,
-            )
-            .expect("node")
-            .id
-        })
-        .collect();
-    let d = s
-        .create_deployment(&NewDeployment {
-            inputs: "null".into(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: nodes.clone(),
-            options: serde_json::json!({}),
-            state: serde_json::json!({}),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
-        .expect("deployment");
-    (nodes, d.id)
-}
 
 /// The shapes of list published.
 #[derive(Clone, Copy)]
@@ -176,7 +122,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     for (name, store) in backends {
-        let (nodes, dep) = running(store);
+        let (nodes, dep) = support::running(store, NODES);
         for (shape, shape_name) in [(Shape::Fleet, "fleet"), (Shape::Fuel, "fuel")] {
             group.bench_function(format!("{name}/{shape_name}/{NODES}"), |b| {
                 b.iter_custom(|iters| publish(store, &nodes, dep, shape, iters))

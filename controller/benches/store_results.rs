@@ -10,61 +10,10 @@ use plinth_common::wire::{ResultStatus, TaskResult};
 use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
 use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// A running deployment on one node; returns (node, deployment).
-fn running(s: &dyn Store) -> (u64, u64) {
-    let rel = s
-        .create_release(
-            &NewRelease {
-                name: "r".into(),
-                version: "1".into(),
-                data: serde_json::json!({}),
-            },
-            &BTreeMap::new(),
-        )
-        .expect("release");
-    let c = s
-        .create_cluster(&NewCluster {
-            name: "c".into(),
-            release_id: rel.id,
-            settings: serde_json::json!({}),
-            generated: serde_json::Value::Null,
-        })
-        .expect("cluster");
-    let n = s
-        .register_node(
-            &NodeRegistration {
-                node_key: "k".into(),
-                public_key: "pk".into(),
-                name: "n".into(),
-                facts: serde_json::json!({}),
-                tags: vec![],
-                labels: BTreeMap::new(),
-                rack: None,
-                now_ms: 1,
-                max_discovered: 10,
-            },
-            NodeAdmission::Accepted,
-        )
-        .expect("node");
-    let d = s
-        .create_deployment(&NewDeployment {
-            inputs: "null".into(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: vec![n.id],
-            options: serde_json::json!({}),
-            state: serde_json::json!({}),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
-        .expect("deployment");
-    (n.id, d.id)
-}
+mod support;
 
 fn result(deployment_id: u64, n: u64) -> TaskResult {
     TaskResult {
@@ -120,7 +69,8 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
     for (name, store) in backends {
-        let (node, dep) = running(store);
+        let (nodes, dep) = support::running(store, 1);
+        let node = nodes[0];
         let next = AtomicU64::new(0);
         for threads in [1u64, 8] {
             group.bench_function(format!("{name}/{threads}-threads"), |b| {

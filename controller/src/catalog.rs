@@ -484,14 +484,9 @@ mod tests {
         assert_eq!(c.manifest("m").unwrap().files[1].mode, 0o4755);
     }
 
-    #[test]
-    fn sealing_writes_each_sources_digest_and_keeps_the_manifest() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("mods")).unwrap();
-        std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
-        std::fs::write(dir.path().join("tool"), "t").unwrap();
-        let c = Catalog::new(dir.path().to_path_buf());
-        let spec = |kind, params: serde_json::Value| TaskSpec {
+    /// A task of a kind with its parameters, not sealed yet.
+    fn spec(kind: TaskKind, params: serde_json::Value) -> TaskSpec {
+        TaskSpec {
             id: "t".into(),
             kind,
             parameters: params.as_object().cloned().unwrap(),
@@ -499,7 +494,16 @@ mod tests {
             waits_for: vec![],
             gated: false,
             manifests: BTreeMap::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn sealing_writes_each_sources_digest_and_keeps_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("mods")).unwrap();
+        std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
+        std::fs::write(dir.path().join("tool"), "t").unwrap();
+        let c = Catalog::new(dir.path().to_path_buf());
         let mut tasks = vec![
             spec(
                 TaskKind::Sync,
@@ -531,15 +535,6 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("mods")).unwrap();
         std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
         let c = Catalog::new(dir.path().to_path_buf());
-        let spec = |kind, params: serde_json::Value| TaskSpec {
-            id: "t".into(),
-            kind,
-            parameters: params.as_object().cloned().unwrap(),
-            skip_reason: None,
-            waits_for: vec![],
-            gated: false,
-            manifests: BTreeMap::new(),
-        };
         let with_files = Tasks::from(vec![spec(
             TaskKind::Sync,
             serde_json::json!({"src": "/mods/", "dst": "/x"}),

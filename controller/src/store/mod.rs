@@ -104,6 +104,24 @@ pub struct ClusterRecords {
     pub old_states: OldStates,
 }
 
+/// An accepted node's model fields after it registers again: what it says of its name, tags, labels
+/// and rack is kept apart (`reported`) when it differs from what the node is, and forgotten when not.
+fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
+    let said = Reported {
+        name: reg.name.clone(),
+        tags: reg.tags.clone(),
+        labels: reg.labels.clone(),
+        rack: reg.rack.clone(),
+    };
+    let same = said.name == node.name
+        && said.tags == node.tags
+        && said.labels == node.labels
+        && said.rack == node.rack;
+    let mut fields = node.model.clone();
+    fields.reported = (!same).then_some(said);
+    fields
+}
+
 /// The content hash a state blob is stored under.
 pub fn blob_hash(value: &serde_json::Value) -> String {
     text_hash(&value.to_string())

@@ -1612,18 +1612,7 @@ fn register_one(
         Some(node_id) => {
             let node = one_node(tx, id(node_id))?;
             if node.admission == NodeAdmission::Accepted {
-                let said = Reported {
-                    name: reg.name.clone(),
-                    tags: reg.tags.clone(),
-                    labels: reg.labels.clone(),
-                    rack: reg.rack.clone(),
-                };
-                let same = said.name == node.name
-                    && said.tags == node.tags
-                    && said.labels == node.labels
-                    && said.rack == node.rack;
-                let mut fields = node.model.clone();
-                fields.reported = (!same).then_some(said);
+                let fields = with_reported(&node, reg);
                 tx.execute(
                     "UPDATE nodes SET facts = ?2, last_seen = ?3, model = ?4 WHERE id = ?1",
                     params![node_id, to_json(&reg.facts), reg.now_ms, to_json(&fields)],

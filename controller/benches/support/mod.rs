@@ -1,0 +1,60 @@
+//! What the store benchmarks share: a cluster with accepted nodes and a deployment running on them.
+
+use plinth_controller::store::*;
+use std::collections::BTreeMap;
+
+/// `count` accepted nodes and a running deployment on them; returns (node ids, deployment).
+pub fn running(s: &dyn Store, count: u64) -> (Vec<u64>, u64) {
+    let rel = s
+        .create_release(
+            &NewRelease {
+                name: "r".into(),
+                version: "1".into(),
+                data: serde_json::json!({}),
+            },
+            &BTreeMap::new(),
+        )
+        .expect("release");
+    let c = s
+        .create_cluster(&NewCluster {
+            name: "c".into(),
+            release_id: rel.id,
+            settings: serde_json::json!({}),
+            generated: serde_json::Value::Null,
+        })
+        .expect("cluster");
+    let nodes: Vec<u64> = (0..count)
+        .map(|i| {
+            s.register_node(
+                &NodeRegistration {
+                    node_key: format!("k{i}"),
+                    public_key: format!("pk{i}"),
+                    name: format!("n{i}"),
+                    facts: serde_json::json!({}),
+                    tags: vec![],
+                    labels: BTreeMap::new(),
+                    rack: None,
+                    now_ms: 1,
+                    max_discovered: count,
+                },
+                NodeAdmission::Accepted,
+            )
+            .expect("node")
+            .id
+        })
+        .collect();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: "null".into(),
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: nodes.clone(),
+            options: serde_json::json!({}),
+            state: serde_json::json!({}),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .expect("deployment");
+    (nodes, d.id)
+}
