@@ -8,7 +8,7 @@
 //! `cargo bench -p plinth-controller --bench store_lists`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use plinth_common::wire::{TaskKind, TaskList, TaskSpec, TASK_LIST_FORMAT};
+use plinth_common::wire::{TaskKind, TaskList, TaskSpec};
 use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
 use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
@@ -66,20 +66,13 @@ fn list(node_id: u64, deployment_id: u64, shape: Shape) -> TaskList {
     };
     // One copy per list here; `publish` shares one copy between lists, as a deployment's run does.
     let tasks = (0..count).map(task).collect();
-    TaskList {
-        format: TASK_LIST_FORMAT,
-        node_key: format!("k{node_id}"),
+    TaskList::unpublished(
+        format!("k{node_id}"),
         node_id,
         deployment_id,
-        phase: "deploy".into(),
-        revision: 0,
-        issued_at: 0,
-        expires_at: 0,
-        nonce: String::new(),
-        noop: false,
-        cancel: false,
+        "deploy",
         tasks,
-    }
+    )
 }
 
 /// Publishes one list per node `iters` times; the time the store took.

@@ -543,19 +543,8 @@ mod tests {
             TaskKind::Shell,
             serde_json::json!({"cmd": "true"}),
         )]);
-        let list = |node_id: u64, tasks: &Tasks| TaskList {
-            format: plinth_common::wire::TASK_LIST_FORMAT,
-            node_key: format!("k{node_id}"),
-            node_id,
-            deployment_id: 1,
-            phase: "deploy".into(),
-            revision: 0,
-            issued_at: 0,
-            expires_at: 0,
-            nonce: String::new(),
-            noop: false,
-            cancel: false,
-            tasks: tasks.clone(),
+        let list = |node_id: u64, tasks: &Tasks| {
+            TaskList::unpublished(format!("k{node_id}"), node_id, 1, "deploy", tasks.clone())
         };
         let mut lists = vec![
             list(1, &with_files),

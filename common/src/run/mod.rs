@@ -30,7 +30,7 @@ use crate::strategy::{
 };
 use crate::wire::{
     CrossDependency, DeploymentEvent, DeploymentStatus, NodeStatus, ResultStatus, TaskList,
-    TaskResult, Tasks, TASK_LIST_FORMAT,
+    TaskResult, Tasks,
 };
 
 /// What the caller must do after a call, in order: store (one transaction: `publish`, `stop_orders`,
@@ -730,20 +730,16 @@ impl Run {
                                     progressed = true;
                                 }
                                 Ok(tasks) => {
+                                    // Its revision is given by the store when it is published.
                                     lists.push(TaskList {
-                                        format: TASK_LIST_FORMAT,
-                                        node_key: node.node_key.clone(),
-                                        node_id: id,
-                                        deployment_id: self.plan.deployment_id,
-                                        phase: phase.clone(),
-                                        // Assigned by the store when the list is published.
-                                        revision: 0,
-                                        issued_at: 0,
-                                        expires_at: 0,
-                                        nonce: String::new(),
                                         noop: self.plan.noop,
-                                        cancel: false,
-                                        tasks,
+                                        ..TaskList::unpublished(
+                                            node.node_key.clone(),
+                                            id,
+                                            self.plan.deployment_id,
+                                            phase.clone(),
+                                            tasks,
+                                        )
                                     });
                                     placed.push((group.clone(), phase.clone(), graph_type.clone()));
                                 }

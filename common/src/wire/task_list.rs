@@ -113,6 +113,34 @@ impl<'de> Deserialize<'de> for Tasks {
     }
 }
 
+impl TaskList {
+    /// A list for a node and phase as a deployment's run makes it, before it is published: revision,
+    /// signing times and nonce are given later (by the store and at each poll), not no-op, not an order to
+    /// stop.
+    pub fn unpublished(
+        node_key: impl Into<String>,
+        node_id: u64,
+        deployment_id: u64,
+        phase: impl Into<String>,
+        tasks: Tasks,
+    ) -> TaskList {
+        TaskList {
+            format: TASK_LIST_FORMAT,
+            node_key: node_key.into(),
+            node_id,
+            deployment_id,
+            phase: phase.into(),
+            revision: 0,
+            issued_at: 0,
+            expires_at: 0,
+            nonce: String::new(),
+            noop: false,
+            cancel: false,
+            tasks,
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

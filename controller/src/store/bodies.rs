@@ -105,34 +105,24 @@ impl Joiner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plinth_common::wire::{TaskKind, TaskSpec, TASK_LIST_FORMAT};
+    use plinth_common::wire::{TaskKind, TaskSpec};
 
     fn list(node_id: u64, cmd: &str) -> TaskList {
+        let tasks = vec![TaskSpec {
+            id: "t".into(),
+            kind: TaskKind::Shell,
+            parameters: serde_json::json!({"cmd": cmd})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            skip_reason: None,
+            waits_for: Vec::new(),
+            gated: false,
+            manifests: Default::default(),
+        }];
         TaskList {
-            format: TASK_LIST_FORMAT,
-            node_key: format!("k{node_id}"),
-            node_id,
-            deployment_id: 1,
-            phase: "deploy".into(),
             revision: node_id + 10,
-            issued_at: 0,
-            expires_at: 0,
-            nonce: String::new(),
-            noop: false,
-            cancel: false,
-            tasks: vec![TaskSpec {
-                id: "t".into(),
-                kind: TaskKind::Shell,
-                parameters: serde_json::json!({"cmd": cmd})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-                skip_reason: None,
-                waits_for: Vec::new(),
-                gated: false,
-                manifests: Default::default(),
-            }]
-            .into(),
+            ..TaskList::unpublished(format!("k{node_id}"), node_id, 1, "deploy", tasks.into())
         }
     }
 

@@ -493,20 +493,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
 }
 
 pub(super) fn empty_list(node_id: u64, deployment_id: u64) -> TaskList {
-    TaskList {
-        format: TASK_LIST_FORMAT,
-        node_key: String::new(),
-        node_id,
-        deployment_id,
-        phase: "deploy".into(),
-        revision: 0,
-        issued_at: 0,
-        expires_at: 0,
-        nonce: String::new(),
-        noop: false,
-        cancel: false,
-        tasks: vec![].into(),
-    }
+    TaskList::unpublished("", node_id, deployment_id, "deploy", Default::default())
 }
 
 fn concurrent_publishes_take_distinct_revisions(s: &dyn Store) {
