@@ -9,8 +9,6 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use plinth_common::wire::{TaskKind, TaskList, TaskSpec};
-use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
-use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
 use std::collections::BTreeMap;
 
@@ -96,11 +94,8 @@ fn publish(s: &dyn Store, nodes: &[u64], dep: u64, shape: Shape, iters: u64) -> 
 }
 
 fn bench(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let sqlite = SqliteStore::open(&dir.path().join("bench.db")).expect("sqlite");
-    let server = ScratchPostgres::start_durable().expect("a scratch PostgreSQL");
-    let pg = PgStore::open(&server.fresh_database().expect("a database")).expect("postgres");
-    let backends: [(&str, &dyn Store); 2] = [("sqlite", &sqlite), ("postgres", &pg)];
+    let stores = support::Backends::start();
+    let backends = stores.both();
     let mut group = c.benchmark_group("publish_lists");
     group.throughput(Throughput::Elements(NODES));
     group.sample_size(10);

@@ -7,8 +7,6 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use plinth_common::wire::{ResultStatus, TaskResult};
-use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
-use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -59,11 +57,8 @@ fn store_many(
 }
 
 fn bench(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let sqlite = SqliteStore::open(&dir.path().join("bench.db")).expect("sqlite");
-    let server = ScratchPostgres::start_durable().expect("a scratch PostgreSQL");
-    let pg = PgStore::open(&server.fresh_database().expect("a database")).expect("postgres");
-    let backends: [(&str, &dyn Store); 2] = [("sqlite", &sqlite), ("postgres", &pg)];
+    let stores = support::Backends::start();
+    let backends = stores.both();
     let mut group = c.benchmark_group("store_results");
     group.throughput(Throughput::Elements(1));
     group.sample_size(20);

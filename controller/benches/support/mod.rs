@@ -1,7 +1,40 @@
 //! What the store benchmarks share: a cluster with accepted nodes and a deployment running on them.
 
+use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::sqlite::SqliteStore;
 use plinth_controller::store::*;
 use std::collections::BTreeMap;
+
+/// Both backends, fresh: SQLite in a temporary file (WAL, `synchronous=FULL`), PostgreSQL on a scratch
+/// server of this machine with `fsync` on, over TLS.
+pub struct Backends {
+    // Declared first, dropped first: the stores close before their file and server go.
+    sqlite: SqliteStore,
+    pg: PgStore,
+    _server: ScratchPostgres,
+    _dir: tempfile::TempDir,
+}
+
+impl Backends {
+    /// Opens both (starting the scratch server).
+    pub fn start() -> Backends {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let sqlite = SqliteStore::open(&dir.path().join("bench.db")).expect("sqlite");
+        let server = ScratchPostgres::start_durable().expect("a scratch PostgreSQL");
+        let pg = PgStore::open(&server.fresh_database().expect("a database")).expect("postgres");
+        Backends {
+            sqlite,
+            pg,
+            _server: server,
+            _dir: dir,
+        }
+    }
+
+    /// Each store with its name.
+    pub fn both(&self) -> [(&'static str, &dyn Store); 2] {
+        [("sqlite", &self.sqlite), ("postgres", &self.pg)]
+    }
+}
 
 /// `count` accepted nodes and a running deployment on them; returns (node ids, deployment).
 pub fn running(s: &dyn Store, count: u64) -> (Vec<u64>, u64) {
