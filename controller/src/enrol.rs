@@ -6,22 +6,21 @@
 //! own refusal, exactly as when they were written one by one.
 
 use crate::api::error::ApiError;
-use crate::groups::Groups;
+use crate::groups::{Answer, Groups};
 use crate::state::AppState;
 use crate::store::{NodeAdmission, NodeRecord, NodeRegistration};
 use std::sync::Arc;
-use tokio::sync::oneshot;
 
 /// The most registrations written in one transaction.
 pub const MAX_GROUP: usize = 256;
 
 /// One agent's registration waiting for the committer.
-pub struct Enrolment {
+struct Enrolment {
     record: NodeRegistration,
     admission: NodeAdmission,
     /// A valid enrollment token came with it: a node registered earlier without one is accepted now.
     token_ok: bool,
-    answer: oneshot::Sender<Result<NodeRecord, ApiError>>,
+    answer: Answer<NodeRecord>,
 }
 
 /// The registrations committer.
@@ -45,19 +44,16 @@ impl Enrol {
         admission: NodeAdmission,
         token_ok: bool,
     ) -> Result<NodeRecord, ApiError> {
-        let (answer, answered) = oneshot::channel();
-        let item = Enrolment {
-            record,
-            admission,
-            token_ok,
-            answer,
-        };
-        Groups::submit(state, |s| &s.enrol.groups, item)
+        state
+            .enrol
+            .groups
+            .ask(state, |answer| Enrolment {
+                record,
+                admission,
+                token_ok,
+                answer,
+            })
             .await
-            .map_err(|_| ApiError::internal("the registrations committer stopped"))?;
-        answered
-            .await
-            .map_err(|_| ApiError::internal("the registrations committer dropped a registration"))?
     }
 }
 

@@ -4,9 +4,10 @@
 //! items that arrive while a commit runs make up the next group. Each item carries its own answer
 //! channel, and the commit answers every item of its group.
 
+use crate::api::error::ApiError;
 use crate::state::AppState;
 use std::sync::{Arc, OnceLock, Weak};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// Items waiting for a committer before senders wait to queue theirs.
 const QUEUE: usize = 8_192;
@@ -14,13 +15,16 @@ const QUEUE: usize = 8_192;
 /// Writes one group on the blocking pool; it answers every item of the group.
 pub type Commit<T> = fn(&AppState, Vec<T>);
 
+/// Where a committer sends an item's answer.
+pub type Answer<R> = oneshot::Sender<Result<R, ApiError>>;
+
 /// One committer's queue (its task starts with the first item).
 pub struct Groups<T> {
     queue: OnceLock<mpsc::Sender<T>>,
     /// The most items written in one transaction.
     max: usize,
     commit: Commit<T>,
-    /// What the committer writes, for its log lines ("results", "registrations").
+    /// What the committer writes, for its log lines and errors ("results", "registrations").
     what: &'static str,
 }
 
@@ -35,34 +39,39 @@ impl<T: Send + 'static> Groups<T> {
         }
     }
 
-    /// Queues one item for the committer of `pick(state)`; `Err` gives the item back when the committer
-    /// has stopped (the controller is stopping).
-    pub async fn submit(
+    /// Queues the item `make` builds around its answer channel, and waits for the committer's answer.
+    pub async fn ask<R>(
+        &self,
         state: &Arc<AppState>,
-        pick: fn(&AppState) -> &Groups<T>,
-        item: T,
-    ) -> Result<(), T> {
-        let groups = pick(state);
-        let queue = groups.queue.get_or_init(|| {
+        make: impl FnOnce(Answer<R>) -> T,
+    ) -> Result<R, ApiError> {
+        let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(commit_loop(Arc::downgrade(state), pick, rx));
+            let (max, commit, what) = (self.max, self.commit, self.what);
+            tokio::spawn(commit_loop(Arc::downgrade(state), max, commit, what, rx));
             tx
         });
-        queue.send(item).await.map_err(|e| e.0)
+        let (answer, answered) = oneshot::channel();
+        let what = self.what;
+        queue
+            .send(make(answer))
+            .await
+            .map_err(|_| ApiError::internal(format!("the {what} committer stopped")))?;
+        answered
+            .await
+            .map_err(|_| ApiError::internal(format!("the {what} committer gave no answer")))?
     }
 }
 
 async fn commit_loop<T: Send + 'static>(
     state: Weak<AppState>,
-    pick: fn(&AppState) -> &Groups<T>,
+    max: usize,
+    commit: Commit<T>,
+    what: &'static str,
     mut queue: mpsc::Receiver<T>,
 ) {
     while let Some(first) = queue.recv().await {
         let Some(s) = state.upgrade() else { return };
-        let (max, commit, what) = {
-            let g = pick(&s);
-            (g.max, g.commit, g.what)
-        };
         let mut group = vec![first];
         while group.len() < max {
             match queue.try_recv() {

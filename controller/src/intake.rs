@@ -7,22 +7,21 @@
 
 use crate::api::agent::{judge, record_refused_results, refused, verdict};
 use crate::api::error::ApiError;
-use crate::groups::Groups;
+use crate::groups::{Answer, Groups};
 use crate::state::AppState;
 use crate::store::{Notice, Stored};
 use plinth_common::wire::{ResultVerdict, ResultsBatch, TaskResult, Verdict};
 use std::sync::Arc;
-use tokio::sync::oneshot;
 
 /// The most reports stored in one transaction.
 pub const MAX_GROUP: usize = 512;
 
 /// One agent's report waiting for the committer.
-pub struct Report {
+struct Report {
     node_id: u64,
     accepted: bool,
     batch: ResultsBatch,
-    answer: oneshot::Sender<Result<Vec<ResultVerdict>, ApiError>>,
+    answer: Answer<Vec<ResultVerdict>>,
 }
 
 /// The results committer.
@@ -46,19 +45,16 @@ impl Intake {
         accepted: bool,
         batch: ResultsBatch,
     ) -> Result<Vec<ResultVerdict>, ApiError> {
-        let (answer, answered) = oneshot::channel();
-        let report = Report {
-            node_id,
-            accepted,
-            batch,
-            answer,
-        };
-        Groups::submit(state, |s| &s.intake.groups, report)
+        state
+            .intake
+            .groups
+            .ask(state, |answer| Report {
+                node_id,
+                accepted,
+                batch,
+                answer,
+            })
             .await
-            .map_err(|_| ApiError::internal("the results committer stopped"))?;
-        answered
-            .await
-            .map_err(|_| ApiError::internal("the results committer dropped a report"))?
     }
 }
 
