@@ -63,7 +63,7 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
             let shared = fields.evaluate(&at, text);
             // The whole expression, evaluated for this node alone on its merged states.
             let ctx = Context::new(now)
-                .var("node", &own.node)
+                .var("node", own.node())
                 .var("common", &own.common)
                 .old(was.as_ref());
             let alone = engine.evaluate_in(&expr, &ctx).map_err(|e| e.to_string());

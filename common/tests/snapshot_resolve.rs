@@ -137,10 +137,7 @@ fn the_stored_form_leaves_old_states_out_and_reads_back() {
     s.old.insert(
         1,
         "a",
-        NodeState {
-            common: Arc::new(json!({})),
-            node: Arc::new(json!({"x": 1})),
-        },
+        NodeState::new(Arc::new(json!({})), Arc::new(json!({"x": 1}))),
     );
     let stored = serde_json::to_value(&s).unwrap();
     assert!(

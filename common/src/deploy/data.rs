@@ -16,22 +16,57 @@ use crate::model::{merged_values, Cluster, Node, Release};
 use crate::tags::ClusterTags;
 
 /// One node's view of a deployment: the shared cluster part and its own part.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A node's own part is also its record in the cluster part's `nodes` list, so a state built from a
+/// deployment's data points there instead of holding a second copy; a state read back from the store
+/// holds its own.
+#[derive(Debug, Clone)]
 pub struct NodeState {
     /// The cluster part, shared by every node of the deployment.
     pub common: Arc<Value>,
-    /// The node's own part.
-    pub node: Arc<Value>,
+    node: Part,
 }
 
+/// Where a [`NodeState`]'s own part is.
+#[derive(Debug, Clone)]
+enum Part {
+    /// Held apart from the cluster part.
+    Own(Arc<Value>),
+    /// The record at this index of the cluster part's `nodes` list.
+    Listed(usize),
+}
+
+/// What a part that is not there reads as (never the case for a state [`DeployData`] built).
+static NO_PART: Value = Value::Null;
+
 impl NodeState {
+    /// A state whose own part is held apart from the cluster part.
+    pub fn new(common: Arc<Value>, node: Arc<Value>) -> NodeState {
+        NodeState {
+            common,
+            node: Part::Own(node),
+        }
+    }
+
+    /// The node's own part (`$node`).
+    pub fn node(&self) -> &Value {
+        match &self.node {
+            Part::Own(node) => node,
+            Part::Listed(at) => self
+                .common
+                .get("nodes")
+                .and_then(|nodes| nodes.get(*at))
+                .unwrap_or(&NO_PART),
+        }
+    }
+
     /// `$`: the cluster part with the node's keys on top.
     pub fn merged(&self) -> Value {
         let mut out = match self.common.as_ref() {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
         };
-        if let Value::Object(own) = self.node.as_ref() {
+        if let Value::Object(own) = self.node() {
             for (k, v) in own {
                 out.insert(k.clone(), v.clone());
             }
@@ -40,11 +75,18 @@ impl NodeState {
     }
 }
 
+impl PartialEq for NodeState {
+    fn eq(&self, other: &NodeState) -> bool {
+        self.common == other.common && self.node() == other.node()
+    }
+}
+
 /// The data of one deployment: the cluster part and every node's part.
 #[derive(Debug, Clone, Default)]
 pub struct DeployData {
     common: Arc<Value>,
-    nodes: BTreeMap<u64, Arc<Value>>,
+    /// Each node's part: the index of its record in the cluster part's `nodes` list.
+    nodes: BTreeMap<u64, usize>,
 }
 
 fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
@@ -55,25 +97,32 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
         }
     }
     let tags: Vec<&String> = tags.map(|t| t.tags.iter().collect()).unwrap_or_default();
-    json!({
-        "id": node.id,
-        "uid": node.id.to_string(),
-        "name": node.name,
-        "fqdn": node.name,
-        "user_node_name": node.name,
-        "role": roles.first(),
-        "roles": roles,
-        "deployed_roles": node.deployed_roles,
-        "pending_roles": node.pending_roles,
-        "tags": tags,
-        "labels": node.labels,
-        "rack": node.rack,
-        "status": node.status,
-        "error_type": node.error_type,
-        "pending_addition": node.pending_addition,
-        "pending_deletion": node.pending_deletion,
-        "facts": node.facts,
-    })
+    let fields = [
+        ("id", json!(node.id)),
+        ("uid", json!(node.id.to_string())),
+        ("name", json!(node.name)),
+        ("fqdn", json!(node.name)),
+        ("user_node_name", json!(node.name)),
+        ("role", json!(roles.first())),
+        ("roles", json!(roles)),
+        ("deployed_roles", json!(node.deployed_roles)),
+        ("pending_roles", json!(node.pending_roles)),
+        ("tags", json!(tags)),
+        ("labels", json!(node.labels)),
+        ("rack", json!(node.rack)),
+        ("status", json!(node.status)),
+        ("error_type", json!(node.error_type)),
+        ("pending_addition", json!(node.pending_addition)),
+        ("pending_deletion", json!(node.pending_deletion)),
+        ("facts", node.facts.clone()),
+    ];
+    // Sized to its keys: a deployment holds one per node, and a map grown key by key is about half
+    // empty.
+    let mut entry = Map::with_capacity(fields.len());
+    for (key, value) in fields {
+        entry.insert(key.to_string(), value);
+    }
+    Value::Object(entry)
 }
 
 /// Sections of Nailgun's deployment data its serializers compute (networks, service endpoints), in
@@ -104,26 +153,30 @@ fn serializer_defaults() -> Vec<(String, Value)> {
 }
 
 /// Nailgun's `nodes` list: one record per node and role, each with its `role` (a node with no role
-/// appears once, with `role: null`), so `$.nodes.where($.role = 'compute')` reads as in Fuel.
-fn legacy_nodes(entries: &[Value]) -> Vec<Value> {
+/// appears once, with `role: null`), so `$.nodes.where($.role = 'compute')` reads as in Fuel. Also
+/// where each node's first record is: that record is the node's own part (its `role` is the first).
+fn legacy_nodes(entries: Vec<Value>) -> (Vec<Value>, Vec<usize>) {
     let mut out = Vec::with_capacity(entries.len());
+    let mut first = Vec::with_capacity(entries.len());
     for entry in entries {
         let roles: Vec<Value> = entry
             .get("roles")
             .and_then(Value::as_array)
-            .cloned()
+            .map(|roles| roles.iter().skip(1).cloned().collect())
             .unwrap_or_default();
-        if roles.len() <= 1 {
-            out.push(entry.clone());
-            continue;
-        }
-        for role in roles {
-            let mut e = entry.clone();
-            e["role"] = role;
-            out.push(e);
-        }
+        first.push(out.len());
+        let others: Vec<Value> = roles
+            .into_iter()
+            .map(|role| {
+                let mut e = entry.clone();
+                e["role"] = role;
+                e
+            })
+            .collect();
+        out.push(entry);
+        out.extend(others);
     }
-    out
+    (out, first)
 }
 
 impl DeployData {
@@ -139,6 +192,7 @@ impl DeployData {
             .iter()
             .map(|n| node_entry(n, tags.nodes.get(&n.id)))
             .collect();
+        let (listed, first) = legacy_nodes(entries);
         let mut common = json!({
             "cluster": {
                 "id": cluster_id,
@@ -150,7 +204,7 @@ impl DeployData {
             "release": {"name": release.name, "version": release.version},
             "settings": cluster.settings,
             "configs": Value::Object(merged_values(&cluster.settings, &cluster.generated)),
-            "nodes": legacy_nodes(&entries),
+            "nodes": listed,
         });
         // Nailgun's deployment data has the cluster's attributes at the top (`$.storage`, `$.access`,
         // `$.mysql.root_password`, ...), as `merged_attrs_values` gives them: generated and editable
@@ -199,11 +253,7 @@ impl DeployData {
                 top.entry(key).or_insert(empty);
             }
         }
-        let nodes = nodes
-            .iter()
-            .zip(entries)
-            .map(|(n, e)| (n.id, Arc::new(e)))
-            .collect();
+        let nodes = nodes.iter().map(|n| n.id).zip(first).collect();
         DeployData {
             common: Arc::new(common),
             nodes,
@@ -216,20 +266,87 @@ impl DeployData {
     }
 
     /// A node's own part, or `None` for a node outside the deployment.
-    pub fn node_part(&self, node_id: u64) -> Option<&Arc<Value>> {
-        self.nodes.get(&node_id)
+    pub fn node_part(&self, node_id: u64) -> Option<&Value> {
+        let at = *self.nodes.get(&node_id)?;
+        self.common.get("nodes")?.get(at)
     }
 
     /// Every node's own part.
-    pub fn node_parts(&self) -> impl Iterator<Item = &Arc<Value>> {
-        self.nodes.values()
+    pub fn node_parts(&self) -> impl Iterator<Item = &Value> {
+        self.nodes.keys().filter_map(|id| self.node_part(*id))
     }
 
-    /// A node's state, or `None` for a node outside the deployment.
+    /// A node's state (sharing the cluster part, its own part read from there), or `None` for a node
+    /// outside the deployment.
     pub fn state(&self, node_id: u64) -> Option<NodeState> {
-        self.nodes.get(&node_id).map(|node| NodeState {
+        self.nodes.get(&node_id).map(|at| NodeState {
             common: self.common.clone(),
-            node: node.clone(),
+            node: Part::Listed(*at),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tags::{cluster_tags, Catalog};
+
+    fn data(nodes: &[Node]) -> DeployData {
+        let release = Release {
+            name: "r".into(),
+            ..Release::default()
+        };
+        let cluster = Cluster {
+            name: "c".into(),
+            release: "r".into(),
+            ..Cluster::default()
+        };
+        let catalog = Catalog::new(&release, &[], Some(&cluster));
+        DeployData::build(1, &cluster, &release, nodes, &cluster_tags(nodes, &catalog))
+    }
+
+    #[test]
+    fn a_nodes_part_is_its_first_record_in_the_nodes_list_held_once() {
+        let nodes = vec![
+            Node::new(1, "both-1", &["controller", "compute"]),
+            Node::new(2, "bare-2", &[]),
+            Node::new(3, "cmp-3", &["compute"]),
+        ];
+        let data = data(&nodes);
+        let listed = data.common()["nodes"].as_array().expect("a list");
+        let roles: Vec<(&Value, &Value)> = listed.iter().map(|e| (&e["id"], &e["role"])).collect();
+        assert_eq!(
+            roles,
+            [
+                (&json!(1), &json!("controller")),
+                (&json!(1), &json!("compute")),
+                (&json!(2), &Value::Null),
+                (&json!(3), &json!("compute")),
+            ]
+        );
+        for (id, at) in [(1, 0), (2, 2), (3, 3)] {
+            let part = data.node_part(id).expect("a node of the deployment");
+            // The same record, not an equal copy.
+            assert!(std::ptr::eq(part, &listed[at]), "node {id}");
+            let state = data.state(id).expect("a state");
+            assert!(std::ptr::eq(state.node(), part));
+            assert_eq!(state.merged()["name"], part["name"]);
+        }
+        assert_eq!(data.node_part(1).expect("node 1")["role"], "controller");
+        assert!(data.node_part(4).is_none() && data.state(4).is_none());
+        assert_eq!(data.node_parts().count(), 3);
+    }
+
+    #[test]
+    fn a_state_read_back_holds_its_own_part_and_compares_by_value() {
+        let nodes = vec![Node::new(1, "n-1", &["compute"])];
+        let data = data(&nodes);
+        let built = data.state(1).expect("a state");
+        let read_back = NodeState::new(
+            Arc::new(data.common().as_ref().clone()),
+            Arc::new(built.node().clone()),
+        );
+        assert_eq!(built, read_back);
+        assert_eq!(read_back.node()["uid"], "1");
     }
 }

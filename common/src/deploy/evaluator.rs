@@ -140,10 +140,10 @@ impl YaqlFields {
         let mut seen = HashSet::new();
         let parts = data
             .node_parts()
-            .chain(old.iter().map(|s| &s.node))
-            .filter(|p| seen.insert(Arc::as_ptr(p) as usize));
+            .chain(old.iter().map(NodeState::node))
+            .filter(|p| seen.insert(*p as *const Value as usize));
         for part in parts {
-            if let Value::Object(m) = part.as_ref() {
+            if let Value::Object(m) = part {
                 for k in m.keys() {
                     if !node_keys.contains(k) {
                         node_keys.insert(k.clone());
@@ -304,14 +304,13 @@ impl FieldEvaluator for YaqlFields {
             return Err(e.to_string());
         }
         let empty = Value::Object(Default::default());
-        let own = self.data.node_part(at.node_id);
         let common = self.data.common().as_ref();
-        let node_part = own.map(|s| s.as_ref()).unwrap_or(&empty);
+        let node_part = self.data.node_part(at.node_id).unwrap_or(&empty);
         // `$` is the cluster part with the node's keys over it, layered, not copied.
         let mut ctx = Context::layered(common, node_part)
             .var("node", node_part)
             .var("common", common)
-            .old_layered(old.map(|s| (s.common.as_ref(), s.node.as_ref())))
+            .old_layered(old.map(|s| (s.common.as_ref(), s.node())))
             .forced(self.forced)
             .shared(shared);
         if old.is_some() {
@@ -323,9 +322,8 @@ impl FieldEvaluator for YaqlFields {
     }
 
     fn node_filter(&self, node: &Node, expression: &str) -> Result<bool, String> {
-        let own = self.data.state(node.id).map(|s| s.node);
         let fallback;
-        let data = match own.as_deref() {
+        let data = match self.data.node_part(node.id) {
             Some(v) => v,
             None => {
                 fallback = serde_json::to_value(node).unwrap_or(Value::Null);

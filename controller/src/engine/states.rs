@@ -21,7 +21,7 @@ struct Blob {
 }
 
 impl Blob {
-    fn new(value: &Arc<Value>) -> Blob {
+    fn new(value: &Value) -> Blob {
         let text = value.to_string();
         Blob {
             hash: crate::store::text_hash(&text),
@@ -41,15 +41,15 @@ impl TaskStates {
     /// The states resolution found (a blob shared between nodes, the cluster part, is kept once).
     pub(super) fn new(states: &BTreeMap<u64, NodeState>) -> TaskStates {
         let mut seen: HashMap<usize, Arc<Blob>> = HashMap::new();
-        let mut blob = |v: &Arc<Value>| {
-            seen.entry(Arc::as_ptr(v) as usize)
+        let mut blob = |v: &Value| {
+            seen.entry(v as *const Value as usize)
                 .or_insert_with(|| Arc::new(Blob::new(v)))
                 .clone()
         };
         TaskStates {
             nodes: states
                 .iter()
-                .map(|(id, s)| (*id, (blob(&s.common), blob(&s.node))))
+                .map(|(id, s)| (*id, (blob(&s.common), blob(s.node()))))
                 .collect(),
         }
     }
@@ -98,10 +98,7 @@ mod tests {
     use super::*;
 
     fn state(common: &Arc<Value>, own: Value) -> NodeState {
-        NodeState {
-            common: common.clone(),
-            node: Arc::new(own),
-        }
+        NodeState::new(common.clone(), Arc::new(own))
     }
 
     #[test]
@@ -138,8 +135,8 @@ mod tests {
             blobs,
             vec![
                 (hash(&common), (*common).clone()),
-                (hash(&states[&1].node), (*states[&1].node).clone()),
-                (hash(&states[&2].node), (*states[&2].node).clone()),
+                (hash(states[&1].node()), states[&1].node().clone()),
+                (hash(states[&2].node()), states[&2].node().clone()),
             ],
             "each blob once, as resolution made it"
         );
@@ -147,7 +144,7 @@ mod tests {
             .iter()
             .map(|(n, t, r)| (*n, t.clone(), tree(r)))
             .collect();
-        let reference = |n: u64| json!({"common": hash(&common), "node": hash(&states[&n].node)});
+        let reference = |n: u64| json!({"common": hash(&common), "node": hash(states[&n].node())});
         assert_eq!(
             rows,
             vec![

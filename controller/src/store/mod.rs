@@ -160,7 +160,7 @@ pub fn old_states_from(
                 .cloned()
         };
         if let (Some(common), Some(own)) = (part("common"), part("node")) {
-            old.insert(node, task, NodeState { common, node: own });
+            old.insert(node, task, NodeState::new(common, own));
         }
     }
     Ok(old)

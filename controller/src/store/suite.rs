@@ -765,7 +765,7 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     let ids: Vec<u64> = snap.nodes.iter().map(|n| n.id).collect();
     assert_eq!(ids, [inside.id], "only the cluster's nodes");
     let old = snap.old_states.get(inside.id, "release-task").unwrap();
-    assert_eq!((&*old.common, &*old.node), (&common, &own));
+    assert_eq!((&*old.common, old.node()), (&common, &own));
 
     let without = s.cluster_snapshot(c.id, &[], false).unwrap();
     assert!(without.graphs.is_empty() && without.old_states.is_empty());
