@@ -58,6 +58,9 @@ pub struct Effects {
     pub finish: Option<Finish>,
     /// Whether a gated task's answer may have changed (a task finished, a node settled, a phase began).
     pub waits_changed: bool,
+    /// The nodes in `withdraw`, to keep it without repeats in constant time per node (a step can
+    /// withdraw every node of a deployment).
+    withdrawn: HashSet<u64>,
 }
 
 impl Effects {
@@ -67,8 +70,14 @@ impl Effects {
     }
 
     fn withdraw(&mut self, node: u64) {
-        if !self.withdraw.contains(&node) {
+        if self.withdrawn.insert(node) {
             self.withdraw.push(node);
+        }
+    }
+
+    fn withdraw_all(&mut self, nodes: impl IntoIterator<Item = u64>) {
+        for node in nodes {
+            self.withdraw(node);
         }
     }
 }
@@ -354,6 +363,7 @@ impl Run {
         fx.repost
             .retain(|l| run.current.get(&l.node_id).is_some_and(|c| !c.settled));
         fx.withdraw.clear();
+        fx.withdrawn.clear();
         run.advance(now, &mut fx);
         (run, fx)
     }
@@ -519,6 +529,8 @@ impl Run {
         }
         let id = self.plan.deployment_id;
         let mut touched = Vec::new();
+        // A notice's batch can name thousands of nodes: seen in a set, not by searching `touched`.
+        let mut seen = HashSet::new();
         for (node, results) in batches {
             let mut mine = false;
             for r in results.iter().filter(|r| r.deployment_id == id) {
@@ -539,7 +551,7 @@ impl Run {
                     last: r.last,
                 });
             }
-            if mine && !touched.contains(node) {
+            if mine && seen.insert(*node) {
                 touched.push(*node);
             }
         }
@@ -579,15 +591,17 @@ impl Run {
             // The phase is in flight (just asked), so the sequencer accepts its timeout.
             let _ = self.state.sequencer.phase_timed_out(group, phase);
             self.state.deadlines.remove(&phase_key(group, phase));
+            let mut out = Vec::new();
             for (node_id, cur) in self.current.iter_mut() {
                 if &cur.group == group && &cur.phase == phase && !cur.settled {
                     cur.settled = true;
-                    fx.withdraw(*node_id);
+                    out.push(*node_id);
                     for holders in self.slots.values_mut() {
                         holders.remove(node_id);
                     }
                 }
             }
+            fx.withdraw_all(out);
         }
         fx.waits_changed = true;
         self.advance(now, &mut fx);
@@ -830,9 +844,7 @@ impl Run {
         }
         succeeded_tasks.sort();
         succeeded_tasks.dedup();
-        for node in self.plan.nodes.keys() {
-            fx.withdraw(*node);
-        }
+        fx.withdraw_all(self.plan.nodes.keys().copied());
         fx.save_state = true;
         fx.waits_changed = true;
         fx.finish = Some(Finish {
@@ -969,4 +981,22 @@ fn header(list: &TaskList) -> TaskList {
 /// until the phase times out, which is the safe side.
 fn record(seq: &mut Sequencer, group: &str, phase: &str, node: &str, outcome: NodeOutcome) {
     let _ = seq.record_result(group, phase, node, outcome);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Effects;
+
+    #[test]
+    fn withdrawals_keep_their_first_order_without_repeats() {
+        let mut fx = Effects::default();
+        fx.withdraw(3);
+        fx.withdraw_all([1, 3, 2, 1]);
+        fx.withdraw(2);
+        assert_eq!(fx.withdraw, [3, 1, 2]);
+        assert!(!fx.is_empty());
+        let mut again = Effects::default();
+        again.withdraw_all([3, 1, 2]);
+        assert_eq!(fx, again, "the same withdrawals are the same effects");
+    }
 }

@@ -183,6 +183,10 @@ fn known_nodes(t: &Tx, node_ids: &[u64]) -> StoreResult<HashMap<u64, NodeRecord>
 }
 
 /// These nodes (each once, in id order); a missing one is `NotFound`.
+/// How many nodes' records one statement reads or writes where a step changes thousands of nodes
+/// (one in the unit tests, so the store suite's few nodes take several statements).
+const NODES_PER_STATEMENT: usize = if cfg!(test) { 1 } else { 2_000 };
+
 fn nodes_by_id(t: &Tx, node_ids: &[u64]) -> StoreResult<Vec<NodeRecord>> {
     if node_ids.is_empty() {
         return Ok(Vec::new());
@@ -1621,42 +1625,47 @@ fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
     } else {
         (&[], [end.succeeded, end.untouched].concat())
     };
-    // Each kind of node in one statement: a deployment ends for thousands of nodes at once.
-    let mut ids = Vec::with_capacity(succeeded.len());
-    let mut roles = Vec::with_capacity(succeeded.len());
-    let mut models = Vec::with_capacity(succeeded.len());
-    for node in nodes_by_id(t, succeeded)? {
-        let mut all = node.roles.clone();
-        for role in &node.pending_roles {
-            if !all.contains(role) {
-                all.push(role.clone());
+    // A statement per chunk of nodes: a deployment ends for thousands of nodes at once, and each
+    // node's whole record is read to change it, so a chunk bounds what is held at once.
+    for chunk in succeeded.chunks(NODES_PER_STATEMENT) {
+        let mut ids = Vec::with_capacity(chunk.len());
+        let mut roles = Vec::with_capacity(chunk.len());
+        let mut models = Vec::with_capacity(chunk.len());
+        for node in nodes_by_id(t, chunk)? {
+            let mut all = node.roles.clone();
+            for role in &node.pending_roles {
+                if !all.contains(role) {
+                    all.push(role.clone());
+                }
             }
-        }
-        let mut fields = node.model;
-        fields.pending_addition = false;
-        fields.error_type = None;
-        ids.push(sql_id(node.id));
-        roles.push(to_json(&all));
-        models.push(to_json(&fields));
-    }
-    t.exec(
-        "UPDATE nodes SET status = 'ready', roles = v.roles, pending_roles = '[]', model = v.model \
-         FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS v(id, roles, model) WHERE nodes.id = v.id",
-        &[&ids, &roles, &models],
-    )?;
-    let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, end.failed)?
-        .into_iter()
-        .map(|node| {
             let mut fields = node.model;
-            fields.error_type = Some("deploy".into());
-            (sql_id(node.id), to_json(&fields))
-        })
-        .unzip();
-    t.exec(
-        "UPDATE nodes SET status = 'error', model = v.model \
-         FROM UNNEST($1::BIGINT[], $2::TEXT[]) AS v(id, model) WHERE nodes.id = v.id",
-        &[&ids, &models],
-    )?;
+            fields.pending_addition = false;
+            fields.error_type = None;
+            ids.push(sql_id(node.id));
+            roles.push(to_json(&all));
+            models.push(to_json(&fields));
+        }
+        t.exec(
+            "UPDATE nodes SET status = 'ready', roles = v.roles, pending_roles = '[]', model = v.model \
+             FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS v(id, roles, model) WHERE nodes.id = v.id",
+            &[&ids, &roles, &models],
+        )?;
+    }
+    for chunk in end.failed.chunks(NODES_PER_STATEMENT) {
+        let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, chunk)?
+            .into_iter()
+            .map(|node| {
+                let mut fields = node.model;
+                fields.error_type = Some("deploy".into());
+                (sql_id(node.id), to_json(&fields))
+            })
+            .unzip();
+        t.exec(
+            "UPDATE nodes SET status = 'error', model = v.model \
+             FROM UNNEST($1::BIGINT[], $2::TEXT[]) AS v(id, model) WHERE nodes.id = v.id",
+            &[&ids, &models],
+        )?;
+    }
     let ids = sql_ids(&untouched);
     t.exec(
         "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \

@@ -157,16 +157,23 @@ pub(super) fn plugin_row(t: &Tx, plugin_id: u64) -> StoreResult<PluginRecord> {
 }
 
 /// Records task states (one row per node and task, replaced) and the blobs they name.
+/// The most task state rows one statement writes (two in the unit tests, so the store suite's few rows
+/// take several statements).
+const STATE_ROWS_PER_STATEMENT: usize = if cfg!(test) { 2 } else { 16_000 };
+/// The most state blobs one statement writes (far larger than a row: a node's part, or the cluster part).
+const BLOBS_PER_STATEMENT: usize = if cfg!(test) { 1 } else { 2_000 };
+
 pub(super) fn save_task_states(
     t: &Tx,
     blobs: &[StateBlob],
     states: &[StateRow],
 ) -> StoreResult<()> {
-    // One statement for all blobs and one for all states: a deployment's last step records a state
-    // for every node and task.
-    if !blobs.is_empty() {
+    // A few large statements: a deployment's last step records a state for every node and task
+    // (hundreds of thousands of rows), and a statement holds its parameters encoded, so each takes a
+    // bounded share.
+    for chunk in blobs.chunks(BLOBS_PER_STATEMENT) {
         let (hashes, bodies): (Vec<&str>, Vec<&str>) =
-            blobs.iter().map(|(h, b)| (h.as_str(), &**b)).unzip();
+            chunk.iter().map(|(h, b)| (h.as_str(), &**b)).unzip();
         t.exec(
             "INSERT INTO state_blobs (hash, body) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) \
              ON CONFLICT (hash) DO NOTHING",
@@ -174,22 +181,28 @@ pub(super) fn save_task_states(
         )?;
     }
     // One statement cannot update a row twice: the last state given for a (node, task) wins, as it
-    // would one statement at a time.
+    // would one statement at a time. The rows kept name each (node, task) once, so the chunks may go
+    // in any order.
     let mut last: HashMap<(u64, &str), usize> = HashMap::with_capacity(states.len());
     for (i, (node_id, task, _)) in states.iter().enumerate() {
         last.insert((*node_id, task.as_str()), i);
     }
-    let mut nodes = Vec::with_capacity(last.len());
-    let mut tasks = Vec::with_capacity(last.len());
-    let mut texts = Vec::with_capacity(last.len());
-    for (i, (node_id, task, state)) in states.iter().enumerate() {
-        if last.get(&(*node_id, task.as_str())) == Some(&i) {
+    let kept: Vec<&StateRow> = states
+        .iter()
+        .enumerate()
+        .filter(|(i, (node_id, task, _))| last.get(&(*node_id, task.as_str())) == Some(i))
+        .map(|(_, row)| row)
+        .collect();
+    drop(last);
+    for chunk in kept.chunks(STATE_ROWS_PER_STATEMENT) {
+        let mut nodes = Vec::with_capacity(chunk.len());
+        let mut tasks = Vec::with_capacity(chunk.len());
+        let mut texts = Vec::with_capacity(chunk.len());
+        for (node_id, task, state) in chunk {
             nodes.push(sql_id(*node_id));
             tasks.push(task.as_str());
             texts.push(&**state);
         }
-    }
-    if !nodes.is_empty() {
         t.exec(
             "INSERT INTO task_states (node_id, task_id, state) \
              SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) \
