@@ -114,15 +114,21 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
         ("error_type", json!(node.error_type)),
         ("pending_addition", json!(node.pending_addition)),
         ("pending_deletion", json!(node.pending_deletion)),
-        ("facts", node.facts.clone()),
+        // Written anew, not cloned: a clone keeps the capacity the facts were read with, and maps
+        // read key by key are about half empty.
+        ("facts", json!(node.facts)),
     ];
-    // Sized to its keys: a deployment holds one per node, and a map grown key by key is about half
-    // empty.
-    let mut entry = Map::with_capacity(fields.len());
+    object(fields)
+}
+
+/// An object of these fields, sized to them: a deployment holds several per node, and a map grown key
+/// by key (as `json!` builds one) is about half empty.
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    let mut out = Map::with_capacity(N);
     for (key, value) in fields {
-        entry.insert(key.to_string(), value);
+        out.insert(key.to_string(), value);
     }
-    Value::Object(entry)
+    Value::Object(out)
 }
 
 /// Sections of Nailgun's deployment data its serializers compute (networks, service endpoints), in
@@ -204,8 +210,11 @@ impl DeployData {
             "release": {"name": release.name, "version": release.version},
             "settings": cluster.settings,
             "configs": Value::Object(merged_values(&cluster.settings, &cluster.generated)),
-            "nodes": listed,
         });
+        // Moved in: `json!` writes what it is given through `to_value`, a copy of every record.
+        if let Value::Object(top) = &mut common {
+            top.insert("nodes".to_string(), Value::Array(listed));
+        }
         // Nailgun's deployment data has the cluster's attributes at the top (`$.storage`, `$.access`,
         // `$.mysql.root_password`, ...), as `merged_attrs_values` gives them: generated and editable
         // merged, each `{value: x}` read as `x`, `common` lifted, `additional_components` as
@@ -232,13 +241,22 @@ impl DeployData {
                     );
                     (
                         n.name.clone(),
-                        json!({"uid": n.id.to_string(), "name": n.name, "fqdn": n.name,
-                               "node_roles": roles, "network_roles": {}}),
+                        object([
+                            ("uid", json!(n.id.to_string())),
+                            ("name", json!(n.name)),
+                            ("fqdn", json!(n.name)),
+                            ("node_roles", json!(roles)),
+                            ("network_roles", json!({})),
+                        ]),
                     )
                 })
                 .collect();
-            top.entry("network_metadata")
-                .or_insert_with(|| json!({"nodes": by_name, "vips": {}}));
+            if !top.contains_key("network_metadata") {
+                let mut metadata = Map::with_capacity(2);
+                metadata.insert("nodes".to_string(), Value::Object(by_name));
+                metadata.insert("vips".to_string(), json!({}));
+                top.insert("network_metadata".to_string(), Value::Object(metadata));
+            }
             // Also Nailgun's: the enabled plugins, and whether the cluster was deployed before.
             let plugins: Vec<Value> = cluster.plugins.iter().map(|p| json!({"name": p})).collect();
             top.entry("plugins")
