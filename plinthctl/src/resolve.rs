@@ -156,10 +156,7 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
                 snapshot.old.insert(
                     node,
                     t.task.id.clone(),
-                    NodeState {
-                        common: empty.clone(),
-                        node: state.clone(),
-                    },
+                    NodeState::new(empty.clone(), state.clone()),
                 );
             }
         }

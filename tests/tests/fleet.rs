@@ -45,6 +45,10 @@ fn a_small_fleet_holds_polls_heartbeats_and_is_deployed() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(report["agents"], 40);
     assert_eq!(report["agents_failed"], 0, "{stderr}");
+    assert!(
+        report["agents_reconnected"].is_u64(),
+        "connections made again are counted: {report}"
+    );
     assert_eq!(report["source_addresses"], 2);
     assert!(
         report["heartbeat_ms"]["count"].as_u64().unwrap_or(0) > 0,

@@ -38,6 +38,10 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 /// PostgreSQL-backed [`Store`].
 pub struct PgStore {
     pool: Pool,
+    /// One connection of its own for the controller's heartbeat and the sequencing lease: a beat never
+    /// waits for a connection behind bulk work (a large deployment's start, its results, its reads),
+    /// which could otherwise hold every pooled one past the lease's expiry.
+    beat: Pool,
     /// Checked by every recorded step when set (see [`Store::set_fence`]).
     fence: std::sync::Mutex<Option<Fence>>,
     /// Where the listener connects; taken by the first [`Store::listen`].
@@ -280,12 +284,17 @@ impl PgStore {
             .build()
             .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))?;
         let listen_target = std::sync::Mutex::new(Some(target.clone()));
+        let beat = Pool::new(
+            1,
+            connect::connector(target.clone(), runtime.handle().clone()),
+        );
         let pool = Pool::new(
             pool_size,
             connect::connector(target, runtime.handle().clone()),
         );
         let store = PgStore {
             pool,
+            beat,
             fence: std::sync::Mutex::new(None),
             listen_target,
             runtime: Some(runtime),
@@ -338,6 +347,17 @@ impl PgStore {
         &self,
         mode: Mode,
         queue: Option<Queue>,
+        f: impl FnMut(&Tx) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.tx_on(&self.pool, mode, queue, f)
+    }
+
+    /// [`PgStore::tx`] on a connection of `pool`.
+    fn tx_on<T>(
+        &self,
+        pool: &Pool,
+        mode: Mode,
+        queue: Option<Queue>,
         mut f: impl FnMut(&Tx) -> StoreResult<T>,
     ) -> StoreResult<T> {
         let begin = match mode {
@@ -348,7 +368,7 @@ impl PgStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let mut lease = self.pool.get()?;
+            let mut lease = pool.get()?;
             let (out, retry, broken) = {
                 let t = Tx::new(&mut lease);
                 // Queued before the transaction begins, so that its snapshot is taken after the one
@@ -1349,7 +1369,7 @@ impl Store for PgStore {
     }
 
     fn beat_controller(&self, beat: &ControllerBeat) -> StoreResult<()> {
-        self.write(|t| cluster::beat(t, beat))
+        self.tx_on(&self.beat, Mode::Write, None, |t| cluster::beat(t, beat))
     }
 
     fn controllers(&self) -> StoreResult<Vec<ControllerRecord>> {
@@ -1363,7 +1383,9 @@ impl Store for PgStore {
         now_ms: i64,
         ttl_ms: i64,
     ) -> StoreResult<Option<u64>> {
-        self.write(|t| cluster::claim(t, holder, held, now_ms, ttl_ms))
+        self.tx_on(&self.beat, Mode::Write, None, |t| {
+            cluster::claim(t, holder, held, now_ms, ttl_ms)
+        })
     }
 
     fn release_lease(&self, holder: &str, token: u64) -> StoreResult<()> {

@@ -266,3 +266,43 @@ fn notices_sent_together_all_reach_a_listener_in_order() {
         }
     }
 }
+
+#[test]
+fn the_lease_is_renewed_while_bulk_work_holds_every_pooled_connection() {
+    let server = server();
+    let store = PgStore::open_with(&server.fresh_database().unwrap(), 1).unwrap();
+    assert_eq!(store.claim_lease("a", None, 1_000, 5_000).unwrap(), Some(1));
+    let (began, has_begun) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        // Bulk work: a transaction holding the pool's only connection until the beat is done.
+        let store = &store;
+        let bulk = scope.spawn(move || {
+            store.read(|_| {
+                began.send(()).expect("the test waits");
+                released.recv().expect("the test answers");
+                Ok(())
+            })
+        });
+        has_begun.recv().expect("the bulk transaction began");
+        let beat = ControllerBeat {
+            id: "a".into(),
+            name: "a".into(),
+            url: "https://a".into(),
+            started_ms: 1_000,
+            now_ms: 2_000,
+            agents: 0,
+        };
+        let beaten = store.beat_controller(&beat);
+        let renewed = store.claim_lease("a", Some(1), 2_000, 5_000);
+        release.send(()).expect("the bulk transaction waits");
+        bulk.join()
+            .expect("no panic")
+            .expect("the bulk transaction commits");
+        beaten.expect("the heartbeat is recorded beside the bulk work");
+        assert_eq!(
+            renewed.expect("the lease is renewed beside the bulk work"),
+            Some(1)
+        );
+    });
+}
