@@ -2,7 +2,7 @@
 //! applied in one store transaction, then published (board, event streams, gate wake-ups).
 
 use super::states::TaskStates;
-use super::{run_plan, Engine, EngineState};
+use super::{run_plan, Engine, EngineState, EngineStateRef};
 use crate::clock::now_ms;
 use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodeRecord, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
@@ -56,6 +56,16 @@ impl Live {
             action: state.action.clone(),
             states,
             deploys: state.deploys(),
+        }
+    }
+
+    /// The orchestration state as it is now, borrowed (what each step writes).
+    fn state_ref(&self) -> EngineStateRef<'_> {
+        EngineStateRef {
+            run: self.run.state(),
+            strategy: self.strategy.as_deref(),
+            chosen_by: self.chosen_by.as_deref(),
+            action: self.action.as_deref(),
         }
     }
 
@@ -208,8 +218,7 @@ impl Engine {
         lists: &mut [TaskList],
         fx: &Effects,
     ) -> Result<(), StoreError> {
-        let state = (fx.save_state || fx.finish.is_some())
-            .then(|| serde_json::to_value(live.engine_state()).unwrap_or_default());
+        let state = (fx.save_state || fx.finish.is_some()).then(|| live.state_ref().to_text());
         let (blobs, rows) = match &fx.finish {
             Some(f) => live.task_states(&f.succeeded_tasks),
             None => (Vec::new(), Vec::new()),
@@ -221,7 +230,7 @@ impl Engine {
             id,
             &mut Progress {
                 lists,
-                state: state.as_ref(),
+                state: state.as_deref(),
                 events: &fx.events,
                 task_blobs: &blobs,
                 task_rows: &rows,

@@ -82,7 +82,8 @@ pub struct DeployRequest {
 }
 
 /// The orchestration state stored with a deployment: the run's state and how the deployment was chosen.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Written through [`EngineStateRef`], its borrowed form.
+#[derive(Debug, Clone, Deserialize)]
 pub struct EngineState {
     /// The run's state: the strategy's state machine, phase deadlines, each phase's graph type.
     #[serde(flatten)]
@@ -98,7 +99,50 @@ pub struct EngineState {
     pub action: Option<String>,
 }
 
+/// [`EngineState`] borrowed from where it lives, serialized as [`EngineState`] is (it is how
+/// [`EngineState`] serializes). A running deployment's state is written at every step straight from its
+/// run: at 100,000 nodes it is megabytes, and cloning it or building it as a tree first cost as much as
+/// writing it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EngineStateRef<'a> {
+    /// See [`EngineState::run`].
+    #[serde(flatten)]
+    pub run: &'a RunState,
+    /// See [`EngineState::strategy`].
+    pub strategy: Option<&'a str>,
+    /// See [`EngineState::chosen_by`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<&'a str>,
+    /// See [`EngineState::action`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<&'a str>,
+}
+
+impl EngineStateRef<'_> {
+    /// As JSON text.
+    pub fn to_text(&self) -> String {
+        // Plain data (strings, numbers, maps with string keys) always serializes.
+        serde_json::to_string(self).unwrap_or_else(|_| "null".into())
+    }
+}
+
+impl Serialize for EngineState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.borrowed().serialize(serializer)
+    }
+}
+
 impl EngineState {
+    /// This state, borrowed.
+    pub fn borrowed(&self) -> EngineStateRef<'_> {
+        EngineStateRef {
+            run: &self.run,
+            strategy: self.strategy.as_deref(),
+            chosen_by: self.chosen_by.as_deref(),
+            action: self.action.as_deref(),
+        }
+    }
+
     /// What the deployment runs: strategy, how it was chosen, phases with their timeouts.
     pub fn summary(&self) -> plinth_api::deployments::StrategySummary {
         plan::summary(
@@ -541,5 +585,56 @@ fn run_plan(
         graphs: resolved.phases.clone(),
         noop,
         named_strategy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plinth_common::strategy::{InventoryNode, Sequencer, Strategy};
+
+    /// What a step writes (borrowed) reads back as the state it was written from, and writes again to
+    /// the same text.
+    #[test]
+    fn the_state_written_from_a_borrow_reads_back_the_same() {
+        let inventory: Vec<InventoryNode> = ["a", "b"]
+            .iter()
+            .map(|name| InventoryNode {
+                name: (*name).into(),
+                tags: vec!["compute".into()],
+                labels: Default::default(),
+                rack: None,
+            })
+            .collect();
+        let strategy = Strategy::all_nodes();
+        let run = RunState {
+            sequencer: Sequencer::new(&strategy, &inventory).unwrap(),
+            deadlines: [("all/deploy".to_string(), 5_000)].into(),
+            phase_graph: [("deploy".to_string(), "default".to_string())].into(),
+        };
+        for (strategy, chosen_by, action) in [
+            (None, None, None),
+            (
+                Some("s"),
+                Some("named by the operator"),
+                Some("deploy_site"),
+            ),
+        ] {
+            let borrowed = EngineStateRef {
+                run: &run,
+                strategy,
+                chosen_by,
+                action,
+            };
+            let text = borrowed.to_text();
+            let back: EngineState = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.strategy.as_deref(), strategy);
+            assert_eq!(back.chosen_by.as_deref(), chosen_by);
+            assert_eq!(back.action.as_deref(), action);
+            assert_eq!(back.run.sequencer, run.sequencer);
+            assert_eq!(back.run.deadlines, run.deadlines);
+            assert_eq!(back.run.phase_graph, run.phase_graph);
+            assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
     }
 }

@@ -114,7 +114,7 @@ const NODE_COLUMNS: &str =
     "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
     roles, tags, labels, rack, facts, registered_at, \
     GREATEST(last_seen, COALESCE((SELECT s.last_seen FROM node_seen s WHERE s.node_id = nodes.id), 0)), \
-    revision, model";
+    COALESCE((SELECT MAX(l.revision) FROM task_lists l WHERE l.node_id = nodes.id), 0), model";
 
 fn admission_text(a: NodeAdmission) -> &'static str {
     match a {
@@ -1021,14 +1021,14 @@ impl Store for PgStore {
         events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.write_queued(Queue::Revision, |t| {
-            set_state(t, deployment_id, state, DeploymentStatus::Running)?;
+            set_state(t, deployment_id, &to_json(state), DeploymentStatus::Running)?;
             append_events(t, deployment_id, events)?;
             insert_lists(t, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-        self.write(|t| finish(t, dep_id, end))
+        self.write(|t| finish(t, dep_id, &to_json(end.state), end.events, &Ending::of(end)))
     }
 
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
@@ -1056,22 +1056,7 @@ impl Store for PgStore {
                 model::save_task_states(t, p.task_blobs, p.task_rows)?;
             }
             let done = match p.end {
-                Some(end) => {
-                    let null = serde_json::Value::Null;
-                    finish(
-                        t,
-                        dep_id,
-                        &DeploymentEnd {
-                            state: p.state.unwrap_or(&null),
-                            status: end.status,
-                            events: p.events,
-                            succeeded: end.succeeded,
-                            failed: end.failed,
-                            untouched: end.untouched,
-                            deploys: end.deploys,
-                        },
-                    )
-                }
+                Some(end) => finish(t, dep_id, p.state.unwrap_or("null"), p.events, &end),
                 None => {
                     if let Some(state) = p.state {
                         set_state(t, dep_id, state, DeploymentStatus::Running)?;
@@ -1564,20 +1549,22 @@ fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResu
         0,
         "revision counter",
     )?;
-    let mut latest: std::collections::BTreeMap<i64, i64> = Default::default();
+    let mut nodes: Vec<i64> = Vec::with_capacity(lists.len());
     for (i, list) in lists.iter_mut().enumerate() {
         let revision = last - n + 1 + i64::try_from(i).unwrap_or(0);
         list.revision = id(revision);
-        latest.insert(sql_id(list.node_id), revision);
+        nodes.push(sql_id(list.node_id));
     }
-    let (nodes, revisions): (Vec<i64>, Vec<i64>) = latest.into_iter().unzip();
-    let updated = t.exec(
-        "UPDATE nodes SET revision = v.revision \
-         FROM UNNEST($1::BIGINT[], $2::BIGINT[]) AS v(id, revision) WHERE nodes.id = v.id",
-        &[&nodes, &revisions],
+    nodes.sort_unstable();
+    nodes.dedup();
+    // Every node must exist; its revision is its latest list's, so nothing of its row is written.
+    let known: i64 = col(
+        &t.one("SELECT count(*) FROM nodes WHERE id = ANY($1)", &[&nodes])?,
+        0,
+        "known nodes",
     )?;
-    if updated != nodes.len() as u64 {
-        let known: Vec<i64> = t
+    if known != i64::try_from(nodes.len()).unwrap_or(i64::MAX) {
+        let known: std::collections::HashSet<i64> = t
             .query("SELECT id FROM nodes WHERE id = ANY($1)", &[&nodes])?
             .iter()
             .map(|r| col(r, 0, "node"))
@@ -1624,8 +1611,14 @@ fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResu
 }
 
 /// Ends a deployment (see [`Store::finish_deployment`]).
-fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-    set_state(t, dep_id, end.state, end.status)?;
+fn finish(
+    t: &Tx,
+    dep_id: u64,
+    state: &str,
+    events: &[DeploymentEvent],
+    end: &Ending<'_>,
+) -> StoreResult<()> {
+    set_state(t, dep_id, state, end.status)?;
     // A cancelled deployment, and a custom graph (seed 002), leave the cluster's status as it was.
     let cluster_status = match end.status {
         DeploymentStatus::Success => Some("operational"),
@@ -1640,7 +1633,7 @@ fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
         )?;
         set_cluster_status(t, id(col(&row, 0, "deployment cluster")?), cluster_status)?;
     }
-    append_events(t, dep_id, end.events)?;
+    append_events(t, dep_id, events)?;
     // Only a deployment that deploys moves pending roles and marks nodes ready.
     let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
         (end.succeeded, end.untouched.to_vec())
@@ -1697,16 +1690,11 @@ fn finish(t: &Tx, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
     Ok(())
 }
 
-fn set_state(
-    t: &Tx,
-    dep_id: u64,
-    state: &serde_json::Value,
-    status: DeploymentStatus,
-) -> StoreResult<()> {
+fn set_state(t: &Tx, dep_id: u64, state: &str, status: DeploymentStatus) -> StoreResult<()> {
     let finished = (status != DeploymentStatus::Running).then(now_ms);
     let changed = t.exec(
         "UPDATE deployments SET state = $2, status = $3, finished_at = COALESCE(finished_at, $4) WHERE id = $1",
-        &[&sql_id(dep_id), &to_json(state), &status.as_str(), &finished],
+        &[&sql_id(dep_id), &state, &status.as_str(), &finished],
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound {

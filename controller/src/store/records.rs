@@ -163,8 +163,9 @@ pub type StateRow = (u64, String, std::sync::Arc<str>);
 pub struct Progress<'a> {
     /// Lists to publish (orders to stop included); each gets its revision here.
     pub lists: &'a mut [plinth_common::wire::TaskList],
-    /// The orchestration state, when it changed (always given with an end).
-    pub state: Option<&'a serde_json::Value>,
+    /// The orchestration state as JSON text, when it changed (always given with an end). Text: the engine
+    /// writes it straight from its run, which at 100,000 nodes is megabytes a step as a tree.
+    pub state: Option<&'a str>,
     /// Events to append.
     pub events: &'a [DeploymentEvent],
     /// Task states to record: blobs by hash, then (node, task, reference) rows (see
@@ -189,6 +190,19 @@ pub struct Ending<'a> {
     pub untouched: &'a [u64],
     /// Whether the deployment deploys.
     pub deploys: bool,
+}
+
+impl<'a> Ending<'a> {
+    /// The end of a [`DeploymentEnd`], without its state and events.
+    pub fn of(end: &DeploymentEnd<'a>) -> Ending<'a> {
+        Ending {
+            status: end.status,
+            succeeded: end.succeeded,
+            failed: end.failed,
+            untouched: end.untouched,
+            deploys: end.deploys,
+        }
+    }
 }
 
 /// Which nodes a page of `GET /nodes` holds.

@@ -200,4 +200,10 @@ CREATE TABLE task_bodies (
 );
 ALTER TABLE task_lists ADD COLUMN tasks_hash TEXT;
 "#,
+    // A node's revision is its latest list's, read from `task_lists` (the primary key's last entry for
+    // the node): writing it into the node's row as well rewrote every node's whole row (facts, model)
+    // for each list published, which was most of a large phase's hand-over.
+    r#"
+ALTER TABLE nodes DROP COLUMN revision;
+"#,
 ];

@@ -47,7 +47,7 @@ const NODE_COLUMNS: &str =
     "id, node_key, public_key, name, admission, status, cluster_id, pending_roles, \
     roles, tags, labels, rack, facts, registered_at, \
     MAX(last_seen, COALESCE((SELECT s.last_seen FROM node_seen s WHERE s.node_id = nodes.id), 0)), \
-    revision, model";
+    COALESCE((SELECT MAX(l.revision) FROM task_lists l WHERE l.node_id = nodes.id), 0), model";
 
 fn admission_text(a: NodeAdmission) -> &'static str {
     match a {
@@ -801,14 +801,27 @@ impl Store for SqliteStore {
         events: &[DeploymentEvent],
     ) -> StoreResult<()> {
         self.tx(|tx| {
-            set_state(tx, deployment_id, state, DeploymentStatus::Running)?;
+            set_state(
+                tx,
+                deployment_id,
+                &to_json(state),
+                DeploymentStatus::Running,
+            )?;
             append_events(tx, deployment_id, events)?;
             insert_lists(tx, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-        self.tx(|tx| finish(tx, dep_id, end))
+        self.tx(|tx| {
+            finish(
+                tx,
+                dep_id,
+                &to_json(end.state),
+                end.events,
+                &Ending::of(end),
+            )
+        })
     }
 
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
@@ -834,22 +847,7 @@ impl Store for SqliteStore {
                 model::save_task_states(tx, p.task_blobs, p.task_rows)?;
             }
             match p.end {
-                Some(end) => {
-                    let null = serde_json::Value::Null;
-                    finish(
-                        tx,
-                        dep_id,
-                        &DeploymentEnd {
-                            state: p.state.unwrap_or(&null),
-                            status: end.status,
-                            events: p.events,
-                            succeeded: end.succeeded,
-                            failed: end.failed,
-                            untouched: end.untouched,
-                            deploys: end.deploys,
-                        },
-                    )
-                }
+                Some(end) => finish(tx, dep_id, p.state.unwrap_or("null"), p.events, &end),
                 None => {
                     if let Some(state) = p.state {
                         set_state(tx, dep_id, state, DeploymentStatus::Running)?;
@@ -1323,14 +1321,11 @@ fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> 
             "UPDATE counters SET value = value + ?1 WHERE name = 'revision' RETURNING value",
         )?
         .query_row([n], |r| r.get(0))?;
-    let mut bump =
-        tx.prepare_cached("UPDATE nodes SET revision = ?2 WHERE id = ?1 RETURNING revision")?;
+    // Every node must exist; its revision is its latest list's, so nothing of its row is written.
+    let mut known = tx.prepare_cached("SELECT 1 FROM nodes WHERE id = ?1")?;
     for (i, list) in lists.iter_mut().enumerate() {
         let revision = last - n + 1 + i64::try_from(i).unwrap_or(0);
-        let bumped: Option<i64> = bump
-            .query_row(params![sql_id(list.node_id), revision], |r| r.get(0))
-            .optional()?;
-        if bumped.is_none() {
+        if !known.exists([sql_id(list.node_id)])? {
             return Err(StoreError::NotFound {
                 kind: "node",
                 id: list.node_id.to_string(),
@@ -1362,8 +1357,14 @@ fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> 
 }
 
 /// Ends a deployment (see [`Store::finish_deployment`]).
-fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-    set_state(tx, dep_id, end.state, end.status)?;
+fn finish(
+    tx: &Connection,
+    dep_id: u64,
+    state: &str,
+    events: &[DeploymentEvent],
+    end: &Ending<'_>,
+) -> StoreResult<()> {
+    set_state(tx, dep_id, state, end.status)?;
     // A cancelled deployment, and a custom graph (seed 002), leave the cluster's status as it was.
     let cluster_status = match end.status {
         DeploymentStatus::Success => Some("operational"),
@@ -1378,7 +1379,7 @@ fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<
             params![sql_id(dep_id), cluster_status],
         )?;
     }
-    append_events(tx, dep_id, end.events)?;
+    append_events(tx, dep_id, events)?;
     // Only a deployment that deploys moves pending roles and marks nodes ready.
     let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
         (end.succeeded, end.untouched.to_vec())
@@ -1422,13 +1423,13 @@ fn finish(tx: &Connection, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<
 fn set_state(
     tx: &Connection,
     dep_id: u64,
-    state: &serde_json::Value,
+    state: &str,
     status: DeploymentStatus,
 ) -> StoreResult<()> {
     let finished = (status != DeploymentStatus::Running).then(now_ms);
     let changed = tx.execute(
         "UPDATE deployments SET state = ?2, status = ?3, finished_at = COALESCE(finished_at, ?4) WHERE id = ?1",
-        params![sql_id(dep_id), to_json(state), status.as_str(), finished],
+        params![sql_id(dep_id), state, status.as_str(), finished],
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound {

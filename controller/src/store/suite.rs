@@ -329,6 +329,38 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
     }];
     s.publish_lists(d2.id, &mut fourth, &state, &[]).unwrap();
     assert_eq!(fourth[0].revision, 4);
+    assert_eq!(
+        s.get_node(again.id).unwrap().revision,
+        4,
+        "a node's revision is its latest list's"
+    );
+    // A list for a node that does not exist refuses the whole step: nothing stored, no revision taken.
+    let mut unknown = [
+        TaskList {
+            node_id: again.id,
+            deployment_id: d2.id,
+            ..list(0)
+        },
+        TaskList {
+            node_id: again.id + 1000,
+            deployment_id: d2.id,
+            ..list(0)
+        },
+    ];
+    assert!(matches!(
+        s.publish_lists(d2.id, &mut unknown, &state, &[]),
+        Err(StoreError::NotFound { kind: "node", id }) if id == (again.id + 1000).to_string()
+    ));
+    assert_eq!(s.published_lists(d2.id).unwrap().len(), 1);
+    assert_eq!(s.get_node(again.id).unwrap().revision, 4);
+    let mut fifth = [TaskList {
+        node_id: again.id,
+        deployment_id: d2.id,
+        ..list(0)
+    }];
+    s.publish_lists(d2.id, &mut fifth, &state, &[]).unwrap();
+    assert_eq!(fifth[0].revision, 5, "the refused step took no revision");
+    assert_eq!(s.get_node(again.id).unwrap().revision, 5);
     assert_eq!(s.events(d.id, 0).unwrap().len(), 2);
     assert_eq!(
         s.events(d.id, s.events(d.id, 0).unwrap()[0].0)
@@ -372,7 +404,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut step,
-            state: Some(&serde_json::json!({"step": 3})),
+            state: Some(r#"{"step":3}"#),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
             task_blobs: &[],
             task_rows: &[],
@@ -393,7 +425,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut last,
-            state: Some(&serde_json::json!({"step": 4})),
+            state: Some(r#"{"step":4}"#),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "d".into() }],
             task_blobs: &[],
             task_rows: &[],
@@ -416,7 +448,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut [],
-            state: Some(&serde_json::json!({"step": 5})),
+            state: Some(r#"{"step":5}"#),
             events: &[],
             task_blobs: &[],
             task_rows: &[],
