@@ -20,6 +20,13 @@ struct Slot {
     tx: watch::Sender<u64>,
 }
 
+impl Slot {
+    /// A poll waits on the node now, or one of its lists is here.
+    fn attached(&self) -> bool {
+        self.list.is_some() || self.tx.receiver_count() > 0
+    }
+}
+
 /// What a poll finds on the board.
 #[derive(Debug)]
 pub enum Found {
@@ -66,7 +73,7 @@ impl Board {
     pub fn note(&self, list: TaskList) -> bool {
         self.with_slot(list.node_id, |slot| {
             let rev = list.revision;
-            if slot.list.is_some() || slot.tx.receiver_count() > 0 {
+            if slot.attached() {
                 slot.noted = None;
                 slot.list = Some(Arc::new(list));
                 slot.tx.send_replace(rev);
@@ -76,6 +83,29 @@ impl Board {
                 false
             }
         })
+    }
+
+    /// Whether the node is attached here: a poll waits on it now, or one of its lists is here.
+    pub fn is_attached(&self, node_id: u64) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.get(&node_id).is_some_and(Slot::attached)
+    }
+
+    /// Learns only the revision of a list published elsewhere (its node was not attached here when it
+    /// was read): noted, and a poll that began waiting on the node since is woken to read it from the
+    /// store.
+    pub fn note_revision(&self, node_id: u64, revision: u64, deployment_id: u64) {
+        self.with_slot(node_id, |slot| {
+            if slot.list.as_ref().is_some_and(|l| l.revision >= revision)
+                || slot.noted.is_some_and(|(noted, _)| noted >= revision)
+            {
+                return;
+            }
+            slot.noted = Some((revision, deployment_id));
+            if slot.tx.receiver_count() > 0 {
+                slot.tx.send_replace(revision);
+            }
+        });
     }
 
     /// Puts a noted list, read from the store, on the board (unless a newer one is there already).
@@ -219,5 +249,32 @@ mod tests {
         board.withdraw_deployment(7);
         assert!(matches!(board.newer_than(3, 0), Found::Wait(_)));
         assert!(board.current(2).is_none());
+    }
+
+    #[test]
+    fn a_revision_noted_alone_wakes_a_poll_that_began_meanwhile_and_never_hides_a_newer_list() {
+        let board = Board::default();
+        assert!(!board.is_attached(1));
+        // Read as a revision only (node 1 was not attached), while a poll began waiting on it.
+        let waiting = match board.newer_than(1, 0) {
+            Found::Wait(rx) => rx,
+            other => panic!("{other:?}"),
+        };
+        assert!(board.is_attached(1), "a waiting poll attaches its node");
+        board.note_revision(1, 5, 7);
+        assert!(waiting.has_changed().unwrap(), "the poll wakes");
+        assert!(matches!(board.newer_than(1, 0), Found::Noted(5)));
+        // An older revision noted late changes nothing.
+        board.note_revision(1, 4, 7);
+        assert!(matches!(board.newer_than(1, 0), Found::Noted(5)));
+        // Nor does one below a list already held.
+        board.fill(Arc::new(list(1, 5)));
+        board.note_revision(1, 5, 7);
+        let Found::List(l) = board.newer_than(1, 0) else {
+            panic!("the list held stays what a poll gets");
+        };
+        assert_eq!(l.revision, 5);
+        board.note_revision(1, 9, 7);
+        assert!(matches!(board.newer_than(1, 5), Found::Noted(9)));
     }
 }

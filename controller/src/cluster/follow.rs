@@ -4,7 +4,7 @@
 //! in revision order, so "above the last revision seen" misses none.
 
 use crate::board::Board;
-use crate::store::{Store, StoreResult};
+use crate::store::{Published, Store, StoreResult};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -23,17 +23,27 @@ struct Seen {
 }
 
 impl Follower {
-    /// Puts the lists published since the last look on the board and takes those of ended deployments
-    /// off. Returns how many lists it put on. Blocking.
+    /// Puts the lists published since the last look on the board (or notes their revisions) and takes
+    /// those of ended deployments off. Returns how many lists it learnt of. Blocking.
     pub fn sync(&self, store: &dyn Store, board: &Board) -> StoreResult<usize> {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let lists = store.lists_after(seen.revision)?;
-        let count = lists.len();
-        for list in lists {
-            seen.revision = seen.revision.max(list.revision);
-            seen.deployments.insert(list.deployment_id);
-            // Held here only for agents attached here; the others' are read when they poll here.
-            board.note(list);
+        // Held here only for agents attached here, so only theirs are read whole; the others' are
+        // read when they poll here.
+        let published = store.lists_after(seen.revision, &|node| board.is_attached(node))?;
+        let count = published.len();
+        for p in published {
+            seen.revision = seen.revision.max(p.revision());
+            seen.deployments.insert(p.deployment_id());
+            match p {
+                Published::List(list) => {
+                    board.note(list);
+                }
+                Published::Noted {
+                    node_id,
+                    revision,
+                    deployment_id,
+                } => board.note_revision(node_id, revision, deployment_id),
+            }
         }
         if !seen.deployments.is_empty() {
             let running: BTreeSet<u64> = store.running_ids()?.into_iter().collect();

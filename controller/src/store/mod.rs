@@ -445,8 +445,15 @@ pub trait Store: Send + Sync + 'static {
     fn cancel_requests(&self) -> StoreResult<Vec<(u64, String)>>;
     /// The ids of the running deployments.
     fn running_ids(&self) -> StoreResult<Vec<u64>>;
-    /// Lists of running deployments published with a revision above `revision`, by revision.
-    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>>;
+    /// Lists of running deployments published with a revision above `revision`, by revision: whole for
+    /// the nodes `whole` selects, as a [`Published::Noted`] for the others. A controller that does not
+    /// sequence holds only its own agents' lists, so it reads only those whole: a phase of 40,000 lists
+    /// is then not read, parsed and dropped again by every controller.
+    fn lists_after(
+        &self,
+        revision: u64,
+        whole: &dyn Fn(u64) -> bool,
+    ) -> StoreResult<Vec<Published>>;
     /// These nodes' results in a deployment, by node (nodes without any left out), each in arrival order.
     fn results_of_nodes(
         &self,

@@ -1415,8 +1415,12 @@ impl Store for PgStore {
         self.read(cluster::running_ids)
     }
 
-    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>> {
-        self.read(|t| cluster::lists_after(t, revision))
+    fn lists_after(
+        &self,
+        revision: u64,
+        whole: &dyn Fn(u64) -> bool,
+    ) -> StoreResult<Vec<Published>> {
+        self.read(|t| cluster::lists_after(t, revision, whole))
     }
 
     fn results_of_nodes(

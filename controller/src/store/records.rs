@@ -223,3 +223,49 @@ pub struct NodeFilter {
     /// Only nodes whose name contains this text (ignoring ASCII case).
     pub name: Option<String>,
 }
+
+/// A list published, as [`super::Store::lists_after`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Published {
+    /// The list, whole.
+    List(plinth_common::wire::TaskList),
+    /// Only where it is: read it with [`super::Store::issued_list`] when it is needed.
+    Noted {
+        /// Its node.
+        node_id: u64,
+        /// Its revision.
+        revision: u64,
+        /// Its deployment.
+        deployment_id: u64,
+    },
+}
+
+impl Published {
+    /// Its revision.
+    pub fn revision(&self) -> u64 {
+        match self {
+            Published::List(l) => l.revision,
+            Published::Noted { revision, .. } => *revision,
+        }
+    }
+
+    /// Its deployment.
+    pub fn deployment_id(&self) -> u64 {
+        match self {
+            Published::List(l) => l.deployment_id,
+            Published::Noted { deployment_id, .. } => *deployment_id,
+        }
+    }
+
+    /// Puts the lists read whole in the places their revisions are noted at (revisions are unique: they
+    /// come from one counter).
+    pub(crate) fn fill(published: &mut [Published], lists: Vec<plinth_common::wire::TaskList>) {
+        let mut by_revision: std::collections::HashMap<u64, plinth_common::wire::TaskList> =
+            lists.into_iter().map(|l| (l.revision, l)).collect();
+        for p in published.iter_mut() {
+            if let Some(list) = by_revision.remove(&p.revision()) {
+                *p = Published::List(list);
+            }
+        }
+    }
+}

@@ -1210,8 +1210,12 @@ impl Store for SqliteStore {
         self.tx(|tx| cluster::running_ids(tx))
     }
 
-    fn lists_after(&self, revision: u64) -> StoreResult<Vec<TaskList>> {
-        self.tx(|tx| cluster::lists_after(tx, revision))
+    fn lists_after(
+        &self,
+        revision: u64,
+        whole: &dyn Fn(u64) -> bool,
+    ) -> StoreResult<Vec<Published>> {
+        self.tx(|tx| cluster::lists_after(tx, revision, whole))
     }
 
     fn results_of_nodes(

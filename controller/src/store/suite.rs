@@ -907,11 +907,32 @@ fn followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer
     let mut first = [empty_list(nodes[0], d.id), empty_list(nodes[1], d.id)];
     s.publish_lists(d.id, &mut first, &serde_json::json!({}), &[])
         .unwrap();
-    let all = s.lists_after(0).unwrap();
-    assert_eq!(all.iter().map(|l| l.revision).collect::<Vec<_>>(), [1, 2]);
-    let later = s.lists_after(1).unwrap();
-    assert_eq!(later.len(), 1);
-    assert_eq!(later[0].node_id, nodes[1]);
+    let all = s.lists_after(0, &|_| true).unwrap();
+    assert_eq!(all.iter().map(|l| l.revision()).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        all,
+        first
+            .iter()
+            .cloned()
+            .map(Published::List)
+            .collect::<Vec<_>>(),
+        "read whole, as published"
+    );
+    let later = s.lists_after(1, &|_| true).unwrap();
+    assert!(matches!(&later[..], [Published::List(l)] if l.node_id == nodes[1]));
+    // Only the nodes chosen are read whole; the others' lists are only noted.
+    let some = s.lists_after(0, &|node| node == nodes[1]).unwrap();
+    assert_eq!(
+        some,
+        [
+            Published::Noted {
+                node_id: nodes[0],
+                revision: 1,
+                deployment_id: d.id
+            },
+            Published::List(first[1].clone())
+        ]
+    );
     assert_eq!(s.running_ids().unwrap(), [d.id]);
 
     s.store_results(
@@ -951,7 +972,7 @@ fn followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer
         "an ended deployment asks nothing"
     );
     assert!(
-        s.lists_after(0).unwrap().is_empty(),
+        s.lists_after(0, &|_| true).unwrap().is_empty(),
         "only running deployments' lists"
     );
     assert!(matches!(

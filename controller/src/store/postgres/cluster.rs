@@ -5,8 +5,8 @@ use super::bridge::Tx;
 use super::{col, from_json, id, sql_id, sql_ids};
 use crate::store::bodies::Joiner;
 use crate::store::{
-    claim_outcome, ControllerBeat, ControllerRecord, Fence, LeaseRecord, StoreError, StoreResult,
-    SEQUENCER_LEASE,
+    claim_outcome, ControllerBeat, ControllerRecord, Fence, LeaseRecord, Published, StoreError,
+    StoreResult, SEQUENCER_LEASE,
 };
 use plinth_common::wire::{TaskList, TaskResult};
 use tokio_postgres::Row;
@@ -174,18 +174,41 @@ pub(super) fn join_row(joiner: &mut Joiner, r: &Row) -> StoreResult<TaskList> {
     joiner.join(header, hash, body)
 }
 
-pub(super) fn lists_after(t: &Tx, revision: u64) -> StoreResult<Vec<TaskList>> {
-    let mut joiner = Joiner::default();
-    t.query(
-        &format!(
-            "{LISTS} JOIN deployments d ON d.id = l.deployment_id \
-             WHERE l.revision > $1 AND d.status = 'running' ORDER BY l.revision"
-        ),
+pub(super) fn lists_after(
+    t: &Tx,
+    revision: u64,
+    whole: &dyn Fn(u64) -> bool,
+) -> StoreResult<Vec<Published>> {
+    let rows = t.query(
+        "SELECT l.node_id, l.revision, l.deployment_id FROM task_lists l \
+         JOIN deployments d ON d.id = l.deployment_id \
+         WHERE l.revision > $1 AND d.status = 'running' ORDER BY l.revision",
         &[&sql_id(revision)],
-    )?
-    .iter()
-    .map(|r| join_row(&mut joiner, r))
-    .collect()
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    let mut wanted: Vec<i64> = Vec::new();
+    for r in &rows {
+        let node_id = id(col(r, 0, "task list")?);
+        let revision: i64 = col(r, 1, "task list")?;
+        if whole(node_id) {
+            wanted.push(revision);
+        }
+        out.push(Published::Noted {
+            node_id,
+            revision: id(revision),
+            deployment_id: id(col(r, 2, "task list")?),
+        });
+    }
+    if !wanted.is_empty() {
+        let mut joiner = Joiner::default();
+        let lists = t
+            .query(&format!("{LISTS} WHERE l.revision = ANY($1)"), &[&wanted])?
+            .iter()
+            .map(|r| join_row(&mut joiner, r))
+            .collect::<StoreResult<Vec<_>>>()?;
+        Published::fill(&mut out, lists);
+    }
+    Ok(out)
 }
 
 pub(super) fn results_of_nodes(

@@ -5,7 +5,8 @@
 use super::{from_json, id, sql_id};
 use crate::store::bodies::Joiner;
 use crate::store::{
-    claim_outcome, ControllerBeat, ControllerRecord, LeaseRecord, StoreResult, SEQUENCER_LEASE,
+    claim_outcome, ControllerBeat, ControllerRecord, LeaseRecord, Published, StoreResult,
+    SEQUENCER_LEASE,
 };
 use plinth_common::wire::{TaskList, TaskResult};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -129,18 +130,43 @@ pub(super) fn join_row(
     joiner.join(&header, hash.as_deref(), body.as_deref())
 }
 
-pub(super) fn lists_after(tx: &Connection, revision: u64) -> StoreResult<Vec<TaskList>> {
-    let mut stmt = tx.prepare_cached(&format!(
-        "{LISTS} JOIN deployments d ON d.id = l.deployment_id \
-         WHERE l.revision > ?1 AND d.status = 'running' ORDER BY l.revision"
-    ))?;
-    let rows = stmt
-        .query_map([sql_id(revision)], list_row)?
+pub(super) fn lists_after(
+    tx: &Connection,
+    revision: u64,
+    whole: &dyn Fn(u64) -> bool,
+) -> StoreResult<Vec<Published>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT l.node_id, l.revision, l.deployment_id FROM task_lists l \
+         JOIN deployments d ON d.id = l.deployment_id \
+         WHERE l.revision > ?1 AND d.status = 'running' ORDER BY l.revision",
+    )?;
+    let out = stmt
+        .query_map([sql_id(revision)], |r| {
+            Ok(Published::Noted {
+                node_id: id(r.get(0)?),
+                revision: id(r.get(1)?),
+                deployment_id: id(r.get(2)?),
+            })
+        })?
         .collect::<Result<Vec<_>, _>>()?;
+    let mut one = tx.prepare_cached(&format!("{LISTS} WHERE l.revision = ?1"))?;
     let mut joiner = Joiner::default();
-    rows.into_iter()
-        .map(|row| join_row(&mut joiner, row))
-        .collect()
+    let mut lists = Vec::new();
+    for p in &out {
+        if let Published::Noted {
+            node_id, revision, ..
+        } = p
+        {
+            if whole(*node_id) {
+                if let Some(row) = one.query_row([sql_id(*revision)], list_row).optional()? {
+                    lists.push(join_row(&mut joiner, row)?);
+                }
+            }
+        }
+    }
+    let mut out = out;
+    Published::fill(&mut out, lists);
+    Ok(out)
 }
 
 pub(super) fn node_results(
