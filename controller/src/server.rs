@@ -173,7 +173,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
-    tokio::spawn(crate::cluster::lease::run(state.clone()));
+    crate::cluster::lease::spawn(state.clone())?;
     if let Some(notices) = state.store.listen() {
         tokio::spawn(crate::cluster::notices::run(state.clone(), notices));
     }

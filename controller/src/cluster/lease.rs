@@ -8,30 +8,63 @@ use super::{BEAT_EVERY, LEASE_TTL};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{ControllerBeat, Fence};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-/// Beats and keeps the lease until the process ends. The beat itself is short (two small
-/// transactions), so it is never late behind other work: taking running deployments on after the lease
-/// was won, and the holder's and followers' periodic checks, run beside it, one at a time.
-pub async fn run(state: Arc<AppState>) {
-    let mut tick = tokio::time::interval(BEAT_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    loop {
-        tick.tick().await;
-        let s = state.clone();
-        let Ok(()) = tokio::task::spawn_blocking(move || step(&s)).await else {
-            continue;
-        };
-        if !busy.swap(true, Ordering::AcqRel) {
-            let (s, busy) = (state.clone(), busy.clone());
-            tokio::task::spawn_blocking(move || {
-                keep_up(&s);
-                busy.store(false, Ordering::Release);
-            });
-        }
+/// How late a beat may come (after its time, plus its own length) before it is reported: the lease
+/// lasts five beats.
+const LATE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Beats and keeps the lease until a clean stop, on a thread of its own: a controller busy with a
+/// large deployment (its runtime's workers, its blocking pool and the database connections all taken by
+/// bulk work) must still renew the lease every second, or another controller takes the deployment over
+/// while this one is only slow. The beat itself is short (two small transactions on a connection of its
+/// own); taking running deployments on after the lease was won, and the holder's and followers'
+/// periodic checks, run on the blocking pool beside it, one at a time.
+pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
+    let handle = tokio::runtime::Handle::current();
+    let busy = Arc::new(AtomicBool::new(false));
+    std::thread::Builder::new()
+        .name("plinth-beat".into())
+        .spawn(move || {
+            let mut due = Instant::now();
+            loop {
+                let started = Instant::now();
+                if !beat(&state) {
+                    return;
+                }
+                let late = started.saturating_duration_since(due) + started.elapsed();
+                if late > LATE {
+                    tracing::warn!(
+                        late_ms = u64::try_from(late.as_millis()).unwrap_or(u64::MAX),
+                        "the heartbeat ran late; the lease lasts {} s",
+                        LEASE_TTL.as_secs()
+                    );
+                }
+                if !busy.swap(true, Ordering::AcqRel) {
+                    let (s, busy) = (state.clone(), busy.clone());
+                    handle.spawn_blocking(move || {
+                        keep_up(&s);
+                        busy.store(false, Ordering::Release);
+                    });
+                }
+                // A beat that ran late is not made up for: the next is a second after this one.
+                due = (due + BEAT_EVERY).max(Instant::now());
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+        })
+        .map(|_| ())
+}
+
+/// One beat unless the controller is stopping; false once it is.
+fn beat(s: &AppState) -> bool {
+    let _one = s.cluster.beating.lock().unwrap_or_else(|p| p.into_inner());
+    if s.cluster.stopping.load(Ordering::Acquire) {
+        return false;
     }
+    step(s);
+    true
 }
 
 fn ttl_ms() -> i64 {
@@ -117,6 +150,9 @@ pub fn keep_up(s: &AppState) {
 /// Gives the lease up at a clean stop, so another controller takes over at once.
 pub fn release(s: &AppState) {
     let m = &s.cluster;
+    // No beat after this one: a beat in flight ends first, and none takes the lease back.
+    m.stopping.store(true, Ordering::Release);
+    drop(m.beating.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some(token) = m.held() {
         s.engine.step_down();
         m.set_held(None);

@@ -47,6 +47,10 @@ pub struct Membership {
     held: Mutex<Option<u64>>,
     /// When it last renewed the lease (milliseconds since the epoch).
     renewed_ms: std::sync::atomic::AtomicI64,
+    /// Held for each beat, so that giving the lease up at a stop waits for a beat in flight.
+    beating: Mutex<()>,
+    /// Set at a clean stop: no beat after the lease was given up.
+    stopping: std::sync::atomic::AtomicBool,
     /// Follows the lists other controllers publish.
     pub follower: follow::Follower,
     /// Forwards gate questions to the controller that sequences.
@@ -64,6 +68,8 @@ impl Membership {
             shared,
             held: Mutex::new(None),
             renewed_ms: std::sync::atomic::AtomicI64::new(0),
+            beating: Mutex::new(()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
             follower: follow::Follower::default(),
             peers,
         }

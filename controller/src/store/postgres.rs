@@ -48,11 +48,16 @@ pub struct PgStore {
     listen_target: std::sync::Mutex<Option<connect::Target>>,
     /// Drives the connections' sockets; shut down without waiting when the store is dropped.
     runtime: Option<tokio::runtime::Runtime>,
+    /// Drives the beat's connection alone, so that no bulk transfer on the others delays it.
+    beat_runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Drop for PgStore {
     fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
+        for rt in [self.runtime.take(), self.beat_runtime.take()]
+            .into_iter()
+            .flatten()
+        {
             rt.shutdown_background();
         }
     }
@@ -277,16 +282,22 @@ impl PgStore {
     /// As [`PgStore::open`], with at most `pool_size` connections.
     pub fn open_with(url: &str, pool_size: usize) -> StoreResult<Self> {
         let target = connect::parse(url)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("plinth-db")
-            .enable_all()
-            .build()
-            .map_err(|e| StoreError::Database(format!("cannot start the database runtime: {e}")))?;
+        let start = |name: &str| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(name)
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    StoreError::Database(format!("cannot start the database runtime: {e}"))
+                })
+        };
+        let runtime = start("plinth-db")?;
+        let beat_runtime = start("plinth-db-beat")?;
         let listen_target = std::sync::Mutex::new(Some(target.clone()));
         let beat = Pool::new(
             1,
-            connect::connector(target.clone(), runtime.handle().clone()),
+            connect::connector(target.clone(), beat_runtime.handle().clone()),
         );
         let pool = Pool::new(
             pool_size,
@@ -298,6 +309,7 @@ impl PgStore {
             fence: std::sync::Mutex::new(None),
             listen_target,
             runtime: Some(runtime),
+            beat_runtime: Some(beat_runtime),
         };
         store.migrate()?;
         Ok(store)
