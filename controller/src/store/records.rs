@@ -256,16 +256,4 @@ impl Published {
             Published::Noted { deployment_id, .. } => *deployment_id,
         }
     }
-
-    /// Puts the lists read whole in the places their revisions are noted at (revisions are unique: they
-    /// come from one counter).
-    pub(crate) fn fill(published: &mut [Published], lists: Vec<plinth_common::wire::TaskList>) {
-        let mut by_revision: std::collections::HashMap<u64, plinth_common::wire::TaskList> =
-            lists.into_iter().map(|l| (l.revision, l)).collect();
-        for p in published.iter_mut() {
-            if let Some(list) = by_revision.remove(&p.revision()) {
-                *p = Published::List(list);
-            }
-        }
-    }
 }

@@ -206,9 +206,21 @@ pub(super) fn lists_after(
             .iter()
             .map(|r| join_row(&mut joiner, r))
             .collect::<StoreResult<Vec<_>>>()?;
-        Published::fill(&mut out, lists);
+        fill(&mut out, lists);
     }
     Ok(out)
+}
+
+/// Puts the lists read whole in the places their revisions are noted at (revisions are unique: they
+/// come from one counter).
+fn fill(published: &mut [Published], lists: Vec<TaskList>) {
+    let mut by_revision: std::collections::HashMap<u64, TaskList> =
+        lists.into_iter().map(|l| (l.revision, l)).collect();
+    for p in published.iter_mut() {
+        if let Some(list) = by_revision.remove(&p.revision()) {
+            *p = Published::List(list);
+        }
+    }
 }
 
 pub(super) fn results_of_nodes(

@@ -140,7 +140,7 @@ pub(super) fn lists_after(
          JOIN deployments d ON d.id = l.deployment_id \
          WHERE l.revision > ?1 AND d.status = 'running' ORDER BY l.revision",
     )?;
-    let out = stmt
+    let mut out = stmt
         .query_map([sql_id(revision)], |r| {
             Ok(Published::Noted {
                 node_id: id(r.get(0)?),
@@ -151,21 +151,18 @@ pub(super) fn lists_after(
         .collect::<Result<Vec<_>, _>>()?;
     let mut one = tx.prepare_cached(&format!("{LISTS} WHERE l.revision = ?1"))?;
     let mut joiner = Joiner::default();
-    let mut lists = Vec::new();
-    for p in &out {
+    for p in out.iter_mut() {
         if let Published::Noted {
             node_id, revision, ..
-        } = p
+        } = *p
         {
-            if whole(*node_id) {
-                if let Some(row) = one.query_row([sql_id(*revision)], list_row).optional()? {
-                    lists.push(join_row(&mut joiner, row)?);
+            if whole(node_id) {
+                if let Some(row) = one.query_row([sql_id(revision)], list_row).optional()? {
+                    *p = Published::List(join_row(&mut joiner, row)?);
                 }
             }
         }
     }
-    let mut out = out;
-    Published::fill(&mut out, lists);
     Ok(out)
 }
 
