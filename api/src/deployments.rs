@@ -26,7 +26,9 @@ pub struct DeploymentRecord {
     pub node_ids: Vec<u64>,
     /// Options.
     pub options: serde_json::Value,
-    /// Orchestration state.
+    /// Orchestration state: where every node stands in the strategy. `null` in lists
+    /// (`GET /deployments`), where it would weigh megabytes per deployment of a large fleet; a
+    /// deployment's progress is its report, `GET /deployments/{id}`.
     pub state: serde_json::Value,
     /// Started (ms).
     pub created_at_ms: i64,

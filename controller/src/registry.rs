@@ -110,15 +110,65 @@ impl NodeRegistry {
             .cloned()
     }
 
-    /// Last-seen times changed since the previous call, to write to the database.
-    pub fn take_unflushed(&self) -> Vec<(u64, i64)> {
+    /// Last-seen times to write to the database: each node's whose time moved at least `step_ms` past
+    /// the one written last (any move when `step_ms` is 0, as at shutdown). A node polling every few
+    /// seconds is so written once a step, not once a poll: the stored time serves other controllers'
+    /// views of the node, which allow for the step (see `api::nodes`).
+    pub fn take_unflushed(&self, step_ms: i64) -> Vec<(u64, i64)> {
         let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
         map.values()
             .filter_map(|e| {
                 let seen = e.last_seen_ms();
-                let before = e.flushed_ms.swap(seen, Ordering::Relaxed);
-                (seen > before).then_some((e.id, seen))
+                let before = e.flushed_ms.load(Ordering::Relaxed);
+                let due = seen > before && seen.saturating_sub(before) >= step_ms;
+                // Two flushes at once (the periodic one and the one at shutdown) write a time once.
+                (due && e
+                    .flushed_ms
+                    .compare_exchange(before, seen, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok())
+                .then_some((e.id, seen))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> NodeRegistry {
+        let reg = NodeRegistry::default();
+        reg.by_key.write().unwrap().insert(
+            "k".into(),
+            Arc::new(NodeEntry {
+                id: 7,
+                accepted: AtomicBool::new(true),
+                last_seen_ms: AtomicI64::new(1_000),
+                flushed_ms: AtomicI64::new(1_000),
+            }),
+        );
+        reg
+    }
+
+    #[test]
+    fn a_node_heard_often_is_written_once_a_step() {
+        let reg = registry();
+        let node = reg.get("k").unwrap();
+        node.seen(5_000);
+        assert!(
+            reg.take_unflushed(10_000).is_empty(),
+            "4 s is less than the 10 s step"
+        );
+        node.seen(11_000);
+        assert_eq!(reg.take_unflushed(10_000), vec![(7, 11_000)]);
+        assert!(reg.take_unflushed(10_000).is_empty(), "written already");
+        node.seen(12_000);
+        assert!(reg.take_unflushed(10_000).is_empty());
+        assert_eq!(
+            reg.take_unflushed(0),
+            vec![(7, 12_000)],
+            "at shutdown every move is written"
+        );
+        assert!(reg.take_unflushed(0).is_empty());
     }
 }

@@ -275,16 +275,34 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     tracing::info!("stopping");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     let _ = close_tx.send(true);
-    flush_last_seen(&state).await;
+    flush_last_seen(&state, Flush::Everything).await;
     let s = state.clone();
     let _ = tokio::task::spawn_blocking(move || crate::cluster::lease::release(&s)).await;
     Ok(())
 }
 
-async fn flush_last_seen(state: &Arc<AppState>) {
+/// Which last-seen times a flush writes.
+#[derive(Clone, Copy)]
+enum Flush {
+    /// Those that moved a quarter of `offline_after` since written: the stored time, which other
+    /// controllers read, then lags at most that plus the flush period (20 s at the default 60 s), so
+    /// an agent polling at its default 25 s never shows offline there, and an idle fleet's polls cost
+    /// the database a write per node every 15 s, not one per poll.
+    Periodic,
+    /// Every time that moved (at shutdown).
+    Everything,
+}
+
+async fn flush_last_seen(state: &Arc<AppState>, which: Flush) {
+    let step_ms = match which {
+        Flush::Periodic => {
+            i64::try_from(state.config().offline_after.as_millis() / 4).unwrap_or(i64::MAX)
+        }
+        Flush::Everything => 0,
+    };
     let s = state.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        let seen = s.nodes.take_unflushed();
+        let seen = s.nodes.take_unflushed(step_ms);
         if !seen.is_empty() {
             if let Err(e) = s.store.touch_nodes(&seen) {
                 tracing::warn!(error = %e, "cannot record when nodes were last seen");
@@ -308,7 +326,7 @@ fn spawn_background(state: Arc<AppState>) {
             let s = state.clone();
             let _ = tokio::task::spawn_blocking(move || s.engine.tick()).await;
             if n % 5 == 0 {
-                flush_last_seen(&state).await;
+                flush_last_seen(&state, Flush::Periodic).await;
             }
             if let Some(period) = watchdog {
                 if n % period.as_secs().max(1) == 0 {

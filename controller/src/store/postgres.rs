@@ -216,6 +216,10 @@ fn nodes_by_id(t: &Tx, node_ids: &[u64]) -> StoreResult<Vec<NodeRecord>> {
 
 const DEPLOYMENT_COLUMNS: &str =
     "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+/// [`DEPLOYMENT_COLUMNS`] with the orchestration state left out (read as JSON `null`), for lists:
+/// the state places every node in the strategy, megabytes for a large fleet.
+const DEPLOYMENT_LIST_COLUMNS: &str =
+    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at";
 
 fn deployment_from_row(row: &Row) -> StoreResult<DeploymentRecord> {
     let w = "deployment";
@@ -236,11 +240,12 @@ fn deployment_from_row(row: &Row) -> StoreResult<DeploymentRecord> {
 
 fn query_deployments(
     t: &Tx,
+    columns: &str,
     where_clause: &str,
     args: Params<'_>,
 ) -> StoreResult<Vec<DeploymentRecord>> {
     t.query(
-        &format!("SELECT {DEPLOYMENT_COLUMNS} FROM deployments {where_clause} ORDER BY id DESC"),
+        &format!("SELECT {columns} FROM deployments {where_clause} ORDER BY id DESC"),
         args,
     )?
     .iter()
@@ -994,7 +999,7 @@ impl Store for PgStore {
                     &[&ids],
                 )?;
             }
-            query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
+            query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "deployment",
@@ -1005,7 +1010,7 @@ impl Store for PgStore {
 
     fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
         self.read(|t| {
-            query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
+            query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "deployment",
@@ -1016,13 +1021,18 @@ impl Store for PgStore {
 
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
         self.read(|t| match cluster_id {
-            Some(c) => query_deployments(t, "WHERE cluster_id = $1", &[&sql_id(c)]),
-            None => query_deployments(t, "", &[]),
+            Some(c) => query_deployments(
+                t,
+                DEPLOYMENT_LIST_COLUMNS,
+                "WHERE cluster_id = $1",
+                &[&sql_id(c)],
+            ),
+            None => query_deployments(t, DEPLOYMENT_LIST_COLUMNS, "", &[]),
         })
     }
 
     fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>> {
-        self.read(|t| query_deployments(t, "WHERE status = 'running'", &[]))
+        self.read(|t| query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE status = 'running'", &[]))
     }
 
     fn publish_lists(
@@ -1403,12 +1413,13 @@ impl Store for PgStore {
                 "UPDATE deployments SET cancel_by = $2 WHERE id = $1 AND status = 'running'",
                 &[&sql_id(dep_id), &by],
             )?;
-            let dep = query_deployments(t, "WHERE id = $1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })?;
+            let dep =
+                query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
+                    .pop()
+                    .ok_or_else(|| StoreError::NotFound {
+                        kind: "deployment",
+                        id: dep_id.to_string(),
+                    })?;
             if changed == 0 {
                 return Err(StoreError::Conflict(format!(
                     "deployment {dep_id} is not running (it is {})",

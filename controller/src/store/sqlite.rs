@@ -164,14 +164,19 @@ fn deployment_from_row(row: &Row<'_>) -> rusqlite::Result<Result<DeploymentRecor
 
 const DEPLOYMENT_COLUMNS: &str =
     "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+/// [`DEPLOYMENT_COLUMNS`] with the orchestration state left out (read as JSON `null`), for lists:
+/// the state places every node in the strategy, megabytes for a large fleet.
+const DEPLOYMENT_LIST_COLUMNS: &str =
+    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at";
 
 fn query_deployments(
     tx: &Connection,
+    columns: &str,
     where_clause: &str,
     args: &[&dyn rusqlite::ToSql],
 ) -> StoreResult<Vec<DeploymentRecord>> {
     let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM deployments {where_clause} ORDER BY id DESC"
+        "SELECT {columns} FROM deployments {where_clause} ORDER BY id DESC"
     ))?;
     let rows = stmt.query_map(args, deployment_from_row)?;
     let mut out = Vec::new();
@@ -765,7 +770,7 @@ impl Store for SqliteStore {
                     stmt.execute([sql_id(*node)])?;
                 }
             }
-            query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
+            query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound { kind: "deployment", id: dep_id.to_string() })
         })
@@ -773,7 +778,7 @@ impl Store for SqliteStore {
 
     fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
         self.tx(|tx| {
-            query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
+            query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "deployment",
@@ -784,13 +789,18 @@ impl Store for SqliteStore {
 
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
         self.tx(|tx| match cluster_id {
-            Some(c) => query_deployments(tx, "WHERE cluster_id = ?1", &[&sql_id(c)]),
-            None => query_deployments(tx, "", &[]),
+            Some(c) => query_deployments(
+                tx,
+                DEPLOYMENT_LIST_COLUMNS,
+                "WHERE cluster_id = ?1",
+                &[&sql_id(c)],
+            ),
+            None => query_deployments(tx, DEPLOYMENT_LIST_COLUMNS, "", &[]),
         })
     }
 
     fn running_deployments(&self) -> StoreResult<Vec<DeploymentRecord>> {
-        self.tx(|tx| query_deployments(tx, "WHERE status = 'running'", &[]))
+        self.tx(|tx| query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE status = 'running'", &[]))
     }
 
     fn publish_lists(
@@ -1186,12 +1196,13 @@ impl Store for SqliteStore {
                 "UPDATE deployments SET cancel_by = ?2 WHERE id = ?1 AND status = 'running'",
                 params![sql_id(dep_id), by],
             )?;
-            let dep = query_deployments(tx, "WHERE id = ?1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })?;
+            let dep =
+                query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
+                    .pop()
+                    .ok_or_else(|| StoreError::NotFound {
+                        kind: "deployment",
+                        id: dep_id.to_string(),
+                    })?;
             if changed == 0 {
                 return Err(StoreError::Conflict(format!(
                     "deployment {dep_id} is not running (it is {})",

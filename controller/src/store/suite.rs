@@ -162,7 +162,18 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn S
         s.create_deployment(&new),
         Err(StoreError::Conflict(_))
     ));
-    assert_eq!(s.list_deployments(None).unwrap().len(), 1);
+    let listed = s.list_deployments(None).unwrap();
+    assert_eq!(listed.len(), 1);
+    // A list leaves the orchestration state out; the deployment itself has it.
+    assert_eq!(listed[0].state, serde_json::Value::Null);
+    assert_ne!(
+        s.get_deployment(listed[0].id).unwrap().state,
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        s.list_deployments(Some(c.id)).unwrap()[0].state,
+        serde_json::Value::Null
+    );
     // Assigning two nodes where the second does not exist assigns neither.
     let n = s
         .register_node(&reg("k1"), NodeAdmission::Accepted)
