@@ -13,7 +13,9 @@
 //! - `gate NODE TASK`: the node's gated task asks whether it may start;
 //! - `cancel OPERATOR`: the operator cancels;
 //! - `restart`: the controller restarts: the run is rebuilt from its state as last saved, its
-//!   published lists and the results stored so far (those it owned when they came).
+//!   published lists and the results stored so far (those it owned when they came);
+//!   `restart after N lists`: the same, when the previous step's publication stopped after its first N
+//!   lists were stored (a large phase's lists are stored in slices, each in its own transaction).
 //!
 //! Answers are printed with node names; revisions come from one counter, as the store gives them.
 
@@ -149,6 +151,8 @@ fn play(case: &Case) -> Result<String, String> {
     let mut out = String::new();
     let mut stored: Vec<(u64, plinth_common::wire::TaskResult)> = Vec::new();
     let mut saved = serde_json::to_string(run.state()).map_err(|e| e.to_string())?;
+    // What the previous step published, in order: (node, revision).
+    let mut last_published: Vec<(u64, u64)> = Vec::new();
     for (line, step) in case.steps.iter().enumerate() {
         let _ = writeln!(out, "> {step}");
         let at = |what: &str| format!("step {} ({step}): {what}", line + 1);
@@ -229,6 +233,18 @@ fn play(case: &Case) -> Result<String, String> {
                 }
             },
             "restart" => {
+                if let Some(kept) = rest.strip_prefix("after ") {
+                    let kept: usize = kept
+                        .trim_end_matches(" lists")
+                        .trim()
+                        .parse()
+                        .map_err(|_| at("restart after N lists"))?;
+                    for (node, revision) in last_published.iter().skip(kept) {
+                        if let Some(lists) = driver.lists.get_mut(node) {
+                            lists.retain(|l| l.revision != *revision);
+                        }
+                    }
+                }
                 // What the store has: the state as last saved, not as it is in memory.
                 let state = serde_json::from_str(&saved).map_err(|e| at(&e.to_string()))?;
                 let lists: Vec<TaskList> = driver.lists.values().flatten().cloned().collect();
@@ -240,6 +256,7 @@ fn play(case: &Case) -> Result<String, String> {
         };
         let finished_before = driver_finished(&out, line);
         driver.apply(&mut run, &mut fx);
+        last_published = fx.publish.iter().map(|l| (l.node_id, l.revision)).collect();
         if fx.save_state {
             saved = serde_json::to_string(run.state()).map_err(|e| e.to_string())?;
         }

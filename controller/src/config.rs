@@ -37,6 +37,9 @@ pub struct FileConfig {
     pub list_ttl_secs: Option<u64>,
     /// How long a phase may run before nodes that have not finished fail it, in seconds.
     pub phase_timeout_secs: Option<u64>,
+    /// How many of a phase's task lists are stored in one transaction and then handed out, so that the
+    /// first nodes of a large phase start while the rest are written.
+    pub lists_per_write: Option<usize>,
     /// Log format: `text` or `json`.
     pub log_format: Option<String>,
     /// The most nodes waiting as discovered; registrations of new nodes beyond it are refused (503).
@@ -77,6 +80,8 @@ pub struct Config {
     pub list_ttl: Duration,
     /// Phase timeout.
     pub phase_timeout: Duration,
+    /// How many of a phase's lists are stored and handed out at a time.
+    pub lists_per_write: usize,
     /// Unauthenticated traffic's bounds.
     pub limits: Limits,
 }
@@ -109,6 +114,9 @@ impl Default for Limits {
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:7443";
 /// Default data directory.
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/plinth-controller";
+/// How many of a phase's lists are stored and handed out at a time, by default: at 10 µs a list
+/// stored, the first 5,000 nodes of a 40,000-node phase start after about 50 ms, not 400.
+pub const DEFAULT_LISTS_PER_WRITE: usize = 5_000;
 /// Default config file.
 pub const DEFAULT_CONFIG_FILE: &str = "/etc/plinth/controller.toml";
 
@@ -174,6 +182,8 @@ pub struct Overrides {
     pub phase_timeout_secs: Option<u64>,
     /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
     pub offline_after_secs: Option<u64>,
+    /// `--lists-per-write` / `PLINTH_LISTS_PER_WRITE`.
+    pub lists_per_write: Option<usize>,
     /// `--tls-name` / `PLINTH_TLS_NAMES`: added to the file's `tls_names`.
     pub tls_names: Vec<String>,
     /// `--max-discovered-nodes` / `PLINTH_MAX_DISCOVERED_NODES`.
@@ -265,6 +275,18 @@ impl Config {
                     .or(file.phase_timeout_secs)
                     .unwrap_or(3600),
             )?,
+            lists_per_write: match over
+                .lists_per_write
+                .or(file.lists_per_write)
+                .unwrap_or(DEFAULT_LISTS_PER_WRITE)
+            {
+                0 => {
+                    return Err(ConfigError::Setting(
+                        "lists_per_write must be at least 1".into(),
+                    ))
+                }
+                n => n,
+            },
             limits: {
                 let d = Limits::default();
                 let at_least_one = |name: &str, v: u64| {
@@ -358,6 +380,23 @@ mod tests {
         assert_eq!(c.phase_timeout, Duration::from_secs(5));
         assert_eq!(c.offline_after, Duration::from_secs(60));
         assert_eq!(c.nailgun_listen, None, "the Nailgun port is off by default");
+    }
+
+    #[test]
+    fn lists_per_write_defaults_and_refuses_zero() {
+        let c = Config::merge(Overrides::default(), FileConfig::default()).unwrap();
+        assert_eq!(c.lists_per_write, DEFAULT_LISTS_PER_WRITE);
+        let file: FileConfig = toml::from_str("lists_per_write = 200").unwrap();
+        let over = Overrides {
+            lists_per_write: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(Config::merge(over, file).unwrap().lists_per_write, 3);
+        let file: FileConfig = toml::from_str("lists_per_write = 0").unwrap();
+        let err = Config::merge(Overrides::default(), file)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lists_per_write"), "{err}");
     }
 
     #[test]

@@ -38,6 +38,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start and matched at once: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve the operator and agent APIs.
@@ -65,6 +67,9 @@ enum Command {
         /// Seconds without a poll or heartbeat after which a node is offline.
         #[arg(long, env = "PLINTH_OFFLINE_AFTER")]
         offline_after: Option<u64>,
+        /// How many of a phase's task lists are stored, then handed out, at a time.
+        #[arg(long, env = "PLINTH_LISTS_PER_WRITE")]
+        lists_per_write: Option<usize>,
         /// A name or address agents and operators use to reach the controller, for the self-signed
         /// certificate made on first start (repeatable or comma-separated; added to `tls_names`).
         #[arg(long = "tls-name", env = "PLINTH_TLS_NAMES", value_delimiter = ',')]
@@ -191,6 +196,7 @@ fn main() -> Result<()> {
             enrollment_token,
             phase_timeout,
             offline_after,
+            lists_per_write,
             tls_names,
             max_discovered_nodes,
             registrations_per_minute,
@@ -205,6 +211,7 @@ fn main() -> Result<()> {
                 enrollment_token: enrollment_token.clone(),
                 phase_timeout_secs: *phase_timeout,
                 offline_after_secs: *offline_after,
+                lists_per_write: *lists_per_write,
                 tls_names: tls_names.clone(),
                 max_discovered_nodes: *max_discovered_nodes,
                 registrations_per_minute: *registrations_per_minute,

@@ -56,6 +56,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
             config.data_dir.join(crate::api::files::FILES_DIR),
         )),
     ));
+    engine.set_lists_per_write(config.lists_per_write);
     let shared = config.database_url.is_some();
     let cluster = crate::cluster::Membership::new(
         data.load_or_create_controller_id()?,

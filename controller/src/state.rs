@@ -52,6 +52,7 @@ impl AppState {
     pub fn set_config(&self, config: Config) {
         self.engine
             .set_timing(config.list_ttl, config.phase_timeout);
+        self.engine.set_lists_per_write(config.lists_per_write);
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 

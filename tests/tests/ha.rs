@@ -30,7 +30,15 @@ fn graph() -> Value {
 /// key, certificate and token.
 fn two_controllers(pg: &ScratchPostgres) -> (String, Controller, Controller) {
     let url = pg.fresh_database().expect("a database");
-    let flags = ["--auto-accept", "--database-url", url.as_str()];
+    // One list a transaction: every phase goes out in slices, so a controller killed or a database
+    // restarted mid-phase can leave part of a phase's lists unstored.
+    let flags = [
+        "--auto-accept",
+        "--database-url",
+        url.as_str(),
+        "--lists-per-write",
+        "1",
+    ];
     let a = Controller::start_with(&flags);
     wait_until("the first controller sequences", LONG, || {
         sequencer(&a).is_some()

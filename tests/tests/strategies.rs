@@ -76,7 +76,8 @@ struct Site {
 }
 
 fn site(failures: &[(&str, &str)]) -> Site {
-    let c = Controller::start();
+    // Two lists a transaction: a phase of several nodes goes out in slices, as a large one does.
+    let c = Controller::start_with(&["--auto-accept", "--lists-per-write", "2"]);
     let key = c.public_key();
     let agents: Vec<Agent> = SITE
         .iter()

@@ -134,6 +134,16 @@ struct Current {
     settled: bool,
 }
 
+/// What starting a phase does with one of its nodes ([`Run::start_node`]).
+enum Start {
+    /// The node runs this list.
+    List(TaskList),
+    /// The node's outcome in the phase is recorded already.
+    Settled,
+    /// No such node in the plan.
+    Unknown,
+}
+
 impl Current {
     /// The node's outcome once every task has its last word.
     fn outcome(&self) -> Option<NodeOutcome> {
@@ -364,8 +374,51 @@ impl Run {
             .retain(|l| run.current.get(&l.node_id).is_some_and(|c| !c.settled));
         fx.withdraw.clear();
         fx.withdrawn.clear();
+        run.publish_unstored(&mut fx);
         run.advance(now, &mut fx);
         (run, fx)
+    }
+
+    /// After a restore: gives each node still awaited in a running phase, but with no list of that
+    /// phase stored, its list. A phase's lists may be stored in several transactions (a large phase goes
+    /// out in slices), so a controller that stopped between two left such nodes.
+    fn publish_unstored(&mut self, fx: &mut Effects) {
+        let mut lists = Vec::new();
+        let mut placed = Vec::new();
+        for phase in self.state.sequencer.in_flight() {
+            let starting: HashSet<u64> = phase
+                .nodes
+                .iter()
+                .filter_map(|n| self.ids.get(n).copied())
+                .collect();
+            for name in &phase.awaiting {
+                if self
+                    .ids
+                    .get(name)
+                    .is_some_and(|id| self.current.contains_key(id))
+                {
+                    continue;
+                }
+                let started = self.start_node(
+                    &phase.group,
+                    &phase.phase,
+                    &phase.graph_type,
+                    name,
+                    &starting,
+                    fx,
+                );
+                if let Start::List(list) = started {
+                    lists.push(list);
+                    placed.push((
+                        phase.group.clone(),
+                        phase.phase.clone(),
+                        phase.graph_type.clone(),
+                    ));
+                }
+            }
+        }
+        fx.events.extend(self.state.sequencer.take_events());
+        self.hold(lists.into_iter().zip(placed), fx);
     }
 
     /// The same run for the deployment with this id (the store gives the id once the deployment's
@@ -720,59 +773,14 @@ impl Run {
                             .filter_map(|n| self.ids.get(n).copied())
                             .collect();
                         for name in nodes {
-                            let Some((id, node)) = self
-                                .ids
-                                .get(&name)
-                                .and_then(|id| self.plan.nodes.get(id).map(|n| (*id, n)))
-                            else {
-                                continue;
-                            };
-                            let tasks = match &self.stopped {
-                                Some(why) => Err(why.clone()),
-                                None => Ok(self.phase_tasks(&graph_type, id, &starting)),
-                            };
-                            match tasks {
-                                Ok(tasks) if tasks.is_empty() => {
-                                    record(
-                                        &mut self.state.sequencer,
-                                        &group,
-                                        &phase,
-                                        &name,
-                                        NodeOutcome::Succeeded,
-                                    );
-                                    self.dirty = true;
-                                    progressed = true;
-                                }
-                                Ok(tasks) => {
-                                    // Its revision is given by the store when it is published.
-                                    lists.push(TaskList {
-                                        noop: self.plan.noop,
-                                        ..TaskList::unpublished(
-                                            node.node_key.clone(),
-                                            id,
-                                            self.plan.deployment_id,
-                                            phase.clone(),
-                                            tasks,
-                                        )
-                                    });
+                            match self.start_node(&group, &phase, &graph_type, &name, &starting, fx)
+                            {
+                                Start::List(list) => {
+                                    lists.push(list);
                                     placed.push((group.clone(), phase.clone(), graph_type.clone()));
                                 }
-                                Err(message) => {
-                                    fx.events.push(DeploymentEvent::NodeError {
-                                        node: name.clone(),
-                                        phase: phase.clone(),
-                                        message,
-                                    });
-                                    record(
-                                        &mut self.state.sequencer,
-                                        &group,
-                                        &phase,
-                                        &name,
-                                        NodeOutcome::Failed,
-                                    );
-                                    self.dirty = true;
-                                    progressed = true;
-                                }
+                                Start::Settled => progressed = true,
+                                Start::Unknown => {}
                             }
                         }
                     }
@@ -780,25 +788,7 @@ impl Run {
                 }
             }
             fx.events.extend(self.state.sequencer.take_events());
-            if !lists.is_empty() {
-                fx.save_state = true;
-                fx.waits_changed = true;
-                for (list, (group, phase, graph_type)) in lists.into_iter().zip(placed) {
-                    self.current.insert(
-                        list.node_id,
-                        Current {
-                            group,
-                            phase,
-                            graph_type,
-                            // Its tasks come back with the stored list ([`Run::published`]).
-                            list: Arc::new(header(&list)),
-                            finals: HashMap::new(),
-                            settled: false,
-                        },
-                    );
-                    fx.publish.push(list);
-                }
-            }
+            self.hold(lists.into_iter().zip(placed), fx);
             if let Some(status) = finished {
                 // A stopped deployment fails whatever its groups' criteria say; its last event says so too.
                 let status = if self.stopped.is_some() {
@@ -821,6 +811,85 @@ impl Run {
         if self.dirty {
             fx.save_state = true;
             self.dirty = false;
+        }
+    }
+
+    /// A node of a phase that starts: its list for the phase, or its outcome recorded at once
+    /// (succeeded with nothing to run, failed with an event once the run stopped).
+    fn start_node(
+        &mut self,
+        group: &str,
+        phase: &str,
+        graph_type: &str,
+        name: &str,
+        starting: &HashSet<u64>,
+        fx: &mut Effects,
+    ) -> Start {
+        let Some((id, node)) = self
+            .ids
+            .get(name)
+            .and_then(|id| self.plan.nodes.get(id).map(|n| (*id, n)))
+        else {
+            return Start::Unknown;
+        };
+        let tasks = match &self.stopped {
+            Some(why) => Err(why.clone()),
+            None => Ok(self.phase_tasks(graph_type, id, starting)),
+        };
+        let outcome = match tasks {
+            Ok(tasks) if !tasks.is_empty() => {
+                // Its revision is given by the store when it is published.
+                return Start::List(TaskList {
+                    noop: self.plan.noop,
+                    ..TaskList::unpublished(
+                        node.node_key.clone(),
+                        id,
+                        self.plan.deployment_id,
+                        phase.to_string(),
+                        tasks,
+                    )
+                });
+            }
+            Ok(_) => NodeOutcome::Succeeded,
+            Err(message) => {
+                fx.events.push(DeploymentEvent::NodeError {
+                    node: name.to_string(),
+                    phase: phase.to_string(),
+                    message,
+                });
+                NodeOutcome::Failed
+            }
+        };
+        record(&mut self.state.sequencer, group, phase, name, outcome);
+        self.dirty = true;
+        Start::Settled
+    }
+
+    /// Makes lists of starting phases the nodes' current ones and publishes them.
+    fn hold(
+        &mut self,
+        lists: impl ExactSizeIterator<Item = (TaskList, (String, String, String))>,
+        fx: &mut Effects,
+    ) {
+        if lists.len() == 0 {
+            return;
+        }
+        fx.save_state = true;
+        fx.waits_changed = true;
+        for (list, (group, phase, graph_type)) in lists {
+            self.current.insert(
+                list.node_id,
+                Current {
+                    group,
+                    phase,
+                    graph_type,
+                    // Its tasks come back with the stored list ([`Run::published`]).
+                    list: Arc::new(header(&list)),
+                    finals: HashMap::new(),
+                    settled: false,
+                },
+            );
+            fx.publish.push(list);
         }
     }
 

@@ -10,7 +10,11 @@ use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use tokio::sync::watch;
+
+/// A step that publishes at least this many lists logs how long each of its parts took.
+const TIMED_PUBLICATION: u64 = 1_000;
 
 /// How long a controller that does not sequence waits for a cancel it passed on to take effect.
 const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -125,21 +129,25 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, dep.clone());
         let Some(live) = slot.as_mut() else { return };
+        let began = Instant::now();
         let mut fx = live.run.start(now_ms());
         fx.events.splice(0..0, first_events);
-        let _ = self.apply(id, &dep, &mut slot, fx);
+        let _ = self.apply(id, &dep, &mut slot, fx, began);
     }
 
     /// Applies a run's effects: records them in one transaction, then takes lists off the board and puts
-    /// new ones on, sends events, wakes gated tasks, and lets a finished deployment go. On a storage
-    /// failure the run is dropped and rebuilt from the database at the next tick. Returns how many task
-    /// lists it published.
+    /// new ones on, sends events, wakes gated tasks, and lets a finished deployment go. Lists beyond
+    /// the first `lists_per_write` are stored and handed out in further transactions of as many. On a
+    /// storage failure the run is dropped and rebuilt from the database at the next tick. Returns how many task
+    /// lists it published. `began` is when the run started computing `fx`: a large publication logs
+    /// its parts' times from there.
     fn apply(
         &self,
         id: u64,
         dep: &Deployment,
         slot: &mut Option<Live>,
         mut fx: Effects,
+        began: Instant,
     ) -> Result<u64, StoreError> {
         let Some(live) = slot.as_mut() else {
             return Ok(0);
@@ -147,44 +155,36 @@ impl Engine {
         if fx.is_empty() {
             return Ok(0);
         }
+        let computed = Instant::now();
         self.files.seal_lists(&mut fx.publish);
         let published = fx.publish.len() as u64;
+        // A large phase goes out in slices, each stored then put on the board: its first nodes start
+        // while the rest are written. The first slice goes with the step's state and events; a
+        // controller that stops between two gives the nodes left their lists when it restores the run.
+        let slice = self.lists_per_write.load(Ordering::Relaxed).max(1);
+        let later = match fx.finish {
+            Some(_) => Vec::new(),
+            None => fx.publish.split_off(fx.publish.len().min(slice)),
+        };
         let mut lists: Vec<TaskList> = fx
             .publish
             .drain(..)
             .chain(fx.stop_orders.drain(..))
             .collect();
-        if let Err(e) = self.record(id, live, &mut lists, &fx) {
-            if let StoreError::Fenced(why) = &e {
-                tracing::warn!(deployment = id, reason = %why, "another controller sequences now; letting every deployment go");
-                *slot = None;
-                self.step_down();
-                dep.waits.send_modify(|v| *v = v.wrapping_add(1));
-                return Err(e);
-            }
-            tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
-            *slot = None;
-            self.forget(id);
-            self.needs_resume.store(true, Ordering::Release);
-            dep.waits.send_modify(|v| *v = v.wrapping_add(1));
-            return Err(e);
-        }
-        // One copy of each list, shared by the run and the board.
-        let lists: Vec<Arc<TaskList>> = lists.into_iter().map(Arc::new).collect();
-        if let Err(e) = live.run.published(&lists) {
-            tracing::error!(deployment = id, error = %e, "the store gave a revision that does not grow");
-        }
-        self.published.fetch_add(published, Ordering::Relaxed);
+        let sealed = Instant::now();
+        let stated = match self.record(id, live, &mut lists, &fx) {
+            Ok(stated) => stated,
+            Err(e) => return Err(self.let_go(id, dep, slot, e)),
+        };
+        let recorded = Instant::now();
         for node in &fx.withdraw {
             self.board.withdraw(*node, id);
         }
-        for list in lists {
+        self.hand_out(id, live, lists);
+        for list in fx.repost.drain(..) {
             self.board.publish(list);
         }
-        for list in fx.repost {
-            self.board.publish(list);
-        }
-        if fx.finish.is_some() || published > 0 || !fx.withdraw.is_empty() {
+        if fx.finish.is_some() || !fx.withdraw.is_empty() {
             // Polls held by other controllers sharing the database look again.
             self.store.notify(&crate::store::Notice::Board);
         }
@@ -192,6 +192,44 @@ impl Engine {
         self.events.send(id, &fx.events);
         if fx.waits_changed {
             dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+        }
+        let first_out = Instant::now();
+        let mut later = later.into_iter();
+        loop {
+            let mut lists: Vec<TaskList> = later.by_ref().take(slice).collect();
+            if lists.is_empty() {
+                break;
+            }
+            let stored = self.store.record_progress(
+                id,
+                &mut Progress {
+                    lists: &mut lists,
+                    state: None,
+                    events: &[],
+                    task_blobs: &[],
+                    task_rows: &[],
+                    end: None,
+                },
+            );
+            if let Err(e) = stored {
+                return Err(self.let_go(id, dep, slot, e));
+            }
+            self.hand_out(id, live, lists);
+        }
+        if published >= TIMED_PUBLICATION {
+            let ms = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64() * 1000.0;
+            let done = Instant::now();
+            tracing::info!(
+                deployment = id,
+                lists = published,
+                computed_ms = ms(began, computed),
+                sealed_ms = ms(computed, sealed),
+                state_ms = ms(sealed, stated),
+                stored_ms = ms(stated, recorded),
+                first_out_ms = ms(began, first_out),
+                all_out_ms = ms(began, done),
+                "lists published"
+            );
         }
         if let Some(f) = &fx.finish {
             self.events.close(id);
@@ -210,21 +248,62 @@ impl Engine {
         Ok(published)
     }
 
-    /// Records one step's effects in one transaction.
+    /// Lets a deployment go after a storage failure: on a fenced write (another controller sequences
+    /// now) every deployment here, otherwise this one, rebuilt from the database at the next tick.
+    fn let_go(
+        &self,
+        id: u64,
+        dep: &Deployment,
+        slot: &mut Option<Live>,
+        e: StoreError,
+    ) -> StoreError {
+        *slot = None;
+        if let StoreError::Fenced(why) = &e {
+            tracing::warn!(deployment = id, reason = %why, "another controller sequences now; letting every deployment go");
+            self.step_down();
+        } else {
+            tracing::error!(deployment = id, error = %e, "cannot record deployment progress; rebuilding it from the database");
+            self.forget(id);
+            self.needs_resume.store(true, Ordering::Release);
+        }
+        dep.waits.send_modify(|v| *v = v.wrapping_add(1));
+        e
+    }
+
+    /// Puts stored lists on the board, one copy of each shared by the run and the board, and tells
+    /// the other controllers sharing the database.
+    fn hand_out(&self, id: u64, live: &mut Live, lists: Vec<TaskList>) {
+        if lists.is_empty() {
+            return;
+        }
+        let lists: Vec<Arc<TaskList>> = lists.into_iter().map(Arc::new).collect();
+        if let Err(e) = live.run.published(&lists) {
+            tracing::error!(deployment = id, error = %e, "the store gave a revision that does not grow");
+        }
+        let fresh = lists.iter().filter(|l| !l.cancel).count() as u64;
+        self.published.fetch_add(fresh, Ordering::Relaxed);
+        for list in lists {
+            self.board.publish(list);
+        }
+        self.store.notify(&crate::store::Notice::Board);
+    }
+
+    /// Records one step's effects in one transaction; returns when the state to store was written out.
     fn record(
         &self,
         id: u64,
         live: &Live,
         lists: &mut [TaskList],
         fx: &Effects,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Instant, StoreError> {
         let state = (fx.save_state || fx.finish.is_some()).then(|| live.state_ref().to_text());
+        let stated = Instant::now();
         let (blobs, rows) = match &fx.finish {
             Some(f) => live.task_states(&f.succeeded_tasks),
             None => (Vec::new(), Vec::new()),
         };
         if lists.is_empty() && state.is_none() && fx.events.is_empty() && rows.is_empty() {
-            return Ok(());
+            return Ok(stated);
         }
         self.store.record_progress(
             id,
@@ -242,7 +321,8 @@ impl Engine {
                     deploys: live.deploys,
                 }),
             },
-        )
+        )?;
+        Ok(stated)
     }
 
     /// The orchestration state of a deployment running here, as it is in memory now (the stored one
@@ -297,11 +377,12 @@ impl Engine {
             drop(slot);
             return not_running();
         };
+        let began = Instant::now();
         let fx = live
             .run
             .cancel(by)
             .map_err(|e| StoreError::Conflict(format!("deployment {deployment_id}: {e}")))?;
-        self.apply(deployment_id, &dep, &mut slot, fx)?;
+        self.apply(deployment_id, &dep, &mut slot, fx, began)?;
         drop(slot);
         tracing::info!(deployment = deployment_id, by, "deployment cancelled");
         self.store.get_deployment(deployment_id)
@@ -356,6 +437,7 @@ impl Engine {
             drop(resolved);
             let lists = self.store.published_lists(id)?;
             let results = self.store.deployment_results(id)?;
+            let began = Instant::now();
             let (run, fx) = Run::restore(
                 Arc::new(plan),
                 state.run.clone(),
@@ -373,7 +455,7 @@ impl Engine {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(id, dep.clone());
             tracing::info!(deployment = id, "resumed deployment");
-            let _ = self.apply(id, &dep, &mut slot, fx);
+            let _ = self.apply(id, &dep, &mut slot, fx, began);
         }
         if count > 0 {
             // Each resumed deployment was resolved again from its inputs: that peak is over.
@@ -441,8 +523,9 @@ impl Engine {
             let Some(live) = slot.as_mut() else {
                 continue;
             };
+            let began = Instant::now();
             let fx = live.run.results_of(now_ms(), &nodes);
-            published += self.apply(id, &dep, &mut slot, fx).unwrap_or(0);
+            published += self.apply(id, &dep, &mut slot, fx, began).unwrap_or(0);
         }
         published
     }
@@ -472,8 +555,9 @@ impl Engine {
             let Some(live) = slot.as_mut() else {
                 continue;
             };
+            let began = Instant::now();
             let fx = live.run.tick(now);
-            let _ = self.apply(id, &dep, &mut slot, fx);
+            let _ = self.apply(id, &dep, &mut slot, fx, began);
         }
     }
 

@@ -3,8 +3,10 @@
 //! effects; the engine applies them in one store transaction ([`crate::store::Store::record_progress`]),
 //! then puts lists on the board, sends events to watchers, and wakes gated tasks (`live.rs`).
 //!
-//! Invariants: what is published is stored first, in one transaction with the state that published it,
-//! so a restart resumes exactly where the database says; a node's revision only grows; a deployment
+//! Invariants: what is published is stored first, in one transaction with the state that published it
+//! (a phase of more than `lists_per_write` nodes: its first lists with the state, the rest in further
+//! transactions of as many, each stored before it goes on the board; a restore gives the nodes left
+//! without one their list), so a restart resumes exactly where the database says; a node's revision only grows; a deployment
 //! finishes exactly once; each deployment has its own lock, never held across another deployment's work;
 //! the in-memory run is a cache of the database that can be rebuilt from it at any time (see
 //! [`Engine::resume`]).
@@ -27,7 +29,7 @@ use plinth_common::wire::{DeploymentEvent, DeploymentStatus, NodeStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Why a deployment cannot start.
@@ -182,6 +184,8 @@ pub struct Engine {
     /// from committing its deployment until it runs here (so it is never taken on twice).
     resuming: Mutex<()>,
     published: AtomicU64,
+    /// How many of a phase's lists are stored in one transaction, then handed out.
+    lists_per_write: AtomicUsize,
     /// The files root: file tasks' sources are sealed into their lists when published.
     pub files: Arc<crate::catalog::Catalog>,
 }
@@ -210,6 +214,7 @@ impl Engine {
             sequencing: AtomicBool::new(true),
             resuming: Mutex::new(()),
             published: AtomicU64::new(0),
+            lists_per_write: AtomicUsize::new(crate::config::DEFAULT_LISTS_PER_WRITE),
             files,
         }
     }
@@ -237,6 +242,11 @@ impl Engine {
         );
         self.phase_timeout_secs
             .store(phase_timeout.as_secs(), Ordering::Relaxed);
+    }
+
+    /// Changes how many of a phase's lists are stored in one transaction, then handed out (at least 1).
+    pub fn set_lists_per_write(&self, lists: usize) {
+        self.lists_per_write.store(lists.max(1), Ordering::Relaxed);
     }
 
     /// The strategy and the nodes of a request, checked: nodes of the cluster, accepted.
