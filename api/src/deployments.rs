@@ -27,8 +27,9 @@ pub struct DeploymentRecord {
     /// Options.
     pub options: serde_json::Value,
     /// Orchestration state: where every node stands in the strategy. `null` in lists
-    /// (`GET /deployments`), where it would weigh megabytes per deployment of a large fleet; a
-    /// deployment's progress is its report, `GET /deployments/{id}`.
+    /// (`GET /deployments`) and in the answers that start one (deploy, retry), where it would weigh
+    /// megabytes per deployment of a large fleet; a deployment's progress is its report,
+    /// `GET /deployments/{id}`.
     pub state: serde_json::Value,
     /// Started (ms).
     pub created_at_ms: i64,

@@ -35,6 +35,14 @@ fn code(e: &ResolveError) -> &'static str {
 ///
 /// Errors come before warnings; within a severity, findings keep the order above.
 pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
+    check_and_resolve(request).0
+}
+
+/// [`check_deployment`], and the resolution the checks made ([`resolve`] of the same request), so that
+/// a caller that goes on to deploy does not resolve every node a second time.
+pub fn check_and_resolve(
+    request: &ResolveRequest<'_>,
+) -> (Vec<Finding>, Result<super::Plan, ResolveError>) {
     let catalog = request.catalog;
     let mut out: Vec<Finding> = validate_catalog(catalog)
         .into_iter()
@@ -123,10 +131,11 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
             ));
         }
     }
-    match resolve(request) {
-        Err(e) => out.push(Finding::error(code(&e), e.to_string())),
+    let resolved = resolve(request);
+    match &resolved {
+        Err(e) => out.push(Finding::error(code(e), e.to_string())),
         Ok(plan) => {
-            out.extend(primary_tag_findings(request, &plan));
+            out.extend(primary_tag_findings(request, plan));
             out.extend(override_findings(request));
             for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
                 for t in node.tasks.iter() {
@@ -144,7 +153,7 @@ pub fn check_deployment(request: &ResolveRequest<'_>) -> Vec<Finding> {
         }
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    out
+    (out, resolved)
 }
 
 /// A task placed by a tag (`controller`) that does not run on a node because the node holds that

@@ -23,7 +23,7 @@ impl fmt::Display for Severity {
 }
 
 /// One finding: its severity, what it concerns, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,

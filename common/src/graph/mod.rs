@@ -18,7 +18,7 @@
 //! | `plan` | the output ([`Plan`], [`NodePlan`], [`ResolvedTask`], [`WaitSet`]) and its agent form |
 //! | `error` | [`ResolveError`] |
 //! | `finding` | pre-deployment findings ([`Finding`], [`Severity`]) |
-//! | `checks` | the pre-deployment checks ([`check_deployment`]) |
+//! | `checks` | the pre-deployment checks ([`check_deployment`]; [`check_and_resolve`] gives the resolution they made too) |
 //! | `dot` | Graphviz output with filters ([`to_dot`], [`DotOptions`]) |
 
 mod checks;
@@ -37,7 +37,7 @@ mod schedule;
 mod structure;
 mod waits;
 
-pub use checks::check_deployment;
+pub use checks::{check_and_resolve, check_deployment};
 pub use dot::{to_dot, DotOptions};
 pub use error::ResolveError;
 pub use evaluate::{truthy, EvalContext, FieldEvaluator, NoExpressions};

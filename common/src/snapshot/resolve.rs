@@ -4,12 +4,12 @@
 use super::{selection, Expressions, Snapshot};
 use crate::deploy::NodeState;
 use crate::graph::{
-    check_deployment, merge_for_cluster, Finding, Plan, ResolveError, ResolveRequest, Severity,
+    check_and_resolve, merge_for_cluster, Finding, Plan, ResolveError, ResolveRequest, Severity,
 };
 use crate::model::{Plugin, Policy, StrategyKind};
 use crate::tags::cluster_tags;
 use crate::wire::{TaskSpec, Tasks};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -113,6 +113,7 @@ pub fn resolve(
         primaries: elected.primaries.clone(),
         ..Resolved::default()
     };
+    let mut seen: HashSet<Finding> = HashSet::new();
     for graph_type in graph_types {
         if out.phases.contains_key(graph_type) {
             continue;
@@ -132,9 +133,10 @@ pub fn resolve(
             selection: Some(&chosen),
             evaluator: &evaluator,
         };
-        let findings = check_deployment(&request);
+        // The checks resolve every node; that resolution is the one deployed.
+        let (findings, resolved) = check_and_resolve(&request);
         if findings.iter().any(|f| f.severity == Severity::Error) {
-            let (plan, unresolved) = match crate::graph::resolve(&request) {
+            let (plan, unresolved) = match resolved {
                 Ok(plan) => (Some(Box::new(plan)), None),
                 Err(e) => (None, Some(Box::new(e))),
             };
@@ -144,16 +146,17 @@ pub fn resolve(
                 unresolved,
             });
         }
+        // Each finding once across the phases' graph types (a warning per node can be 100,000 of them:
+        // a set, not a search of the list for each).
         for f in findings {
-            if !out.findings.contains(&f) {
+            if seen.insert(f.clone()) {
                 out.findings.push(f);
             }
         }
-        let plan =
-            crate::graph::resolve(&request).map_err(|error| ResolutionError::Unresolved {
-                error: Box::new(error),
-                findings: out.findings.clone(),
-            })?;
+        let plan = resolved.map_err(|error| ResolutionError::Unresolved {
+            error: Box::new(error),
+            findings: out.findings.clone(),
+        })?;
         out.phases
             .insert(graph_type.clone(), Arc::new(phase_plan(&plan)?));
         out.plans.insert(graph_type.clone(), plan);

@@ -272,16 +272,11 @@ pub async fn deploy(
             if dry_run {
                 return Ok((StatusCode::OK, Json(s.engine.dry_run(&request)?)));
             }
-            let dep = s.engine.start(&request)?;
+            // With what it runs, as `plinthctl deploy start` tells the operator: strategy, how chosen,
+            // timeouts.
+            let body = s.engine.start(&request)?;
+            let dep = &body.record;
             tracing::info!(deployment = dep.id, cluster = id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started");
-            // What it runs, as `plinthctl deploy start` tells the operator: strategy, how chosen, timeouts.
-            let strategy = serde_json::from_value::<crate::engine::EngineState>(dep.state.clone())
-                .ok()
-                .map(|engine_state| engine_state.summary());
-            let body = plinth_api::deployments::StartedDeployment {
-                record: dep,
-                strategy,
-            };
             Ok((
                 StatusCode::ACCEPTED,
                 Json(serde_json::to_value(body).unwrap_or_default()),

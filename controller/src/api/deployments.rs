@@ -185,7 +185,7 @@ pub async fn retry(
 ) -> Result<(StatusCode, Json<DeploymentRecord>), ApiError> {
     state
         .blocking(move |s| {
-            let dep = s.engine.retry(id)?;
+            let dep = s.engine.retry(id)?.record;
             tracing::info!(
                 deployment = dep.id,
                 retry_of = id,

@@ -137,7 +137,8 @@ impl Engine {
 
     /// Applies a run's effects: records them in one transaction, then takes lists off the board and puts
     /// new ones on, sends events, wakes gated tasks, and lets a finished deployment go. Lists beyond
-    /// the first `lists_per_write` are stored and handed out in further transactions of as many. On a
+    /// the first `lists_per_write` are stored and handed out in further transactions, each twice the
+    /// one before. On a
     /// storage failure the run is dropped and rebuilt from the database at the next tick. Returns how many task
     /// lists it published. `began` is when the run started computing `fx`: a large publication logs
     /// its parts' times from there.
@@ -159,9 +160,11 @@ impl Engine {
         self.files.seal_lists(&mut fx.publish);
         let published = fx.publish.len() as u64;
         // A large phase goes out in slices, each stored then put on the board: its first nodes start
-        // while the rest are written. The first slice goes with the step's state and events; a
-        // controller that stops between two gives the nodes left their lists when it restores the run.
-        let slice = self.lists_per_write.load(Ordering::Relaxed).max(1);
+        // while the rest are written. The first slice, `lists_per_write` lists, goes with the step's
+        // state and events; each next one is twice the one before, so a phase of n lists takes about
+        // log2(n / lists_per_write) more transactions. A controller that stops between two gives the
+        // nodes left their lists when it restores the run.
+        let mut slice = self.lists_per_write.load(Ordering::Relaxed).max(1);
         let later = match fx.finish {
             Some(_) => Vec::new(),
             None => fx.publish.split_off(fx.publish.len().min(slice)),
@@ -196,6 +199,7 @@ impl Engine {
         let first_out = Instant::now();
         let mut later = later.into_iter();
         loop {
+            slice = slice.saturating_mul(2);
             let mut lists: Vec<TaskList> = later.by_ref().take(slice).collect();
             if lists.is_empty() {
                 break;

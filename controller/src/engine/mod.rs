@@ -5,7 +5,7 @@
 //!
 //! Invariants: what is published is stored first, in one transaction with the state that published it
 //! (a phase of more than `lists_per_write` nodes: its first lists with the state, the rest in further
-//! transactions of as many, each stored before it goes on the board; a restore gives the nodes left
+//! transactions, each twice the one before, each stored before it goes on the board; a restore gives the nodes left
 //! without one their list), so a restart resumes exactly where the database says; a node's revision only grows; a deployment
 //! finishes exactly once; each deployment has its own lock, never held across another deployment's work;
 //! the in-memory run is a cache of the database that can be rebuilt from it at any time (see
@@ -22,6 +22,7 @@ use crate::board::Board;
 use crate::clock::now_ms;
 use crate::store::{DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
 use events::EventHub;
+use plinth_api::deployments::StartedDeployment;
 use plinth_common::run::{Run, RunNode, RunPlan, RunState};
 use plinth_common::snapshot::{ResolutionError, Resolved, Snapshot};
 use plinth_common::strategy;
@@ -297,10 +298,12 @@ impl Engine {
                 .filter(|n| !n.model.pending_deletion)
                 .collect(),
             Some(ids) => {
+                // By id: a request naming 100,000 nodes looks each up once, not through the list.
+                let by_id: HashMap<u64, &NodeRecord> = all.iter().map(|n| (n.id, n)).collect();
                 let mut picked = Vec::new();
                 for id in ids {
-                    match all.iter().find(|n| n.id == *id) {
-                        Some(n) => picked.push(n.clone()),
+                    match by_id.get(id) {
+                        Some(n) => picked.push((*n).clone()),
                         None => {
                             return Err(StartError::Invalid(format!(
                                 "node {id} is not in cluster {}",
@@ -338,15 +341,16 @@ impl Engine {
         Ok((chosen, nodes))
     }
 
-    /// Checks a deployment request whole, records the deployment and publishes its first lists (blocking).
-    pub fn start(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
+    /// Checks a deployment request whole, records the deployment and publishes its first lists
+    /// (blocking). Answers the record (its state left out, as in lists) and what it runs.
+    pub fn start(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
         let started = self.start_resolved(req);
         // The resolution, the snapshot and its text are gone: a large deployment's start was its peak.
         crate::limits::arenas::give_back();
         started
     }
 
-    fn start_resolved(&self, req: &DeployRequest) -> Result<DeploymentRecord, StartError> {
+    fn start_resolved(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;
@@ -409,7 +413,7 @@ impl Engine {
             graph_type,
             node_ids: nodes.iter().map(|n| n.id).collect(),
             options: serde_json::to_value(&req.options).unwrap_or_default(),
-            state: serde_json::to_value(&state).unwrap_or_default(),
+            state: state.borrowed().to_text(),
             // As text: a tree of the snapshot (every node's facts) would be the start's largest allocation.
             inputs: serde_json::to_string(&inputs).unwrap_or_else(|_| "null".into()),
             now_ms: now_ms(),
@@ -417,6 +421,10 @@ impl Engine {
             // Written in the deployment's transaction: a refused deployment elects nothing.
             primaries,
         })?;
+        let started = |record: DeploymentRecord, state: &EngineState| StartedDeployment {
+            record,
+            strategy: Some(state.summary()),
+        };
         // The deployment's id, now that the store gave it one.
         let run = run.with_deployment_id(record.id);
         if !self.is_sequencing() {
@@ -428,10 +436,11 @@ impl Engine {
                 deployment = record.id,
                 "deployment recorded; the controller holding the sequencing lease runs it"
             );
-            return Ok(record);
+            return Ok(started(record, &state));
         }
+        let answer = started(record.clone(), &state);
         self.launch(&record, run, state, states, warnings);
-        Ok(record)
+        Ok(answer)
     }
 
     /// Resolves a deployment request: the cluster's model now, the old states of its nodes' tasks, and
@@ -490,7 +499,7 @@ impl Engine {
 
     /// Starts a new deployment of an ended one's failed and not-started nodes, with the same graph type
     /// or strategy, options and inputs (the cluster as it was resolved then).
-    pub fn retry(&self, deployment_id: u64) -> Result<DeploymentRecord, StartError> {
+    pub fn retry(&self, deployment_id: u64) -> Result<StartedDeployment, StartError> {
         let dep = self.store.get_deployment(deployment_id)?;
         if dep.status == DeploymentStatus::Running {
             return Err(StartError::Invalid(format!(

@@ -320,7 +320,8 @@ pub trait Store: Send + Sync + 'static {
 
     // --- Deployments --------------------------------------------------------------------------------
 
-    /// Starts a deployment: refuses if the cluster has a running one.
+    /// Starts a deployment: refuses if the cluster has a running one. The record answered leaves the
+    /// state out (`null`), as lists do: the caller has it.
     fn create_deployment(&self, new: &NewDeployment) -> StoreResult<DeploymentRecord>;
     /// One deployment.
     fn get_deployment(&self, id: u64) -> StoreResult<DeploymentRecord>;

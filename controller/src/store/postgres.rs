@@ -985,7 +985,7 @@ impl Store for PgStore {
                     &new.graph_type,
                     &to_json(&new.node_ids),
                     &to_json(&new.options),
-                    &to_json(&new.state),
+                    &new.state,
                     &new.now_ms,
                     &new.inputs,
                 ],
@@ -999,7 +999,8 @@ impl Store for PgStore {
                     &[&ids],
                 )?;
             }
-            query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
+            // Its state is the one just written: not read back.
+            query_deployments(t, DEPLOYMENT_LIST_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "deployment",

@@ -84,8 +84,9 @@ pub struct NewDeployment {
     pub node_ids: Vec<u64>,
     /// Options as requested (noop, force, ...).
     pub options: serde_json::Value,
-    /// The orchestration state to start from.
-    pub state: serde_json::Value,
+    /// The orchestration state to start from, as JSON text (at 100,000 nodes a tree of it would be
+    /// tens of megabytes at the start's peak).
+    pub state: String,
     /// What the deployment was resolved from, so that a restart resolves it the same way: the snapshot
     /// as JSON text (stored as it is).
     pub inputs: String,

@@ -757,7 +757,7 @@ impl Store for SqliteStore {
             tx.execute(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
-                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), to_json(&new.state), new.now_ms, new.inputs],
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), new.state, new.now_ms, new.inputs],
             )?;
             let dep_id = id(tx.last_insert_rowid());
             if new.deploys {
@@ -770,7 +770,8 @@ impl Store for SqliteStore {
                     stmt.execute([sql_id(*node)])?;
                 }
             }
-            query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
+            // Its state is the one just written: not read back.
+            query_deployments(tx, DEPLOYMENT_LIST_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
                 .pop()
                 .ok_or_else(|| StoreError::NotFound { kind: "deployment", id: dep_id.to_string() })
         })

@@ -98,7 +98,7 @@ fn results_are_stored_once(s: &dyn Store) {
             graph_type: "default".into(),
             node_ids: vec![n.id],
             options: serde_json::json!({}),
-            state: serde_json::json!({}),
+            state: "{}".into(),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -152,12 +152,17 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn S
         graph_type: "default".into(),
         node_ids: vec![],
         options: serde_json::json!({}),
-        state: serde_json::json!({}),
+        state: "{}".into(),
         now_ms: 1,
         deploys: true,
         primaries: Vec::new(),
     };
-    s.create_deployment(&new).unwrap();
+    let made = s.create_deployment(&new).unwrap();
+    assert_eq!(
+        made.state,
+        serde_json::Value::Null,
+        "the caller has the state"
+    );
     assert!(matches!(
         s.create_deployment(&new),
         Err(StoreError::Conflict(_))
@@ -243,7 +248,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             graph_type: "default".into(),
             node_ids: vec![n.id],
             options: serde_json::json!({}),
-            state: serde_json::json!({}),
+            state: "{}".into(),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -327,7 +332,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             graph_type: "default".into(),
             node_ids: vec![again.id],
             options: serde_json::json!({}),
-            state: serde_json::json!({}),
+            state: "{}".into(),
             now_ms: 2,
             deploys: true,
             primaries: Vec::new(),
@@ -526,7 +531,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
             graph_type: "default".into(),
             node_ids: nodes.clone(),
             options: serde_json::json!({}),
-            state: serde_json::json!({}),
+            state: "{}".into(),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -1044,7 +1049,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
             graph_type: "default".into(),
             node_ids: n[..4].to_vec(),
             options: serde_json::json!({}),
-            state: serde_json::json!({}),
+            state: "{}".into(),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),

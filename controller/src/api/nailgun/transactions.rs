@@ -102,7 +102,7 @@ pub async fn start(state: &Arc<AppState>, run: Run) -> Result<(StatusCode, Json<
                     }))),
                 ));
             }
-            let dep = s.engine.start(&request)?;
+            let dep = s.engine.start(&request)?.record;
             tracing::info!(deployment = dep.id, cluster = dep.cluster_id, graph_type = %dep.graph_type, nodes = dep.node_ids.len(), "deployment started (nailgun API)");
             Ok((StatusCode::ACCEPTED, Json(records::transaction(&dep))))
         })
