@@ -229,6 +229,35 @@ fn two_plugins_overriding_one_task() {
 }
 
 #[test]
+fn alike_nodes_share_one_copy_of_their_tasks_unless_a_task_computes_per_node() {
+    let graph = tasks(
+        "- id: plain\n  type: shell\n  tags: [web]\n  parameters: {cmd: 'echo web'}\n\
+         - id: own\n  type: shell\n  tags: [db]\n  parameters: {cmd: {yaql_exp: 'cmd'}}\n",
+    );
+    let r = release(&[("web", &["web"]), ("db", &["db"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let eval = Eval(|c: &EvalContext<'_>, _: &str| -> Result<Value, String> {
+        Ok(json!(format!("echo {}", c.node_id)))
+    });
+    let nodes = [
+        node(1, &["web"]),
+        node(2, &["web"]),
+        node(3, &["db"]),
+        node(4, &["db"]),
+    ];
+    let plan = run(&graph, &catalog, &nodes, &eval).unwrap();
+    let tasks_of = |id: u64| plan.node(id).unwrap().tasks.clone();
+    assert!(
+        std::sync::Arc::ptr_eq(&tasks_of(1), &tasks_of(2)),
+        "web nodes compute nothing of their own: one copy"
+    );
+    assert!(!std::sync::Arc::ptr_eq(&tasks_of(3), &tasks_of(4)));
+    assert_eq!(tasks_of(3)[0].parameters["cmd"], "echo 3");
+    assert_eq!(tasks_of(4)[0].parameters["cmd"], "echo 4");
+    assert_eq!(tasks_of(2)[0].parameters["cmd"], "echo web");
+}
+
+#[test]
 fn computed_fields_conditions_and_skips() {
     let graph = tasks(
         "- id: first\n  type: shell\n  tags: [web]\n  parameters: {cmd: {yaql_exp: 'cmd'}, nested: {list: [1, {yaql_exp: 'deep'}]}}\n\

@@ -35,8 +35,10 @@ pub struct NodePlan {
     /// For each instance tag the node carries (`mysql:1`), every node carrying it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub instances: BTreeMap<String, Vec<u64>>,
-    /// The tasks in the order to run them.
-    pub tasks: Vec<ResolvedTask>,
+    /// The tasks in the order to run them: one copy shared by every node of a class of alike nodes
+    /// when none of the class's tasks computes anything per node (a field, `parameters`, a
+    /// condition), so a 100,000-node phase holds a few lists of tasks, not 100,000.
+    pub tasks: Arc<Vec<ResolvedTask>>,
 }
 
 /// One task resolved for one node.

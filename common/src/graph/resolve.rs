@@ -239,7 +239,22 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
             .collect();
         let mut node_tags: Vec<String> = class.tags.tags.iter().cloned().collect();
         node_tags.extend(class.tags.roles.difference(&class.tags.tags).cloned());
+        // Nothing per node in this class: its first member's tasks are every member's.
+        let alike = class.order.iter().all(|&i| {
+            !shared[i].computed && !shared[i].extra_computed && compiled.task(i).condition.is_none()
+        });
+        let mut class_tasks: Option<Arc<Vec<ResolvedTask>>> = None;
         for member in &class.members {
+            if let Some(tasks) = class_tasks.as_ref().filter(|_| alike) {
+                nodes.push(NodePlan {
+                    node_id: member.id,
+                    name: member.name.clone(),
+                    tags: node_tags.clone(),
+                    instances: node_instances.get(&member.id).cloned().unwrap_or_default(),
+                    tasks: tasks.clone(),
+                });
+                continue;
+            }
             let mut tasks = Vec::with_capacity(class.order.len());
             for (pos, &i) in class.order.iter().enumerate() {
                 let task = compiled.task(i);
@@ -299,6 +314,10 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
                     group: group.map(|g| shared[g].id.clone()),
                     extra,
                 });
+            }
+            let tasks = Arc::new(tasks);
+            if alike {
+                class_tasks = Some(tasks.clone());
             }
             nodes.push(NodePlan {
                 node_id: member.id,

@@ -175,7 +175,7 @@ fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {
         let specs = plan
             .task_specs(node)
             .map_err(|e| ResolutionError::TaskSpec(e.to_string()))?;
-        for task in &node.tasks {
+        for task in node.tasks.iter() {
             if let Some(s) = task.strategy {
                 let limit = match (s.kind, s.amount) {
                     (StrategyKind::OneByOne, _) => Some(1),
