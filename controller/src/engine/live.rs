@@ -138,10 +138,9 @@ impl Engine {
     /// Applies a run's effects: records them in one transaction, then takes lists off the board and puts
     /// new ones on, sends events, wakes gated tasks, and lets a finished deployment go. Lists beyond
     /// the first `lists_per_write` are stored and handed out in further transactions, each twice the
-    /// one before. On a
-    /// storage failure the run is dropped and rebuilt from the database at the next tick. Returns how many task
-    /// lists it published. `began` is when the run started computing `fx`: a large publication logs
-    /// its parts' times from there.
+    /// one before. On a storage failure the run is dropped and rebuilt from the database at the next
+    /// tick. Returns how many task lists it published. `began` is when the run started computing `fx`:
+    /// a large publication logs its parts' times from there.
     fn apply(
         &self,
         id: u64,
@@ -204,17 +203,9 @@ impl Engine {
             if lists.is_empty() {
                 break;
             }
-            let stored = self.store.record_progress(
-                id,
-                &mut Progress {
-                    lists: &mut lists,
-                    state: None,
-                    events: &[],
-                    task_blobs: &[],
-                    task_rows: &[],
-                    end: None,
-                },
-            );
+            let stored = self
+                .store
+                .record_progress(id, &mut Progress::lists_only(&mut lists));
             if let Err(e) = stored {
                 return Err(self.let_go(id, dep, slot, e));
             }

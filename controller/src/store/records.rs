@@ -178,6 +178,20 @@ pub struct Progress<'a> {
     pub end: Option<Ending<'a>>,
 }
 
+impl<'a> Progress<'a> {
+    /// A step that only publishes lists (a later slice of a large phase's lists).
+    pub fn lists_only(lists: &'a mut [plinth_common::wire::TaskList]) -> Progress<'a> {
+        Progress {
+            lists,
+            state: None,
+            events: &[],
+            task_blobs: &[],
+            task_rows: &[],
+            end: None,
+        }
+    }
+}
+
 /// How a deployment ended, as [`Progress`] records it (see [`DeploymentEnd`] for what each field does).
 #[derive(Debug, Clone, Copy)]
 pub struct Ending<'a> {

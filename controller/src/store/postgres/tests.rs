@@ -184,17 +184,7 @@ fn a_step_recorded_under_a_lease_that_changed_hands_is_refused_and_writes_nothin
     }));
     let step = |s: &PgStore| {
         let mut lists = [crate::store::suite::empty_list(nodes[0], d.id)];
-        s.record_progress(
-            d.id,
-            &mut Progress {
-                lists: &mut lists,
-                state: None,
-                events: &[],
-                task_blobs: &[],
-                task_rows: &[],
-                end: None,
-            },
-        )
+        s.record_progress(d.id, &mut Progress::lists_only(&mut lists))
     };
     step(&old).expect("recorded while it holds the lease");
     // "a" stalls past its lease; "b" takes over.
