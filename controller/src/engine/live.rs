@@ -182,11 +182,13 @@ impl Engine {
         for node in &fx.withdraw {
             self.board.withdraw(*node, id);
         }
+        // Handing lists out tells the other controllers; a step that only takes lists off tells them here.
+        let told = !lists.is_empty();
         self.hand_out(id, live, lists);
         for list in fx.repost.drain(..) {
             self.board.publish(list);
         }
-        if fx.finish.is_some() || !fx.withdraw.is_empty() {
+        if !told && (fx.finish.is_some() || !fx.withdraw.is_empty()) {
             // Polls held by other controllers sharing the database look again.
             self.store.notify(&crate::store::Notice::Board);
         }

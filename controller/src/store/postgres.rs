@@ -253,6 +253,16 @@ fn query_deployments(
     .collect()
 }
 
+/// One deployment with these columns; `NotFound` when there is none.
+fn deployment_by_id(t: &Tx, columns: &str, dep_id: u64) -> StoreResult<DeploymentRecord> {
+    query_deployments(t, columns, "WHERE id = $1", &[&sql_id(dep_id)])?
+        .pop()
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "deployment",
+            id: dep_id.to_string(),
+        })
+}
+
 const GRAPH_COLUMNS: &str = "id, owner_kind, owner_id, graph_type, name, tasks, node_filter";
 
 fn graph_from_row(row: &Row) -> StoreResult<GraphRecord> {
@@ -1000,24 +1010,12 @@ impl Store for PgStore {
                 )?;
             }
             // Its state is the one just written: not read back.
-            query_deployments(t, DEPLOYMENT_LIST_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })
+            deployment_by_id(t, DEPLOYMENT_LIST_COLUMNS, dep_id)
         })
     }
 
     fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
-        self.read(|t| {
-            query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })
-        })
+        self.read(|t| deployment_by_id(t, DEPLOYMENT_COLUMNS, dep_id))
     }
 
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
@@ -1414,13 +1412,7 @@ impl Store for PgStore {
                 "UPDATE deployments SET cancel_by = $2 WHERE id = $1 AND status = 'running'",
                 &[&sql_id(dep_id), &by],
             )?;
-            let dep =
-                query_deployments(t, DEPLOYMENT_COLUMNS, "WHERE id = $1", &[&sql_id(dep_id)])?
-                    .pop()
-                    .ok_or_else(|| StoreError::NotFound {
-                        kind: "deployment",
-                        id: dep_id.to_string(),
-                    })?;
+            let dep = deployment_by_id(t, DEPLOYMENT_COLUMNS, dep_id)?;
             if changed == 0 {
                 return Err(StoreError::Conflict(format!(
                     "deployment {dep_id} is not running (it is {})",

@@ -186,6 +186,16 @@ fn query_deployments(
     Ok(out)
 }
 
+/// One deployment with these columns; `NotFound` when there is none.
+fn deployment_by_id(tx: &Connection, columns: &str, dep_id: u64) -> StoreResult<DeploymentRecord> {
+    query_deployments(tx, columns, "WHERE id = ?1", &[&sql_id(dep_id)])?
+        .pop()
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "deployment",
+            id: dep_id.to_string(),
+        })
+}
+
 fn graph_from_row(row: &Row<'_>) -> rusqlite::Result<Result<GraphRecord, StoreError>> {
     let kind: String = row.get(1)?;
     let owner_id = id(row.get(2)?);
@@ -771,21 +781,12 @@ impl Store for SqliteStore {
                 }
             }
             // Its state is the one just written: not read back.
-            query_deployments(tx, DEPLOYMENT_LIST_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound { kind: "deployment", id: dep_id.to_string() })
+            deployment_by_id(tx, DEPLOYMENT_LIST_COLUMNS, dep_id)
         })
     }
 
     fn get_deployment(&self, dep_id: u64) -> StoreResult<DeploymentRecord> {
-        self.tx(|tx| {
-            query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
-                .pop()
-                .ok_or_else(|| StoreError::NotFound {
-                    kind: "deployment",
-                    id: dep_id.to_string(),
-                })
-        })
+        self.tx(|tx| deployment_by_id(tx, DEPLOYMENT_COLUMNS, dep_id))
     }
 
     fn list_deployments(&self, cluster_id: Option<u64>) -> StoreResult<Vec<DeploymentRecord>> {
@@ -1197,13 +1198,7 @@ impl Store for SqliteStore {
                 "UPDATE deployments SET cancel_by = ?2 WHERE id = ?1 AND status = 'running'",
                 params![sql_id(dep_id), by],
             )?;
-            let dep =
-                query_deployments(tx, DEPLOYMENT_COLUMNS, "WHERE id = ?1", &[&sql_id(dep_id)])?
-                    .pop()
-                    .ok_or_else(|| StoreError::NotFound {
-                        kind: "deployment",
-                        id: dep_id.to_string(),
-                    })?;
+            let dep = deployment_by_id(tx, DEPLOYMENT_COLUMNS, dep_id)?;
             if changed == 0 {
                 return Err(StoreError::Conflict(format!(
                     "deployment {dep_id} is not running (it is {})",
