@@ -232,8 +232,6 @@ impl Engine {
             self.events.close(id);
             *slot = None;
             self.forget(id);
-            // The run and the last step's task states are gone: the deployment's end was a peak.
-            crate::limits::arenas::give_back();
             tracing::info!(
                 deployment = id,
                 status = f.status.as_str(),
@@ -453,10 +451,6 @@ impl Engine {
                 .insert(id, dep.clone());
             tracing::info!(deployment = id, "resumed deployment");
             let _ = self.apply(id, &dep, &mut slot, fx, began);
-        }
-        if count > 0 {
-            // Each resumed deployment was resolved again from its inputs: that peak is over.
-            crate::limits::arenas::give_back();
         }
         Ok(count)
     }

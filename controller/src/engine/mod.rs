@@ -344,13 +344,6 @@ impl Engine {
     /// Checks a deployment request whole, records the deployment and publishes its first lists
     /// (blocking). Answers the record (its state left out, as in lists) and what it runs.
     pub fn start(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
-        let started = self.start_resolved(req);
-        // The resolution, the snapshot and its text are gone: a large deployment's start was its peak.
-        crate::limits::arenas::give_back();
-        started
-    }
-
-    fn start_resolved(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;

@@ -1,10 +1,8 @@
 //! Bounds on what peers that are not yet trusted can make the controller hold: registrations per source
 //! address ([`registrations`]) and connections ([`connections`]); and the process's own open-file limit
-//! ([`files`]), raised so that every agent can hold its connection; and glibc's malloc arenas
-//! ([`arenas`]), capped so that freed memory is used again rather than kept per thread. Accepted agents and authenticated
+//! ([`files`]), raised so that every agent can hold its connection. Accepted agents and authenticated
 //! operators are never counted against these bounds, so unauthenticated traffic cannot starve them.
 
-pub mod arenas;
 pub mod connections;
 pub mod files;
 pub mod registrations;
