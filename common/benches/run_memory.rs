@@ -5,8 +5,9 @@
 //! drives it (revisions assigned, each published list put on a board of `Arc<TaskList>`, every task of a
 //! list answered succeeded), with the heap counted by a global allocator.
 //!
-//! Prints, per node: the heap the resolution holds for the whole deployment (and its parts), the most the
-//! run and the board held at once, and the peak during the whole run.
+//! Prints the run's time, start to finish, and per node: the heap the resolution holds for the whole
+//! deployment (and its parts), the most the run and the board held at once, and the peak during the
+//! whole run.
 //!
 //! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks).
 
@@ -257,6 +258,7 @@ fn main() {
         board: HashMap::new(),
         most: 0,
     };
+    let began = std::time::Instant::now();
     let mut fx = run.start(0);
     let mut results = 0usize;
     loop {
@@ -306,10 +308,17 @@ fn main() {
         }
     }
     let run_peak = PEAK.load(Ordering::Relaxed) - start;
+    let run_time = began.elapsed();
 
     println!(
         "{n} nodes, a {tasks}-task deploy graph, five groups: {} lists, {results} results",
         engine.published
+    );
+    println!(
+        "the run, start to finish: {:.0} ms, {:.2} µs a result (the results made, the board and the \
+         counting allocator included)",
+        run_time.as_secs_f64() * 1000.0,
+        run_time.as_secs_f64() * 1e6 / results.max(1) as f64
     );
     println!("held by the resolution for the whole deployment:");
     println!(

@@ -17,10 +17,12 @@
 mod gate;
 mod plan;
 mod state;
+mod words;
 
 pub use gate::GateStatus;
 pub use plan::{GraphPlan, RunNode, RunPlan};
 pub use state::RunState;
+use words::{TaskNames, Words};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -129,8 +131,8 @@ struct Current {
     /// only its header, without tasks; once every task has its last word, only its header again (the
     /// tasks' last words are in `finals`), so a finished node holds no copy of its list.
     list: Arc<TaskList>,
-    /// Each task's last word, the first one only (task ids shared through [`Finals::name`]).
-    finals: HashMap<Arc<str>, ResultStatus>,
+    /// Each task's last word, the first one only (task ids named through [`Finals::names`]).
+    finals: Words,
     settled: bool,
 }
 
@@ -146,7 +148,7 @@ enum Start {
 
 impl Current {
     /// The node's outcome once every task has its last word.
-    fn outcome(&self) -> Option<NodeOutcome> {
+    fn outcome(&self, names: &TaskNames) -> Option<NodeOutcome> {
         if self.list.revision == 0 {
             // Not stored yet: its tasks are not here.
             return None;
@@ -155,11 +157,11 @@ impl Current {
             .list
             .tasks
             .iter()
-            .any(|t| !self.finals.contains_key(t.id.as_str()))
+            .any(|t| names.find(&t.id).is_none_or(|i| !self.finals.contains(i)))
         {
             return None;
         }
-        let failed = self.finals.values().any(|s| {
+        let failed = self.finals.iter().any(|(_, s)| {
             matches!(
                 s,
                 ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
@@ -174,39 +176,37 @@ impl Current {
 }
 
 /// The last word of every task of a deployment, by graph type, node and task. Task ids are kept once
-/// each and shared by every node's entries (a deployment has few distinct task ids and many nodes).
+/// each ([`TaskNames`]) and named by their index in every node's words.
 #[derive(Debug, Clone, Default)]
-struct Finals(
-    HashMap<String, HashMap<u64, HashMap<Arc<str>, ResultStatus>>>,
-    HashSet<Arc<str>>,
-);
+struct Finals {
+    by_graph: HashMap<String, HashMap<u64, Words>>,
+    names: TaskNames,
+}
 
 impl Finals {
-    /// The shared copy of a task id.
-    fn name(&mut self, task: &str) -> Arc<str> {
-        if let Some(name) = self.1.get(task) {
-            return name.clone();
-        }
-        let name: Arc<str> = Arc::from(task);
-        self.1.insert(name.clone());
-        name
-    }
-
     fn insert(&mut self, graph_type: &str, node: u64, task: &str, status: ResultStatus) {
-        let task = self.name(task);
-        let by_node = match self.0.get_mut(graph_type) {
+        let task = self.names.intern(task);
+        let by_node = match self.by_graph.get_mut(graph_type) {
             Some(by_node) => by_node,
-            None => self.0.entry(graph_type.to_string()).or_default(),
+            None => self.by_graph.entry(graph_type.to_string()).or_default(),
         };
-        by_node
-            .entry(node)
-            .or_default()
-            .entry(task)
-            .or_insert(status);
+        by_node.entry(node).or_default().insert_first(task, status);
     }
 
     fn get(&self, graph_type: &str, node: u64, task: &str) -> Option<ResultStatus> {
-        self.0.get(graph_type)?.get(&node)?.get(task).copied()
+        let task = self.names.find(task)?;
+        self.by_graph.get(graph_type)?.get(&node)?.get(task)
+    }
+
+    /// A node's words are complete: the room kept for more goes.
+    fn complete(&mut self, graph_type: &str, node: u64) {
+        if let Some(words) = self
+            .by_graph
+            .get_mut(graph_type)
+            .and_then(|by_node| by_node.get_mut(&node))
+        {
+            words.complete();
+        }
     }
 }
 
@@ -342,7 +342,7 @@ impl Run {
                                 .cloned()
                                 .unwrap_or_default(),
                             list,
-                            finals: HashMap::new(),
+                            finals: Words::default(),
                             settled: false,
                         },
                     );
@@ -464,7 +464,12 @@ impl Run {
                     && (c.list.tasks.iter().any(|t| t.id == r.task_id)
                         // A finished node's list keeps only its header; its tasks are those with a
                         // last word.
-                        || (c.settled && c.finals.contains_key(r.task_id.as_str())))
+                        || (c.settled
+                            && self
+                                .done
+                                .names
+                                .find(&r.task_id)
+                                .is_some_and(|i| c.finals.contains(i))))
             })
     }
 
@@ -472,13 +477,13 @@ impl Run {
     pub fn task_outcomes(&self) -> Vec<(u64, String, String, ResultStatus)> {
         let mut out: Vec<_> = self
             .done
-            .0
+            .by_graph
             .iter()
             .flat_map(|(g, nodes)| {
-                nodes.iter().flat_map(move |(n, tasks)| {
-                    tasks
+                nodes.iter().flat_map(move |(n, words)| {
+                    words
                         .iter()
-                        .map(move |(t, s)| (*n, g.clone(), t.to_string(), *s))
+                        .map(move |(t, s)| (*n, g.clone(), self.done.names.name(t).to_string(), s))
                 })
             })
             .collect();
@@ -700,12 +705,17 @@ impl Run {
         if !r.last
             || cur.settled
             || cur.list.revision != r.revision
-            || cur.finals.contains_key(r.task_id.as_str())
+            || self
+                .done
+                .names
+                .find(&r.task_id)
+                .is_some_and(|i| cur.finals.contains(i))
             || !cur.list.tasks.iter().any(|t| t.id == r.task_id)
         {
             return false;
         }
-        cur.finals.insert(self.done.name(&r.task_id), r.status);
+        cur.finals
+            .insert_first(self.done.names.intern(&r.task_id), r.status);
         let key = (cur.graph_type.clone(), r.task_id.clone());
         if let Some(holders) = self.slots.get_mut(&key) {
             holders.remove(&node_id);
@@ -722,8 +732,12 @@ impl Run {
         if cur.settled {
             return;
         }
-        let Some(outcome) = cur.outcome() else { return };
+        let Some(outcome) = cur.outcome(&self.done.names) else {
+            return;
+        };
         cur.settled = true;
+        cur.finals.complete();
+        self.done.complete(&cur.graph_type, node_id);
         // Every task has its last word: the tasks need not be kept (the board lets go of the list too).
         cur.list = Arc::new(header(&cur.list));
         let (group, phase, graph_type) =
@@ -885,7 +899,7 @@ impl Run {
                     graph_type,
                     // Its tasks come back with the stored list ([`Run::published`]).
                     list: Arc::new(header(&list)),
-                    finals: HashMap::new(),
+                    finals: Words::default(),
                     settled: false,
                 },
             );
@@ -898,13 +912,12 @@ impl Run {
         let (succeeded, failed, untouched) = self.node_outcomes();
         let mut succeeded_tasks = Vec::new();
         for node in &succeeded {
-            for (graph_type, by_node) in &self.done.0 {
-                let _ = graph_type;
-                if let Some(tasks) = by_node.get(node) {
-                    let mut mine: Vec<&Arc<str>> = tasks
+            for by_node in self.done.by_graph.values() {
+                if let Some(words) = by_node.get(node) {
+                    let mut mine: Vec<&Arc<str>> = words
                         .iter()
-                        .filter(|(_, s)| **s == ResultStatus::Succeeded)
-                        .map(|(t, _)| t)
+                        .filter(|(_, s)| *s == ResultStatus::Succeeded)
+                        .map(|(t, _)| self.done.names.name(t))
                         .collect();
                     mine.sort();
                     succeeded_tasks.extend(mine.into_iter().map(|t| (*node, t.to_string())));
@@ -956,9 +969,9 @@ impl Run {
     fn fault_tolerance_exceeded(&self, graph_type: &str) -> Option<String> {
         let phase = self.plan.graphs.get(graph_type)?;
         let failed_here = |n: &u64| {
-            self.current
-                .get(n)
-                .is_some_and(|c| c.settled && c.outcome() == Some(NodeOutcome::Failed))
+            self.current.get(n).is_some_and(|c| {
+                c.settled && c.outcome(&self.done.names) == Some(NodeOutcome::Failed)
+            })
         };
         if !self.plan.named_strategy
             && phase
