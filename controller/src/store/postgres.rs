@@ -396,7 +396,7 @@ impl PgStore {
         loop {
             attempt += 1;
             let mut lease = pool.get()?;
-            let (out, retry, broken) = {
+            let (out, retry, broken, large) = {
                 let t = Tx::new(&mut lease);
                 // Queued before the transaction begins, so that its snapshot is taken after the one
                 // before it in the queue committed: the two never overlap, and never conflict.
@@ -428,9 +428,10 @@ impl PgStore {
                         t.broken.set(true);
                     }
                 }
-                (out, t.retry.get(), t.broken.get())
+                (out, t.retry.get(), t.broken.get(), t.large())
             };
-            if broken {
+            // A connection that sent a large message keeps buffers that large: closed, not pooled.
+            if broken || large {
                 Lease::discard(lease);
             } else {
                 drop(lease);
@@ -987,6 +988,7 @@ impl Store for PgStore {
                 )));
             }
             model::save_primaries(t, &new.primaries)?;
+            t.carrying(new.inputs.len() + new.state.len() + 8 * new.node_ids.len());
             let row = t.one(
                 "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
                  VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
@@ -1600,6 +1602,19 @@ fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResu
         });
     }
     let split = bodies::split(lists);
+    t.carrying(
+        split
+            .bodies
+            .iter()
+            .map(|(h, b)| h.len() + b.len())
+            .sum::<usize>()
+            + split
+                .headers
+                .iter()
+                .zip(&split.hashes)
+                .map(|(h, x)| h.len() + x.len() + 16)
+                .sum::<usize>(),
+    );
     let (hashes, texts): (Vec<&str>, Vec<&str>) = split
         .bodies
         .iter()
@@ -1712,6 +1727,7 @@ fn finish(
 
 fn set_state(t: &Tx, dep_id: u64, state: &str, status: DeploymentStatus) -> StoreResult<()> {
     let finished = (status != DeploymentStatus::Running).then(now_ms);
+    t.carrying(state.len());
     let changed = t.exec(
         "UPDATE deployments SET state = $2, status = $3, finished_at = COALESCE(finished_at, $4) WHERE id = $1",
         &[&sql_id(dep_id), &state, &status.as_str(), &finished],
@@ -1731,6 +1747,7 @@ fn append_events(t: &Tx, dep_id: u64, events: &[DeploymentEvent]) -> StoreResult
     }
     // One statement; the events take their sequence numbers in the order given.
     let texts: Vec<String> = events.iter().map(to_json).collect();
+    t.carrying(texts.iter().map(String::len).sum());
     t.exec(
         "INSERT INTO events (deployment_id, event) \
          SELECT $1, v.event FROM UNNEST($2::TEXT[]) WITH ORDINALITY AS v(event, n) ORDER BY v.n",
@@ -1831,6 +1848,10 @@ fn store_batches(t: &Tx, batches: &[(u64, &[TaskResult])]) -> StoreResult<Vec<Ve
             rows.push(*node_id, r);
         }
     }
+    t.carrying(
+        rows.text.iter().map(String::len).sum::<usize>()
+            + rows.task.iter().map(|x| x.len() + 48).sum::<usize>(),
+    );
     let inserted = t.query(
         "INSERT INTO results (node_id, deployment_id, revision, task_id, attempt, status, result) \
          SELECT v.node_id, v.deployment_id, v.revision, v.task_id, v.attempt, v.status, v.result \

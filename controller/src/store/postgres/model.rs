@@ -174,6 +174,7 @@ pub(super) fn save_task_states(
     for chunk in blobs.chunks(BLOBS_PER_STATEMENT) {
         let (hashes, bodies): (Vec<&str>, Vec<&str>) =
             chunk.iter().map(|(h, b)| (h.as_str(), &**b)).unzip();
+        t.carrying(bodies.iter().map(|b| b.len() + 64).sum());
         t.exec(
             "INSERT INTO state_blobs (hash, body) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) \
              ON CONFLICT (hash) DO NOTHING",
@@ -198,6 +199,12 @@ pub(super) fn save_task_states(
         let mut nodes = Vec::with_capacity(chunk.len());
         let mut tasks = Vec::with_capacity(chunk.len());
         let mut texts = Vec::with_capacity(chunk.len());
+        t.carrying(
+            chunk
+                .iter()
+                .map(|(_, task, state)| 8 + task.len() + state.len())
+                .sum(),
+        );
         for (node_id, task, state) in chunk {
             nodes.push(sql_id(*node_id));
             tasks.push(task.as_str());

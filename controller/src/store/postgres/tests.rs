@@ -296,3 +296,37 @@ fn the_lease_is_renewed_while_bulk_work_holds_every_pooled_connection() {
         );
     });
 }
+
+#[test]
+fn a_connection_that_sent_a_large_message_is_closed_not_pooled() {
+    let pg = server();
+    let s = PgStore::open_with(&pg.fresh_database().unwrap(), 1).unwrap();
+    let backend = |s: &PgStore| -> i32 {
+        s.read(|t| col(&t.one("SELECT pg_backend_pid()", &[])?, 0, "backend"))
+            .unwrap()
+    };
+    let (_, d) = crate::store::suite::running_deployment(&s, 1);
+    let first = backend(&s);
+    let small = DeploymentEvent::Warning {
+        code: "small".into(),
+        message: "x".into(),
+    };
+    s.append_events(d.id, &[small]).unwrap();
+    assert_eq!(
+        backend(&s),
+        first,
+        "a connection is pooled after a small write"
+    );
+    // tokio-postgres keeps a connection's buffers at its largest message: one that carried more
+    // than LARGE_TRANSACTION is closed, and the next transaction opens another.
+    let large = DeploymentEvent::Warning {
+        code: "large".into(),
+        message: "x".repeat(bridge::LARGE_TRANSACTION + 1),
+    };
+    s.append_events(d.id, &[large]).unwrap();
+    let after = backend(&s);
+    assert_ne!(after, first, "the connection that sent it was not reused");
+    assert_eq!(backend(&s), after, "the new connection is pooled again");
+    let events = s.events(d.id, 0).unwrap();
+    assert_eq!(events.len(), 2, "both writes committed");
+}
