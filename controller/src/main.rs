@@ -13,10 +13,21 @@ use std::path::PathBuf;
 /// small blocks: glibc's malloc kept most of those pages resident once they were freed (a controller
 /// that had run a 100,000-node deployment stayed at 2.3 GiB, against 0.5 GiB before it), while
 /// jemalloc's background threads give them back to the system within seconds, and it spends less CPU
-/// per block (docs/DECISIONS.md, "jemalloc for the controller").
-#[cfg(not(target_env = "msvc"))]
+/// per block (docs/DECISIONS.md, "jemalloc for the controller"). Built without the `jemalloc` feature,
+/// the controller uses the system's malloc, so that a heap profiler (heaptrack) can follow it.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's settings, read when it starts (`_RJEM_MALLOC_CONF` in the environment still overrides
+/// them): freed pages go back to the system after about a second, not jemalloc's ten. A deployment's
+/// start, a phase's hand-over and an operator's listing of every node each free hundreds of MiB in
+/// bursts; held ten seconds, those bursts stacked on each other (the sequencing controller's peak fell
+/// by a tenth with one second, docs/BENCHMARKS.md).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8; 20] = b"dirty_decay_ms:1000\0";
 
 #[derive(Parser)]
 #[command(
@@ -318,26 +329,50 @@ fn token_command(store: &dyn Store, command: &TokenCommand) -> Result<()> {
     Ok(())
 }
 
-#[cfg(all(test, not(target_env = "msvc")))]
+#[cfg(all(test, feature = "jemalloc", not(target_env = "msvc")))]
 mod tests {
-    /// jemalloc's background threads are on: freed memory goes back to the system without a call
-    /// from the controller.
-    #[test]
-    fn the_allocator_gives_memory_back_by_itself() {
-        let mut on = false;
-        let mut len = std::mem::size_of::<bool>();
-        // SAFETY: `background_thread` is a bool in jemalloc's control namespace; `on` and `len` are
-        // valid for a bool's size, and no new value is passed.
+    use std::ffi::CStr;
+
+    /// jemalloc's setting `name`, read through `mallctl`.
+    ///
+    /// # Safety
+    /// `name` must be a setting of jemalloc's control namespace whose C type has `T`'s size and
+    /// representation (a `bool` for a bool, an `isize` for an ssize_t).
+    unsafe fn setting<T: Default>(name: &CStr) -> T {
+        let mut value = T::default();
+        let mut len = std::mem::size_of::<T>();
+        // SAFETY: `value` and `len` are valid for `T`'s size, which the caller vouches is the
+        // setting's; no new value is passed.
         let rc = unsafe {
             tikv_jemalloc_sys::mallctl(
-                c"background_thread".as_ptr(),
-                (&mut on as *mut bool).cast(),
+                name.as_ptr(),
+                (&mut value as *mut T).cast(),
                 &mut len,
                 std::ptr::null_mut(),
                 0,
             )
         };
-        assert_eq!(rc, 0, "jemalloc answers mallctl");
+        assert_eq!(rc, 0, "jemalloc answers mallctl for {name:?}");
+        value
+    }
+
+    /// jemalloc's background threads are on: freed memory goes back to the system without a call
+    /// from the controller.
+    #[test]
+    fn the_allocator_gives_memory_back_by_itself() {
+        // SAFETY: `background_thread` is a bool.
+        let on: bool = unsafe { setting(c"background_thread") };
         assert!(on, "background threads purge freed pages");
+    }
+
+    /// Freed pages go back after about a second: the setting compiled in reached jemalloc.
+    #[test]
+    fn freed_pages_go_back_within_a_second() {
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
+            return; // the environment overrides the compiled-in settings
+        }
+        // SAFETY: `opt.dirty_decay_ms` is an ssize_t.
+        let ms: isize = unsafe { setting(c"opt.dirty_decay_ms") };
+        assert_eq!(ms, 1000);
     }
 }
