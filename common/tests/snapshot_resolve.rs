@@ -4,7 +4,7 @@
 use plinth_common::deploy::{NodeState, OldStates};
 use plinth_common::graph::Severity;
 use plinth_common::model::{parse_tasks, Graph, Node, NodeStatus, Release, RoleMeta};
-use plinth_common::snapshot::{resolve, Expressions, ResolutionError, Snapshot};
+use plinth_common::snapshot::{resolve, resolve_owned, Expressions, ResolutionError, Snapshot};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -147,4 +147,35 @@ fn the_stored_form_leaves_old_states_out_and_reads_back() {
     let back: Snapshot = serde_json::from_value(stored.clone()).unwrap();
     assert!(back.old.is_empty());
     assert_eq!(serde_json::to_value(&back).unwrap(), stored);
+}
+
+/// The controller resolves a snapshot it drops afterwards, moving each node's facts into the deployment
+/// data instead of copying them: the lists, states and findings are the same as when the snapshot is
+/// borrowed, also where a task reads a node's facts or every node's.
+#[test]
+fn a_snapshot_resolved_owned_gives_what_it_gives_borrowed() {
+    let tasks = "- {id: a, type: shell, role: [controller, compute], \
+                    condition: {yaql_exp: '$.facts.disks.len() > 0'}, \
+                    parameters: {cmd: {yaql_exp: 'concat(\"echo \", $.facts.hostname)'}, \
+                                 all: {yaql_exp: '$.nodes.select($.facts.hostname)'}}}\n";
+    let mut s = snapshot(tasks);
+    s.nodes[0].facts = json!({"hostname": "one", "disks": [{"name": "sda"}]});
+    s.nodes[1].facts = json!({"hostname": "two", "disks": []});
+    let exprs = Expressions::standard();
+    let borrowed = resolve(&s, &types(&["default"]), &exprs).unwrap();
+    let owned = resolve_owned(s.clone(), &types(&["default"]), &exprs).unwrap();
+    assert_eq!(owned.plans, borrowed.plans);
+    assert_eq!(owned.states, borrowed.states);
+    assert_eq!(owned.findings, borrowed.findings);
+    assert_eq!(owned.tags, borrowed.tags);
+    let specs = &owned.phases["default"].specs;
+    assert_eq!(specs[&1][0].skip_reason, None, "node 1 has a disk");
+    assert_eq!(
+        specs[&2][0].skip_reason.as_deref(),
+        Some("condition is false"),
+        "node 2 has none"
+    );
+    assert_eq!(specs[&1][0].parameters["cmd"], json!("echo one"));
+    assert_eq!(specs[&1][0].parameters["all"], json!(["one", "two"]));
+    assert_eq!(owned.states[&2].node()["facts"]["hostname"], json!("two"));
 }

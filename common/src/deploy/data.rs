@@ -89,7 +89,7 @@ pub struct DeployData {
     nodes: BTreeMap<u64, usize>,
 }
 
-fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
+fn node_entry(node: &Node, facts: Value, tags: Option<&crate::tags::NodeTags>) -> Value {
     let mut roles = node.roles.clone();
     for r in &node.pending_roles {
         if !roles.contains(r) {
@@ -114,9 +114,7 @@ fn node_entry(node: &Node, tags: Option<&crate::tags::NodeTags>) -> Value {
         ("error_type", json!(node.error_type)),
         ("pending_addition", json!(node.pending_addition)),
         ("pending_deletion", json!(node.pending_deletion)),
-        // Written anew, not cloned: a clone keeps the capacity the facts were read with, and maps
-        // read key by key are about half empty.
-        ("facts", json!(node.facts)),
+        ("facts", facts),
     ];
     object(fields)
 }
@@ -194,9 +192,30 @@ impl DeployData {
         nodes: &[Node],
         tags: &ClusterTags,
     ) -> DeployData {
+        // Written anew, not cloned: a clone keeps the capacity the facts were read with, and maps read
+        // key by key are about half empty.
+        let facts = nodes.iter().map(|n| json!(n.facts)).collect();
+        DeployData::build_with_facts(cluster_id, cluster, release, nodes, facts, tags)
+    }
+
+    /// As [`DeployData::build`], with each node's facts given, in the order of `nodes`, and moved in:
+    /// each node's facts are then held once (see [`crate::snapshot::Snapshot::take_data`]).
+    pub fn build_with_facts(
+        cluster_id: u64,
+        cluster: &Cluster,
+        release: &Release,
+        nodes: &[Node],
+        facts: Vec<Value>,
+        tags: &ClusterTags,
+    ) -> DeployData {
         let entries: Vec<Value> = nodes
             .iter()
-            .map(|n| node_entry(n, tags.nodes.get(&n.id)))
+            .zip(
+                facts
+                    .into_iter()
+                    .chain(std::iter::repeat_with(|| Value::Null)),
+            )
+            .map(|(n, facts)| node_entry(n, facts, tags.nodes.get(&n.id)))
             .collect();
         let (listed, first) = legacy_nodes(entries);
         let mut common = json!({

@@ -13,7 +13,7 @@ mod expressions;
 mod resolve;
 
 pub use expressions::{register_helpers, Expressions};
-pub use resolve::{resolve, PhasePlan, ResolutionError, Resolved};
+pub use resolve::{resolve, resolve_owned, PhasePlan, ResolutionError, Resolved};
 
 use crate::deploy::{DeployData, OldStates, YaqlFields};
 use crate::graph::FieldEvaluator;
@@ -58,6 +58,26 @@ impl Snapshot {
             &self.cluster,
             &self.release,
             &self.nodes,
+            &tags,
+        )
+    }
+
+    /// The data expressions see, each node's facts moved into it (they read `null` here afterwards):
+    /// for a snapshot that resolves once and is dropped, so a deployment's start holds every node's
+    /// facts once, not twice.
+    pub fn take_data(&mut self, catalog: &Catalog) -> DeployData {
+        let tags = cluster_tags(&self.nodes, catalog);
+        let facts = self
+            .nodes
+            .iter_mut()
+            .map(|n| std::mem::take(&mut n.facts))
+            .collect();
+        DeployData::build_with_facts(
+            self.cluster_id,
+            &self.cluster,
+            &self.release,
+            &self.nodes,
+            facts,
             &tags,
         )
     }

@@ -2,12 +2,12 @@
 //! controller's gate enforces. The controller's engine and `plinthctl graph resolve` both call it.
 
 use super::{selection, Expressions, Snapshot};
-use crate::deploy::NodeState;
+use crate::deploy::{DeployData, NodeState};
 use crate::graph::{
     check_and_resolve, merge_for_cluster, Finding, Plan, ResolveError, ResolveRequest, Severity,
 };
 use crate::model::{Plugin, Policy, StrategyKind};
-use crate::tags::cluster_tags;
+use crate::tags::{cluster_tags, Catalog};
 use crate::wire::{TaskSpec, Tasks};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -88,8 +88,31 @@ pub fn resolve(
     exprs: &Expressions,
 ) -> Result<Resolved, ResolutionError> {
     let catalog = snapshot.catalog();
-    let elected = cluster_tags(&snapshot.nodes, &catalog);
     let data = snapshot.data(&catalog);
+    resolve_with(snapshot, &catalog, data, graph_types, exprs)
+}
+
+/// As [`resolve`], for a snapshot used for nothing else: each node's facts move into the deployment
+/// data instead of being copied there, so a large deployment's start holds them once.
+pub fn resolve_owned(
+    mut snapshot: Snapshot,
+    graph_types: &[String],
+    exprs: &Expressions,
+) -> Result<Resolved, ResolutionError> {
+    let catalog = snapshot.catalog();
+    let data = snapshot.take_data(&catalog);
+    resolve_with(&snapshot, &catalog, data, graph_types, exprs)
+}
+
+/// Resolves `snapshot` with its deployment data already built (its nodes' facts are read from `data`).
+fn resolve_with(
+    snapshot: &Snapshot,
+    catalog: &Catalog,
+    data: DeployData,
+    graph_types: &[String],
+    exprs: &Expressions,
+) -> Result<Resolved, ResolutionError> {
+    let elected = cluster_tags(&snapshot.nodes, catalog);
     let states: BTreeMap<u64, NodeState> = snapshot
         .nodes
         .iter()
@@ -128,7 +151,7 @@ pub fn resolve(
         let request = ResolveRequest {
             graph_type,
             graph: &merged,
-            catalog: &catalog,
+            catalog,
             nodes: &snapshot.nodes,
             selection: Some(&chosen),
             evaluator: &evaluator,

@@ -46,7 +46,7 @@ pub(super) struct Live {
     strategy: Option<String>,
     chosen_by: Option<String>,
     action: Option<String>,
-    /// Every node's state, resolved at the start (and identically at a resume), kept compact.
+    /// Every node's reference to its state, stored at the start (and again, identically, at a resume).
     states: TaskStates,
     deploys: bool,
 }
@@ -82,12 +82,9 @@ impl Live {
         }
     }
 
-    /// For every task that succeeded on a node that succeeded, the state it ran against: what `old()` and
-    /// `changed()` compare with next time (the cluster part is stored once). Blobs by hash, then rows.
-    fn task_states(
-        &self,
-        succeeded_tasks: &[(u64, String)],
-    ) -> (Vec<crate::store::StateBlob>, Vec<crate::store::StateRow>) {
+    /// For every task that succeeded on a node that succeeded, a row naming the state it ran against:
+    /// what `old()` and `changed()` compare with next time.
+    fn task_states(&self, succeeded_tasks: &[(u64, Arc<str>)]) -> Vec<crate::store::StateRow> {
         self.states.rows(succeeded_tasks)
     }
 }
@@ -293,9 +290,9 @@ impl Engine {
     ) -> Result<Instant, StoreError> {
         let state = (fx.save_state || fx.finish.is_some()).then(|| live.state_ref().to_text());
         let stated = Instant::now();
-        let (blobs, rows) = match &fx.finish {
+        let rows = match &fx.finish {
             Some(f) => live.task_states(&f.succeeded_tasks),
-            None => (Vec::new(), Vec::new()),
+            None => Vec::new(),
         };
         if lists.is_empty() && state.is_none() && fx.events.is_empty() && rows.is_empty() {
             return Ok(stated);
@@ -306,7 +303,6 @@ impl Engine {
                 lists,
                 state: state.as_deref(),
                 events: &fx.events,
-                task_blobs: &blobs,
                 task_rows: &rows,
                 end: fx.finish.as_ref().map(|f| Ending {
                     status: f.status,
@@ -428,7 +424,7 @@ impl Engine {
                 }
             };
             let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
-            let states = TaskStates::new(&resolved.states);
+            let states = TaskStates::store(&resolved.states, self.store.as_ref())?;
             drop(resolved);
             let lists = self.store.published_lists(id)?;
             let results = self.store.deployment_results(id)?;

@@ -395,7 +395,8 @@ impl Engine {
                 message: f.message.clone(),
             })
             .collect();
-        let states = states::TaskStates::new(&resolved.states);
+        // Stored now, as blobs: the deployment keeps only each node's reference to its state.
+        let states = states::TaskStates::store(&resolved.states, self.store.as_ref())?;
         // The run holds the plans it needs (shared); the rest of the resolution goes.
         drop(resolved);
         // From the moment its record is committed until it runs here, the deployment is running in the
@@ -407,8 +408,7 @@ impl Engine {
             node_ids: nodes.iter().map(|n| n.id).collect(),
             options: serde_json::to_value(&req.options).unwrap_or_default(),
             state: state.borrowed().to_text(),
-            // As text: a tree of the snapshot (every node's facts) would be the start's largest allocation.
-            inputs: serde_json::to_string(&inputs).unwrap_or_else(|_| "null".into()),
+            inputs,
             now_ms: now_ms(),
             deploys: state.deploys(),
             // Written in the deployment's transaction: a refused deployment elects nothing.
@@ -437,13 +437,45 @@ impl Engine {
     }
 
     /// Resolves a deployment request: the cluster's model now, the old states of its nodes' tasks, and
-    /// every graph type the strategy's phases run.
+    /// every graph type the strategy's phases run. Also answers what it resolved from, as the text
+    /// stored with a deployment.
     fn resolve_request(
         &self,
         req: &DeployRequest,
         strategy: &strategy::Strategy,
         nodes: &[NodeRecord],
-    ) -> Result<(Snapshot, Resolved), StartError> {
+    ) -> Result<(String, Resolved), StartError> {
+        let (snapshot, graph_types) = self.request_snapshot(req, strategy, nodes)?;
+        // As text, before resolving: resolution moves every node's facts out of the snapshot, and a
+        // tree of it would be the start's largest allocation.
+        let inputs = serde_json::to_string(&snapshot).unwrap_or_else(|_| "null".into());
+        let resolved = plinth_common::snapshot::resolve_owned(snapshot, &graph_types, &self.exprs)?;
+        Ok((inputs, resolved))
+    }
+
+    /// Resolves a deployment request without keeping what it resolved from (dry runs and checks).
+    fn resolve_request_only(
+        &self,
+        req: &DeployRequest,
+        strategy: &strategy::Strategy,
+        nodes: &[NodeRecord],
+    ) -> Result<Resolved, StartError> {
+        let (snapshot, graph_types) = self.request_snapshot(req, strategy, nodes)?;
+        Ok(plinth_common::snapshot::resolve_owned(
+            snapshot,
+            &graph_types,
+            &self.exprs,
+        )?)
+    }
+
+    /// What a deployment request resolves from (the cluster's model now, or an earlier deployment's
+    /// inputs, with the nodes' old states), and the graph types of the strategy's phases.
+    fn request_snapshot(
+        &self,
+        req: &DeployRequest,
+        strategy: &strategy::Strategy,
+        nodes: &[NodeRecord],
+    ) -> Result<(Snapshot, Vec<String>), StartError> {
         let graph_types: Vec<String> = strategy
             .phases
             .iter()
@@ -473,8 +505,7 @@ impl Engine {
                 snapshot
             }
         };
-        let resolved = plinth_common::snapshot::resolve(&snapshot, &graph_types, &self.exprs)?;
-        Ok((snapshot, resolved))
+        Ok((snapshot, graph_types))
     }
 
     /// The snapshot stored with a deployment, with its nodes' old states as they stand now.
@@ -532,8 +563,8 @@ impl Engine {
     fn resolve_stored(&self, id: u64, state: &EngineState) -> Result<Resolved, StartError> {
         let snapshot = self.stored_snapshot(id)?;
         let graph_types: Vec<String> = state.run.phase_graph.values().cloned().collect();
-        Ok(plinth_common::snapshot::resolve(
-            &snapshot,
+        Ok(plinth_common::snapshot::resolve_owned(
+            snapshot,
             &graph_types,
             &self.exprs,
         )?)
@@ -542,14 +573,14 @@ impl Engine {
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
     pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
-        Ok(self.resolve_request(req, &chosen.strategy, &nodes)?.1)
+        self.resolve_request_only(req, &chosen.strategy, &nodes)
     }
 
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
         let strategy = chosen.strategy;
-        let (_, resolved) = self.resolve_request(req, &strategy, &nodes)?;
+        let resolved = self.resolve_request_only(req, &strategy, &nodes)?;
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {
             let mut by_node = serde_json::Map::new();

@@ -1,108 +1,96 @@
-//! The states a running deployment's tasks run against, kept until it ends: when it does, every task
-//! that succeeded on a node that succeeded has its state recorded (what `old()` and `changed()` compare
-//! with next time; the store keeps each blob once, by hash, and a reference per node and task).
+//! The states a running deployment's tasks run against. When it ends, every task that succeeded on a
+//! node that succeeded has its state recorded (what `old()` and `changed()` compare with next time; the
+//! store keeps each blob once, by hash, and a reference per node and task).
 //!
 //! Resolution hands them over as JSON trees (`NodeState`: the cluster part, shared by every node, and the
-//! node's own part). Held as trees for the whole deployment they cost about ten times their text, and the
-//! cluster part lists every node, so here each blob is kept once, as its hash and its JSON text, which
-//! is what the store records: no blob is made a tree again, nor read back.
+//! node's own part). Held for the whole deployment, even as text, they cost every node's record twice
+//! (the cluster part lists every node), so they are stored as blobs at the start, a few thousand a
+//! transaction, and the deployment keeps only each node's reference to them. A blob is stored once
+//! whatever names it (its hash is its key), so storing them again on a resume, or for a deployment that
+//! later fails, changes nothing that is read: a blob no row names is never read.
 
-use crate::store::{StateBlob, StateRow};
+use crate::store::{StateBlob, StateRow, Store, StoreResult};
 use plinth_common::deploy::NodeState;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// One state blob: its hash and its JSON text (what the store records; the tree is not kept).
-#[derive(Debug)]
-struct Blob {
-    hash: String,
-    text: Arc<str>,
-}
+/// How many blobs one transaction stores at a deployment's start: a node's part each (the cluster part,
+/// listing every node, is one of them), so each transaction holds a bounded share of the text.
+const BLOBS_PER_WRITE: usize = if cfg!(test) { 2 } else { 4_000 };
 
-impl Blob {
-    fn new(value: &Value) -> Blob {
-        let text = value.to_string();
-        Blob {
-            hash: crate::store::text_hash(&text),
-            text: text.into(),
-        }
-    }
-}
-
-/// Every node's state, each distinct blob once.
+/// Every node's reference to its stored state: `{"common":HASH,"node":HASH}`, the text its tasks' rows
+/// record.
 #[derive(Debug, Default)]
 pub(super) struct TaskStates {
-    /// Each node's (cluster part, own part).
-    nodes: HashMap<u64, (Arc<Blob>, Arc<Blob>)>,
+    nodes: HashMap<u64, Arc<str>>,
 }
 
 impl TaskStates {
-    /// The states resolution found (a blob shared between nodes, the cluster part, is kept once).
-    pub(super) fn new(states: &BTreeMap<u64, NodeState>) -> TaskStates {
-        let mut seen: HashMap<usize, Arc<Blob>> = HashMap::new();
-        let mut blob = |v: &Value| {
-            seen.entry(v as *const Value as usize)
-                .or_insert_with(|| Arc::new(Blob::new(v)))
-                .clone()
-        };
-        TaskStates {
-            nodes: states
-                .iter()
-                .map(|(id, s)| (*id, (blob(&s.common), blob(s.node()))))
-                .collect(),
+    /// Stores the blobs of the states resolution found (the cluster part, shared by every node, once)
+    /// and keeps each node's reference to them.
+    pub(super) fn store(
+        states: &BTreeMap<u64, NodeState>,
+        store: &dyn Store,
+    ) -> StoreResult<TaskStates> {
+        let mut shared: HashMap<*const Value, String> = HashMap::new();
+        let mut pending: Vec<StateBlob> = Vec::with_capacity(BLOBS_PER_WRITE.min(states.len() + 1));
+        let mut nodes = HashMap::with_capacity(states.len());
+        for (id, state) in states {
+            let common = match shared.get(&Arc::as_ptr(&state.common)) {
+                Some(hash) => hash.clone(),
+                None => {
+                    let hash = blob(&state.common, &mut pending);
+                    shared.insert(Arc::as_ptr(&state.common), hash.clone());
+                    hash
+                }
+            };
+            let own = blob(state.node(), &mut pending);
+            let reference = json!({"common": common, "node": own}).to_string();
+            nodes.insert(*id, Arc::from(reference));
+            if pending.len() >= BLOBS_PER_WRITE {
+                store.save_task_states(&pending, &[])?;
+                pending.clear();
+            }
         }
+        if !pending.is_empty() {
+            store.save_task_states(&pending, &[])?;
+        }
+        Ok(TaskStates { nodes })
     }
 
-    /// For every task that succeeded on a node that succeeded, the state it ran against: the blobs by
-    /// hash (each once, in the order first named), then a row per (node, task) naming them. All as
-    /// JSON text: a node's tasks share one reference, and no blob is made a tree again.
-    pub(super) fn rows(
-        &self,
-        succeeded_tasks: &[(u64, String)],
-    ) -> (Vec<StateBlob>, Vec<StateRow>) {
-        let mut blobs: Vec<StateBlob> = Vec::new();
-        let mut named: HashSet<usize> = HashSet::new();
-        let mut name = |b: &Arc<Blob>, blobs: &mut Vec<StateBlob>| {
-            if named.insert(Arc::as_ptr(b) as usize) {
-                blobs.push((b.hash.clone(), b.text.clone()));
-            }
-            b.hash.clone()
-        };
-        let mut references: HashMap<u64, Arc<str>> = HashMap::new();
-        // Sized once: a row per task, and there can be hundreds of thousands.
-        let mut rows = Vec::with_capacity(succeeded_tasks.len());
-        for (node, task) in succeeded_tasks {
-            let Some((common, own)) = self.nodes.get(node) else {
-                continue;
-            };
-            let reference = references
-                .entry(*node)
-                .or_insert_with(|| {
-                    json!({
-                        "common": name(common, &mut blobs),
-                        "node": name(own, &mut blobs),
-                    })
-                    .to_string()
-                    .into()
-                })
-                .clone();
-            rows.push((*node, task.clone(), reference));
-        }
-        (blobs, rows)
+    /// For every task that succeeded on a node that succeeded, a row naming the state it ran against (a
+    /// node's tasks share one reference). A node without a state has none.
+    pub(super) fn rows(&self, succeeded_tasks: &[(u64, Arc<str>)]) -> Vec<StateRow> {
+        succeeded_tasks
+            .iter()
+            .filter_map(|(node, task)| {
+                let reference = self.nodes.get(node)?;
+                Some((*node, task.clone(), reference.clone()))
+            })
+            .collect()
     }
+}
+
+/// Adds a tree's blob (its hash and JSON text) to those to store; returns its hash.
+fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> String {
+    let text = value.to_string();
+    let hash = crate::store::text_hash(&text);
+    pending.push((hash.clone(), text.into()));
+    hash
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sqlite::SqliteStore;
 
     fn state(common: &Arc<Value>, own: Value) -> NodeState {
         NodeState::new(common.clone(), Arc::new(own))
     }
 
     #[test]
-    fn rows_name_each_blob_once_by_the_hash_of_its_tree() {
+    fn blobs_are_stored_at_the_start_and_rows_name_them_by_the_hash_of_their_tree() {
         let common = Arc::new(json!({"nodes": [{"id": 1}, {"id": 2}], "load": 0.1 + 0.2}));
         let states: BTreeMap<u64, NodeState> = [
             (
@@ -113,36 +101,32 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let kept = TaskStates::new(&states);
-        let tasks = [
-            (1, "t1".to_string()),
-            (1, "t2".to_string()),
-            (2, "t1".to_string()),
-            (3, "t1".to_string()),
-        ];
-        let (blobs, rows) = kept.rows(&tasks);
+        let store = SqliteStore::in_memory().unwrap();
+        // Three blobs, two a transaction in tests: the writes cross a boundary.
+        let kept = TaskStates::store(&states, &store).unwrap();
         let hash = crate::store::blob_hash;
-        let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
-        for (hash, text) in &blobs {
-            assert_eq!(
-                **hash,
-                crate::store::text_hash(text),
-                "a blob's hash is its text's"
-            );
-        }
-        let blobs: Vec<(String, Value)> = blobs.iter().map(|(h, t)| (h.clone(), tree(t))).collect();
+        let wanted = [
+            (hash(&common), (*common).clone()),
+            (hash(states[&1].node()), states[&1].node().clone()),
+            (hash(states[&2].node()), states[&2].node().clone()),
+        ];
+        let hashes: Vec<String> = wanted.iter().map(|(h, _)| h.clone()).collect();
         assert_eq!(
-            blobs,
-            vec![
-                (hash(&common), (*common).clone()),
-                (hash(states[&1].node()), states[&1].node().clone()),
-                (hash(states[&2].node()), states[&2].node().clone()),
-            ],
-            "each blob once, as resolution made it"
+            store.state_blobs(&hashes).unwrap(),
+            wanted,
+            "each blob stored as resolution made it, by the hash of its tree"
         );
-        let rows: Vec<(u64, String, Value)> = rows
+        let task = |t: &str| -> Arc<str> { Arc::from(t) };
+        let tasks = [
+            (1, task("t1")),
+            (1, task("t2")),
+            (2, task("t1")),
+            (3, task("t1")),
+        ];
+        let rows: Vec<(u64, String, Value)> = kept
+            .rows(&tasks)
             .iter()
-            .map(|(n, t, r)| (*n, t.clone(), tree(r)))
+            .map(|(n, t, r)| (*n, t.to_string(), serde_json::from_str(r).unwrap()))
             .collect();
         let reference = |n: u64| json!({"common": hash(&common), "node": hash(states[&n].node())});
         assert_eq!(
@@ -154,5 +138,8 @@ mod tests {
             ],
             "a row per task of a node with a state; none for a node without"
         );
+        // Stored again (a resume): nothing changes, nothing fails.
+        TaskStates::store(&states, &store).unwrap();
+        assert_eq!(store.state_blobs(&hashes).unwrap(), wanted);
     }
 }

@@ -1076,7 +1076,7 @@ impl Store for PgStore {
             }
             insert_lists(t, dep_id, p.lists)?;
             if !p.task_rows.is_empty() {
-                model::save_task_states(t, p.task_blobs, p.task_rows)?;
+                model::save_task_states(t, &[], p.task_rows)?;
             }
             let done = match p.end {
                 Some(end) => finish(t, dep_id, p.state.unwrap_or("null"), p.events, &end),

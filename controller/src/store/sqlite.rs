@@ -856,7 +856,7 @@ impl Store for SqliteStore {
             }
             insert_lists(tx, dep_id, p.lists)?;
             if !p.task_rows.is_empty() {
-                model::save_task_states(tx, p.task_blobs, p.task_rows)?;
+                model::save_task_states(tx, &[], p.task_rows)?;
             }
             match p.end {
                 Some(end) => finish(tx, dep_id, p.state.unwrap_or("null"), p.events, &end),

@@ -422,7 +422,6 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             lists: &mut step,
             state: Some(r#"{"step":3}"#),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
-            task_blobs: &[],
             task_rows: &[],
             end: None,
         },
@@ -443,7 +442,6 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             lists: &mut last,
             state: Some(r#"{"step":4}"#),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "d".into() }],
-            task_blobs: &[],
             task_rows: &[],
             end: Some(Ending {
                 status: DeploymentStatus::Failed,
@@ -466,7 +464,6 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             lists: &mut [],
             state: Some(r#"{"step":5}"#),
             events: &[],
-            task_blobs: &[],
             task_rows: &[],
             end: None,
         },
@@ -1064,13 +1061,18 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     ));
     let started = |g: &str| DeploymentEvent::GroupStarted { group: g.into() };
     let (b1, b2) = (serde_json::json!({"b": 1}), serde_json::json!({"b": 2}));
+    // Blobs are stored when a deployment starts; its end records the rows that name them.
+    s.save_task_states(
+        &[(blob_hash(&b1), text(&b1)), (blob_hash(&b2), text(&b2))],
+        &[],
+    )
+    .unwrap();
     s.record_progress(
         d.id,
         &mut Progress {
             lists: &mut [],
             state: None,
             events: &[started("one"), started("two"), started("three")],
-            task_blobs: &[(blob_hash(&b1), text(&b1)), (blob_hash(&b2), text(&b2))],
             task_rows: &[
                 (n[0], "t".into(), text(&serde_json::json!({"first": true}))),
                 (n[1], "t".into(), text(&serde_json::json!({"one": 1}))),

@@ -186,12 +186,12 @@ pub(super) fn save_task_states(
     // in any order.
     let mut last: HashMap<(u64, &str), usize> = HashMap::with_capacity(states.len());
     for (i, (node_id, task, _)) in states.iter().enumerate() {
-        last.insert((*node_id, task.as_str()), i);
+        last.insert((*node_id, &**task), i);
     }
     let kept: Vec<&StateRow> = states
         .iter()
         .enumerate()
-        .filter(|(i, (node_id, task, _))| last.get(&(*node_id, task.as_str())) == Some(i))
+        .filter(|(i, (node_id, task, _))| last.get(&(*node_id, &**task)) == Some(i))
         .map(|(_, row)| row)
         .collect();
     drop(last);
@@ -207,7 +207,7 @@ pub(super) fn save_task_states(
         );
         for (node_id, task, state) in chunk {
             nodes.push(sql_id(*node_id));
-            tasks.push(task.as_str());
+            tasks.push(&**task);
             texts.push(&**state);
         }
         t.exec(

@@ -181,7 +181,7 @@ pub(super) fn save_task_states(
          ON CONFLICT (node_id, task_id) DO UPDATE SET state = excluded.state",
     )?;
     for (node_id, task, state) in states {
-        stmt.execute(params![sql_id(*node_id), task, &**state])?;
+        stmt.execute(params![sql_id(*node_id), &**task, &**state])?;
     }
     Ok(())
 }
