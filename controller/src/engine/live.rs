@@ -416,7 +416,7 @@ impl Engine {
                 .get("noop")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            let resolved = match self.resolve_stored(id, &state) {
+            let mut resolved = match self.resolve_stored(id, &state) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(deployment = id, error = %e, "cannot resolve a running deployment again; leaving it");
@@ -424,8 +424,9 @@ impl Engine {
                 }
             };
             let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
-            let states = TaskStates::store(&resolved.states, self.store.as_ref())?;
+            let states = std::mem::take(&mut resolved.states);
             drop(resolved);
+            let states = TaskStates::store(states, self.store.as_ref())?;
             let lists = self.store.published_lists(id)?;
             let results = self.store.deployment_results(id)?;
             let began = Instant::now();

@@ -346,7 +346,7 @@ impl Engine {
     pub fn start(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
         let (chosen, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
-        let (inputs, resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;
+        let (inputs, mut resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
@@ -395,10 +395,11 @@ impl Engine {
                 message: f.message.clone(),
             })
             .collect();
-        // Stored now, as blobs: the deployment keeps only each node's reference to its state.
-        let states = states::TaskStates::store(&resolved.states, self.store.as_ref())?;
-        // The run holds the plans it needs (shared); the rest of the resolution goes.
+        // The run holds the plans it needs (shared); the rest of the resolution goes. The states are
+        // stored now, as blobs, and the deployment keeps only each node's reference to its state.
+        let states = std::mem::take(&mut resolved.states);
         drop(resolved);
+        let states = states::TaskStates::store(states, self.store.as_ref())?;
         // From the moment its record is committed until it runs here, the deployment is running in the
         // database and not in memory: `resume` (which takes on such deployments) waits until it is.
         let _starting = self.resuming.lock().unwrap_or_else(|p| p.into_inner());

@@ -27,27 +27,32 @@ pub(super) struct TaskStates {
 }
 
 impl TaskStates {
-    /// Stores the blobs of the states resolution found (the cluster part, shared by every node, once)
-    /// and keeps each node's reference to them.
+    /// Stores the blobs of the states resolution found and keeps each node's reference to them. The
+    /// states are taken, and dropped as they are written: the cluster part, shared by every node and
+    /// listing every node's record, is the largest blob, and it is stored last, once no tree is held.
     pub(super) fn store(
-        states: &BTreeMap<u64, NodeState>,
+        states: BTreeMap<u64, NodeState>,
         store: &dyn Store,
     ) -> StoreResult<TaskStates> {
+        // Cluster parts by address, while they are held: every one was made before this call, so no
+        // address is reused for another while a state still names it.
         let mut shared: HashMap<*const Value, String> = HashMap::new();
-        let mut pending: Vec<StateBlob> = Vec::with_capacity(BLOBS_PER_WRITE.min(states.len() + 1));
+        let mut shared_blobs: Vec<StateBlob> = Vec::new();
+        let mut pending: Vec<StateBlob> = Vec::with_capacity(BLOBS_PER_WRITE.min(states.len()));
         let mut nodes = HashMap::with_capacity(states.len());
         for (id, state) in states {
             let common = match shared.get(&Arc::as_ptr(&state.common)) {
                 Some(hash) => hash.clone(),
                 None => {
-                    let hash = blob(&state.common, &mut pending);
+                    let hash = blob(&state.common, &mut shared_blobs);
                     shared.insert(Arc::as_ptr(&state.common), hash.clone());
                     hash
                 }
             };
             let own = blob(state.node(), &mut pending);
+            drop(state);
             let reference = json!({"common": common, "node": own}).to_string();
-            nodes.insert(*id, Arc::from(reference));
+            nodes.insert(id, Arc::from(reference));
             if pending.len() >= BLOBS_PER_WRITE {
                 store.save_task_states(&pending, &[])?;
                 pending.clear();
@@ -55,6 +60,9 @@ impl TaskStates {
         }
         if !pending.is_empty() {
             store.save_task_states(&pending, &[])?;
+        }
+        for blob in shared_blobs {
+            store.save_task_states(&[blob], &[])?;
         }
         Ok(TaskStates { nodes })
     }
@@ -103,7 +111,7 @@ mod tests {
         .collect();
         let store = SqliteStore::in_memory().unwrap();
         // Three blobs, two a transaction in tests: the writes cross a boundary.
-        let kept = TaskStates::store(&states, &store).unwrap();
+        let kept = TaskStates::store(states.clone(), &store).unwrap();
         let hash = crate::store::blob_hash;
         let wanted = [
             (hash(&common), (*common).clone()),
@@ -139,7 +147,7 @@ mod tests {
             "a row per task of a node with a state; none for a node without"
         );
         // Stored again (a resume): nothing changes, nothing fails.
-        TaskStates::store(&states, &store).unwrap();
+        TaskStates::store(states, &store).unwrap();
         assert_eq!(store.state_blobs(&hashes).unwrap(), wanted);
     }
 }
