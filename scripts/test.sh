@@ -4,32 +4,45 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-command -v puppet >/dev/null 2>&1 || need+=(puppet)
-command -v facter >/dev/null 2>&1 || need+=(facter)
-command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
-command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
-command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
-# The web console's tests drive a headless browser.
-[ -x /usr/bin/chromium ] || need+=(chromium)
-[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
-# The booted-image tests (tests/tests/images.rs): a Debian root file system built with mmdebstrap, booted
-# in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
-command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
-command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
-command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
-ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
-# The store's tests and tests/tests/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
-if [ ${#need[@]} -gt 0 ]; then
+# What the tests need and the machine lacks, as Debian packages.
+missing() {
+  need=()
+  command -v puppet >/dev/null 2>&1 || need+=(puppet)
+  command -v facter >/dev/null 2>&1 || need+=(facter)
+  command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+  command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
+  command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
+  # The web console's tests drive a headless browser.
+  [ -x /usr/bin/chromium ] || need+=(chromium)
+  [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+  # The booted-image tests (tests/tests/images.rs): a Debian root file system built with mmdebstrap, booted
+  # in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
+  command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+  command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
+  command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+  ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+  # The store's tests and tests/tests/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
+}
+
+# Installed in passes: apt may remove one package to install another (a backported qemu-utils gives way
+# to the distribution's qemu-system-x86), and the next pass puts back what the last one took.
+missing
+for pass in 1 2; do
+  [ ${#need[@]} -gt 0 ] || break
   echo "installing test dependencies: ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then
     echo "need root to install ${need[*]} (or install them yourself)" >&2
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  [ "$pass" = 1 ] && apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  missing
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "still missing after installing: ${need[*]}" >&2
+  exit 1
 fi
 
 # The fuel2 end-to-end test runs Fuel's own client (python-fuelclient 11.0.0) on Python 3.8.

@@ -9,7 +9,9 @@
 //! deployment (and its parts), the most the run and the board held at once, and the peak during the
 //! whole run.
 //!
-//! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks).
+//! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks; add `owned`
+//! to resolve as the controller does, with [`plinth_common::snapshot::resolve_owned`], which moves each
+//! node's facts out of the snapshot instead of copying them).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -17,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use plinth_common::run::{Effects, Run, RunNode, RunPlan};
-use plinth_common::snapshot::{resolve, Expressions, Snapshot};
+use plinth_common::snapshot::{resolve, resolve_owned, Expressions, Snapshot};
 use plinth_common::strategy::{InventoryNode, Strategy};
 use plinth_common::wire::{ResultStatus, TaskList, TaskResult};
 use serde_json::{json, Value};
@@ -199,7 +201,14 @@ fn main() {
         .collect();
     let n = args.first().copied().unwrap_or(5000);
     let tasks = args.get(1).copied().unwrap_or(20);
+    let owned = std::env::args().any(|a| a == "owned");
     let snapshot = snapshot(n, tasks);
+    // What the run and the strategy need of each node, kept apart: resolving owned takes the snapshot.
+    let nodes: Vec<(u64, String, Option<String>)> = snapshot
+        .nodes
+        .iter()
+        .map(|n| (n.id, n.name.clone(), n.rack.clone()))
+        .collect();
     let exprs = Expressions::standard();
     let strategy: Strategy = serde_json::from_str(STRATEGY).expect("the strategy parses");
     let graph_types: Vec<String> = strategy
@@ -210,21 +219,25 @@ fn main() {
 
     let base = heap();
     PEAK.store(base, Ordering::Relaxed);
-    let resolved = resolve(&snapshot, &graph_types, &exprs).expect("resolves");
+    let resolved = if owned {
+        resolve_owned(snapshot, &graph_types, &exprs)
+    } else {
+        resolve(&snapshot, &graph_types, &exprs)
+    }
+    .expect("resolves");
     let resolve_peak = PEAK.load(Ordering::Relaxed) - base;
     let held_by_resolution = heap() - base;
 
     let plan = RunPlan {
         deployment_id: 1,
-        nodes: snapshot
-            .nodes
+        nodes: nodes
             .iter()
-            .map(|n| {
+            .map(|(id, name, _)| {
                 (
-                    n.id,
+                    *id,
                     RunNode {
-                        name: n.name.clone(),
-                        node_key: format!("{:064x}", n.id),
+                        name: name.clone(),
+                        node_key: format!("{id:064x}"),
                     },
                 )
             })
@@ -233,15 +246,14 @@ fn main() {
         noop: false,
         named_strategy: true,
     };
-    let inventory: Vec<InventoryNode> = snapshot
-        .nodes
+    let inventory: Vec<InventoryNode> = nodes
         .iter()
-        .map(|node| {
-            let mut inv = InventoryNode::new(node.name.clone());
-            for tag in resolved.tags.get(&node.id).into_iter().flatten() {
+        .map(|(id, name, rack)| {
+            let mut inv = InventoryNode::new(name.clone());
+            for tag in resolved.tags.get(id).into_iter().flatten() {
                 inv = inv.with_tag(tag.clone());
             }
-            if let Some(rack) = &node.rack {
+            if let Some(rack) = rack {
                 inv = inv.in_rack(rack.clone());
             }
             inv

@@ -1126,6 +1126,24 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
         ],
         "node by node as asked, tasks in order, the last state given wins"
     );
+    // Rows sorted by node and task without repeats (a deployment's end gives them so).
+    s.save_task_states(
+        &[],
+        &[
+            (n[2], "a".into(), text(&serde_json::json!({"a": 2}))),
+            (n[2], "b".into(), text(&serde_json::json!({"b": 2}))),
+            (n[3], "a".into(), text(&serde_json::json!({"a": 3}))),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        s.task_states(&[n[3], n[2]]).unwrap(),
+        [
+            (n[3], "a".to_string(), serde_json::json!({"a": 3})),
+            (n[2], "a".to_string(), serde_json::json!({"a": 2})),
+            (n[2], "b".to_string(), serde_json::json!({"b": 2})),
+        ]
+    );
     let gone = "0".repeat(64);
     assert_eq!(
         s.state_blobs(&[blob_hash(&b2), gone, blob_hash(&b1)])

@@ -157,6 +157,20 @@ pub(super) fn plugin_row(t: &Tx, plugin_id: u64) -> StoreResult<PluginRecord> {
 }
 
 /// Records task states (one row per node and task, replaced) and the blobs they name.
+/// Of rows that may name a (node, task) more than once, the last of each, in the order given.
+fn last_of_each(states: &[StateRow]) -> Vec<&StateRow> {
+    let mut last: HashMap<(u64, &str), usize> = HashMap::with_capacity(states.len());
+    for (i, (node_id, task, _)) in states.iter().enumerate() {
+        last.insert((*node_id, &**task), i);
+    }
+    states
+        .iter()
+        .enumerate()
+        .filter(|(i, (node_id, task, _))| last.get(&(*node_id, &**task)) == Some(i))
+        .map(|(_, row)| row)
+        .collect()
+}
+
 /// The most task state rows one statement writes (two in the unit tests, so the store suite's few rows
 /// take several statements).
 const STATE_ROWS_PER_STATEMENT: usize = if cfg!(test) { 2 } else { 16_000 };
@@ -182,19 +196,18 @@ pub(super) fn save_task_states(
         )?;
     }
     // One statement cannot update a row twice: the last state given for a (node, task) wins, as it
-    // would one statement at a time. The rows kept name each (node, task) once, so the chunks may go
-    // in any order.
-    let mut last: HashMap<(u64, &str), usize> = HashMap::with_capacity(states.len());
-    for (i, (node_id, task, _)) in states.iter().enumerate() {
-        last.insert((*node_id, &**task), i);
-    }
-    let kept: Vec<&StateRow> = states
-        .iter()
-        .enumerate()
-        .filter(|(i, (node_id, task, _))| last.get(&(*node_id, &**task)) == Some(i))
-        .map(|(_, row)| row)
-        .collect();
-    drop(last);
+    // would one statement at a time. Rows sorted by (node, task) without repeats, as a deployment's
+    // end gives them, go as they are; others are first cut to the last of each (node, task), after
+    // which the chunks may go in any order. (The search for repeats is a map of every row: at
+    // 100,000 nodes and 20 tasks, two million entries.)
+    let sorted = states
+        .windows(2)
+        .all(|w| (w[0].0, &*w[0].1) < (w[1].0, &*w[1].1));
+    let kept: Vec<&StateRow> = if sorted {
+        states.iter().collect()
+    } else {
+        last_of_each(states)
+    };
     for chunk in kept.chunks(STATE_ROWS_PER_STATEMENT) {
         let mut nodes = Vec::with_capacity(chunk.len());
         let mut tasks = Vec::with_capacity(chunk.len());
