@@ -185,6 +185,20 @@ pub fn plugin_model(record: &PluginRecord) -> Result<Plugin, ModelError> {
     })
 }
 
+/// The roles and tags a cluster knows (from its release, its enabled plugins and itself), read without
+/// its nodes: what checking an assignment needs, at any size of cluster.
+pub fn catalog_of(store: &dyn Store, cluster_id: u64) -> Result<Catalog, ModelError> {
+    let record = store.get_cluster(cluster_id)?;
+    let release = release_model(&store.get_release(record.release_id)?)?;
+    let mut plugins = Vec::with_capacity(record.data.plugins.len());
+    for id in &record.data.plugins {
+        plugins.push(plugin_model(&store.get_plugin(*id)?)?);
+    }
+    let cluster = cluster_model(&record, &release, &plugins)?;
+    let plugins: Vec<&Plugin> = plugins.iter().collect();
+    Ok(Catalog::new(&release, &plugins, Some(&cluster)))
+}
+
 /// The cluster of a stored record (graphs not loaded).
 pub fn cluster_model(
     record: &ClusterRecord,
@@ -288,4 +302,77 @@ pub fn graph_model(owner: &str, graph_type: &str, body: &GraphBody) -> Result<Gr
 /// The graph type used when a request names none.
 pub fn graph_type_or_default(graph_type: Option<&str>) -> &str {
     graph_type.unwrap_or(DEFAULT_GRAPH_TYPE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{NewCluster, NewPlugin, NewRelease};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// The catalog read without the cluster's nodes is the one the whole model gives: the release's
+    /// roles and tags, an enabled plugin's, and the cluster's own.
+    #[test]
+    fn the_catalog_without_nodes_is_the_models() {
+        let s = SqliteStore::in_memory().unwrap();
+        let release = s
+            .create_release(
+                &NewRelease {
+                    name: "r".into(),
+                    version: "1".into(),
+                    data: json!({
+                        "roles_metadata": {
+                            "controller": {"name": "Controller", "tags": ["controller", "rabbitmq"],
+                                "restrictions": [{"condition": "settings:a.b.value == true",
+                                                  "message": "no"}]},
+                            "compute": {"name": "Compute", "conflicts": ["controller"]}
+                        },
+                        "tags_metadata": {
+                            "controller": {"has_primary": true},
+                            "rabbitmq": {"has_primary": true}
+                        }
+                    }),
+                },
+                &BTreeMap::new(),
+            )
+            .unwrap();
+        let plugin = s
+            .create_plugin(
+                &NewPlugin {
+                    name: "zabbix".into(),
+                    version: "1.0".into(),
+                    data: json!({"roles_metadata": {"zabbix-server": {"name": "Zabbix"}},
+                                 "tags_metadata": {"zabbix-server": {"has_primary": false}}}),
+                },
+                &BTreeMap::new(),
+            )
+            .unwrap();
+        let cluster = s
+            .create_cluster(&NewCluster {
+                name: "c".into(),
+                release_id: release.id,
+                settings: json!({}),
+                generated: Value::Null,
+            })
+            .unwrap();
+        s.modify_cluster(cluster.id, &mut |c, _| {
+            c.data.plugins.push(plugin.id);
+            c.data
+                .tags_metadata
+                .insert("rack-a".into(), json!({"has_primary": false}));
+            Ok(())
+        })
+        .unwrap();
+        let whole = ClusterModel::load(&s, cluster.id, &[]).unwrap().catalog();
+        let catalog = catalog_of(&s, cluster.id).unwrap();
+        assert_eq!(catalog, whole);
+        assert!(catalog.role("zabbix-server").is_some(), "the plugin's role");
+        assert!(catalog.role("controller").is_some_and(|r| r
+            .meta
+            .restrictions
+            .iter()
+            .any(|x| x.blocks_assignment())));
+    }
 }

@@ -163,10 +163,33 @@ pub async fn assign(
 
 /// Refuses an assignment whose roles the cluster does not know, that conflict with each other or with
 /// the node's deployed roles, or that a role's restriction forbids (the role's message is the error's).
+///
+/// The cluster's data (its settings and every node's record), which restrictions read, is built only
+/// when an assigned role has a restriction: for a cluster of 100,000 nodes it costs what a deployment's
+/// start does, and a fleet assigned in pages would pay it once a page.
 fn check_roles(s: &AppState, cluster_id: u64, nodes: &[NodeAssignment]) -> Result<(), ApiError> {
-    let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
-    let catalog = model.catalog();
-    let evaluator = model.evaluator(&s.exprs, OldStates::new(), false);
+    let catalog = crate::cluster_model::catalog_of(s.store.as_ref(), cluster_id)?;
+    let restricted = nodes.iter().flat_map(|a| &a.roles).any(|role| {
+        catalog
+            .role(role)
+            .is_some_and(|e| e.meta.restrictions.iter().any(|r| r.blocks_assignment()))
+    });
+    let evaluator = if restricted {
+        ClusterModel::load(s.store.as_ref(), cluster_id, &[])?.evaluator(
+            &s.exprs,
+            OldStates::new(),
+            false,
+        )
+    } else {
+        // Asked nothing: no assigned role has a restriction to evaluate.
+        plinth_common::deploy::YaqlFields::new(
+            s.exprs.engine.clone(),
+            s.exprs.cache.clone(),
+            plinth_common::deploy::DeployData::default(),
+            OldStates::new(),
+            false,
+        )
+    };
     for a in nodes {
         let record = s.store.get_node(a.id)?;
         let mut node = node_model(&record);

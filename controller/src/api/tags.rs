@@ -76,7 +76,8 @@ fn catalog_of(s: &AppState, owner: TagOwner) -> Result<Catalog, ApiError> {
             let release = release_model(&s.store.get_release(id)?)?;
             Catalog::new(&release, &[], None)
         }
-        TagOwner::Cluster(id) => ClusterModel::load(s.store.as_ref(), id, &[])?.catalog(),
+        // Without the cluster's nodes: a tag's operation costs the same at any size of cluster.
+        TagOwner::Cluster(id) => crate::cluster_model::catalog_of(s.store.as_ref(), id)?,
     })
 }
 
@@ -289,8 +290,7 @@ async fn change_node_tags(
                     "node {node_id} is in no cluster: tags come from a cluster's release and plugins"
                 ))
             })?;
-            let model = ClusterModel::load(s.store.as_ref(), cluster_id, &[])?;
-            let catalog = model.catalog();
+            let catalog = crate::cluster_model::catalog_of(s.store.as_ref(), cluster_id)?;
             if assign {
                 for tag in &tags {
                     validate_tag_assignment(&catalog, tag)?;
