@@ -21,9 +21,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's settings, read when it starts (`_RJEM_MALLOC_CONF` in the environment still overrides
 /// them): freed pages go back to the system after about a second, not jemalloc's ten. A deployment's
-/// start, a phase's hand-over and an operator's listing of every node each free hundreds of MiB in
-/// bursts; held ten seconds, those bursts stacked on each other (the sequencing controller's peak fell
-/// by a tenth with one second, docs/BENCHMARKS.md).
+/// start, a phase's hand-over and its end each free hundreds of MiB in bursts; held ten seconds, those
+/// bursts stacked on each other (at 18,000 agents, one second took 7 % off the sequencing controller's
+/// peak and 14 % off its median through the phases, docs/BENCHMARKS.md).
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
