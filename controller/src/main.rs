@@ -29,6 +29,34 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]
 pub static malloc_conf: &[u8; 20] = b"dirty_decay_ms:1000\0";
 
+/// Gives every arena's freed pages back to the system now (`arena.<MALLCTL_ARENAS_ALL>.purge`), for
+/// the engine to call after a large drop (`plinth_controller::memory`).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+fn purge_freed_pages() {
+    let rc = purge();
+    if rc != 0 {
+        tracing::debug!(rc, "jemalloc did not purge");
+    }
+}
+
+/// jemalloc's purge of every arena; its answer (0 when done).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+fn purge() -> std::ffi::c_int {
+    // 4096 is jemalloc's name for every arena in its control namespace (MALLCTL_ARENAS_ALL).
+    const ALL_ARENAS_PURGE: &std::ffi::CStr = c"arena.4096.purge";
+    // SAFETY: a purge takes no value and answers none; every pointer passed is null or the name,
+    // a valid C string.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            ALL_ARENAS_PURGE.as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "plinth-controller",
@@ -204,6 +232,8 @@ fn init_logging(format: &str) {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log_format);
+    #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+    plinth_controller::memory::on_give_back(purge_freed_pages);
     match &cli.command {
         Command::Serve {
             listen,
@@ -357,7 +387,7 @@ mod tests {
     }
 
     /// jemalloc's background threads are on: freed memory goes back to the system without a call
-    /// from the controller.
+    /// from the controller (it calls one only after a deployment's start drops a great deal).
     #[test]
     fn the_allocator_gives_memory_back_by_itself() {
         // SAFETY: `background_thread` is a bool.
@@ -374,5 +404,13 @@ mod tests {
         // SAFETY: `opt.dirty_decay_ms` is an ssize_t.
         let ms: isize = unsafe { setting(c"opt.dirty_decay_ms") };
         assert_eq!(ms, 1000);
+    }
+
+    /// The purge the engine calls after a large drop is one jemalloc knows, and it answers it.
+    #[test]
+    fn a_purge_of_every_arena_is_answered() {
+        let freed = vec![1u8; 64 << 20];
+        drop(freed);
+        assert_eq!(super::purge(), 0, "jemalloc purges every arena");
     }
 }

@@ -1,25 +1,20 @@
 //! Starting the controller: the data directory, the database, the TLS listener, background work, and a
 //! clean stop on SIGTERM.
 
-use crate::api::auth::{token_hash, PeerKey};
+use crate::api::auth::token_hash;
 use crate::board::Board;
 use crate::config::Config;
 use crate::datadir::{random_bytes, write_new_file, DataDir};
 use crate::engine::Engine;
-use crate::limits::{PeerAddr, Trust};
 use crate::registry::NodeRegistry;
 use crate::state::AppState;
 use crate::store::{Store, TokenRole};
 use crate::tls;
 use anyhow::{Context, Result};
-use axum::extract::Request;
 use base64::Engine as _;
-use hyper_util::rt::TokioIo;
-use plinth_common::signing::fingerprint;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tower::ServiceExt;
 
 /// Opens everything the controller needs and returns its state (no network yet).
 pub fn open_state(config: Config) -> Result<Arc<AppState>> {
@@ -94,11 +89,6 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     crate::cluster::lease::keep_up(&state);
     Ok(state)
 }
-
-/// How long a TLS handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a request's headers may take to arrive (and how long a kept-alive connection may idle).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Reads the configuration again (for SIGHUP); the same sources, in the same order, as at start.
 pub type ConfigLoader = Box<dyn Fn() -> Result<Config> + Send + Sync>;
@@ -206,70 +196,13 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                 let Some(ticket) = state.admit_connection(peer.ip()) else {
                     continue;
                 };
-                let acceptor = acceptor.clone();
-                let router = router.clone();
-                let state = state.clone();
-                let mut close_rx = close_rx.clone();
-                tokio::spawn(async move {
-                    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
-                    let tls = tokio::select! {
-                        done = handshake => match done {
-                            Ok(Ok(tls)) => tls,
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                                return;
-                            }
-                            Err(_) => return,
-                        },
-                        _ = ticket.evicted() => return,
-                    };
-                    let peer_key = tls
-                        .get_ref()
-                        .1
-                        .peer_certificates()
-                        .and_then(|c| c.first())
-                        .and_then(tls::node_key_of)
-                        .map(|k| Arc::new((fingerprint(&k), k)));
-                    if let Some(key) = &peer_key {
-                        let trust = match state.nodes.get(&key.0) {
-                            Some(n) if n.accepted() => Trust::Accepted,
-                            Some(_) => Trust::Discovered,
-                            None => Trust::Unknown,
-                        };
-                        if !ticket.trust_key(&key.0, trust) {
-                            tracing::debug!(%peer, key = %key.0, "too many connections for one node key");
-                            return;
-                        }
-                    }
-                    let peer_key = PeerKey(peer_key);
-                    let request_ticket = ticket.clone();
-                    let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-                        req.extensions_mut().insert(peer_key.clone());
-                        req.extensions_mut().insert(PeerAddr(peer));
-                        req.extensions_mut().insert(request_ticket.clone());
-                        router.clone().oneshot(req.map(axum::body::Body::new))
-                    });
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(true)
-                        .header_read_timeout(HEADER_READ_TIMEOUT)
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .serve_connection(TokioIo::new(tls), service);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        res = conn.as_mut() => {
-                            if let Err(e) = res {
-                                tracing::debug!(%peer, error = %e, "connection ended with an error");
-                            }
-                        }
-                        _ = ticket.evicted() => {
-                            tracing::debug!(%peer, "closed an untrusted connection to make room");
-                        }
-                        _ = close_rx.changed() => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
-                        }
-                    }
-                });
+                let listening = crate::connection::Listener {
+                    acceptor: acceptor.clone(),
+                    router: router.clone(),
+                    state: state.clone(),
+                    closing: close_rx.clone(),
+                };
+                tokio::spawn(crate::connection::serve(listening, tcp, peer, ticket));
             }
         }
     }

@@ -401,6 +401,36 @@ fn slow_bodies_and_idle_floods_never_lock_out_operators_or_agents() {
     }
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+
+    // A body sent with a request that takes none (here a poll, by an unknown key) is never read: the
+    // answer comes at once, and the connection is closed after it rather than kept for the body.
+    let tcp = std::net::TcpStream::connect(&addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let conn = rustls::ClientConnection::new(
+        rogue::raw_tls_config(&c, Some(98)),
+        "127.0.0.1".try_into().unwrap(),
+    )
+    .unwrap();
+    let mut bodied = rustls::StreamOwned::new(conn, tcp);
+    write!(
+        bodied,
+        "GET /agent/v1/tasks?nonce={}&after=0&wait=0 HTTP/1.1\r\nHost: x\r\n\
+         Content-Length: 100000\r\n\r\n{{",
+        "ab".repeat(16)
+    )
+    .unwrap();
+    bodied.flush().unwrap();
+    let mut answer = Vec::new();
+    let closed = loop {
+        match bodied.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break true,
+            Err(e) => panic!("the connection was not closed after the answer: {e}"),
+        }
+    };
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(closed && answer.starts_with("HTTP/1.1 4"), "{answer}");
     drop(idle);
     drop(tls_idle);
 }

@@ -425,8 +425,10 @@ impl Engine {
             };
             let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
             let states = std::mem::take(&mut resolved.states);
-            drop(resolved);
-            let states = TaskStates::store(states, self.store.as_ref())?;
+            drop((nodes, resolved));
+            let states = TaskStates::store(states, self.store.as_ref());
+            crate::memory::give_back();
+            let states = states?;
             let lists = self.store.published_lists(id)?;
             let results = self.store.deployment_results(id)?;
             let began = Instant::now();

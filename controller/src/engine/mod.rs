@@ -344,9 +344,11 @@ impl Engine {
     /// Checks a deployment request whole, records the deployment and publishes its first lists
     /// (blocking). Answers the record (its state left out, as in lists) and what it runs.
     pub fn start(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
+        let began = std::time::Instant::now();
         let (chosen, nodes) = self.request_nodes(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, mut resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;
+        let resolved_at = began.elapsed();
         let inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
@@ -395,18 +397,23 @@ impl Engine {
                 message: f.message.clone(),
             })
             .collect();
-        // The run holds the plans it needs (shared); the rest of the resolution goes. The states are
-        // stored now, as blobs, and the deployment keeps only each node's reference to its state.
+        let node_ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
+        // What follows holds every node's state (the cluster part lists every node's record) and writes
+        // it: the records read for the request, the inventory and the rest of the resolution go first
+        // (the run holds the plans it needs, shared).
+        drop((nodes, inventory));
         let states = std::mem::take(&mut resolved.states);
         drop(resolved);
-        let states = states::TaskStates::store(states, self.store.as_ref())?;
+        crate::memory::give_back();
         // From the moment its record is committed until it runs here, the deployment is running in the
         // database and not in memory: `resume` (which takes on such deployments) waits until it is.
         let _starting = self.resuming.lock().unwrap_or_else(|p| p.into_inner());
+        // Recorded before its states are stored: the inputs' text (every node's facts) is written and
+        // dropped before the states' text is made.
         let record = self.store.create_deployment(&NewDeployment {
             cluster_id: req.cluster_id,
             graph_type,
-            node_ids: nodes.iter().map(|n| n.id).collect(),
+            node_ids,
             options: serde_json::to_value(&req.options).unwrap_or_default(),
             state: state.borrowed().to_text(),
             inputs,
@@ -415,6 +422,7 @@ impl Engine {
             // Written in the deployment's transaction: a refused deployment elects nothing.
             primaries,
         })?;
+        let recorded_at = began.elapsed();
         let started = |record: DeploymentRecord, state: &EngineState| StartedDeployment {
             record,
             strategy: Some(state.summary()),
@@ -433,7 +441,28 @@ impl Engine {
             return Ok(started(record, &state));
         }
         let answer = started(record.clone(), &state);
-        self.launch(&record, run, state, states, warnings);
+        // The states are stored as blobs, and the deployment keeps only each node's reference to its
+        // state. Should that fail, the deployment is recorded and runs all the same: it is taken on
+        // from its record at the next tick, as after a storage failure mid-run (resuming stores the
+        // states again), so the answer stands.
+        let stored = states::TaskStates::store(states, self.store.as_ref());
+        crate::memory::give_back();
+        tracing::info!(
+            deployment = record.id,
+            nodes = record.node_ids.len(),
+            resolved_ms = resolved_at.as_secs_f64() * 1e3,
+            recorded_ms = recorded_at.as_secs_f64() * 1e3,
+            states_stored_ms = began.elapsed().as_secs_f64() * 1e3,
+            "deployment resolved, recorded and its states stored"
+        );
+        match stored {
+            Ok(states) => self.launch(&record, run, state, states, warnings),
+            Err(e) => {
+                tracing::error!(deployment = record.id, error = %e, "cannot store the deployment's task states; it is taken on from its record at the next tick");
+                self.store.append_events(record.id, &warnings).ok();
+                self.needs_resume.store(true, Ordering::Release);
+            }
+        }
         Ok(answer)
     }
 
@@ -449,7 +478,12 @@ impl Engine {
         let (snapshot, graph_types) = self.request_snapshot(req, strategy, nodes)?;
         // As text, before resolving: resolution moves every node's facts out of the snapshot, and a
         // tree of it would be the start's largest allocation.
-        let inputs = serde_json::to_string(&snapshot).unwrap_or_else(|_| "null".into());
+        let mut inputs = serde_json::to_string(&snapshot).unwrap_or_else(|_| "null".into());
+        // Held through resolution: at its length, not the double a text grown by doubling may hold.
+        inputs.shrink_to_fit();
+        // Reading the nodes left every record's facts as garbage (the request's records drop theirs,
+        // the snapshot's are written anew): returned now, not in the middle of resolving.
+        crate::memory::give_back();
         let resolved = plinth_common::snapshot::resolve_owned(snapshot, &graph_types, &self.exprs)?;
         Ok((inputs, resolved))
     }

@@ -82,9 +82,12 @@ impl TaskStates {
 
 /// Adds a tree's blob (its hash and JSON text) to those to store; returns its hash.
 fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> String {
-    let text = value.to_string();
+    // Cut to its length where it lies (a text grown by doubling may hold twice its length, and a copy
+    // into another allocation would hold it twice for a moment: the cluster part's text is the size of
+    // every node's record).
+    let text = value.to_string().into_boxed_str();
     let hash = crate::store::text_hash(&text);
-    pending.push((hash.clone(), text.into()));
+    pending.push((hash.clone(), text));
     hash
 }
 

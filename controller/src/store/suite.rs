@@ -20,9 +20,14 @@ fn reg(key: &str) -> NodeRegistration {
     }
 }
 
-/// A value's JSON text, as task states are recorded.
+/// A value's JSON text, as task states' rows are recorded.
 fn text(v: &serde_json::Value) -> std::sync::Arc<str> {
     v.to_string().into()
+}
+
+/// A value's JSON text, as task states' blobs are recorded.
+fn blob_text(v: &serde_json::Value) -> Box<str> {
+    v.to_string().into_boxed_str()
 }
 
 fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
@@ -775,8 +780,8 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     let (common, own) = (serde_json::json!({"c": 1}), serde_json::json!({"n": 2}));
     s.save_task_states(
         &[
-            (blob_hash(&common), text(&common)),
-            (blob_hash(&own), text(&own)),
+            (blob_hash(&common), blob_text(&common)),
+            (blob_hash(&own), blob_text(&own)),
         ],
         &[(
             inside.id,
@@ -1063,7 +1068,10 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     let (b1, b2) = (serde_json::json!({"b": 1}), serde_json::json!({"b": 2}));
     // Blobs are stored when a deployment starts; its end records the rows that name them.
     s.save_task_states(
-        &[(blob_hash(&b1), text(&b1)), (blob_hash(&b2), text(&b2))],
+        &[
+            (blob_hash(&b1), blob_text(&b1)),
+            (blob_hash(&b2), blob_text(&b2)),
+        ],
         &[],
     )
     .unwrap();
