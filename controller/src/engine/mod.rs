@@ -25,7 +25,6 @@ use events::EventHub;
 use plinth_api::deployments::StartedDeployment;
 use plinth_common::run::{Run, RunNode, RunPlan, RunState};
 use plinth_common::snapshot::{ResolutionError, Resolved, Snapshot};
-use plinth_common::strategy;
 use plinth_common::wire::{DeploymentEvent, DeploymentStatus, NodeStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -250,30 +249,83 @@ impl Engine {
         self.lists_per_write.store(lists.max(1), Ordering::Relaxed);
     }
 
-    /// The strategy and the nodes of a request, checked: nodes of the cluster, accepted.
-    fn request_nodes(
-        &self,
-        req: &DeployRequest,
-    ) -> Result<(plan::Chosen, Vec<NodeRecord>), StartError> {
+    /// A request read and checked: its strategy, its nodes (of the cluster, accepted; their facts left
+    /// out, resolution reads them from the snapshot) and what it resolves from, with the graph types of
+    /// the strategy's phases. The cluster's nodes are read once, in the snapshot's read transaction:
+    /// the request's nodes are the snapshot's records.
+    fn read_request(&self, req: &DeployRequest) -> Result<Request, StartError> {
         self.store.get_cluster(req.cluster_id)?;
-        let all: Vec<NodeRecord> = self
-            .store
-            .list_nodes()?
-            .into_iter()
-            .filter(|n| n.cluster_id == Some(req.cluster_id))
-            .map(|mut n| {
-                // Resolution reads the facts from the cluster's snapshot; these records are for
-                // selecting nodes and placing them in the strategy, and their facts would only double
-                // what a large deployment's start holds.
-                n.facts = serde_json::Value::Null;
-                n
-            })
-            .collect();
         if req.action.is_some() && req.graph_type.is_some() {
             return Err(StartError::Invalid(
                 "an action runs the strategy's phases: leave out graph_type".into(),
             ));
         }
+        let chosen = plan::strategy_for(
+            self.store.as_ref(),
+            req.cluster_id,
+            req.strategy.as_deref(),
+            req.graph_type.as_deref(),
+            req.action.as_ref(),
+            self.phase_timeout_secs.load(Ordering::Relaxed),
+        )?;
+        let graph_types: Vec<String> = chosen
+            .strategy
+            .phases
+            .iter()
+            .map(|p| p.graph_type.clone())
+            .collect();
+        let (records, mut snapshot) = match req.inputs_from {
+            Some(earlier) => {
+                let records: Vec<NodeRecord> = self
+                    .store
+                    .list_nodes()?
+                    .into_iter()
+                    .filter(|n| n.cluster_id == Some(req.cluster_id))
+                    .collect();
+                (records, self.stored_snapshot(earlier)?)
+            }
+            None => {
+                let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
+                let model = crate::cluster_model::ClusterModel::read(
+                    self.store.as_ref(),
+                    req.cluster_id,
+                    &type_refs,
+                    true,
+                )?;
+                (model.node_records, model.snapshot)
+            }
+        };
+        // The snapshot has the facts (written anew); these records are for choosing nodes and placing
+        // them in the strategy, and their facts would only double what a large start holds.
+        let all: Vec<NodeRecord> = records
+            .into_iter()
+            .map(|mut n| {
+                n.facts = serde_json::Value::Null;
+                n
+            })
+            .collect();
+        let nodes = Self::chosen_nodes(req, all)?;
+        snapshot.named = req
+            .node_ids
+            .as_ref()
+            .map(|_| nodes.iter().map(|n| n.id).collect());
+        if req.inputs_from.is_none() {
+            snapshot.forced = req.options.force;
+        }
+        Ok(Request {
+            chosen,
+            nodes,
+            snapshot,
+            graph_types,
+        })
+    }
+
+    /// The nodes a request deploys, of the cluster's `all`: those it names (or the server a
+    /// `redeploy_server` names), else every node not being deleted; checked: some, all accepted.
+    fn chosen_nodes(
+        req: &DeployRequest,
+        all: Vec<NodeRecord>,
+    ) -> Result<Vec<NodeRecord>, StartError> {
         let redeploy = match &req.action {
             Some(plan::SiteAction::RedeployServer { node }) => {
                 if req.node_ids.is_some() {
@@ -330,24 +382,21 @@ impl Engine {
                 n.id, n.name
             )));
         }
-        let chosen = plan::strategy_for(
-            self.store.as_ref(),
-            req.cluster_id,
-            req.strategy.as_deref(),
-            req.graph_type.as_deref(),
-            req.action.as_ref(),
-            self.phase_timeout_secs.load(Ordering::Relaxed),
-        )?;
-        Ok((chosen, nodes))
+        Ok(nodes)
     }
 
     /// Checks a deployment request whole, records the deployment and publishes its first lists
     /// (blocking). Answers the record (its state left out, as in lists) and what it runs.
     pub fn start(&self, req: &DeployRequest) -> Result<StartedDeployment, StartError> {
         let began = std::time::Instant::now();
-        let (chosen, nodes) = self.request_nodes(req)?;
+        let Request {
+            chosen,
+            nodes,
+            snapshot,
+            graph_types,
+        } = self.read_request(req)?;
         // Every node resolves for every phase, or nothing starts.
-        let (inputs, mut resolved) = self.resolve_request(req, &chosen.strategy, &nodes)?;
+        let (inputs, mut resolved) = self.resolve_keeping_inputs(snapshot, &graph_types)?;
         let resolved_at = began.elapsed();
         let inventory: Vec<_> = nodes
             .iter()
@@ -466,16 +515,13 @@ impl Engine {
         Ok(answer)
     }
 
-    /// Resolves a deployment request: the cluster's model now, the old states of its nodes' tasks, and
-    /// every graph type the strategy's phases run. Also answers what it resolved from, as the text
-    /// stored with a deployment.
-    fn resolve_request(
+    /// Resolves a request's snapshot for every graph type of its strategy's phases, and answers what it
+    /// resolved from, as the text stored with a deployment.
+    fn resolve_keeping_inputs(
         &self,
-        req: &DeployRequest,
-        strategy: &strategy::Strategy,
-        nodes: &[NodeRecord],
+        snapshot: Snapshot,
+        graph_types: &[String],
     ) -> Result<(String, Resolved), StartError> {
-        let (snapshot, graph_types) = self.request_snapshot(req, strategy, nodes)?;
         // As text, before resolving: resolution moves every node's facts out of the snapshot, and a
         // tree of it would be the start's largest allocation.
         let mut inputs = serde_json::to_string(&snapshot).unwrap_or_else(|_| "null".into());
@@ -484,63 +530,8 @@ impl Engine {
         // Reading the nodes left every record's facts as garbage (the request's records drop theirs,
         // the snapshot's are written anew): returned now, not in the middle of resolving.
         crate::memory::give_back();
-        let resolved = plinth_common::snapshot::resolve_owned(snapshot, &graph_types, &self.exprs)?;
+        let resolved = plinth_common::snapshot::resolve_owned(snapshot, graph_types, &self.exprs)?;
         Ok((inputs, resolved))
-    }
-
-    /// Resolves a deployment request without keeping what it resolved from (dry runs and checks).
-    fn resolve_request_only(
-        &self,
-        req: &DeployRequest,
-        strategy: &strategy::Strategy,
-        nodes: &[NodeRecord],
-    ) -> Result<Resolved, StartError> {
-        let (snapshot, graph_types) = self.request_snapshot(req, strategy, nodes)?;
-        Ok(plinth_common::snapshot::resolve_owned(
-            snapshot,
-            &graph_types,
-            &self.exprs,
-        )?)
-    }
-
-    /// What a deployment request resolves from (the cluster's model now, or an earlier deployment's
-    /// inputs, with the nodes' old states), and the graph types of the strategy's phases.
-    fn request_snapshot(
-        &self,
-        req: &DeployRequest,
-        strategy: &strategy::Strategy,
-        nodes: &[NodeRecord],
-    ) -> Result<(Snapshot, Vec<String>), StartError> {
-        let graph_types: Vec<String> = strategy
-            .phases
-            .iter()
-            .map(|p| p.graph_type.clone())
-            .collect();
-        let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
-        let named = req
-            .node_ids
-            .as_ref()
-            .map(|_| nodes.iter().map(|n| n.id).collect());
-        let snapshot = match req.inputs_from {
-            Some(earlier) => {
-                let mut snapshot = self.stored_snapshot(earlier)?;
-                snapshot.named = named;
-                snapshot
-            }
-            None => {
-                let mut snapshot = crate::cluster_model::ClusterModel::read(
-                    self.store.as_ref(),
-                    req.cluster_id,
-                    &type_refs,
-                    true,
-                )?
-                .snapshot;
-                snapshot.named = named;
-                snapshot.forced = req.options.force;
-                snapshot
-            }
-        };
-        Ok((snapshot, graph_types))
     }
 
     /// The snapshot stored with a deployment, with its nodes' old states as they stand now.
@@ -607,15 +598,24 @@ impl Engine {
 
     /// Resolves a request without starting anything (for `serialized_tasks` and the checks).
     pub fn resolve_only(&self, req: &DeployRequest) -> Result<Resolved, StartError> {
-        let (chosen, nodes) = self.request_nodes(req)?;
-        self.resolve_request_only(req, &chosen.strategy, &nodes)
+        let request = self.read_request(req)?;
+        Ok(plinth_common::snapshot::resolve_owned(
+            request.snapshot,
+            &request.graph_types,
+            &self.exprs,
+        )?)
     }
 
     /// Resolves a request without starting anything: the lists every node would get, and the findings.
     pub fn dry_run(&self, req: &DeployRequest) -> Result<Value, StartError> {
-        let (chosen, nodes) = self.request_nodes(req)?;
+        let Request {
+            chosen,
+            nodes,
+            snapshot,
+            graph_types,
+        } = self.read_request(req)?;
         let strategy = chosen.strategy;
-        let resolved = self.resolve_request_only(req, &strategy, &nodes)?;
+        let resolved = plinth_common::snapshot::resolve_owned(snapshot, &graph_types, &self.exprs)?;
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {
             let mut by_node = serde_json::Map::new();
@@ -639,6 +639,18 @@ impl Engine {
 }
 
 /// What a run needs from a resolution: the deployment's nodes and every graph type's plan.
+/// A deployment request read and checked ([`Engine::read_request`]).
+struct Request {
+    /// The strategy, and how it was chosen.
+    chosen: plan::Chosen,
+    /// The nodes it deploys, without their facts.
+    nodes: Vec<NodeRecord>,
+    /// What it resolves from: the cluster now, or an earlier deployment's inputs.
+    snapshot: Snapshot,
+    /// The graph types of the strategy's phases.
+    graph_types: Vec<String>,
+}
+
 fn run_plan(
     deployment_id: u64,
     nodes: &[NodeRecord],
