@@ -142,7 +142,7 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
     check_nodes(request.nodes)?;
     let compiled = compile(request.graph)?;
     check_plugin_overlaps(request.graph, request.catalog, request.nodes)?;
-    let tags = cluster_tags(request.nodes, request.catalog);
+    let mut tags = cluster_tags(request.nodes, request.catalog);
     let node_instances = instances(&tags);
     let selected = select(request)?;
     let mut members: Vec<(NodeTags, bool, Member)> = Vec::with_capacity(selected.len() + 1);
@@ -151,7 +151,8 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
         members.push((t, true, m));
     }
     for n in &selected {
-        let t = tags.nodes.get(&n.id).cloned().unwrap_or_default();
+        // Taken, not cloned: each node's tags are its member's from here on (two sets a node).
+        let t = tags.nodes.remove(&n.id).unwrap_or_default();
         let member = Member {
             node: Some(*n),
             id: n.id,

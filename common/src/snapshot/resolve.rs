@@ -9,7 +9,7 @@ use crate::graph::{
 use crate::model::{Plugin, Policy, StrategyKind};
 use crate::tags::{cluster_tags, Catalog};
 use crate::wire::{TaskSpec, Tasks};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -73,8 +73,9 @@ pub struct Resolved {
     pub states: BTreeMap<u64, NodeState>,
     /// The plans themselves (for dry runs, `serialized_tasks` and `plinthctl graph resolve`).
     pub plans: BTreeMap<String, Plan>,
-    /// Each node's tags, primaries elected (strategies select nodes by these).
-    pub tags: BTreeMap<u64, BTreeSet<String>>,
+    /// Each node's tags, primaries elected, sorted (strategies select nodes by these). A list, not a
+    /// set: a set's smallest node holds eleven, and this is one per node of a deployment.
+    pub tags: BTreeMap<u64, Vec<String>>,
     /// The elected primaries: tag → node.
     pub primaries: BTreeMap<String, u64>,
 }
@@ -128,12 +129,12 @@ fn resolve_with(
     let plugins: Vec<&Plugin> = snapshot.plugins.iter().collect();
     let mut out = Resolved {
         states,
+        primaries: elected.primaries,
         tags: elected
             .nodes
-            .iter()
-            .map(|(id, t)| (*id, t.tags.clone()))
+            .into_iter()
+            .map(|(id, t)| (id, t.tags.into_iter().collect()))
             .collect(),
-        primaries: elected.primaries.clone(),
         ..Resolved::default()
     };
     let mut seen: HashSet<Finding> = HashSet::new();

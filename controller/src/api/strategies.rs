@@ -290,7 +290,11 @@ fn check_against_nodes(
 ) -> Result<StrategyCheck, ApiError> {
     let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
     let tags = plinth_common::tags::cluster_tags(&model.snapshot.nodes, &model.catalog());
-    let tags = tags.nodes.into_iter().map(|(n, t)| (n, t.tags)).collect();
+    let tags = tags
+        .nodes
+        .into_iter()
+        .map(|(n, t)| (n, t.tags.into_iter().collect()))
+        .collect();
     let inventory: Vec<_> = model
         .node_records
         .iter()

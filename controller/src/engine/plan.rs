@@ -6,11 +6,11 @@ use crate::store::{NodeRecord, Store, StoreError};
 use plinth_common::strategy::{
     DeploymentConfiguration, InventoryNode, Phase, Strategy, DEFAULT_STRATEGY_NAME,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A node as a strategy selects it: by its tags (roles' tags, operator changes, primaries elected),
 /// labels and rack.
-pub fn inventory_node(node: &NodeRecord, tags: &BTreeMap<u64, BTreeSet<String>>) -> InventoryNode {
+pub fn inventory_node(node: &NodeRecord, tags: &BTreeMap<u64, Vec<String>>) -> InventoryNode {
     let mut inv = InventoryNode::new(node.name.clone());
     for tag in tags.get(&node.id).into_iter().flatten() {
         inv = inv.with_tag(tag.clone());
