@@ -638,7 +638,6 @@ impl Engine {
     }
 }
 
-/// What a run needs from a resolution: the deployment's nodes and every graph type's plan.
 /// A deployment request read and checked ([`Engine::read_request`]).
 struct Request {
     /// The strategy, and how it was chosen.
@@ -651,6 +650,7 @@ struct Request {
     graph_types: Vec<String>,
 }
 
+/// What a run needs from a resolution: the deployment's nodes and every graph type's plan.
 fn run_plan(
     deployment_id: u64,
     nodes: &[NodeRecord],
