@@ -179,3 +179,38 @@ fn a_snapshot_resolved_owned_gives_what_it_gives_borrowed() {
     assert_eq!(specs[&1][0].parameters["all"], json!(["one", "two"]));
     assert_eq!(owned.states[&2].node()["facts"]["hostname"], json!("two"));
 }
+
+/// Each agent reports how long collecting its facts took, which differs at every start. Every node's
+/// record (facts and all) is in the cluster part, so that value made `changed($)` true on every node
+/// whenever any one agent restarted: Fuel's tasks guarded by `changed($)` then ran again cluster-wide.
+/// It is not a fact of the node and stays out of the deployment data; a real change still counts.
+#[test]
+fn an_agent_restarting_changes_nothing_a_task_sees() {
+    let tasks = "- {id: a, type: shell, role: [controller, compute], \
+                    condition: {yaql_exp: 'changed($)'}, parameters: {cmd: 'true'}}\n";
+    let mut s = snapshot(tasks);
+    let facts = |host: &str, took: u64| json!({"hostname": host, "collected_in_us": took});
+    s.nodes[0].facts = facts("one", 6_780);
+    s.nodes[1].facts = facts("two", 7_125);
+    let exprs = Expressions::standard();
+    let first = resolve(&s, &types(&["default"]), &exprs).unwrap();
+    assert!(first.states[&1].node()["facts"]
+        .get("collected_in_us")
+        .is_none());
+    for (id, state) in &first.states {
+        s.old.insert(*id, "a", state.clone());
+    }
+    let skipped = |s: &Snapshot, node: u64| {
+        let r = resolve(s, &types(&["default"]), &exprs).unwrap();
+        r.phases["default"].specs[&node][0].skip_reason.clone()
+    };
+    let unchanged = Some("condition is false".to_string());
+    // Node 2's agent restarts: its facts are read again, the same but for the time they took.
+    s.nodes[1].facts = facts("two", 9_012);
+    assert_eq!(skipped(&s, 1), unchanged, "node 1 sees no change");
+    assert_eq!(skipped(&s, 2), unchanged, "nor does node 2");
+    // A real change of node 2 is a change of the cluster's data, on every node.
+    s.nodes[1].facts = facts("two-renamed", 9_012);
+    assert_eq!(skipped(&s, 1), None);
+    assert_eq!(skipped(&s, 2), None);
+}

@@ -7,6 +7,10 @@
 //! `role` (its first role), `roles` (deployed and pending), `deployed_roles`, `pending_roles`, `tags`,
 //! `labels`, `rack`, `status`, `error_type`, `pending_addition`, `pending_deletion`, `facts`. `$` is the
 //! two merged, the node's keys winning.
+//!
+//! A node's `facts` are what its agent reported, less [`NOT_FACTS`]: what the agent measured of its
+//! own collecting, which differs at every start. Every node's record is in the cluster part, so a
+//! value that changes whenever any agent restarts would make `changed($)` true on every node.
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -89,7 +93,16 @@ pub struct DeployData {
     nodes: BTreeMap<u64, usize>,
 }
 
-fn node_entry(node: &Node, facts: Value, tags: Option<&crate::tags::NodeTags>) -> Value {
+/// Keys of a node's reported facts that are not facts of the node: how long its agent took to collect
+/// them. Left out of the deployment data (they stay on the node's record for operators).
+pub const NOT_FACTS: &[&str] = &["collected_in_us"];
+
+fn node_entry(node: &Node, mut facts: Value, tags: Option<&crate::tags::NodeTags>) -> Value {
+    if let Value::Object(reported) = &mut facts {
+        for key in NOT_FACTS {
+            reported.remove(*key);
+        }
+    }
     let mut roles = node.roles.clone();
     for r in &node.pending_roles {
         if !roles.contains(r) {

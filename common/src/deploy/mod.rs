@@ -14,7 +14,7 @@ mod evaluator;
 mod quotes;
 mod restriction;
 
-pub use data::{DeployData, NodeState};
+pub use data::{DeployData, NodeState, NOT_FACTS};
 pub use evaluator::{OldStates, YaqlFields};
 pub use quotes::straighten_quotes;
 pub use restriction::restriction_to_yaql;
