@@ -78,7 +78,7 @@ pub fn running(s: &dyn Store, count: u64) -> (Vec<u64>, u64) {
         .collect();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: CompressedJson::encode(&serde_json::Value::Null).expect("null encodes"),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: nodes.clone(),

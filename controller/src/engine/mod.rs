@@ -20,7 +20,9 @@ pub mod summary;
 
 use crate::board::Board;
 use crate::clock::now_ms;
-use crate::store::{DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError};
+use crate::store::{
+    CompressedJson, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError,
+};
 use events::EventHub;
 use plinth_api::deployments::StartedDeployment;
 use plinth_common::run::{Run, RunNode, RunPlan, RunState};
@@ -457,8 +459,8 @@ impl Engine {
         // From the moment its record is committed until it runs here, the deployment is running in the
         // database and not in memory: `resume` (which takes on such deployments) waits until it is.
         let _starting = self.resuming.lock().unwrap_or_else(|p| p.into_inner());
-        // Recorded before its states are stored: the inputs' text (every node's facts) is written and
-        // dropped before the states' text is made.
+        // Recorded before its states are stored: the inputs are written and dropped before the
+        // states' text is made.
         let record = self.store.create_deployment(&NewDeployment {
             cluster_id: req.cluster_id,
             graph_type,
@@ -516,17 +518,18 @@ impl Engine {
     }
 
     /// Resolves a request's snapshot for every graph type of its strategy's phases, and answers what it
-    /// resolved from, as the text stored with a deployment.
+    /// resolved from, compressed as it is stored with a deployment.
     fn resolve_keeping_inputs(
         &self,
         snapshot: Snapshot,
         graph_types: &[String],
-    ) -> Result<(String, Resolved), StartError> {
-        // As text, before resolving: resolution moves every node's facts out of the snapshot, and a
-        // tree of it would be the start's largest allocation.
-        let mut inputs = serde_json::to_string(&snapshot).unwrap_or_else(|_| "null".into());
-        // Held through resolution: at its length, not the double a text grown by doubling may hold.
-        inputs.shrink_to_fit();
+    ) -> Result<(CompressedJson, Resolved), StartError> {
+        // Written before resolving (resolution moves every node's facts out of the snapshot), and
+        // compressed as it is written: as text it was held through resolution, the size of every
+        // node's record.
+        let inputs = CompressedJson::encode(&snapshot).map_err(|e| {
+            StartError::Invalid(format!("the deployment's inputs do not serialize: {e}"))
+        })?;
         // Reading the nodes left every record's facts as garbage (the request's records drop theirs,
         // the snapshot's are written anew): returned now, not in the middle of resolving.
         crate::memory::give_back();

@@ -9,6 +9,7 @@
 
 mod bodies;
 mod cluster;
+mod compressed;
 pub mod postgres;
 mod records;
 mod schema;
@@ -17,6 +18,7 @@ pub mod sqlite;
 mod suite;
 
 pub use cluster::*;
+pub use compressed::{CompressedError, CompressedJson};
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};

@@ -539,14 +539,17 @@ impl Store for PgStore {
         self.read(|t| {
             let row = t
                 .opt(
-                    "SELECT inputs FROM deployments WHERE id = $1",
+                    "SELECT inputs, inputs_gz FROM deployments WHERE id = $1",
                     &[&sql_id(dep_id)],
                 )?
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "deployment",
                     id: dep_id.to_string(),
                 })?;
-            from_json(col(&row, 0, "deployment inputs")?, "deployment inputs")
+            super::compressed::stored_inputs(
+                col(&row, 1, "deployment inputs")?,
+                col(&row, 0, "deployment inputs")?,
+            )
         })
     }
 
@@ -988,9 +991,9 @@ impl Store for PgStore {
                 )));
             }
             model::save_primaries(t, &new.primaries)?;
-            t.carrying(new.inputs.len() + new.state.len() + 8 * new.node_ids.len());
+            t.carrying(new.inputs.as_bytes().len() + new.state.len() + 8 * new.node_ids.len());
             let row = t.one(
-                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz) \
                  VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
                 &[
                     &sql_id(new.cluster_id),
@@ -999,7 +1002,7 @@ impl Store for PgStore {
                     &to_json(&new.options),
                     &new.state,
                     &new.now_ms,
-                    &new.inputs,
+                    &new.inputs.as_bytes(),
                 ],
             )?;
             let dep_id = id(col(&row, 0, "deployment id")?);

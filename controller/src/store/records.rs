@@ -88,8 +88,8 @@ pub struct NewDeployment {
     /// tens of megabytes at the start's peak).
     pub state: String,
     /// What the deployment was resolved from, so that a restart resolves it the same way: the snapshot
-    /// as JSON text (stored as it is).
-    pub inputs: String,
+    /// as compressed JSON (stored as it is).
+    pub inputs: super::CompressedJson,
     /// Now (ms).
     pub now_ms: i64,
     /// Whether it runs a graph type that deploys (`default`): only then are the cluster's status and

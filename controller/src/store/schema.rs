@@ -206,4 +206,9 @@ ALTER TABLE task_lists ADD COLUMN tasks_hash TEXT;
     r#"
 ALTER TABLE nodes DROP COLUMN revision;
 "#,
+    // A deployment's inputs compressed (see `store::compressed`); deployments recorded before keep
+    // theirs as text in `inputs`.
+    r#"
+ALTER TABLE deployments ADD COLUMN inputs_gz BLOB;
+"#,
 ];

@@ -352,18 +352,18 @@ impl Store for SqliteStore {
 
     fn deployment_inputs(&self, dep_id: u64) -> StoreResult<serde_json::Value> {
         self.tx(|tx| {
-            let text: Option<String> = tx
+            let row: Option<(String, Option<Vec<u8>>)> = tx
                 .query_row(
-                    "SELECT inputs FROM deployments WHERE id = ?1",
+                    "SELECT inputs, inputs_gz FROM deployments WHERE id = ?1",
                     [sql_id(dep_id)],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
-            let text = text.ok_or_else(|| StoreError::NotFound {
+            let (text, packed) = row.ok_or_else(|| StoreError::NotFound {
                 kind: "deployment",
                 id: dep_id.to_string(),
             })?;
-            from_json(&text, "deployment inputs")
+            super::compressed::stored_inputs(packed, &text)
         })
     }
 
@@ -765,9 +765,9 @@ impl Store for SqliteStore {
             }
             model::save_primaries(tx, &new.primaries)?;
             tx.execute(
-                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs) \
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz) \
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
-                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), new.state, new.now_ms, new.inputs],
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), new.state, new.now_ms, new.inputs.as_bytes()],
             )?;
             let dep_id = id(tx.last_insert_rowid());
             if new.deploys {

@@ -30,6 +30,11 @@ fn blob_text(v: &serde_json::Value) -> Box<str> {
     v.to_string().into_boxed_str()
 }
 
+/// Inputs for a deployment whose inputs no case reads.
+fn no_inputs() -> CompressedJson {
+    CompressedJson::encode(&serde_json::Value::Null).expect("null encodes")
+}
+
 fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
     TaskResult {
         deployment_id: 1,
@@ -98,7 +103,7 @@ fn results_are_stored_once(s: &dyn Store) {
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: no_inputs(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
@@ -149,10 +154,38 @@ fn results_are_stored_once(s: &dyn Store) {
     assert_eq!(s.deployment_results(1).unwrap().len(), 2);
 }
 
+/// A deployment's inputs (every node of its cluster, facts and all) are kept compressed and read back
+/// as they were recorded, to retry or resume it.
+fn a_deployments_inputs_read_back_as_recorded(s: &dyn Store) {
+    let (_, c) = release_and_cluster(s);
+    let nodes: Vec<serde_json::Value> = (0..500)
+        .map(|i| serde_json::json!({"id": i, "name": format!("node-{i}"), "facts": {"hostname": format!("node-{i}"), "note": "a \"quoted\" \\ text\n"}}))
+        .collect();
+    let inputs = serde_json::json!({"cluster_id": c.id, "nodes": nodes});
+    let made = s
+        .create_deployment(&NewDeployment {
+            inputs: CompressedJson::encode(&inputs).unwrap(),
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![],
+            options: serde_json::json!({}),
+            state: "{}".into(),
+            now_ms: 1,
+            deploys: false,
+            primaries: Vec::new(),
+        })
+        .unwrap();
+    assert_eq!(s.deployment_inputs(made.id).unwrap(), inputs);
+    assert!(matches!(
+        s.deployment_inputs(made.id + 1),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
 fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn Store) {
     let (_, c) = release_and_cluster(s);
     let new = NewDeployment {
-        inputs: "null".into(),
+        inputs: no_inputs(),
         cluster_id: c.id,
         graph_type: "default".into(),
         node_ids: vec![],
@@ -248,7 +281,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         .unwrap();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: no_inputs(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![n.id],
@@ -332,7 +365,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
     assert_ne!(again.id, n.id);
     let d2 = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: no_inputs(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: vec![again.id],
@@ -528,7 +561,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
         .collect();
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: no_inputs(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: nodes.clone(),
@@ -1046,7 +1079,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     assert!(one.model.pending_addition);
     let d = s
         .create_deployment(&NewDeployment {
-            inputs: "null".into(),
+            inputs: no_inputs(),
             cluster_id: c.id,
             graph_type: "default".into(),
             node_ids: n[..4].to_vec(),
@@ -1271,6 +1304,7 @@ suite!(
     discovered_nodes_are_bounded_and_names_made_unique,
     a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_old_states,
     many_nodes_registering_at_once_all_get_in_with_unique_names,
+    a_deployments_inputs_read_back_as_recorded,
     the_sequencing_lease_changes_hands_only_when_free_with_a_new_token,
     followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer,
     many_nodes_written_at_once_end_as_one_at_a_time,

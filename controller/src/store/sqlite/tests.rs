@@ -95,3 +95,35 @@ fn lists_stored_whole_before_their_tasks_were_kept_apart_read_back() {
         vec![fresh[0].clone(), old]
     );
 }
+
+#[test]
+fn inputs_recorded_as_text_before_they_were_kept_compressed_read_back() {
+    let s = SqliteStore::in_memory().unwrap();
+    let (_, dep) = crate::store::suite::running_deployment(&s, 1);
+    // As deployments were recorded before migration 12: the inputs' text, nothing compressed.
+    s.conn
+        .lock()
+        .unwrap()
+        .execute(
+            "UPDATE deployments SET inputs = ?1, inputs_gz = NULL WHERE id = ?2",
+            params![r#"{"cluster_id": 7, "nodes": []}"#, sql_id(dep.id)],
+        )
+        .unwrap();
+    assert_eq!(
+        s.deployment_inputs(dep.id).unwrap(),
+        serde_json::json!({"cluster_id": 7, "nodes": []})
+    );
+    // Bytes that are not a compressed document are reported, not read as something else.
+    s.conn
+        .lock()
+        .unwrap()
+        .execute(
+            "UPDATE deployments SET inputs_gz = x'1f8b0800' WHERE id = ?1",
+            params![sql_id(dep.id)],
+        )
+        .unwrap();
+    assert!(matches!(
+        s.deployment_inputs(dep.id),
+        Err(StoreError::Corrupt(m)) if m.contains("deployment inputs")
+    ));
+}
