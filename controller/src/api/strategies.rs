@@ -6,7 +6,7 @@
 
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
-use crate::engine::plan::inventory_node;
+use crate::engine::plan::{inventory_node, DeployNode};
 use crate::state::AppState;
 use crate::store::StrategyRecord;
 use axum::extract::{Path, State};
@@ -297,8 +297,8 @@ fn check_against_nodes(
         .collect();
     let inventory: Vec<_> = model
         .node_records
-        .iter()
-        .map(|n| inventory_node(n, &tags))
+        .into_iter()
+        .map(|n| inventory_node(&DeployNode::from(n), &tags))
         .collect();
     let report = strategy::check(parsed, &inventory).map_err(|e| {
         ApiError::new(

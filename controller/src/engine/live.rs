@@ -4,7 +4,7 @@
 use super::states::TaskStates;
 use super::{run_plan, Engine, EngineState, EngineStateRef};
 use crate::clock::now_ms;
-use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodeRecord, Progress, StoreError};
+use crate::store::{DeploymentRecord, DeploymentStatus, Ending, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
 use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 use serde_json::Value;
@@ -406,10 +406,11 @@ impl Engine {
                     continue;
                 }
             };
-            let nodes: Vec<NodeRecord> = record
+            let nodes: Vec<super::plan::DeployNode> = record
                 .node_ids
                 .iter()
                 .filter_map(|n| self.store.get_node(*n).ok())
+                .map(super::plan::DeployNode::from)
                 .collect();
             let noop = record
                 .options

@@ -306,7 +306,10 @@ impl Engine {
                 n
             })
             .collect();
-        let nodes = Self::chosen_nodes(req, all)?;
+        let nodes: Vec<plan::DeployNode> = Self::chosen_nodes(req, all)?
+            .into_iter()
+            .map(plan::DeployNode::from)
+            .collect();
         snapshot.named = req
             .node_ids
             .as_ref()
@@ -433,7 +436,7 @@ impl Engine {
                     .collect();
                 (n, mine)
             })
-            .filter(|(n, mine)| &n.model.primary_tags != mine)
+            .filter(|(n, mine)| &n.primary_tags != mine)
             .map(|(n, mine)| (n.id, mine))
             .collect();
         let graph_type = match &chosen.name {
@@ -645,8 +648,8 @@ impl Engine {
 struct Request {
     /// The strategy, and how it was chosen.
     chosen: plan::Chosen,
-    /// The nodes it deploys, without their facts.
-    nodes: Vec<NodeRecord>,
+    /// The nodes it deploys.
+    nodes: Vec<plan::DeployNode>,
     /// What it resolves from: the cluster now, or an earlier deployment's inputs.
     snapshot: Snapshot,
     /// The graph types of the strategy's phases.
@@ -656,7 +659,7 @@ struct Request {
 /// What a run needs from a resolution: the deployment's nodes and every graph type's plan.
 fn run_plan(
     deployment_id: u64,
-    nodes: &[NodeRecord],
+    nodes: &[plan::DeployNode],
     resolved: &Resolved,
     noop: bool,
     named_strategy: bool,

@@ -8,9 +8,41 @@ use plinth_common::strategy::{
 };
 use std::collections::BTreeMap;
 
+/// What a deployment keeps of each node it deploys, from the node's record: what its run, its strategy
+/// and its primaries read. A start holds one for every node through resolution, beside the deployment
+/// data, so the rest of the record (keys, roles, tags, facts) is not kept.
+#[derive(Debug, Clone)]
+pub struct DeployNode {
+    /// The node's id.
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// The fingerprint of its key (its lists are signed for it).
+    pub node_key: String,
+    /// Its labels (strategies select by them).
+    pub labels: BTreeMap<String, String>,
+    /// Its rack (strategies select by it).
+    pub rack: Option<String>,
+    /// The tags it was elected primary for, as recorded.
+    pub primary_tags: Vec<String>,
+}
+
+impl From<NodeRecord> for DeployNode {
+    fn from(record: NodeRecord) -> DeployNode {
+        DeployNode {
+            id: record.id,
+            name: record.name,
+            node_key: record.node_key,
+            labels: record.labels,
+            rack: record.rack,
+            primary_tags: record.model.primary_tags,
+        }
+    }
+}
+
 /// A node as a strategy selects it: by its tags (roles' tags, operator changes, primaries elected),
 /// labels and rack.
-pub fn inventory_node(node: &NodeRecord, tags: &BTreeMap<u64, Vec<String>>) -> InventoryNode {
+pub fn inventory_node(node: &DeployNode, tags: &BTreeMap<u64, Vec<String>>) -> InventoryNode {
     let mut inv = InventoryNode::new(node.name.clone());
     for tag in tags.get(&node.id).into_iter().flatten() {
         inv = inv.with_tag(tag.clone());
