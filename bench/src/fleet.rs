@@ -24,7 +24,7 @@
 use crate::phases::{self, Timeline};
 use crate::sim::{self, Target};
 use anyhow::{bail, Context, Result};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -87,6 +87,11 @@ pub struct FleetArgs {
     /// Tasks in the deployed `deploy` graph, chained.
     #[arg(long, default_value_t = 20)]
     tasks: usize,
+    /// A machine's facts as `plinth-agent facts` prints them: every agent reports them as its own
+    /// (its host name, MACs, serials and UUID changed by its number). Without it, an agent reports
+    /// only its host name.
+    #[arg(long)]
+    facts_file: Option<PathBuf>,
 }
 
 /// What the agents share: counters, the measurement window's samples, the deployment's timeline.
@@ -175,6 +180,8 @@ struct AgentPlan {
     local: IpAddr,
     /// Group, tag and rack when deploying.
     place: Option<(&'static str, &'static str, String)>,
+    /// The machine's facts it reports as its own (see `--facts-file`).
+    facts: Option<Arc<Value>>,
 }
 
 async fn agent(
@@ -207,7 +214,7 @@ async fn agent(
     };
     let body = json!({
         "agent_version": "loadgen", "name": format!("sim-{seed}"),
-        "facts": {"hostname": format!("sim-{seed}")}, "tags": tags, "rack": rack
+        "facts": crate::facts::for_agent(plan.facts.as_deref(), seed), "tags": tags, "rack": rack
     });
     c.json("POST", "/agent/v1/register", body).await?;
     shared.registered.fetch_add(1, Ordering::Relaxed);
@@ -343,11 +350,16 @@ pub async fn run(args: FleetArgs) -> Result<()> {
     let mut agents = tokio::task::JoinSet::new();
     // Placed whenever agents may be deployed: by this process, or by another one of the fleet.
     let placed = args.deploy || args.agents_only;
+    let facts = match &args.facts_file {
+        Some(path) => Some(Arc::new(crate::facts::read_template(path)?)),
+        None => None,
+    };
     for seed in first..first + n {
         let plan = AgentPlan {
             seed,
             local: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (seed % addresses) as u8)),
             place: placed.then(|| phases::place(seed, fleet)),
+            facts: facts.clone(),
         };
         let (shared, target, gate) = (
             shared.clone(),

@@ -18,6 +18,7 @@
 //! The controller must admit the simulated nodes (`--auto-accept`); `chaos` starts its own.
 
 mod chaos;
+mod facts;
 mod fleet;
 mod gate;
 mod phases;
