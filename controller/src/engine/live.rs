@@ -406,12 +406,11 @@ impl Engine {
                     continue;
                 }
             };
-            let nodes: Vec<super::plan::DeployNode> = record
-                .node_ids
-                .iter()
-                .filter_map(|n| self.store.get_node(*n).ok())
-                .map(super::plan::DeployNode::from)
-                .collect();
+            let nodes = super::plan::deployment_nodes(
+                self.store.as_ref(),
+                record.cluster_id,
+                &record.node_ids,
+            )?;
             let noop = record
                 .options
                 .get("noop")

@@ -15,7 +15,7 @@ mod records;
 mod schema;
 pub mod sqlite;
 #[cfg(test)]
-mod suite;
+pub(crate) mod suite;
 
 pub use cluster::*;
 pub use compressed::{CompressedError, CompressedJson};

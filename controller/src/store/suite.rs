@@ -6,7 +6,7 @@ use super::*;
 use plinth_common::wire::{ResultStatus, TaskKind, TaskSpec, TASK_LIST_FORMAT};
 use std::collections::BTreeMap;
 
-fn reg(key: &str) -> NodeRegistration {
+pub(crate) fn reg(key: &str) -> NodeRegistration {
     NodeRegistration {
         node_key: key.into(),
         public_key: "pk".into(),
@@ -54,7 +54,7 @@ fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
 }
 
 /// A release "r" 1 without graphs, and a cluster "c" of it.
-fn release_and_cluster(s: &dyn Store) -> (ReleaseRecord, ClusterRecord) {
+pub(crate) fn release_and_cluster(s: &dyn Store) -> (ReleaseRecord, ClusterRecord) {
     let rel = s
         .create_release(
             &NewRelease {
