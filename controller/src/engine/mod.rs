@@ -297,8 +297,8 @@ impl Engine {
                 (model.node_records, model.snapshot)
             }
         };
-        // The snapshot has the facts (written anew); these records are for choosing nodes and placing
-        // them in the strategy, and their facts would only double what a large start holds.
+        // The snapshot has the facts; these records are for choosing nodes and placing them in the
+        // strategy, and their facts would only double what a large start holds.
         let all: Vec<NodeRecord> = records
             .into_iter()
             .map(|mut n| {
