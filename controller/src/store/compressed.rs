@@ -3,12 +3,15 @@
 //! single allocation after the deployment data (57 MB at 100,000 nodes), held through resolution,
 //! and PostgreSQL's client copies a parameter twice more on its way out. Compressed as they are
 //! written (gzip, its fastest level), they are about a fortieth of that and never exist as text.
+//! Task state blobs are kept the same way, keyed by the hash of their text, computed as they are
+//! written: the cluster part's blob lists every node's record, facts and all.
 
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::io::{BufReader, BufWriter, Write};
 
 /// A JSON document, gzip-compressed.
@@ -42,6 +45,26 @@ impl CompressedJson {
         Ok(CompressedJson(bytes))
     }
 
+    /// As [`CompressedJson::encode`], with the SHA-256 of the JSON text (hex; as
+    /// [`super::blob_hash`] gives), computed as it is written: a state blob's key, without its text.
+    pub fn encode_hashed<T: Serialize + ?Sized>(
+        value: &T,
+    ) -> Result<(String, CompressedJson), CompressedError> {
+        let mut hashing = Hashing {
+            hasher: Sha256::new(),
+            inner: GzEncoder::new(Vec::new(), Compression::fast()),
+        };
+        {
+            let mut buffered = BufWriter::with_capacity(64 * 1024, &mut hashing);
+            serde_json::to_writer(&mut buffered, value)?;
+            buffered.flush()?;
+        }
+        let hash = hex::encode(hashing.hasher.finalize());
+        let mut bytes = hashing.inner.finish()?;
+        bytes.shrink_to_fit();
+        Ok((hash, CompressedJson(bytes)))
+    }
+
     /// Compressed bytes as stored (read back with [`CompressedJson::decode`]).
     pub fn from_bytes(bytes: Vec<u8>) -> CompressedJson {
         CompressedJson(bytes)
@@ -60,20 +83,36 @@ impl CompressedJson {
     }
 }
 
-/// A deployment's stored inputs: compressed where it has them (deployments recorded since they are
-/// kept so), else the text of a deployment recorded before.
-pub(crate) fn stored_inputs(
+/// A writer that hashes what it passes on.
+struct Hashing<W> {
+    hasher: Sha256,
+    inner: W,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A stored document (`what`, for errors): compressed where it has been kept so (rows written since
+/// migration 12), else the text of a row written before.
+pub(crate) fn stored_json(
     packed: Option<Vec<u8>>,
     text: &str,
+    what: &str,
 ) -> super::StoreResult<serde_json::Value> {
-    let corrupt =
-        |e: &dyn std::fmt::Display| super::StoreError::Corrupt(format!("deployment inputs: {e}"));
-    match packed {
-        Some(bytes) => CompressedJson::from_bytes(bytes)
-            .decode()
-            .map_err(|e| corrupt(&e)),
-        None => serde_json::from_str(text).map_err(|e| corrupt(&e)),
-    }
+    let read = match packed {
+        Some(bytes) => CompressedJson::from_bytes(bytes).decode(),
+        None => serde_json::from_str(text).map_err(CompressedError::from),
+    };
+    read.map_err(|e| super::StoreError::Corrupt(format!("{what}: {e}")))
 }
 
 #[cfg(test)]
@@ -99,6 +138,14 @@ mod tests {
             .decode()
             .expect("decodes");
         assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn a_hashed_document_is_keyed_by_the_hash_of_its_text() {
+        let doc = json!({"nodes": [{"id": 1, "facts": {"hostname": "one"}}], "b": 0.1});
+        let (hash, packed) = CompressedJson::encode_hashed(&doc).expect("encodes");
+        assert_eq!(hash, crate::store::blob_hash(&doc));
+        assert_eq!(packed.decode::<Value>().expect("decodes"), doc);
     }
 
     #[test]

@@ -546,9 +546,10 @@ impl Store for PgStore {
                     kind: "deployment",
                     id: dep_id.to_string(),
                 })?;
-            super::compressed::stored_inputs(
+            super::compressed::stored_json(
                 col(&row, 1, "deployment inputs")?,
                 col(&row, 0, "deployment inputs")?,
+                "deployment inputs",
             )
         })
     }

@@ -150,10 +150,10 @@ pub struct DeploymentEnd<'a> {
     pub deploys: bool,
 }
 
-/// A task state blob to record: its content hash ([`super::blob_hash`]) and its JSON text. Text, not a
-/// tree: a deployment's start records one per node, and trees cost several times their text. Boxed, so
-/// it is held at its length (one blob, the cluster part, lists every node).
-pub type StateBlob = (String, Box<str>);
+/// A task state blob to record: its content hash ([`super::blob_hash`], of its JSON text) and its JSON
+/// compressed. Not a tree: a deployment's start records one per node, and trees cost several times
+/// their text; not text either: one blob, the cluster part, lists every node's record and facts.
+pub type StateBlob = (String, super::CompressedJson);
 
 /// A task's recorded state: node, task, and the reference naming its blobs, as JSON text
 /// (`{"common":HASH,"node":HASH}`, one text shared by a node's tasks). Shared texts: a deployment's end

@@ -206,9 +206,10 @@ ALTER TABLE task_lists ADD COLUMN tasks_hash TEXT;
     r#"
 ALTER TABLE nodes DROP COLUMN revision;
 "#,
-    // A deployment's inputs compressed (see `store::compressed`); deployments recorded before keep
-    // theirs as text in `inputs`.
+    // A deployment's inputs and task state blobs compressed (see `store::compressed`); those
+    // recorded before keep their text in `inputs` and `body`.
     r#"
 ALTER TABLE deployments ADD COLUMN inputs_gz BLOB;
+ALTER TABLE state_blobs ADD COLUMN body_gz BLOB;
 "#,
 ];

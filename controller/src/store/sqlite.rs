@@ -363,7 +363,7 @@ impl Store for SqliteStore {
                 kind: "deployment",
                 id: dep_id.to_string(),
             })?;
-            super::compressed::stored_inputs(packed, &text)
+            super::compressed::stored_json(packed, &text, "deployment inputs")
         })
     }
 

@@ -186,11 +186,14 @@ pub(super) fn save_task_states(
     // (hundreds of thousands of rows), and a statement holds its parameters encoded, so each takes a
     // bounded share.
     for chunk in blobs.chunks(BLOBS_PER_STATEMENT) {
-        let (hashes, bodies): (Vec<&str>, Vec<&str>) =
-            chunk.iter().map(|(h, b)| (h.as_str(), &**b)).unzip();
+        let (hashes, bodies): (Vec<&str>, Vec<&[u8]>) = chunk
+            .iter()
+            .map(|(h, b)| (h.as_str(), b.as_bytes()))
+            .unzip();
         t.carrying(bodies.iter().map(|b| b.len() + 64).sum());
         t.exec(
-            "INSERT INTO state_blobs (hash, body) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) \
+            "INSERT INTO state_blobs (hash, body, body_gz) \
+             SELECT h, '', b FROM UNNEST($1::TEXT[], $2::BYTEA[]) AS given (h, b) \
              ON CONFLICT (hash) DO NOTHING",
             &[&hashes, &bodies],
         )?;
@@ -239,17 +242,23 @@ pub(super) fn state_blobs(
     hashes: &[String],
 ) -> StoreResult<Vec<(String, serde_json::Value)>> {
     let rows = t.query(
-        "SELECT hash, body FROM state_blobs WHERE hash = ANY($1)",
+        "SELECT hash, body, body_gz FROM state_blobs WHERE hash = ANY($1)",
         &[&hashes],
     )?;
-    let mut found: HashMap<String, String> = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        found.insert(col(row, 0, "state blob")?, col(row, 1, "state blob")?);
+    let mut found: HashMap<String, (String, Option<Vec<u8>>)> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        found.insert(
+            col(&row, 0, "state blob")?,
+            (col(&row, 1, "state blob")?, col(&row, 2, "state blob")?),
+        );
     }
     let mut out = Vec::with_capacity(found.len());
     for hash in hashes {
-        if let Some(body) = found.get(hash) {
-            out.push((hash.clone(), from_json(body, "state blob")?));
+        if let Some((text, packed)) = found.remove(hash) {
+            out.push((
+                hash.clone(),
+                crate::store::compressed::stored_json(packed, &text, "state blob")?,
+            ));
         }
     }
     Ok(out)

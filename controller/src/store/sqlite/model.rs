@@ -171,10 +171,10 @@ pub(super) fn save_task_states(
     states: &[StateRow],
 ) -> StoreResult<()> {
     let mut put = tx.prepare_cached(
-        "INSERT INTO state_blobs (hash, body) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+        "INSERT INTO state_blobs (hash, body, body_gz) VALUES (?1, '', ?2) ON CONFLICT (hash) DO NOTHING",
     )?;
     for (hash, body) in blobs {
-        put.execute(params![hash, &**body])?;
+        put.execute(params![hash, body.as_bytes()])?;
     }
     let mut stmt = tx.prepare_cached(
         "INSERT INTO task_states (node_id, task_id, state) VALUES (?1, ?2, ?3) \
@@ -191,12 +191,17 @@ pub(super) fn state_blobs(
     tx: &Connection,
     hashes: &[String],
 ) -> StoreResult<Vec<(String, serde_json::Value)>> {
-    let mut stmt = tx.prepare_cached("SELECT body FROM state_blobs WHERE hash = ?1")?;
+    let mut stmt = tx.prepare_cached("SELECT body, body_gz FROM state_blobs WHERE hash = ?1")?;
     let mut out = Vec::new();
     for hash in hashes {
-        let body: Option<String> = stmt.query_row([hash], |r| r.get(0)).optional()?;
-        if let Some(body) = body {
-            out.push((hash.clone(), from_json(&body, "state blob")?));
+        let found: Option<(String, Option<Vec<u8>>)> = stmt
+            .query_row([hash], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((text, packed)) = found {
+            out.push((
+                hash.clone(),
+                crate::store::compressed::stored_json(packed, &text, "state blob")?,
+            ));
         }
     }
     Ok(out)

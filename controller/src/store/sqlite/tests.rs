@@ -127,3 +127,32 @@ fn inputs_recorded_as_text_before_they_were_kept_compressed_read_back() {
         Err(StoreError::Corrupt(m)) if m.contains("deployment inputs")
     ));
 }
+
+#[test]
+fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
+    let s = SqliteStore::in_memory().unwrap();
+    let old = serde_json::json!({"nodes": [{"uid": "1"}]});
+    let hash = crate::store::blob_hash(&old);
+    s.conn
+        .lock()
+        .unwrap()
+        .execute(
+            "INSERT INTO state_blobs (hash, body) VALUES (?1, ?2)",
+            params![hash, old.to_string()],
+        )
+        .unwrap();
+    let new = serde_json::json!({"uid": "2"});
+    s.save_task_states(
+        &[(
+            crate::store::blob_hash(&new),
+            CompressedJson::encode(&new).unwrap(),
+        )],
+        &[],
+    )
+    .unwrap();
+    let both = [hash, crate::store::blob_hash(&new)];
+    assert_eq!(
+        s.state_blobs(&both).unwrap(),
+        vec![(both[0].clone(), old), (both[1].clone(), new)]
+    );
+}
