@@ -9,7 +9,7 @@
 //! whatever names it (its hash is its key), so storing them again on a resume, or for a deployment that
 //! later fails, changes nothing that is read: a blob no row names is never read.
 
-use crate::store::{CompressedJson, StateBlob, StateRow, Store, StoreResult};
+use crate::store::{BlobBody, CompressedJson, StateBlob, StateRow, Store, StoreResult};
 use plinth_common::deploy::NodeState;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -44,12 +44,12 @@ impl TaskStates {
             let common = match shared.get(&Arc::as_ptr(&state.common)) {
                 Some(hash) => hash.clone(),
                 None => {
-                    let hash = blob(&state.common, &mut shared_blobs)?;
+                    let hash = packed_blob(&state.common, &mut shared_blobs)?;
                     shared.insert(Arc::as_ptr(&state.common), hash.clone());
                     hash
                 }
             };
-            let own = blob(state.node(), &mut pending)?;
+            let own = blob(state.node(), &mut pending);
             drop(state);
             let reference = json!({"common": common, "node": own}).to_string();
             nodes.insert(id, Arc::from(reference));
@@ -80,13 +80,21 @@ impl TaskStates {
     }
 }
 
-/// Adds a tree's blob (its hash and compressed JSON) to those to store; returns its hash.
-fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> StoreResult<String> {
-    // Compressed as it is written: the cluster part's text is the size of every node's record, and
-    // PostgreSQL's client would copy it twice more.
+/// Adds a node's own part as a blob (its hash and JSON text) to those to store; returns its hash.
+fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> String {
+    // Cut to its length where it lies (a text grown by doubling may hold twice its length).
+    let text = value.to_string().into_boxed_str();
+    let hash = crate::store::text_hash(&text);
+    pending.push((hash.clone(), BlobBody::Text(text)));
+    hash
+}
+
+/// Adds a cluster part as a blob, compressed as it is written (its text is the size of every node's
+/// record and facts, and PostgreSQL's client would copy it twice more); returns its hash.
+fn packed_blob(value: &Value, pending: &mut Vec<StateBlob>) -> StoreResult<String> {
     let (hash, packed) = CompressedJson::encode_hashed(value)
         .map_err(|e| crate::store::StoreError::Database(format!("a task state: {e}")))?;
-    pending.push((hash.clone(), packed));
+    pending.push((hash.clone(), BlobBody::Packed(packed)));
     Ok(hash)
 }
 

@@ -150,10 +150,37 @@ pub struct DeploymentEnd<'a> {
     pub deploys: bool,
 }
 
-/// A task state blob to record: its content hash ([`super::blob_hash`], of its JSON text) and its JSON
-/// compressed. Not a tree: a deployment's start records one per node, and trees cost several times
-/// their text; not text either: one blob, the cluster part, lists every node's record and facts.
-pub type StateBlob = (String, super::CompressedJson);
+/// A task state blob to record: its content hash ([`super::blob_hash`], of its JSON text) and its body.
+/// Not a tree: a deployment's start records one per node, and trees cost several times their text.
+pub type StateBlob = (String, BlobBody);
+
+/// A state blob's JSON, as text or compressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobBody {
+    /// The text, held at its length: a node's own part (a kilobyte or a few; compressing each of
+    /// 100,000 took longer than storing them).
+    Text(Box<str>),
+    /// Compressed: the cluster part, which lists every node's record and facts.
+    Packed(super::CompressedJson),
+}
+
+impl BlobBody {
+    /// The text, when it is kept as text.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            BlobBody::Text(t) => Some(t),
+            BlobBody::Packed(_) => None,
+        }
+    }
+
+    /// The compressed bytes, when it is kept compressed.
+    pub fn packed(&self) -> Option<&[u8]> {
+        match self {
+            BlobBody::Text(_) => None,
+            BlobBody::Packed(p) => Some(p.as_bytes()),
+        }
+    }
+}
 
 /// A task's recorded state: node, task, and the reference naming its blobs, as JSON text
 /// (`{"common":HASH,"node":HASH}`, one text shared by a node's tasks). Shared texts: a deployment's end

@@ -25,9 +25,13 @@ fn text(v: &serde_json::Value) -> std::sync::Arc<str> {
     v.to_string().into()
 }
 
-/// A value compressed, as task states' blobs are recorded.
-fn blob_body(v: &serde_json::Value) -> CompressedJson {
-    CompressedJson::encode(v).expect("a tree encodes")
+/// A value as a task state's blob: a cluster part compressed, a node's part as text (`packed`).
+fn blob_body(v: &serde_json::Value, packed: bool) -> BlobBody {
+    if packed {
+        BlobBody::Packed(CompressedJson::encode(v).expect("a tree encodes"))
+    } else {
+        BlobBody::Text(v.to_string().into_boxed_str())
+    }
 }
 
 /// Inputs for a deployment whose inputs no case reads.
@@ -813,8 +817,8 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     let (common, own) = (serde_json::json!({"c": 1}), serde_json::json!({"n": 2}));
     s.save_task_states(
         &[
-            (blob_hash(&common), blob_body(&common)),
-            (blob_hash(&own), blob_body(&own)),
+            (blob_hash(&common), blob_body(&common, true)),
+            (blob_hash(&own), blob_body(&own, false)),
         ],
         &[(
             inside.id,
@@ -1102,8 +1106,8 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     // Blobs are stored when a deployment starts; its end records the rows that name them.
     s.save_task_states(
         &[
-            (blob_hash(&b1), blob_body(&b1)),
-            (blob_hash(&b2), blob_body(&b2)),
+            (blob_hash(&b1), blob_body(&b1, true)),
+            (blob_hash(&b2), blob_body(&b2, false)),
         ],
         &[],
     )

@@ -186,16 +186,18 @@ pub(super) fn save_task_states(
     // (hundreds of thousands of rows), and a statement holds its parameters encoded, so each takes a
     // bounded share.
     for chunk in blobs.chunks(BLOBS_PER_STATEMENT) {
-        let (hashes, bodies): (Vec<&str>, Vec<&[u8]>) = chunk
-            .iter()
-            .map(|(h, b)| (h.as_str(), b.as_bytes()))
-            .unzip();
-        t.carrying(bodies.iter().map(|b| b.len() + 64).sum());
+        let hashes: Vec<&str> = chunk.iter().map(|(h, _)| h.as_str()).collect();
+        let texts: Vec<&str> = chunk.iter().map(|(_, b)| b.text().unwrap_or("")).collect();
+        let packed: Vec<Option<&[u8]>> = chunk.iter().map(|(_, b)| b.packed()).collect();
+        t.carrying(
+            texts.iter().map(|b| b.len() + 64).sum::<usize>()
+                + packed.iter().flatten().map(|b| b.len()).sum::<usize>(),
+        );
         t.exec(
             "INSERT INTO state_blobs (hash, body, body_gz) \
-             SELECT h, '', b FROM UNNEST($1::TEXT[], $2::BYTEA[]) AS given (h, b) \
+             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BYTEA[]) \
              ON CONFLICT (hash) DO NOTHING",
-            &[&hashes, &bodies],
+            &[&hashes, &texts, &packed],
         )?;
     }
     // One statement cannot update a row twice: the last state given for a (node, task) wins, as it

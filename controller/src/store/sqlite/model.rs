@@ -171,10 +171,10 @@ pub(super) fn save_task_states(
     states: &[StateRow],
 ) -> StoreResult<()> {
     let mut put = tx.prepare_cached(
-        "INSERT INTO state_blobs (hash, body, body_gz) VALUES (?1, '', ?2) ON CONFLICT (hash) DO NOTHING",
+        "INSERT INTO state_blobs (hash, body, body_gz) VALUES (?1, ?2, ?3) ON CONFLICT (hash) DO NOTHING",
     )?;
     for (hash, body) in blobs {
-        put.execute(params![hash, body.as_bytes()])?;
+        put.execute(params![hash, body.text().unwrap_or(""), body.packed()])?;
     }
     let mut stmt = tx.prepare_cached(
         "INSERT INTO task_states (node_id, task_id, state) VALUES (?1, ?2, ?3) \

@@ -145,7 +145,7 @@ fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
     s.save_task_states(
         &[(
             crate::store::blob_hash(&new),
-            CompressedJson::encode(&new).unwrap(),
+            BlobBody::Packed(CompressedJson::encode(&new).unwrap()),
         )],
         &[],
     )
