@@ -2,7 +2,7 @@
 //! once at its start and read only to retry or resume it. As text they were the start's largest
 //! single allocation after the deployment data (57 MB at 100,000 nodes), held through resolution,
 //! and PostgreSQL's client copies a parameter twice more on its way out. Compressed as they are
-//! written (gzip, its fastest level), they are about a fortieth of that and never exist as text.
+//! written (gzip, its fastest level), they are about a thirtieth of that and never exist as text.
 //! A deployment's cluster part of its task states is kept the same way, keyed by the hash of its text
 //! computed as it is written: it lists every node's record, facts and all. (Each node's own part is
 //! a kilobyte or a few and stays text: compressing 100,000 of them took longer than storing them.)
