@@ -277,15 +277,10 @@ impl Engine {
             .map(|p| p.graph_type.clone())
             .collect();
         let (records, mut snapshot) = match req.inputs_from {
-            Some(earlier) => {
-                let records: Vec<NodeRecord> = self
-                    .store
-                    .list_nodes()?
-                    .into_iter()
-                    .filter(|n| n.cluster_id == Some(req.cluster_id))
-                    .collect();
-                (records, self.stored_snapshot(earlier)?)
-            }
+            Some(earlier) => (
+                plan::cluster_nodes_without_facts(self.store.as_ref(), req.cluster_id)?,
+                self.stored_snapshot(earlier)?,
+            ),
             None => {
                 let type_refs: Vec<&str> = graph_types.iter().map(String::as_str).collect();
                 let model = crate::cluster_model::ClusterModel::read(

@@ -43,6 +43,49 @@ impl From<NodeRecord> for DeployNode {
 /// How many of a cluster's nodes one read gives when a running deployment is taken on.
 const NODES_PER_PAGE: usize = if cfg!(test) { 2 } else { 5_000 };
 
+/// Every node of a cluster, read a page at a time, each page handed to `take` as it is read (so a
+/// caller can cut each record down before the next page is read).
+fn cluster_pages(
+    store: &dyn Store,
+    cluster_id: u64,
+    mut take: impl FnMut(Vec<NodeRecord>),
+) -> Result<(), StoreError> {
+    let mut filter = crate::store::NodeFilter {
+        cluster_id: Some(cluster_id),
+        limit: NODES_PER_PAGE,
+        ..Default::default()
+    };
+    loop {
+        let page = store.list_nodes_page(&filter)?;
+        let Some(last) = page.last().map(|n| n.id) else {
+            return Ok(());
+        };
+        let full = page.len() == NODES_PER_PAGE;
+        take(page);
+        if !full {
+            return Ok(());
+        }
+        filter.after_id = last;
+    }
+}
+
+/// A cluster's nodes, without their facts, read a page at a time: the facts of every node at once
+/// would be the largest thing a request holds (a retry resolves from its stored inputs, which have
+/// them).
+pub fn cluster_nodes_without_facts(
+    store: &dyn Store,
+    cluster_id: u64,
+) -> Result<Vec<NodeRecord>, StoreError> {
+    let mut out = Vec::new();
+    cluster_pages(store, cluster_id, |page| {
+        out.extend(page.into_iter().map(|mut n| {
+            n.facts = serde_json::Value::Null;
+            n
+        }))
+    })?;
+    Ok(out)
+}
+
 /// The nodes of a running deployment taken on from its record (after a restart, or by the controller
 /// that takes the sequencing over), in its order. Its cluster's nodes are read a page at a time, each
 /// record cut to what the deployment keeps as it is read: read one by one, a takeover of 100,000
@@ -56,27 +99,13 @@ pub fn deployment_nodes(
     let wanted: std::collections::HashSet<u64> = node_ids.iter().copied().collect();
     let mut found: std::collections::HashMap<u64, DeployNode> =
         std::collections::HashMap::with_capacity(node_ids.len());
-    let mut filter = crate::store::NodeFilter {
-        cluster_id: Some(cluster_id),
-        limit: NODES_PER_PAGE,
-        ..Default::default()
-    };
-    loop {
-        let page = store.list_nodes_page(&filter)?;
-        let Some(last) = page.last().map(|n| n.id) else {
-            break;
-        };
-        let full = page.len() == NODES_PER_PAGE;
+    cluster_pages(store, cluster_id, |page| {
         found.extend(
             page.into_iter()
                 .filter(|n| wanted.contains(&n.id))
                 .map(|n| (n.id, DeployNode::from(n))),
-        );
-        if !full {
-            break;
-        }
-        filter.after_id = last;
-    }
+        )
+    })?;
     Ok(node_ids
         .iter()
         .filter_map(|id| {
@@ -385,5 +414,9 @@ mod tests {
             ),
             ("host-k5", "k5", Some("r1"))
         );
+        // A retry's request: every node of the cluster, over the pages, none with its facts.
+        let all = cluster_nodes_without_facts(&s, c.id).unwrap();
+        assert_eq!(all.iter().map(|n| n.id).collect::<Vec<_>>(), ids[..6]);
+        assert!(all.iter().all(|n| n.facts.is_null()));
     }
 }
