@@ -292,16 +292,9 @@ impl Engine {
                 (model.node_records, model.snapshot)
             }
         };
-        // The snapshot has the facts; these records are for choosing nodes and placing them in the
-        // strategy, and their facts would only double what a large start holds.
-        let all: Vec<NodeRecord> = records
-            .into_iter()
-            .map(|mut n| {
-                n.facts = serde_json::Value::Null;
-                n
-            })
-            .collect();
-        let nodes: Vec<plan::DeployNode> = Self::chosen_nodes(req, all)?
+        // The records come without their facts (the snapshot has them): they are for choosing nodes
+        // and placing them in the strategy.
+        let nodes: Vec<plan::DeployNode> = Self::chosen_nodes(req, records)?
             .into_iter()
             .map(plan::DeployNode::from)
             .collect();

@@ -40,7 +40,7 @@ impl From<NodeRecord> for DeployNode {
     }
 }
 
-/// How many of a cluster's nodes one read gives when a running deployment is taken on.
+/// How many of a cluster's nodes one read gives (a retry's request, a running deployment taken on).
 const NODES_PER_PAGE: usize = if cfg!(test) { 2 } else { 5_000 };
 
 /// Every node of a cluster, read a page at a time, each page handed to `take` as it is read (so a

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use std::io::{BufReader, BufWriter, Write};
 
 /// A JSON document, gzip-compressed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompressedJson(Vec<u8>);
 
 /// Why a compressed document cannot be made or read.
@@ -34,16 +34,8 @@ impl CompressedJson {
     /// `value` as JSON, compressed while it is written (its text is never held whole).
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<CompressedJson, CompressedError> {
         let mut encoder = GzEncoder::new(Vec::new(), Compression::fast());
-        {
-            // Buffered: serde_json writes token by token, and each write to the encoder costs a
-            // call into the compressor (unbuffered, 8.5 MB of JSON took 690 ms; buffered, 43).
-            let mut buffered = BufWriter::with_capacity(64 * 1024, &mut encoder);
-            serde_json::to_writer(&mut buffered, value)?;
-            buffered.flush()?;
-        }
-        let mut bytes = encoder.finish()?;
-        bytes.shrink_to_fit();
-        Ok(CompressedJson(bytes))
+        write_json(value, &mut encoder)?;
+        Ok(CompressedJson::finished(encoder.finish()?))
     }
 
     /// As [`CompressedJson::encode`], with the SHA-256 of the JSON text (hex; as
@@ -55,15 +47,15 @@ impl CompressedJson {
             hasher: Sha256::new(),
             inner: GzEncoder::new(Vec::new(), Compression::fast()),
         };
-        {
-            let mut buffered = BufWriter::with_capacity(64 * 1024, &mut hashing);
-            serde_json::to_writer(&mut buffered, value)?;
-            buffered.flush()?;
-        }
+        write_json(value, &mut hashing)?;
         let hash = hex::encode(hashing.hasher.finalize());
-        let mut bytes = hashing.inner.finish()?;
+        Ok((hash, CompressedJson::finished(hashing.inner.finish()?)))
+    }
+
+    /// Compressed bytes just made, held at their length.
+    fn finished(mut bytes: Vec<u8>) -> CompressedJson {
         bytes.shrink_to_fit();
-        Ok((hash, CompressedJson(bytes)))
+        CompressedJson(bytes)
     }
 
     /// Compressed bytes as stored (read back with [`CompressedJson::decode`]).
@@ -82,6 +74,18 @@ impl CompressedJson {
             self.0.as_slice(),
         )))?)
     }
+}
+
+/// Writes `value`'s JSON into `sink` through a buffer: serde_json writes token by token, and each write
+/// to a compressor costs a call into it (unbuffered, 8.5 MB of JSON took 690 ms; buffered, 43).
+fn write_json<T: Serialize + ?Sized, W: Write>(
+    value: &T,
+    sink: &mut W,
+) -> Result<(), CompressedError> {
+    let mut buffered = BufWriter::with_capacity(64 * 1024, sink);
+    serde_json::to_writer(&mut buffered, value)?;
+    buffered.flush()?;
+    Ok(())
 }
 
 /// A writer that hashes what it passes on.
