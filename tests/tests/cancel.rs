@@ -123,8 +123,9 @@ fn nailguns_stop_deployment_cancels_the_clusters_running_deployment() {
     assert_eq!(stopped.status, 202, "{}", stopped.body);
     assert_eq!(stopped.body["status"], "cancelled");
     assert_eq!(c.api.wait_deployment(dep, LONG)["status"], "cancelled");
-    let read_only = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
-    let viewer = read_only.1.trim().to_string();
+    let (made, viewer, err) = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
+    assert!(made, "the read-only token is made: {err}");
+    let viewer = viewer.trim().to_string();
     let refused = c.api.raw(
         "POST",
         &format!("/deployments/{dep}/cancel"),
