@@ -10,6 +10,7 @@
 //! | [`tags`] | node tags, primary election, task-to-node matching |
 //! | [`graph`] | merging graphs, resolving tasks per node, ordering them |
 //! | [`expr`] | the expression language (YAQL) and the deployment helpers |
+//! | [`json`] | `Json`, the compact read-only JSON tree expressions read a deployment's data from |
 //! | [`deploy`] | a deployment's data per node and the YAQL evaluator resolution calls |
 //! | [`snapshot`] | a deployment's inputs as one value, and the one `resolve` the controller and `plinthctl` call |
 //! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
@@ -19,6 +20,7 @@
 pub mod deploy;
 pub mod expr;
 pub mod graph;
+pub mod json;
 pub mod model;
 pub mod run;
 pub mod signing;

@@ -1,0 +1,441 @@
+//! `Json`: a compact, read-only JSON tree, the form a deployment's data is held in while expressions
+//! read it.
+//!
+//! A `serde_json::Value` is 72 bytes, and each key of a map costs 104 bytes more plus its own string and
+//! the map's hash table. A deployment at 100,000 nodes holds every node's record and facts in one tree
+//! that every expression may read, so that shape dominated a deployment's start. Here a value is 24
+//! bytes, a list and a map are sized to their items, and a map's key is an `Arc<str>` shared by every
+//! map built in one go (a [`Keys`]), so `"hostname"` is held once for the whole fleet.
+//!
+//! What stays as in `serde_json` (with its `preserve_order` feature, which Plinth uses): maps keep their
+//! keys in the order written, serialize in that order (so a tree written here reads as the same text,
+//! and hashes the same, as the `serde_json::Value` it was made from), and compare equal regardless of
+//! order. Numbers are `serde_json::Number`.
+//!
+//! A map of more than [`INDEXED`] keys also holds its keys' sorted order, so a lookup is a binary search
+//! rather than a scan (`network_metadata.nodes` is keyed by every node's name).
+
+mod de;
+mod keys;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+pub use serde_json::Number;
+
+pub use keys::Keys;
+
+/// A map's key.
+pub type Key = Arc<str>;
+
+/// Maps with more keys than this are indexed (see the module's documentation).
+pub const INDEXED: usize = 16;
+
+/// A JSON value held compactly. Read-only: build a `serde_json::Value` and convert it.
+#[derive(Clone, Debug, Default)]
+pub enum Json {
+    /// `null`
+    #[default]
+    Null,
+    /// `true` or `false`
+    Bool(bool),
+    /// A number, as `serde_json` holds it.
+    Number(Number),
+    /// A string.
+    String(Box<str>),
+    /// A list.
+    Array(Box<[Json]>),
+    /// A map, in the order its keys were written.
+    Object(Object),
+}
+
+/// A JSON map: its entries in the order written, and for a large one their sorted order.
+#[derive(Clone)]
+pub struct Object(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Up to [`INDEXED`] entries, found by a scan.
+    Small(Box<[(Key, Json)]>),
+    /// More: the entries and, for each place in key order, the entry's position.
+    Large(Box<Large>),
+}
+
+#[derive(Clone)]
+struct Large {
+    entries: Box<[(Key, Json)]>,
+    sorted: Box<[u32]>,
+}
+
+impl Object {
+    /// A map of these entries, which have no key twice (the caller's promise; a later duplicate would
+    /// never be found by [`Object::get`]).
+    fn from_unique(entries: Vec<(Key, Json)>) -> Object {
+        let entries = entries.into_boxed_slice();
+        if entries.len() <= INDEXED {
+            return Object(Repr::Small(entries));
+        }
+        let mut sorted: Vec<u32> = (0..entries.len() as u32).collect();
+        sorted.sort_unstable_by(|a, b| entries[*a as usize].0.cmp(&entries[*b as usize].0));
+        Object(Repr::Large(Box::new(Large {
+            entries,
+            sorted: sorted.into_boxed_slice(),
+        })))
+    }
+
+    /// The entries, in the order written.
+    pub fn entries(&self) -> &[(Key, Json)] {
+        match &self.0 {
+            Repr::Small(e) => e,
+            Repr::Large(l) => &l.entries,
+        }
+    }
+
+    /// Where `key` is among the entries.
+    pub fn position(&self, key: &str) -> Option<usize> {
+        match &self.0 {
+            Repr::Small(e) => e.iter().position(|(k, _)| &**k == key),
+            Repr::Large(l) => l
+                .sorted
+                .binary_search_by(|at| (*l.entries[*at as usize].0).cmp(key))
+                .ok()
+                .map(|i| l.sorted[i] as usize),
+        }
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        self.position(key).map(|at| &self.entries()[at].1)
+    }
+
+    /// The entry at `at`, in the order written.
+    pub fn get_index(&self, at: usize) -> Option<(&str, &Json)> {
+        self.entries().get(at).map(|(k, v)| (&**k, v))
+    }
+
+    /// Whether `key` is there.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+
+    /// The entries as `(key, value)`, in the order written.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Json)> + Clone {
+        self.entries().iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The keys, in the order written.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+        self.entries().iter().map(|(k, _)| &**k)
+    }
+
+    /// The values, in the order written.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &Json> + Clone {
+        self.entries().iter().map(|(_, v)| v)
+    }
+}
+
+impl Default for Object {
+    fn default() -> Object {
+        Object(Repr::Small(Box::default()))
+    }
+}
+
+impl fmt::Debug for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Object {
+    /// Equal maps have the same keys with equal values, in whatever order (as `serde_json`'s).
+    fn eq(&self, other: &Object) -> bool {
+        self.len() == other.len()
+            && self.iter().enumerate().all(|(at, (k, v))| {
+                // Maps built alike have their keys in the same places: try that first.
+                match other.get_index(at) {
+                    Some((ok, ov)) if ok == k => ov == v,
+                    _ => other.get(k) == Some(v),
+                }
+            })
+    }
+}
+
+impl PartialEq for Json {
+    fn eq(&self, other: &Json) -> bool {
+        match (self, other) {
+            (Json::Null, Json::Null) => true,
+            (Json::Bool(a), Json::Bool(b)) => a == b,
+            (Json::Number(a), Json::Number(b)) => a == b,
+            (Json::String(a), Json::String(b)) => a == b,
+            (Json::Array(a), Json::Array(b)) => a == b,
+            (Json::Object(a), Json::Object(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// What [`Json::get`] looks up: a key of a map or a place in a list.
+pub trait JsonIndex {
+    /// The value at this index of `v`, if any.
+    fn index_into<'v>(&self, v: &'v Json) -> Option<&'v Json>;
+}
+
+impl JsonIndex for str {
+    fn index_into<'v>(&self, v: &'v Json) -> Option<&'v Json> {
+        v.as_object()?.get(self)
+    }
+}
+
+impl JsonIndex for String {
+    fn index_into<'v>(&self, v: &'v Json) -> Option<&'v Json> {
+        self.as_str().index_into(v)
+    }
+}
+
+impl JsonIndex for usize {
+    fn index_into<'v>(&self, v: &'v Json) -> Option<&'v Json> {
+        v.as_array()?.get(*self)
+    }
+}
+
+impl<T: JsonIndex + ?Sized> JsonIndex for &T {
+    fn index_into<'v>(&self, v: &'v Json) -> Option<&'v Json> {
+        (**self).index_into(v)
+    }
+}
+
+impl Json {
+    /// The value under a map's key or at a list's place, as `serde_json::Value::get`.
+    pub fn get<I: JsonIndex>(&self, index: I) -> Option<&Json> {
+        index.index_into(self)
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The list's items, if this is a list.
+    pub fn as_array(&self) -> Option<&[Json]> {
+        match self {
+            Json::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The map, if this is one.
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Json::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The number as `i64`, if it is an integer that fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Json::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    /// The number as `u64`, if it is a non-negative integer that fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    /// The number as `f64`, if this is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Json::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    /// Whether this is `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    /// Whether this is a map.
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Object(_))
+    }
+
+    /// Whether this is a list.
+    pub fn is_array(&self) -> bool {
+        matches!(self, Json::Array(_))
+    }
+
+    /// Whether this is a string.
+    pub fn is_string(&self) -> bool {
+        matches!(self, Json::String(_))
+    }
+
+    /// A map of these entries, in this order; a key given twice keeps its first place and its last
+    /// value, as `serde_json`'s maps do.
+    pub fn object(entries: impl IntoIterator<Item = (Key, Json)>) -> Json {
+        let mut out: indexmap::IndexMap<Key, Json> = indexmap::IndexMap::new();
+        for (k, v) in entries {
+            out.insert(k, v);
+        }
+        Json::Object(Object::from_unique(out.into_iter().collect()))
+    }
+
+    /// Converts a `serde_json` value, taking it apart as it goes (each part is freed once converted),
+    /// sharing keys through `keys`.
+    pub fn from_value_with(v: serde_json::Value, keys: &mut Keys) -> Json {
+        match v {
+            serde_json::Value::Null => Json::Null,
+            serde_json::Value::Bool(b) => Json::Bool(b),
+            serde_json::Value::Number(n) => Json::Number(n),
+            serde_json::Value::String(s) => Json::String(s.into_boxed_str()),
+            serde_json::Value::Array(a) => Json::Array(
+                a.into_iter()
+                    .map(|item| Json::from_value_with(item, keys))
+                    .collect(),
+            ),
+            serde_json::Value::Object(m) => Json::Object(Object::from_unique(
+                m.into_iter()
+                    .map(|(k, v)| (keys.key(&k), Json::from_value_with(v, keys)))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// Converts a borrowed `serde_json` value, sharing keys through `keys`.
+    pub fn from_ref_with(v: &serde_json::Value, keys: &mut Keys) -> Json {
+        match v {
+            serde_json::Value::Null => Json::Null,
+            serde_json::Value::Bool(b) => Json::Bool(*b),
+            serde_json::Value::Number(n) => Json::Number(n.clone()),
+            serde_json::Value::String(s) => Json::String(s.as_str().into()),
+            serde_json::Value::Array(a) => Json::Array(
+                a.iter()
+                    .map(|item| Json::from_ref_with(item, keys))
+                    .collect(),
+            ),
+            serde_json::Value::Object(m) => Json::Object(Object::from_unique(
+                m.iter()
+                    .map(|(k, v)| (keys.key(k), Json::from_ref_with(v, keys)))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// The same value as a `serde_json::Value`.
+    pub fn to_value(&self) -> serde_json::Value {
+        match self {
+            Json::Null => serde_json::Value::Null,
+            Json::Bool(b) => serde_json::Value::Bool(*b),
+            Json::Number(n) => serde_json::Value::Number(n.clone()),
+            Json::String(s) => serde_json::Value::String(s.to_string()),
+            Json::Array(a) => serde_json::Value::Array(a.iter().map(Json::to_value).collect()),
+            Json::Object(m) => serde_json::Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl From<serde_json::Value> for Json {
+    fn from(v: serde_json::Value) -> Json {
+        Json::from_value_with(v, &mut Keys::default())
+    }
+}
+
+impl From<&serde_json::Value> for Json {
+    fn from(v: &serde_json::Value) -> Json {
+        Json::from_ref_with(v, &mut Keys::default())
+    }
+}
+
+impl From<&Json> for serde_json::Value {
+    fn from(v: &Json) -> serde_json::Value {
+        v.to_value()
+    }
+}
+
+impl PartialEq<serde_json::Value> for Json {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        match (self, other) {
+            (Json::Null, serde_json::Value::Null) => true,
+            (Json::Bool(a), serde_json::Value::Bool(b)) => a == b,
+            (Json::Number(a), serde_json::Value::Number(b)) => a == b,
+            (Json::String(a), serde_json::Value::String(b)) => **a == **b,
+            (Json::Array(a), serde_json::Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+            }
+            (Json::Object(a), serde_json::Value::Object(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v == w))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Number(n) => n.serialize(s),
+            Json::String(text) => s.serialize_str(text),
+            Json::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items.iter() {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Json::Object(m) => m.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Object {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl fmt::Display for Json {
+    /// Compact JSON text, as `serde_json::Value`'s.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}

@@ -1,0 +1,82 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn any_json() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        (-1e9f64..1e9).prop_map(|x| json!(x)),
+        "[a-z\"\\\\é]{0,6}".prop_map(serde_json::Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 24, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            // Up to 24 keys, so maps both below and above `INDEXED` are made.
+            prop::collection::vec(("[a-z]{1,3}", inner), 0..24)
+                .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    /// A converted tree writes the same text as the `serde_json` value it came from, reads back from
+    /// that text as `serde_json` does, and converts back to an equal value.
+    #[test]
+    fn a_tree_writes_reads_and_converts_as_serde_json(v in any_json()) {
+        let j = Json::from(&v);
+        let text = serde_json::to_string(&v).unwrap();
+        prop_assert_eq!(serde_json::to_string(&j).unwrap(), text.clone());
+        // Read back as serde_json reads it (its float parsing is not exact without its
+        // `float_roundtrip` feature, so compare with what it reads rather than with `v`).
+        let read: Json = serde_json::from_str(&text).unwrap();
+        let read_serde: serde_json::Value = serde_json::from_str(&text).unwrap();
+        prop_assert!(read == read_serde);
+        prop_assert_eq!(j.to_value(), v.clone());
+        prop_assert!(j == v);
+    }
+
+    /// Every key of every map is found, whether the map is scanned or indexed.
+    #[test]
+    fn every_key_is_found(kv in prop::collection::vec(("[a-z]{1,3}", any::<i64>()), 0..60)) {
+        let v = serde_json::Value::Object(kv.into_iter().map(|(k, n)| (k, json!(n))).collect());
+        let j = Json::from(&v);
+        let (m, jm) = (v.as_object().unwrap(), j.as_object().unwrap());
+        for (k, n) in m {
+            prop_assert!(jm.get(k).is_some_and(|x| x == n));
+        }
+        prop_assert!(jm.get("not-a-key").is_none());
+        prop_assert_eq!(jm.keys().collect::<Vec<_>>(), m.keys().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn maps_equal_in_any_order_and_keys_are_shared() {
+    let a = Json::from(json!({"a": 1, "b": [true, null]}));
+    let b = Json::from(json!({"b": [true, null], "a": 1}));
+    assert_eq!(a, b);
+    assert_ne!(a, Json::from(json!({"a": 1, "b": [true]})));
+    assert_ne!(a, Json::from(json!({"a": 1.0, "b": [true, null]})));
+
+    let mut keys = Keys::default();
+    let x = Json::from_value_with(json!({"hostname": "a"}), &mut keys);
+    let y = Json::from_value_with(json!({"hostname": "b"}), &mut keys);
+    let key = |j: &Json| j.as_object().unwrap().entries()[0].0.clone();
+    assert!(Arc::ptr_eq(&key(&x), &key(&y)));
+}
+
+#[test]
+fn a_key_written_twice_keeps_its_first_place_and_last_value() {
+    let read: Json = serde_json::from_str(r#"{"b": 1, "a": 2, "b": 3}"#).unwrap();
+    let as_serde: serde_json::Value = serde_json::from_str(r#"{"b": 1, "a": 2, "b": 3}"#).unwrap();
+    assert_eq!(read.to_string(), as_serde.to_string());
+    assert_eq!(read.to_string(), r#"{"b":3,"a":2}"#);
+}
+
+#[test]
+fn a_value_is_three_words() {
+    assert_eq!(std::mem::size_of::<Json>(), 24);
+}
