@@ -11,6 +11,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use plinth_common::expr::{Context, Engine, ExprCache, Expression};
+use plinth_common::json::Json;
 use serde_json::{json, Map, Value as J};
 
 #[path = "../tests/support/mod.rs"]
@@ -135,6 +136,7 @@ fn context_of(n: usize) -> J {
 fn fuel_times(path: &str) {
     let (new, old) = support::fuel_node_one_of_1000();
     let engine = Engine::new();
+    let (new, old) = (Json::from(new), Json::from(old));
     let ctx = Context::new(&new).old(Some(&old));
     let mut out = Vec::new();
     for text in support::fuel_yaql_exps() {
@@ -162,8 +164,8 @@ fn bench(c: &mut Criterion) {
     }
     let engine = Engine::new();
     let cache = ExprCache::new();
-    let new = context(1000);
-    let old = context(999);
+    let new = Json::from(context(1000));
+    let old = Json::from(context(999));
     let ctx = Context::new(&new).old(Some(&old));
     let mut group = c.benchmark_group("expr");
     group
@@ -217,11 +219,11 @@ fn bench(c: &mut Criterion) {
 /// do not depend on the node evaluated once per run (whether the cluster parts agree outside the
 /// nodes' keys is found once for all expressions). Criterion's time is for all 1,000 nodes.
 fn per_node(c: &mut Criterion, engine: &Engine, cache: &ExprCache) {
-    let (now, before) = (cluster(1000), cluster(999));
-    let parts: Vec<J> = (0..1000).map(node_part).collect();
+    let (now, before) = (Json::from(cluster(1000)), Json::from(cluster(999)));
+    let parts: Vec<Json> = (0..1000).map(|i| Json::from(node_part(i))).collect();
     let node_keys: Vec<String> = parts[0]
         .as_object()
-        .map(|m| m.keys().cloned().collect())
+        .map(|m| m.keys().map(str::to_string).collect())
         .unwrap_or_default();
     let per_node = |k: &str| node_keys.iter().any(|n| n == k);
     let mut group = c.benchmark_group("per_node_1000");

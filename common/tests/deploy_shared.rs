@@ -6,6 +6,7 @@
 use plinth_common::deploy::{DeployData, OldStates, YaqlFields};
 use plinth_common::expr::{Context, Engine, ExprCache, Expression};
 use plinth_common::graph::{EvalContext, FieldEvaluator};
+use plinth_common::json::Json;
 use plinth_common::model::Node;
 use plinth_common::tags::{cluster_tags, Catalog};
 use std::sync::Arc;
@@ -46,8 +47,8 @@ fn compare(before: &[Node], after: &[Node]) -> usize {
         .iter()
         .map(|n| {
             let own = new_data.state(n.id).expect("a node of the cluster");
-            let was = old.get(n.id, "t").map(|s| s.merged());
-            (own.merged(), own, was)
+            let was = old.get(n.id, "t").map(|s| Json::from(s.merged()));
+            (Json::from(own.merged()), own, was)
         })
         .collect();
     let (mut compared, mut errors) = (0, 0);
@@ -105,7 +106,7 @@ fn shared_parts_change_no_result() {
     let node_keys: Vec<String> = new_data
         .node_part(1)
         .and_then(|p| p.as_object())
-        .map(|m| m.keys().cloned().collect())
+        .map(|m| m.keys().map(str::to_string).collect())
         .unwrap_or_default();
     let was = old_data.state(1).expect("node 1 was deployed");
     let ctx = Context::new(common)
@@ -146,6 +147,8 @@ fn layered_states_read_as_merged_documents() {
         serde_json::Value::Object(m)
     };
     let (now, was) = (merge(&common, &node), merge(&old_common, &old_node));
+    let [common, old_common, node, old_node, now, was] =
+        [common, old_common, node, old_node, now, was].map(Json::from);
     let engine = Engine::new();
     let general = general_engine();
     let per_node = |k: &str| matches!(k, "uid" | "name");

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use plinth_common::expr::{
     Context, Engine, EvalErrorKind, ExprCache, Expression, Form, Limits, Spec,
 };
+use plinth_common::json::Json;
 use serde_json::json;
 
 #[test]
@@ -160,6 +161,7 @@ fn named_variables_and_the_data_variable() {
     let data = json!({"uid": "3"});
     let node = json!({"uid": "3", "roles": ["controller"]});
     let common = json!({"debug": true});
+    let (data, node, common) = (Json::from(data), Json::from(node), Json::from(common));
     let ctx = Context::new(&data)
         .var("node", &node)
         .var("common", &common);

@@ -2,6 +2,7 @@
 //! `deleted`, `isUndef`) against the cases of Nailgun's own tests.
 
 use plinth_common::expr::{Context, Engine, Expression};
+use plinth_common::json::Json;
 use serde_json::{json, Value as J};
 
 fn corpus() -> String {
@@ -23,7 +24,8 @@ fn nailgun_helper_cases_all_pass() {
         total += 1;
         let case: J = serde_json::from_str(line).expect("each line is a JSON object");
         let expr = case["expr"].as_str().unwrap_or_default();
-        let ctx = Context::new(&case["new"]).old(Some(&case["old"]));
+        let (new, old) = (Json::from(&case["new"]), Json::from(&case["old"]));
+        let ctx = Context::new(&new).old(Some(&old));
         let got = Expression::parse(expr)
             .map_err(|e| e.to_string())
             .and_then(|e| engine.evaluate_in(&e, &ctx).map_err(|e| e.to_string()));
@@ -41,8 +43,9 @@ fn nailgun_helper_cases_all_pass() {
 
 fn eval(expr: &str, new: &J, old: Option<&J>, forced: bool) -> J {
     let e = Expression::parse(expr).expect("parses");
+    let (new, old) = (Json::from(new), old.map(Json::from));
     Engine::new()
-        .evaluate_in(&e, &Context::new(new).old(old).forced(forced))
+        .evaluate_in(&e, &Context::new(&new).old(old.as_ref()).forced(forced))
         .expect("evaluates")
 }
 

@@ -10,6 +10,7 @@
 //! and `PLINTH_FUEL_CONTEXT=<file>` to write the data (`{"new": $, "old": $ before}`) for Python.
 
 use plinth_common::expr::{Context, Engine, Expression};
+use plinth_common::json::Json;
 use serde_json::{json, Value as J};
 use sha2::{Digest, Sha256};
 
@@ -88,6 +89,7 @@ fn fuels_expressions_give_the_recorded_results() {
         std::fs::write(&path, data.to_string()).expect("the context file is writable");
     }
     let engine = Engine::new();
+    let (new, old) = (Json::from(new), Json::from(old));
     let ctx = Context::new(&new).old(Some(&old));
     let exprs = support::fuel_yaql_exps();
     assert_eq!(exprs.len(), 206);

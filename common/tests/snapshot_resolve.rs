@@ -137,7 +137,7 @@ fn the_stored_form_leaves_old_states_out_and_reads_back() {
     s.old.insert(
         1,
         "a",
-        NodeState::new(Arc::new(json!({})), Arc::new(json!({"x": 1}))),
+        NodeState::new(Arc::new(json!({}).into()), Arc::new(json!({"x": 1}).into())),
     );
     let stored = serde_json::to_value(&s).unwrap();
     assert!(

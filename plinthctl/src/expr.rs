@@ -5,6 +5,7 @@ use crate::inputs;
 use crate::output::{self, Format};
 use anyhow::{anyhow, bail, Result};
 use plinth_common::expr::Context;
+use plinth_common::json::Json;
 use plinth_common::snapshot::Expressions;
 use serde_json::{json, Value};
 use std::io::{BufRead, IsTerminal, Write};
@@ -13,9 +14,9 @@ use std::path::PathBuf;
 /// The data an expression sees.
 pub struct Data {
     /// `$` (the new state when `old` is given).
-    pub data: Value,
+    pub data: Json,
     /// The last deployed state, for `changed()`, `old()`, ...
-    pub old: Option<Value>,
+    pub old: Option<Json>,
 }
 
 /// What the data options name.
@@ -54,7 +55,10 @@ impl DataFiles {
             }
             None => None,
         };
-        Ok(Data { data, old })
+        Ok(Data {
+            data: Json::from(data),
+            old: old.map(Json::from),
+        })
     }
 }
 

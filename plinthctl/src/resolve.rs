@@ -9,6 +9,7 @@ use plinth_common::deploy::{NodeState, OldStates};
 use plinth_common::graph::{
     merge_for_cluster, to_dot, DotOptions, Finding, Plan, ResolvedTask, Severity,
 };
+use plinth_common::json::Json;
 use plinth_common::model::Plugin;
 use plinth_common::snapshot::{resolve, Expressions, ResolutionError, Snapshot};
 use serde_json::{json, Value};
@@ -149,9 +150,9 @@ pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
         }
     };
     if let Some(path) = &files.old {
-        let empty = Arc::new(json!({}));
+        let empty = Arc::new(Json::from(json!({})));
         for (node, state) in inputs::load_old(path)? {
-            let state = Arc::new(state);
+            let state = Arc::new(Json::from(state));
             for t in &merged.tasks {
                 snapshot.old.insert(
                     node,

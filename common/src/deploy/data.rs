@@ -16,6 +16,8 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::json::{Json, Key, Keys};
+
 use crate::model::{merged_values, Cluster, Node, Release};
 use crate::tags::ClusterTags;
 
@@ -27,7 +29,7 @@ use crate::tags::ClusterTags;
 #[derive(Debug, Clone)]
 pub struct NodeState {
     /// The cluster part, shared by every node of the deployment.
-    pub common: Arc<Value>,
+    pub common: Arc<Json>,
     node: Part,
 }
 
@@ -35,17 +37,17 @@ pub struct NodeState {
 #[derive(Debug, Clone)]
 enum Part {
     /// Held apart from the cluster part.
-    Own(Arc<Value>),
+    Own(Arc<Json>),
     /// The record at this index of the cluster part's `nodes` list.
     Listed(usize),
 }
 
 /// What a part that is not there reads as (never the case for a state [`DeployData`] built).
-static NO_PART: Value = Value::Null;
+static NO_PART: Json = Json::Null;
 
 impl NodeState {
     /// A state whose own part is held apart from the cluster part.
-    pub fn new(common: Arc<Value>, node: Arc<Value>) -> NodeState {
+    pub fn new(common: Arc<Json>, node: Arc<Json>) -> NodeState {
         NodeState {
             common,
             node: Part::Own(node),
@@ -53,7 +55,7 @@ impl NodeState {
     }
 
     /// The node's own part (`$node`).
-    pub fn node(&self) -> &Value {
+    pub fn node(&self) -> &Json {
         match &self.node {
             Part::Own(node) => node,
             Part::Listed(at) => self
@@ -66,13 +68,13 @@ impl NodeState {
 
     /// `$`: the cluster part with the node's keys on top.
     pub fn merged(&self) -> Value {
-        let mut out = match self.common.as_ref() {
-            Value::Object(m) => m.clone(),
+        let mut out = match self.common.to_value() {
+            Value::Object(m) => m,
             _ => Map::new(),
         };
-        if let Value::Object(own) = self.node() {
+        if let Some(own) = self.node().as_object() {
             for (k, v) in own {
-                out.insert(k.clone(), v.clone());
+                out.insert(k.to_string(), v.to_value());
             }
         }
         Value::Object(out)
@@ -88,7 +90,7 @@ impl PartialEq for NodeState {
 /// The data of one deployment: the cluster part and every node's part.
 #[derive(Debug, Clone, Default)]
 pub struct DeployData {
-    common: Arc<Value>,
+    common: Arc<Json>,
     /// Each node's part: the index of its record in the cluster part's `nodes` list.
     nodes: BTreeMap<u64, usize>,
 }
@@ -97,7 +99,12 @@ pub struct DeployData {
 /// them. Left out of the deployment data (they stay on the node's record for operators).
 pub const NOT_FACTS: &[&str] = &["collected_in_us"];
 
-fn node_entry(node: &Node, mut facts: Value, tags: Option<&crate::tags::NodeTags>) -> Value {
+fn node_entry(
+    node: &Node,
+    mut facts: Value,
+    tags: Option<&crate::tags::NodeTags>,
+    keys: &mut Keys,
+) -> Json {
     if let Value::Object(reported) = &mut facts {
         for key in NOT_FACTS {
             reported.remove(*key);
@@ -129,17 +136,17 @@ fn node_entry(node: &Node, mut facts: Value, tags: Option<&crate::tags::NodeTags
         ("pending_deletion", json!(node.pending_deletion)),
         ("facts", facts),
     ];
-    object(fields)
+    object(fields, keys)
 }
 
-/// An object of these fields, sized to them: a deployment holds several per node, and a map grown key
-/// by key (as `json!` builds one) is about half empty.
-fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    let mut out = Map::with_capacity(N);
-    for (key, value) in fields {
-        out.insert(key.to_string(), value);
-    }
-    Value::Object(out)
+/// An object of these fields (each converted as it is moved in, so a node's `serde_json` tree never
+/// exists whole beside its compact one).
+fn object<const N: usize>(fields: [(&str, Value); N], keys: &mut Keys) -> Json {
+    let entries: Vec<(Key, Json)> = fields
+        .into_iter()
+        .map(|(key, value)| (keys.key(key), Json::from_value_with(value, keys)))
+        .collect();
+    Json::object(entries)
 }
 
 /// Sections of Nailgun's deployment data its serializers compute (networks, service endpoints), in
@@ -172,28 +179,36 @@ fn serializer_defaults() -> Vec<(String, Value)> {
 /// Nailgun's `nodes` list: one record per node and role, each with its `role` (a node with no role
 /// appears once, with `role: null`), so `$.nodes.where($.role = 'compute')` reads as in Fuel. Also
 /// where each node's first record is: that record is the node's own part (its `role` is the first).
-fn legacy_nodes(entries: Vec<Value>) -> (Vec<Value>, Vec<usize>) {
+fn legacy_nodes(entries: Vec<Json>) -> (Vec<Json>, Vec<usize>) {
     let mut out = Vec::with_capacity(entries.len());
     let mut first = Vec::with_capacity(entries.len());
     for entry in entries {
-        let roles: Vec<Value> = entry
+        let roles: Vec<Json> = entry
             .get("roles")
-            .and_then(Value::as_array)
+            .and_then(Json::as_array)
             .map(|roles| roles.iter().skip(1).cloned().collect())
             .unwrap_or_default();
         first.push(out.len());
-        let others: Vec<Value> = roles
+        let others: Vec<Json> = roles
             .into_iter()
-            .map(|role| {
-                let mut e = entry.clone();
-                e["role"] = role;
-                e
-            })
+            .map(|role| with_role(&entry, role))
             .collect();
         out.push(entry);
         out.extend(others);
     }
     (out, first)
+}
+
+/// A copy of a node's record with another `role`, in its place.
+fn with_role(entry: &Json, role: Json) -> Json {
+    let entries = entry
+        .as_object()
+        .map(|m| m.entries().to_vec())
+        .unwrap_or_default();
+    Json::object(entries.into_iter().map(|(k, v)| {
+        let v = if &*k == "role" { role.clone() } else { v };
+        (k, v)
+    }))
 }
 
 impl DeployData {
@@ -221,17 +236,20 @@ impl DeployData {
         facts: Vec<Value>,
         tags: &ClusterTags,
     ) -> DeployData {
-        let entries: Vec<Value> = nodes
+        // Every key is held once for the whole cluster (`Keys`), and each node's record is made
+        // compact as soon as it is written.
+        let mut keys = Keys::default();
+        let entries: Vec<Json> = nodes
             .iter()
             .zip(
                 facts
                     .into_iter()
                     .chain(std::iter::repeat_with(|| Value::Null)),
             )
-            .map(|(n, facts)| node_entry(n, facts, tags.nodes.get(&n.id)))
+            .map(|(n, facts)| node_entry(n, facts, tags.nodes.get(&n.id), &mut keys))
             .collect();
         let (listed, first) = legacy_nodes(entries);
-        let mut common = json!({
+        let mut top = json!({
             "cluster": {
                 "id": cluster_id,
                 "name": cluster.name,
@@ -243,25 +261,25 @@ impl DeployData {
             "settings": cluster.settings,
             "configs": Value::Object(merged_values(&cluster.settings, &cluster.generated)),
         });
-        // Moved in: `json!` writes what it is given through `to_value`, a copy of every record.
-        if let Value::Object(top) = &mut common {
-            top.insert("nodes".to_string(), Value::Array(listed));
-        }
+        // The two parts with an entry per node are made compact on their own and put in these
+        // places (`null` until then), so the cluster's keys keep the order they always had.
+        let Value::Object(top) = &mut top else {
+            unreachable!("json! of an object literal is an object")
+        };
+        top.insert("nodes".to_string(), Value::Null);
         // Nailgun's deployment data has the cluster's attributes at the top (`$.storage`, `$.access`,
         // `$.mysql.root_password`, ...), as `merged_attrs_values` gives them: generated and editable
         // merged, each `{value: x}` read as `x`, `common` lifted, `additional_components` as
         // `{<component>: {enabled}}`; so does `$`, under the keys above. `$.settings` keeps the
         // settings as written (role restrictions read `settings:a.b.value`).
-        if let Value::Object(top) = &mut common {
-            for (k, v) in merged_values(&cluster.settings, &cluster.generated) {
-                top.entry(k).or_insert(v);
-            }
+        for (k, v) in merged_values(&cluster.settings, &cluster.generated) {
+            top.entry(k).or_insert(v);
         }
         // Fuel's tasks read the nodes through `network_metadata` (Nailgun's network serializer): keyed
         // by name, with `uid`, `name`, `fqdn`, `node_roles`; networks and VIPs are whatever the settings
         // give (Plinth manages no networks), empty otherwise.
-        if let Value::Object(top) = &mut common {
-            let by_name: Map<String, Value> = nodes
+        let metadata = (!top.contains_key("network_metadata")).then(|| {
+            let by_name: Vec<(Key, Json)> = nodes
                 .iter()
                 .map(|n| {
                     let mut roles = n.roles.clone();
@@ -271,58 +289,73 @@ impl DeployData {
                             .filter(|r| !n.roles.contains(r))
                             .cloned(),
                     );
-                    (
-                        n.name.clone(),
-                        object([
+                    let record = object(
+                        [
                             ("uid", json!(n.id.to_string())),
                             ("name", json!(n.name)),
                             ("fqdn", json!(n.name)),
                             ("node_roles", json!(roles)),
                             ("network_roles", json!({})),
-                        ]),
-                    )
+                        ],
+                        &mut keys,
+                    );
+                    (Key::from(n.name.as_str()), record)
                 })
                 .collect();
-            if !top.contains_key("network_metadata") {
-                let mut metadata = Map::with_capacity(2);
-                metadata.insert("nodes".to_string(), Value::Object(by_name));
-                metadata.insert("vips".to_string(), json!({}));
-                top.insert("network_metadata".to_string(), Value::Object(metadata));
-            }
-            // Also Nailgun's: the enabled plugins, and whether the cluster was deployed before.
-            let plugins: Vec<Value> = cluster.plugins.iter().map(|p| json!({"name": p})).collect();
-            top.entry("plugins")
-                .or_insert_with(|| Value::Array(plugins));
-            let before = cluster.status != crate::model::ClusterStatus::New;
-            top.entry("deployed_before")
-                .or_insert_with(|| json!({"value": before}));
-            // What Nailgun's network and service serializers compute and Plinth, managing no
-            // networks or services, does not: present (so Fuel's expressions read them) and empty
-            // unless the settings give them.
-            for (key, empty) in serializer_defaults() {
-                top.entry(key).or_insert(empty);
-            }
+            Json::object([
+                (keys.key("nodes"), Json::object(by_name)),
+                (keys.key("vips"), Json::object([])),
+            ])
+        });
+        if metadata.is_some() {
+            top.insert("network_metadata".to_string(), Value::Null);
         }
+        // Also Nailgun's: the enabled plugins, and whether the cluster was deployed before.
+        let plugins: Vec<Value> = cluster.plugins.iter().map(|p| json!({"name": p})).collect();
+        top.entry("plugins")
+            .or_insert_with(|| Value::Array(plugins));
+        let before = cluster.status != crate::model::ClusterStatus::New;
+        top.entry("deployed_before")
+            .or_insert_with(|| json!({"value": before}));
+        // What Nailgun's network and service serializers compute and Plinth, managing no
+        // networks or services, does not: present (so Fuel's expressions read them) and empty
+        // unless the settings give them.
+        for (key, empty) in serializer_defaults() {
+            top.entry(key).or_insert(empty);
+        }
+        let (mut listed, mut metadata) = (Some(listed), metadata);
+        let common: Vec<(Key, Json)> = std::mem::take(top)
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match k.as_str() {
+                    "nodes" => listed.take().map(|l| Json::Array(l.into_boxed_slice())),
+                    "network_metadata" => metadata.take(),
+                    _ => None,
+                }
+                .unwrap_or_else(|| Json::from_value_with(v, &mut keys));
+                (keys.key(&k), v)
+            })
+            .collect();
         let nodes = nodes.iter().map(|n| n.id).zip(first).collect();
         DeployData {
-            common: Arc::new(common),
+            common: Arc::new(Json::object(common)),
             nodes,
         }
     }
 
     /// The cluster part (`$common`).
-    pub fn common(&self) -> &Arc<Value> {
+    pub fn common(&self) -> &Arc<Json> {
         &self.common
     }
 
     /// A node's own part, or `None` for a node outside the deployment.
-    pub fn node_part(&self, node_id: u64) -> Option<&Value> {
+    pub fn node_part(&self, node_id: u64) -> Option<&Json> {
         let at = *self.nodes.get(&node_id)?;
         self.common.get("nodes")?.get(at)
     }
 
     /// Every node's own part.
-    pub fn node_parts(&self) -> impl Iterator<Item = &Value> {
+    pub fn node_parts(&self) -> impl Iterator<Item = &Json> {
         self.nodes.keys().filter_map(|id| self.node_part(*id))
     }
 
@@ -364,14 +397,17 @@ mod tests {
         ];
         let data = data(&nodes);
         let listed = data.common()["nodes"].as_array().expect("a list");
-        let roles: Vec<(&Value, &Value)> = listed.iter().map(|e| (&e["id"], &e["role"])).collect();
+        let roles: Vec<(Value, Value)> = listed
+            .iter()
+            .map(|e| (e["id"].to_value(), e["role"].to_value()))
+            .collect();
         assert_eq!(
             roles,
             [
-                (&json!(1), &json!("controller")),
-                (&json!(1), &json!("compute")),
-                (&json!(2), &Value::Null),
-                (&json!(3), &json!("compute")),
+                (json!(1), json!("controller")),
+                (json!(1), json!("compute")),
+                (json!(2), Value::Null),
+                (json!(3), json!("compute")),
             ]
         );
         for (id, at) in [(1, 0), (2, 2), (3, 3)] {

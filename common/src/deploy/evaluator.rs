@@ -8,6 +8,7 @@ use super::data::{DeployData, NodeState};
 use super::restriction::restriction_to_yaql;
 use crate::expr::{Context, Engine, ExprCache, Expression, Shared};
 use crate::graph::{EvalContext, FieldEvaluator};
+use crate::json::Json;
 use crate::model::Node;
 
 /// What each task saw the last time it succeeded on each node: `(node id, task id)` → state.
@@ -66,6 +67,8 @@ pub struct YaqlFields {
     forced: bool,
     /// The models Nailgun's restriction conditions name (`settings`, `cluster`, `release`, `version`).
     models: Value,
+    /// The same, as expressions read them.
+    models_json: Json,
     /// The top-level keys of the nodes' own parts, now and in the old states.
     node_keys: HashSet<String>,
     node_key_list: Vec<String>,
@@ -131,9 +134,9 @@ impl YaqlFields {
     ) -> YaqlFields {
         let common = data.common().as_ref();
         let models = serde_json::json!({
-            "settings": common.get("settings").cloned().unwrap_or(Value::Null),
-            "cluster": common.get("cluster").cloned().unwrap_or(Value::Null),
-            "release": common.get("release").cloned().unwrap_or(Value::Null),
+            "settings": common.get("settings").map_or(Value::Null, Json::to_value),
+            "cluster": common.get("cluster").map_or(Value::Null, Json::to_value),
+            "release": common.get("release").map_or(Value::Null, Json::to_value),
             "version": {"feature_groups": []},
         });
         let mut node_keys = HashSet::new();
@@ -141,12 +144,12 @@ impl YaqlFields {
         let parts = data
             .node_parts()
             .chain(old.iter().map(NodeState::node))
-            .filter(|p| seen.insert(*p as *const Value as usize));
+            .filter(|p| seen.insert(*p as *const Json as usize));
         for part in parts {
-            if let Value::Object(m) = part {
+            if let Some(m) = part.as_object() {
                 for k in m.keys() {
                     if !node_keys.contains(k) {
-                        node_keys.insert(k.clone());
+                        node_keys.insert(k.to_string());
                     }
                 }
             }
@@ -157,6 +160,7 @@ impl YaqlFields {
             data,
             old,
             forced,
+            models_json: Json::from(&models),
             models,
             node_key_list: node_keys.iter().cloned().collect(),
             node_keys,
@@ -178,8 +182,8 @@ impl YaqlFields {
             return *s;
         }
         let same = match (self.data.common().as_ref(), old.common.as_ref()) {
-            (Value::Object(new), Value::Object(was)) => {
-                let outside = |m: &serde_json::Map<String, Value>| {
+            (Json::Object(new), Json::Object(was)) => {
+                let outside = |m: &crate::json::Object| {
                     m.keys().filter(|k| !self.node_keys.contains(*k)).count()
                 };
                 outside(new) == outside(was)
@@ -298,12 +302,12 @@ impl FieldEvaluator for YaqlFields {
         let class = self.class(&compiled, expr, old);
         let shared = &class.shared;
         if let Some(whole) = shared.whole() {
-            return Ok(whole.clone());
+            return Ok(whole.to_value());
         }
         if let Some(e) = &class.whole_error {
             return Err(e.to_string());
         }
-        let empty = Value::Object(Default::default());
+        let empty = Json::Object(Default::default());
         let common = self.data.common().as_ref();
         let node_part = self.data.node_part(at.node_id).unwrap_or(&empty);
         // `$` is the cluster part with the node's keys over it, layered, not copied.
@@ -326,7 +330,7 @@ impl FieldEvaluator for YaqlFields {
         let data = match self.data.node_part(node.id) {
             Some(v) => v,
             None => {
-                fallback = serde_json::to_value(node).unwrap_or(Value::Null);
+                fallback = serde_json::to_value(node).map_or(Json::Null, Json::from);
                 &fallback
             }
         };
@@ -339,7 +343,7 @@ impl FieldEvaluator for YaqlFields {
 
     fn cluster_expression(&self, expression: &str) -> Result<Value, String> {
         let text = restriction_to_yaql(expression, &self.models)?;
-        self.run(&text, &Context::new(&self.models))
+        self.run(&text, &Context::new(&self.models_json))
             .map_err(|e| format!("condition {expression:?}: {e}"))
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde_json::Value as J;
+use crate::json::Json as J;
 
 /// A string of a tree: a byte range of its text (the source, then strings decoded or folded at
 /// parse time).
@@ -230,7 +230,7 @@ impl Tree {
             Flat::Bool(b) => J::Bool(b),
             Flat::Int(i) => J::from(i),
             Flat::Float(x) => J::from(x),
-            Flat::Str(s) | Flat::Word(s) => J::String(self.str(s).to_string()),
+            Flat::Str(s) | Flat::Word(s) => J::String(self.str(s).into()),
             Flat::Const(c) => self.consts[c as usize].clone(),
             _ => return None,
         })
@@ -266,10 +266,10 @@ impl Tree {
                         _ => None,
                     })
                     .collect();
-                items.map_or(kind, |v| self.push_const(J::Array(v)))
+                items.map_or(kind, |v| self.push_const(J::Array(v.into_boxed_slice())))
             }
             Flat::Dict(s) => {
-                let mut m = serde_json::Map::new();
+                let mut m = Vec::new();
                 for a in self.flat_args(s) {
                     let FlatArg::Map(k, v) = a.arg() else {
                         return kind;
@@ -280,9 +280,9 @@ impl Tree {
                     let Some(v) = self.constant(v) else {
                         return kind;
                     };
-                    m.insert(self.str(key).to_string(), v);
+                    m.push((crate::json::Key::from(self.str(key)), v));
                 }
-                self.push_const(J::Object(m))
+                self.push_const(J::object(m))
             }
             Flat::Unary(UnOp::Minus, n) => match self.nodes[n as usize].kind {
                 Flat::Int(i) => i.checked_neg().map_or(kind, Flat::Int),
@@ -751,8 +751,7 @@ pub fn float_text(x: f64) -> String {
 }
 
 /// Writes a folded constant as a literal that parses (and folds) back to the same constant.
-fn write_const(f: &mut fmt::Formatter<'_>, j: &serde_json::Value) -> fmt::Result {
-    use serde_json::Value as J;
+fn write_const(f: &mut fmt::Formatter<'_>, j: &J) -> fmt::Result {
     match j {
         J::Null => f.write_str("null"),
         J::Bool(b) => write!(f, "{b}"),

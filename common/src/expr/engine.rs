@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value as J;
+use crate::json::Json as J;
+use serde_json::Value as Out;
 
 use super::ast::{Arg, Args, Kind, Node, Tree};
 use super::errors::{EvalError, EvalErrorKind, ParseError};
@@ -115,7 +116,7 @@ impl Spec {
 pub type NativeFn = for<'a> fn(&mut Interp<'a>, &Call<'a>) -> R<Value<'a>>;
 
 /// A helper function on JSON values: gets the receiver (for methods) then the arguments.
-pub type JsonFn = Arc<dyn Fn(&[J]) -> Result<J, String> + Send + Sync>;
+pub type JsonFn = Arc<dyn Fn(&[Out]) -> Result<Out, String> + Send + Sync>;
 
 /// An entry's implementation.
 #[derive(Clone)]
@@ -473,7 +474,7 @@ impl Engine {
     /// first; a method gets its receiver as the first item.
     pub fn register_json<F>(&mut self, name: &str, form: Form, f: F)
     where
-        F: Fn(&[J]) -> Result<J, String> + Send + Sync + 'static,
+        F: Fn(&[Out]) -> Result<Out, String> + Send + Sync + 'static,
     {
         self.insert(
             name,
@@ -562,13 +563,15 @@ impl Engine {
         self.entries.get(i as usize)
     }
 
-    /// Evaluates `expr` with `$` bound to `data`.
-    pub fn evaluate(&self, expr: &Expression, data: &J) -> Result<J, EvalError> {
-        self.evaluate_in(expr, &Context::new(data))
+    /// Evaluates `expr` with `$` bound to `data` (converted first: a caller evaluating often over
+    /// the same data converts it once and calls [`Engine::evaluate_in`]).
+    pub fn evaluate(&self, expr: &Expression, data: &Out) -> Result<Out, EvalError> {
+        let data = J::from(data);
+        self.evaluate_in(expr, &Context::new(&data))
     }
 
     /// Evaluates `expr` in a context (data, named variables, old state).
-    pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<J, EvalError> {
+    pub fn evaluate_in(&self, expr: &Expression, ctx: &Context<'_>) -> Result<Out, EvalError> {
         let other;
         let ctx = match ctx.shared {
             Some(s) if !s.is_for(expr) => {
@@ -631,7 +634,7 @@ impl Engine {
             let value = result
                 .ok()
                 .filter(|v| super::shared::lossless(v, true, 0))
-                .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+                .and_then(|v| Some((J::from(to_json(&v)?), matches!(v, Value::Iter(_)))));
             match value {
                 Some((value, iter)) => kept.push(super::shared::Part {
                     node: node.addr(),
@@ -664,7 +667,7 @@ impl Engine {
                     .eval_with(node, &[root])
                     .ok()
                     .filter(|v| super::shared::lossless(v, true, 0))
-                    .and_then(|v| Some((to_json(&v)?, matches!(v, Value::Iter(_)))));
+                    .and_then(|v| Some((J::from(to_json(&v)?), matches!(v, Value::Iter(_)))));
                 if let Some((value, iter)) = value {
                     kept.push(super::shared::Part {
                         node: node.addr(),
@@ -830,7 +833,7 @@ impl Engine {
     }
 
     /// Parses and evaluates in one step.
-    pub fn eval_str(&self, text: &str, data: &J) -> Result<J, super::errors::ExprError> {
+    pub fn eval_str(&self, text: &str, data: &Out) -> Result<Out, super::errors::ExprError> {
         let e = Expression::parse(text)?;
         Ok(self.evaluate(&e, data)?)
     }
@@ -868,7 +871,7 @@ impl<'c> Root<'c> {
                 let mut out: indexmap::IndexMap<Value<'c>, Value<'c>> =
                     indexmap::IndexMap::with_capacity(b.len() + t.len());
                 for (k, v) in b.iter().chain(t.iter()) {
-                    out.insert(Value::Text(k.as_str()), Value::from_json(v));
+                    out.insert(Value::Text(k), Value::from_json(v));
                 }
                 Value::Dict(std::rc::Rc::new(out))
             }

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use serde_json::Value as J;
+use crate::json::Json as J;
 
 use super::ast::{Arg, Args, BinOp, Kind, Node, UnOp};
 use super::engine::{Call, Engine, Entry, Imp, Slot};
@@ -50,7 +50,7 @@ pub struct States<'a> {
 }
 
 /// A JSON object.
-pub type Map = serde_json::Map<String, J>;
+pub type Map = crate::json::Object;
 
 /// A state given as two layers: the cluster part and the node's keys over it. Nothing is merged
 /// unless an expression needs the whole state as one value.
@@ -88,7 +88,7 @@ pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
     let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
         indexmap::IndexMap::with_capacity(base.len() + top.len());
     for (k, v) in base.iter().chain(top.iter()) {
-        out.insert(Value::Text(k.as_str()), Value::from_json(v));
+        out.insert(Value::Text(k), Value::from_json(v));
     }
     Value::Dict(Rc::new(out))
 }
@@ -489,7 +489,7 @@ impl<'a> Interp<'a> {
             }
         };
         // Over no items the predicate is never evaluated.
-        if items.is_some_and(Vec::is_empty) || names.is_some_and(|(d, ..)| d.is_empty()) {
+        if items.is_some_and(|i| i.is_empty()) || names.is_some_and(|(d, ..)| d.is_empty()) {
             return Some(Ok(Found::new()));
         }
         let y = match self.eval(if j.left { l } else { r }) {
@@ -1275,7 +1275,7 @@ fn const_key(args: Args<'_>) -> Option<(&str, Option<Node<'_>>)> {
     };
     match key.kind() {
         Kind::Str(k) | Kind::Word(k) => Some((k, default)),
-        Kind::Const(J::String(k)) => Some((k.as_str(), default)),
+        Kind::Const(J::String(k)) => Some((&**k, default)),
         _ => None,
     }
 }

@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use serde_json::Value as J;
+use crate::json::Json as J;
 
 use super::ast::{Arg, BinOp, Kind, Node, UnOp};
 use super::value::{compare, equal, json_get, Value, View};

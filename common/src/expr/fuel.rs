@@ -322,7 +322,7 @@ fn to_yaml_fn<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 /// The items of a list read in place from the input: a JSON list, or a JSON dictionary's values.
 #[derive(Clone, Copy)]
 enum Items<'a> {
-    List(&'a [serde_json::Value]),
+    List(&'a [crate::json::Json]),
     Values(&'a Map),
 }
 
@@ -336,8 +336,8 @@ impl<'a> Items<'a> {
 
     /// Whether `item` (the one at `at`, under `key` for dictionary values) is among these items,
     /// looked for at its own place first.
-    fn holds(self, at: usize, key: Option<&str>, item: &serde_json::Value) -> bool {
-        let same = |j: &serde_json::Value| equal(&Value::from_json(j), &Value::from_json(item));
+    fn holds(self, at: usize, key: Option<&str>, item: &crate::json::Json) -> bool {
+        let same = |j: &crate::json::Json| equal(&Value::from_json(j), &Value::from_json(item));
         let here = match (self, key) {
             (Items::List(l), _) => l.get(at),
             (Items::Values(m), Some(k)) => super::value::json_get(m, k),
@@ -405,8 +405,8 @@ fn items_in_state<'a>(
         }
     };
     match (v, values) {
-        (Value::Json(serde_json::Value::Object(m)), true) => Ok(Some(Items::Values(m))),
-        (Value::Json(serde_json::Value::Array(l)), false) => Ok(Some(Items::List(l))),
+        (Value::Json(crate::json::Json::Object(m)), true) => Ok(Some(Items::Values(m))),
+        (Value::Json(crate::json::Json::Array(l)), false) => Ok(Some(Items::List(l))),
         _ => Err(()),
     }
 }
@@ -448,13 +448,13 @@ pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: Node<'a>)
     let mut found = false;
     // A string equals only a string of the same text.
     let text = x.as_str();
-    let mut check = |at: usize, name: Option<&str>, item: &'a serde_json::Value| {
-        let serde_json::Value::Object(m) = item else {
+    let mut check = |at: usize, name: Option<&str>, item: &'a crate::json::Json| {
+        let crate::json::Json::Object(m) = item else {
             return None;
         };
         let v = super::value::json_get(m, key)?;
         let hit = match (text, v) {
-            (Some(t), serde_json::Value::String(s)) => super::value::str_eq(t, s),
+            (Some(t), crate::json::Json::String(s)) => super::value::str_eq(t, s),
             (Some(_), _) => false,
             (None, v) => equal(&Value::from_json(v), x),
         };
@@ -471,7 +471,7 @@ pub(crate) fn in_diff_key<'a>(it: &mut Interp<'a>, x: &Value<'a>, rhs: Node<'a>)
         }
         Items::Values(m) => {
             for (at, (k, item)) in m.iter().enumerate() {
-                check(at, Some(k.as_str()), item)?;
+                check(at, Some(k), item)?;
             }
         }
     }

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value as J};
+use crate::json::{Json as J, Object as Map};
 
 use super::ast::Node;
 use super::value::{json_get, str_eq};
@@ -86,12 +86,9 @@ const SCAN_MAX: usize = 16;
 
 /// `m[key]`, for the constant key of node `at`: a large object is first read at the position
 /// where the key was found last (if the key there is `key`, that is its entry: keys are
-/// unique), and otherwise looked up by hash, remembering where the key was found.
-///
-/// Reading the `n`th entry walks the map's iterator; over the object's entries, which lie in
-/// one vector, the compiler turns that walk into one step (this is what makes it pay).
+/// unique), and otherwise looked up in its index, remembering where the key was found.
 #[inline]
-pub(crate) fn json_get_at<'j>(m: &'j Map<String, J>, key: &str, at: Node<'_>) -> Option<&'j J> {
+pub(crate) fn json_get_at<'j>(m: &'j Map, key: &str, at: Node<'_>) -> Option<&'j J> {
     if m.len() <= SCAN_MAX {
         return json_get(m, key);
     }
@@ -100,31 +97,17 @@ pub(crate) fn json_get_at<'j>(m: &'j Map<String, J>, key: &str, at: Node<'_>) ->
     if w & TAG_MASK == TAG_POSITION {
         // The low 32 bits are the position.
         let i = (w & u64::from(u32::MAX)) as usize;
-        if let Some((k, v)) = m.iter().nth(i) {
+        if let Some((k, v)) = m.get_index(i) {
             if str_eq(k, key) {
                 return Some(v);
             }
         }
     }
-    let (k, v) = m.get_key_value(key)?;
-    if let Some(i) = position(m, k).and_then(|i| u32::try_from(i).ok()) {
-        word.store(TAG_POSITION | u64::from(i), Ordering::Relaxed);
+    let i = m.position(key)?;
+    if let Ok(i32) = u32::try_from(i) {
+        word.store(TAG_POSITION | u64::from(i32), Ordering::Relaxed);
     }
-    Some(v)
-}
-
-/// The position of the key `k` (a reference into `m`) among `m`'s entries, found from its
-/// address: entries lie in one vector, at a fixed distance from each other. `None` (nothing
-/// remembered) if the entry there is not `k` itself.
-fn position(m: &Map<String, J>, k: &String) -> Option<usize> {
-    let mut keys = m.keys();
-    let first = keys.next()? as *const String as usize;
-    let second = keys.next()? as *const String as usize;
-    let stride = second.checked_sub(first).filter(|s| *s > 0)?;
-    let offset = (k as *const String as usize).checked_sub(first)?;
-    let i = offset / stride;
-    let at = m.keys().nth(i)?;
-    (offset % stride == 0 && std::ptr::eq(at, k)).then_some(i)
+    m.get_index(i).map(|(_, v)| v)
 }
 
 #[cfg(test)]
@@ -149,11 +132,15 @@ mod tests {
         let tree = crate::expr::Expression::parse("$.k").unwrap();
         let at = tree.root();
         let big = |order: &[usize]| {
-            let mut m = Map::new();
-            for i in order {
-                m.insert(format!("k{i}"), J::from(*i));
+            let m = J::object(
+                order
+                    .iter()
+                    .map(|i| (crate::json::Key::from(format!("k{i}")), J::from(*i as i64))),
+            );
+            match m {
+                J::Object(m) => m,
+                _ => unreachable!("J::object makes an object"),
             }
-            m
         };
         let forward: Vec<usize> = (0..40).collect();
         let backward: Vec<usize> = (0..40).rev().collect();

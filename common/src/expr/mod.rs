@@ -3,6 +3,7 @@
 //!
 //! ```
 //! use plinth_common::expr::{Context, Engine, ExprCache};
+//! use plinth_common::json::Json;
 //! use serde_json::json;
 //!
 //! let engine = Engine::new();
@@ -11,7 +12,8 @@
 //! let data = json!({"nodes": [{"status": "ready"}, {"status": "error"}]});
 //! assert_eq!(engine.evaluate(&expr, &data).unwrap(), json!(1));
 //!
-//! let old = json!({"nodes": []});
+//! // Data read often is converted once into the engine's compact form.
+//! let (data, old) = (Json::from(data), Json::from(json!({"nodes": []})));
 //! let changed = cache.get_or_parse("changed($.nodes)").unwrap();
 //! let ctx = Context::new(&data).old(Some(&old));
 //! assert_eq!(engine.evaluate_in(&changed, &ctx).unwrap(), json!(true));

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as J;
+use crate::json::Json as J;
 
 use super::ast::{Arg, Args, Kind, Node};
 use super::engine::Expression;
@@ -590,7 +590,7 @@ pub(crate) fn values_of_path(node: Node<'_>) -> Option<Node<'_>> {
 
 /// Indexes the values of `d` by their value at `key`, by position, with their names; `None`
 /// unless every value is an object with that key.
-pub(crate) fn build_names(d: &serde_json::Map<String, J>, key: &str) -> Option<(HashIndex, Names)> {
+pub(crate) fn build_names(d: &crate::json::Object, key: &str) -> Option<(HashIndex, Names)> {
     let mut hashes = Vec::with_capacity(d.len());
     let mut names = Names::with_capacity(d.len());
     for (name, item) in d {

@@ -1,13 +1,14 @@
 //! Runtime values. Input data is borrowed (`Value::Json` points into the caller's
-//! `serde_json::Value`), so walking a large context copies nothing; values built by the
+//! [`crate::json::Json`]), so walking a large context copies nothing; values built by the
 //! expression are reference-counted so passing them around is cheap.
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
+use crate::json::{Json as J, Object as JMap};
 use indexmap::{IndexMap, IndexSet};
-use serde_json::Value as J;
+use serde_json::Value as Out;
 
 use super::ast::Node;
 
@@ -118,7 +119,7 @@ pub enum View<'v, 'a> {
     /// A list built by the expression.
     List(&'v [Value<'a>]),
     /// A dictionary borrowed from the input.
-    JDict(&'a serde_json::Map<String, J>),
+    JDict(&'a JMap),
     /// A dictionary built by the expression.
     Dict(&'v IndexMap<Value<'a>, Value<'a>>),
     /// A set.
@@ -349,15 +350,11 @@ pub fn str_eq(a: &str, b: &str) -> bool {
     }
 }
 
-/// Looks a key up in a JSON object: a scan for small objects (cheaper than hashing the key),
-/// the hash index for large ones.
+/// Looks a key up in a JSON object: a scan for small objects, a binary search of a large one's
+/// index.
 #[inline]
-pub fn json_get<'j>(m: &'j serde_json::Map<String, J>, key: &str) -> Option<&'j J> {
-    if m.len() <= 16 {
-        m.iter().find(|(k, _)| str_eq(k, key)).map(|(_, v)| v)
-    } else {
-        m.get(key)
-    }
+pub fn json_get<'j>(m: &'j JMap, key: &str) -> Option<&'j J> {
+    m.get(key)
 }
 
 /// A small, fast, non-cryptographic hasher for the entries of dictionaries and sets (their
@@ -433,7 +430,7 @@ fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
             let (xs, ys) = (seq_items(a), seq_items(b));
             xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| equal(x, y))
         }
-        (View::JDict(x), View::JDict(y)) => json_map_eq(x, y),
+        (View::JDict(x), View::JDict(y)) => x == y,
         (View::JDict(_) | View::Dict(_), View::JDict(_) | View::Dict(_)) => {
             let (xs, ys) = (dict_items(a), dict_items(b));
             xs.len() == ys.len()
@@ -449,39 +446,9 @@ fn equal_at(a: &Value<'_>, b: &Value<'_>, depth: usize) -> bool {
     }
 }
 
-/// `a == b` on JSON, faster when objects list their keys in the same order (entries are compared
-/// side by side until the orders part, then by lookup).
+/// `a == b` on JSON (maps compare side by side until their orders part, then by lookup).
 pub fn json_eq(a: &J, b: &J) -> bool {
-    match (a, b) {
-        (J::Object(x), J::Object(y)) => json_map_eq(x, y),
-        (J::Array(x), J::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (J::String(x), J::String(y)) => str_eq(x, y),
-        _ => a == b,
-    }
-}
-
-fn json_map_eq(x: &serde_json::Map<String, J>, y: &serde_json::Map<String, J>) -> bool {
-    if x.len() != y.len() {
-        return false;
-    }
-    let mut theirs = y.iter();
-    for (k, v) in x {
-        match theirs.next() {
-            Some((k2, v2)) if str_eq(k, k2) => {
-                if !json_eq(v, v2) {
-                    return false;
-                }
-            }
-            _ => {
-                return x
-                    .iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-            }
-        }
-    }
-    true
+    a == b
 }
 
 /// The items of a list or set (empty for anything else).
@@ -499,7 +466,7 @@ pub fn dict_items<'a>(v: &Value<'a>) -> Vec<(Value<'a>, Value<'a>)> {
     match v.view() {
         View::JDict(m) => m
             .iter()
-            .map(|(k, v)| (Value::Text(k.as_str()), Value::from_json(v)))
+            .map(|(k, v)| (Value::Text(k), Value::from_json(v)))
             .collect(),
         View::Dict(d) => d.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         _ => Vec::new(),
@@ -594,7 +561,7 @@ fn hash_at<H: Hasher>(value: &Value<'_>, state: &mut H, depth: usize) {
                 for (k, v) in m {
                     let mut h = FxHasher::default();
                     3u8.hash(&mut h);
-                    k.as_str().hash(&mut h);
+                    k.hash(&mut h);
                     hash_at(&Value::from_json(v), &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
@@ -649,38 +616,40 @@ fn key_text(k: &Value<'_>) -> String {
 
 /// Converts to JSON: sets become lists, non-string keys their JSON text, regexes their pattern,
 /// the undefined value `null`. Lambdas and lazy sequences have no JSON form (`None`).
-pub fn to_json(v: &Value<'_>) -> Option<J> {
+pub fn to_json(v: &Value<'_>) -> Option<Out> {
     to_json_at(v, 0)
 }
 
-fn to_json_at(v: &Value<'_>, depth: usize) -> Option<J> {
+fn to_json_at(v: &Value<'_>, depth: usize) -> Option<Out> {
     if depth > MAX_NESTING {
         return None;
     }
     let to_json = |v: &Value<'_>| to_json_at(v, depth + 1);
     Some(match v {
-        Value::Undef | Value::Null => J::Null,
-        Value::Bool(b) => J::Bool(*b),
-        Value::Int(i) => J::from(*i),
+        Value::Undef | Value::Null => Out::Null,
+        Value::Bool(b) => Out::Bool(*b),
+        Value::Int(i) => Out::from(*i),
         Value::Float(x) => serde_json::Number::from_f64(*x)
-            .map(J::Number)
-            .unwrap_or(J::Null),
-        Value::Str(s) => J::String(s.to_string()),
-        Value::Text(s) => J::String(s.to_string()),
-        Value::Json(j) => (*j).clone(),
-        Value::List(l) | Value::Iter(l) => J::Array(l.iter().map(to_json).collect::<Option<_>>()?),
-        Value::Set(s) => J::Array(s.iter().map(to_json).collect::<Option<_>>()?),
+            .map(Out::Number)
+            .unwrap_or(Out::Null),
+        Value::Str(s) => Out::String(s.to_string()),
+        Value::Text(s) => Out::String(s.to_string()),
+        Value::Json(j) => j.to_value(),
+        Value::List(l) | Value::Iter(l) => {
+            Out::Array(l.iter().map(to_json).collect::<Option<_>>()?)
+        }
+        Value::Set(s) => Out::Array(s.iter().map(to_json).collect::<Option<_>>()?),
         Value::Dict(d) => {
             let mut m = serde_json::Map::new();
             for (k, v) in d.iter() {
                 m.insert(key_text(k), to_json(v)?);
             }
-            J::Object(m)
+            Out::Object(m)
         }
-        Value::Regex(r) => J::String(r.as_str().to_string()),
+        Value::Regex(r) => Out::String(r.as_str().to_string()),
         Value::Lambda(_) | Value::Gen(_) => return None,
-        Value::DateTime(d) => J::String(super::library::datetime::datetime_text(d)),
-        Value::Span(us) => J::from(*us as f64 / 1e6),
+        Value::DateTime(d) => Out::String(super::library::datetime::datetime_text(d)),
+        Value::Span(us) => Out::from(*us as f64 / 1e6),
     })
 }
 
@@ -720,17 +689,17 @@ pub fn python_float(x: f64) -> String {
 }
 
 /// Converts JSON into an owned value (for results of registered helper functions).
-pub fn from_json_owned<'a>(j: &J) -> Value<'a> {
+pub fn from_json_owned<'a>(j: &Out) -> Value<'a> {
     match j {
-        J::Null => Value::Null,
-        J::Bool(b) => Value::Bool(*b),
-        J::Number(n) => match n.as_i64() {
+        Out::Null => Value::Null,
+        Out::Bool(b) => Value::Bool(*b),
+        Out::Number(n) => match n.as_i64() {
             Some(i) => Value::Int(i),
             None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         },
-        J::String(s) => Value::str(s),
-        J::Array(a) => Value::list(a.iter().map(from_json_owned).collect()),
-        J::Object(m) => Value::Dict(Rc::new(
+        Out::String(s) => Value::str(s),
+        Out::Array(a) => Value::list(a.iter().map(from_json_owned).collect()),
+        Out::Object(m) => Value::Dict(Rc::new(
             m.iter()
                 .map(|(k, v)| (Value::str(k), from_json_owned(v)))
                 .collect(),

@@ -86,6 +86,14 @@ impl Object {
         })))
     }
 
+    /// Its entries, to build another map from.
+    pub fn into_entries(self) -> Vec<(Key, Json)> {
+        match self.0 {
+            Repr::Small(e) => e.into_vec(),
+            Repr::Large(l) => l.entries.into_vec(),
+        }
+    }
+
     /// The entries, in the order written.
     pub fn entries(&self) -> &[(Key, Json)] {
         match &self.0 {
@@ -114,6 +122,12 @@ impl Object {
     /// The entry at `at`, in the order written.
     pub fn get_index(&self, at: usize) -> Option<(&str, &Json)> {
         self.entries().get(at).map(|(k, v)| (&**k, v))
+    }
+
+    /// The stored key and its value.
+    pub fn get_key_value(&self, key: &str) -> Option<(&Key, &Json)> {
+        self.position(key)
+            .map(|at| (&self.entries()[at].0, &self.entries()[at].1))
     }
 
     /// Whether `key` is there.
@@ -367,6 +381,55 @@ impl Json {
     }
 }
 
+impl From<i64> for Json {
+    fn from(n: i64) -> Json {
+        Json::Number(n.into())
+    }
+}
+
+impl From<f64> for Json {
+    /// A float JSON cannot write (NaN, infinity) is `null`, as in `serde_json`.
+    fn from(x: f64) -> Json {
+        Number::from_f64(x).map_or(Json::Null, Json::Number)
+    }
+}
+
+impl From<bool> for Json {
+    fn from(b: bool) -> Json {
+        Json::Bool(b)
+    }
+}
+
+impl From<&str> for Json {
+    fn from(s: &str) -> Json {
+        Json::String(s.into())
+    }
+}
+
+/// What a missing key or place reads as through `[]`.
+static NULL: Json = Json::Null;
+
+impl<I: JsonIndex> std::ops::Index<I> for Json {
+    type Output = Json;
+
+    /// As `serde_json`'s: `null` for a key or place that is not there.
+    fn index(&self, index: I) -> &Json {
+        index.index_into(self).unwrap_or(&NULL)
+    }
+}
+
+impl<'o> IntoIterator for &'o Object {
+    type Item = (&'o str, &'o Json);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'o, (Key, Json)>,
+        fn(&'o (Key, Json)) -> (&'o str, &'o Json),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries().iter().map(|(k, v)| (&**k, v))
+    }
+}
+
 impl From<serde_json::Value> for Json {
     fn from(v: serde_json::Value) -> Json {
         Json::from_value_with(v, &mut Keys::default())
@@ -400,6 +463,24 @@ impl PartialEq<serde_json::Value> for Json {
             }
             _ => false,
         }
+    }
+}
+
+impl PartialEq<Json> for serde_json::Value {
+    fn eq(&self, other: &Json) -> bool {
+        other == self
+    }
+}
+
+impl PartialEq<str> for Json {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == Some(other)
+    }
+}
+
+impl PartialEq<&str> for Json {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == Some(*other)
     }
 }
 

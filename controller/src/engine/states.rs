@@ -11,7 +11,8 @@
 
 use crate::store::{BlobBody, CompressedJson, StateBlob, StateRow, Store, StoreResult};
 use plinth_common::deploy::NodeState;
-use serde_json::{json, Value};
+use plinth_common::json::Json;
+use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ impl TaskStates {
     ) -> StoreResult<TaskStates> {
         // Cluster parts by address, while they are held: every one was made before this call, so no
         // address is reused for another while a state still names it.
-        let mut shared: HashMap<*const Value, String> = HashMap::new();
+        let mut shared: HashMap<*const Json, String> = HashMap::new();
         let mut shared_blobs: Vec<StateBlob> = Vec::new();
         let mut pending: Vec<StateBlob> = Vec::with_capacity(BLOBS_PER_WRITE.min(states.len()));
         let mut nodes = HashMap::with_capacity(states.len());
@@ -81,7 +82,7 @@ impl TaskStates {
 }
 
 /// Adds a node's own part as a blob (its hash and JSON text) to those to store; returns its hash.
-fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> String {
+fn blob(value: &Json, pending: &mut Vec<StateBlob>) -> String {
     // Cut to its length where it lies (a text grown by doubling may hold twice its length).
     let text = value.to_string().into_boxed_str();
     let hash = crate::store::text_hash(&text);
@@ -91,7 +92,7 @@ fn blob(value: &Value, pending: &mut Vec<StateBlob>) -> String {
 
 /// Adds a cluster part as a blob, compressed as it is written (its text is the size of every node's
 /// record and facts, and PostgreSQL's client would copy it twice more); returns its hash.
-fn packed_blob(value: &Value, pending: &mut Vec<StateBlob>) -> StoreResult<String> {
+fn packed_blob(value: &Json, pending: &mut Vec<StateBlob>) -> StoreResult<String> {
     let (hash, packed) = CompressedJson::encode_hashed(value)
         .map_err(|e| crate::store::StoreError::Database(format!("a task state: {e}")))?;
     pending.push((hash.clone(), BlobBody::Packed(packed)));
@@ -103,13 +104,15 @@ mod tests {
     use super::*;
     use crate::store::sqlite::SqliteStore;
 
-    fn state(common: &Arc<Value>, own: Value) -> NodeState {
-        NodeState::new(common.clone(), Arc::new(own))
+    fn state(common: &Arc<Json>, own: serde_json::Value) -> NodeState {
+        NodeState::new(common.clone(), Arc::new(own.into()))
     }
 
     #[test]
     fn blobs_are_stored_at_the_start_and_rows_name_them_by_the_hash_of_their_tree() {
-        let common = Arc::new(json!({"nodes": [{"id": 1}, {"id": 2}], "load": 0.1 + 0.2}));
+        let common = Arc::new(Json::from(
+            json!({"nodes": [{"id": 1}, {"id": 2}], "load": 0.1 + 0.2}),
+        ));
         let states: BTreeMap<u64, NodeState> = [
             (
                 1,
@@ -122,7 +125,7 @@ mod tests {
         let store = SqliteStore::in_memory().unwrap();
         // Three blobs, two a transaction in tests: the writes cross a boundary.
         let kept = TaskStates::store(states.clone(), &store).unwrap();
-        let hash = crate::store::blob_hash;
+        let hash = |j: &Json| crate::store::blob_hash(j);
         let wanted = [
             (hash(&common), (*common).clone()),
             (hash(states[&1].node()), states[&1].node().clone()),
@@ -141,7 +144,7 @@ mod tests {
             (2, task("t1")),
             (3, task("t1")),
         ];
-        let rows: Vec<(u64, String, Value)> = kept
+        let rows: Vec<(u64, String, serde_json::Value)> = kept
             .rows(&tasks)
             .iter()
             .map(|(n, t, r)| (*n, t.to_string(), serde_json::from_str(r).unwrap()))

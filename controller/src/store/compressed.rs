@@ -108,11 +108,11 @@ impl<W: Write> Write for Hashing<W> {
 
 /// A stored document (`what`, for errors): compressed where it has been kept so (rows written since
 /// migration 12), else the text of a row written before.
-pub(crate) fn stored_json(
+pub(crate) fn stored_json<T: DeserializeOwned>(
     packed: Option<Vec<u8>>,
     text: &str,
     what: &str,
-) -> super::StoreResult<serde_json::Value> {
+) -> super::StoreResult<T> {
     let read = match packed {
         Some(bytes) => CompressedJson::from_bytes(bytes).decode(),
         None => serde_json::from_str(text).map_err(CompressedError::from),

@@ -22,6 +22,7 @@ pub use compressed::{CompressedError, CompressedJson};
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};
+use plinth_common::json::Json;
 use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
@@ -125,8 +126,10 @@ fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
 }
 
 /// The content hash a state blob is stored under.
-pub fn blob_hash(value: &serde_json::Value) -> String {
-    text_hash(&value.to_string())
+pub fn blob_hash<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    // A tree of JSON values always serializes (its keys are strings); an empty text would only
+    // make a hash no blob has.
+    text_hash(&serde_json::to_string(value).unwrap_or_default())
 }
 
 /// The content hash of a state blob's JSON text (as [`blob_hash`] gives for the tree the text prints).
@@ -139,7 +142,7 @@ pub fn text_hash(text: &str) -> String {
 /// out (the task's `changed()` is then true).
 pub fn old_states_from(
     rows: Vec<(u64, String, serde_json::Value)>,
-    blobs_of: impl FnOnce(&[String]) -> StoreResult<Vec<(String, serde_json::Value)>>,
+    blobs_of: impl FnOnce(&[String]) -> StoreResult<Vec<(String, Json)>>,
 ) -> StoreResult<OldStates> {
     let hashes: Vec<String> = rows
         .iter()
@@ -149,7 +152,7 @@ pub fn old_states_from(
         .into_iter()
         .map(str::to_string)
         .collect();
-    let blobs: HashMap<String, Arc<serde_json::Value>> = blobs_of(&hashes)?
+    let blobs: HashMap<String, Arc<Json>> = blobs_of(&hashes)?
         .into_iter()
         .map(|(h, v)| (h, Arc::new(v)))
         .collect();
@@ -304,7 +307,7 @@ pub trait Store: Send + Sync + 'static {
     /// The recorded state references of these nodes' tasks.
     fn task_states(&self, node_ids: &[u64]) -> StoreResult<Vec<(u64, String, serde_json::Value)>>;
     /// Stored state blobs by content hash (missing ones are left out).
-    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>>;
+    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, Json)>>;
     /// What a deployment was resolved from (its inputs snapshot).
     fn deployment_inputs(&self, id: u64) -> StoreResult<serde_json::Value>;
     /// Everything a deployment of a cluster resolves from, read in one transaction so that no write

@@ -531,7 +531,10 @@ impl Store for PgStore {
         self.write(|t| model::save_task_states(t, blobs, rows))
     }
 
-    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>> {
+    fn state_blobs(
+        &self,
+        hashes: &[String],
+    ) -> StoreResult<Vec<(String, plinth_common::json::Json)>> {
         self.read(|t| model::state_blobs(t, hashes))
     }
 

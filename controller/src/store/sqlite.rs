@@ -346,7 +346,10 @@ impl Store for SqliteStore {
         self.tx(|tx| model::save_task_states(tx, blobs, rows))
     }
 
-    fn state_blobs(&self, hashes: &[String]) -> StoreResult<Vec<(String, serde_json::Value)>> {
+    fn state_blobs(
+        &self,
+        hashes: &[String],
+    ) -> StoreResult<Vec<(String, plinth_common::json::Json)>> {
         self.tx(|tx| model::state_blobs(tx, hashes))
     }
 

@@ -3,6 +3,7 @@
 //! case, the connection over TLS); the server stops when the last case using it ends.
 
 use super::*;
+use plinth_common::json::Json;
 use plinth_common::wire::{ResultStatus, TaskKind, TaskSpec, TASK_LIST_FORMAT};
 use std::collections::BTreeMap;
 
@@ -852,7 +853,10 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     let ids: Vec<u64> = snap.nodes.iter().map(|n| n.id).collect();
     assert_eq!(ids, [inside.id], "only the cluster's nodes");
     let old = snap.old_states.get(inside.id, "release-task").unwrap();
-    assert_eq!((&*old.common, old.node()), (&common, &own));
+    assert_eq!(
+        (&*old.common, old.node()),
+        (&Json::from(&common), &Json::from(&own))
+    );
 
     let without = s.cluster_snapshot(c.id, &[], false).unwrap();
     assert!(without.graphs.is_empty() && without.old_states.is_empty());
@@ -1193,7 +1197,10 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     assert_eq!(
         s.state_blobs(&[blob_hash(&b2), gone, blob_hash(&b1)])
             .unwrap(),
-        [(blob_hash(&b2), b2), (blob_hash(&b1), b1)]
+        [
+            (blob_hash(&b2), Json::from(b2)),
+            (blob_hash(&b1), Json::from(b1))
+        ]
     );
 
     // Last-seen times: the latest wins, an older one changes nothing, an unknown node is ignored.

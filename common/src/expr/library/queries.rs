@@ -279,7 +279,7 @@ fn first<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     // A list is read in place: only its first item is taken.
     let found = match &this {
         Value::Iter(l) | Value::List(l) => l.first().cloned(),
-        Value::Json(serde_json::Value::Array(l)) => l.first().map(Value::from_json),
+        Value::Json(crate::json::Json::Array(l)) => l.first().map(Value::from_json),
         _ => this_items(it, c)?.into_iter().next(),
     };
     match found {

@@ -242,7 +242,7 @@ pub(super) fn save_task_states(
 pub(super) fn state_blobs(
     t: &Tx,
     hashes: &[String],
-) -> StoreResult<Vec<(String, serde_json::Value)>> {
+) -> StoreResult<Vec<(String, plinth_common::json::Json)>> {
     let rows = t.query(
         "SELECT hash, body, body_gz FROM state_blobs WHERE hash = ANY($1)",
         &[&hashes],

@@ -190,7 +190,7 @@ pub(super) fn save_task_states(
 pub(super) fn state_blobs(
     tx: &Connection,
     hashes: &[String],
-) -> StoreResult<Vec<(String, serde_json::Value)>> {
+) -> StoreResult<Vec<(String, plinth_common::json::Json)>> {
     let mut stmt = tx.prepare_cached("SELECT body, body_gz FROM state_blobs WHERE hash = ?1")?;
     let mut out = Vec::new();
     for hash in hashes {

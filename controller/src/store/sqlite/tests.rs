@@ -153,6 +153,9 @@ fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
     let both = [hash, crate::store::blob_hash(&new)];
     assert_eq!(
         s.state_blobs(&both).unwrap(),
-        vec![(both[0].clone(), old), (both[1].clone(), new)]
+        vec![
+            (both[0].clone(), plinth_common::json::Json::from(old)),
+            (both[1].clone(), plinth_common::json::Json::from(new))
+        ]
     );
 }
