@@ -42,7 +42,8 @@ fn cluster(n: usize) -> (Cluster, Release, Vec<Node>) {
             let mut node = Node::new(i, format!("node-{i}"), &[role]);
             node.status = NodeStatus::Ready;
             node.facts =
-                json!({"cpus": 64, "memory_mb": 262144, "disks": [{"name": "sda", "size": 960}]});
+                json!({"cpus": 64, "memory_mb": 262144, "disks": [{"name": "sda", "size": 960}]})
+                    .into();
             node
         })
         .collect();

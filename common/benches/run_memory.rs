@@ -11,7 +11,8 @@
 //!
 //! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks; add `owned`
 //! to resolve as the controller does, with [`plinth_common::snapshot::resolve_owned`], which moves each
-//! node's facts out of the snapshot instead of copying them).
+//! node's facts out of the snapshot instead of copying them; add `facts=FILE` to give every node the
+//! facts a real machine reported, `plinth-agent facts > FILE`, its host name made its own).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -98,7 +99,7 @@ fn place(i: usize, n: usize) -> (&'static str, &'static str) {
 }
 
 /// The snapshot the controller stores with such a deployment (the shape of a registered simulated node).
-fn snapshot(n: usize, tasks: usize) -> Snapshot {
+fn snapshot(n: usize, tasks: usize, real_facts: Option<&Value>) -> Snapshot {
     let task = |id: String, requires: Option<String>| {
         json!({"id": id, "type": "shell", "tags": ["*"], "parameters": {"cmd": "true"},
                "requires": requires.into_iter().collect::<Vec<_>>()})
@@ -129,12 +130,20 @@ fn snapshot(n: usize, tasks: usize) -> Snapshot {
             .iter()
             .map(|k| (k.to_string(), Value::Null))
             .collect();
+            let facts = match real_facts {
+                Some(real) => {
+                    let mut facts = real.clone();
+                    facts["hostname"] = json!(format!("sim-{i}"));
+                    facts
+                }
+                None => json!({"hostname": format!("sim-{i}"), "kernel": null, "os": null,
+                    "dmi": dmi, "cpu": null, "memory": null, "disks": [], "nics": [],
+                    "collected_in_us": null}),
+            };
             json!({"id": i + 1, "name": format!("sim-{i}"), "roles": [], "pending_roles": [],
                 "deployed_roles": [], "tags_added": [tag], "tags_removed": [], "primary_tags": [],
                 "labels": {}, "rack": rack, "status": "discover", "pending_addition": true,
-                "pending_deletion": false,
-                "facts": {"hostname": format!("sim-{i}"), "kernel": null, "os": null, "dmi": dmi,
-                    "cpu": null, "memory": null, "disks": [], "nics": [], "collected_in_us": null}})
+                "pending_deletion": false, "facts": facts})
         })
         .collect();
     serde_json::from_value(json!({
@@ -202,7 +211,19 @@ fn main() {
     let n = args.first().copied().unwrap_or(5000);
     let tasks = args.get(1).copied().unwrap_or(20);
     let owned = std::env::args().any(|a| a == "owned");
-    let snapshot = snapshot(n, tasks);
+    let real_facts: Option<Value> = std::env::args()
+        .find_map(|a| a.strip_prefix("facts=").map(str::to_string))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("the facts file reads");
+            serde_json::from_str(&text).expect("the facts file is JSON")
+        });
+    let mut snapshot = snapshot(n, tasks, real_facts.as_ref());
+    // The facts as the controller reads them: keys shared across the cluster.
+    let mut keys = plinth_common::json::Keys::default();
+    for node in &mut snapshot.nodes {
+        let facts = std::mem::take(&mut node.facts).to_value();
+        node.facts = plinth_common::json::Json::from_value_with(facts, &mut keys);
+    }
     // What the run and the strategy need of each node, kept apart: resolving owned takes the snapshot.
     let nodes: Vec<(u64, String, Option<String>)> = snapshot
         .nodes

@@ -45,9 +45,9 @@ fn facts(host: &str, took_us: u64) -> Value {
 fn nodes(host_2: &str, took_2: u64) -> Vec<Node> {
     let mut nodes = fuel_cluster_nodes(8);
     for n in &mut nodes {
-        n.facts = facts(&n.name, 6_780);
+        n.facts = facts(&n.name, 6_780).into();
     }
-    nodes[1].facts = facts(host_2, took_2);
+    nodes[1].facts = facts(host_2, took_2).into();
     nodes
 }
 

@@ -159,8 +159,8 @@ fn a_snapshot_resolved_owned_gives_what_it_gives_borrowed() {
                     parameters: {cmd: {yaql_exp: 'concat(\"echo \", $.facts.hostname)'}, \
                                  all: {yaql_exp: '$.nodes.select($.facts.hostname)'}}}\n";
     let mut s = snapshot(tasks);
-    s.nodes[0].facts = json!({"hostname": "one", "disks": [{"name": "sda"}]});
-    s.nodes[1].facts = json!({"hostname": "two", "disks": []});
+    s.nodes[0].facts = json!({"hostname": "one", "disks": [{"name": "sda"}]}).into();
+    s.nodes[1].facts = json!({"hostname": "two", "disks": []}).into();
     let exprs = Expressions::standard();
     let borrowed = resolve(&s, &types(&["default"]), &exprs).unwrap();
     let owned = resolve_owned(s.clone(), &types(&["default"]), &exprs).unwrap();
@@ -190,8 +190,8 @@ fn an_agent_restarting_changes_nothing_a_task_sees() {
                     condition: {yaql_exp: 'changed($)'}, parameters: {cmd: 'true'}}\n";
     let mut s = snapshot(tasks);
     let facts = |host: &str, took: u64| json!({"hostname": host, "collected_in_us": took});
-    s.nodes[0].facts = facts("one", 6_780);
-    s.nodes[1].facts = facts("two", 7_125);
+    s.nodes[0].facts = facts("one", 6_780).into();
+    s.nodes[1].facts = facts("two", 7_125).into();
     let exprs = Expressions::standard();
     let first = resolve(&s, &types(&["default"]), &exprs).unwrap();
     assert!(first.states[&1].node()["facts"]
@@ -206,11 +206,11 @@ fn an_agent_restarting_changes_nothing_a_task_sees() {
     };
     let unchanged = Some("condition is false".to_string());
     // Node 2's agent restarts: its facts are read again, the same but for the time they took.
-    s.nodes[1].facts = facts("two", 9_012);
+    s.nodes[1].facts = facts("two", 9_012).into();
     assert_eq!(skipped(&s, 1), unchanged, "node 1 sees no change");
     assert_eq!(skipped(&s, 2), unchanged, "nor does node 2");
     // A real change of node 2 is a change of the cluster's data, on every node.
-    s.nodes[1].facts = facts("two-renamed", 9_012);
+    s.nodes[1].facts = facts("two-renamed", 9_012).into();
     assert_eq!(skipped(&s, 1), None);
     assert_eq!(skipped(&s, 2), None);
 }

@@ -6,6 +6,7 @@ use crate::store::{
     ClusterRecord, GraphBody, GraphOwner, NodeRecord, NodeStatus as StoredStatus, PluginRecord,
     ReleaseRecord, Store, StoreError,
 };
+use plinth_common::json::{Json, Keys};
 use plinth_common::model::{
     Cluster, Graph, Node, NodeStatus, Plugin, Release, Task, DEFAULT_GRAPH_TYPE,
 };
@@ -79,12 +80,13 @@ impl ClusterModel {
         // Each node's facts move into its model, written anew (compact), and the record's tree goes at
         // once: a start of 100,000 real servers held both, 16 KiB a node.
         let mut node_records = records.nodes;
+        let mut keys = Keys::default();
         let nodes = node_records
             .iter_mut()
             .map(|record| {
                 let facts = std::mem::take(&mut record.facts);
                 Node {
-                    facts: serde_json::json!(facts),
+                    facts: Json::from_value_with(facts, &mut keys),
                     ..node_fields(record)
                 }
             })
@@ -255,9 +257,7 @@ pub fn cluster_model(
 /// A stored node as the model sees it. Tags the agent reported count as the operator's additions.
 pub fn node_model(record: &NodeRecord) -> Node {
     Node {
-        // Written anew, not cloned: a clone keeps the capacity the facts were read with, and maps
-        // read key by key are about half empty (this is a deployment's start, for every node).
-        facts: serde_json::json!(record.facts),
+        facts: Json::from(&record.facts),
         ..node_fields(record)
     }
 }
@@ -294,7 +294,7 @@ fn node_fields(record: &NodeRecord) -> Node {
         error_type: record.model.error_type.clone(),
         pending_addition: record.model.pending_addition,
         pending_deletion: record.model.pending_deletion,
-        facts: serde_json::Value::Null,
+        facts: Json::Null,
     }
 }
 

@@ -101,15 +101,21 @@ pub const NOT_FACTS: &[&str] = &["collected_in_us"];
 
 fn node_entry(
     node: &Node,
-    mut facts: Value,
+    facts: Json,
     tags: Option<&crate::tags::NodeTags>,
     keys: &mut Keys,
 ) -> Json {
-    if let Value::Object(reported) = &mut facts {
-        for key in NOT_FACTS {
-            reported.remove(*key);
+    let facts = match facts {
+        Json::Object(reported) if NOT_FACTS.iter().any(|k| reported.contains_key(k)) => {
+            Json::object(
+                reported
+                    .into_entries()
+                    .into_iter()
+                    .filter(|(k, _)| !NOT_FACTS.contains(&&**k)),
+            )
         }
-    }
+        facts => facts,
+    };
     let mut roles = node.roles.clone();
     for r in &node.pending_roles {
         if !roles.contains(r) {
@@ -134,9 +140,13 @@ fn node_entry(
         ("error_type", json!(node.error_type)),
         ("pending_addition", json!(node.pending_addition)),
         ("pending_deletion", json!(node.pending_deletion)),
-        ("facts", facts),
     ];
-    object(fields, keys)
+    let mut entries: Vec<(Key, Json)> = fields
+        .into_iter()
+        .map(|(key, value)| (keys.key(key), Json::from_value_with(value, keys)))
+        .collect();
+    entries.push((keys.key("facts"), facts));
+    Json::object(entries)
 }
 
 /// An object of these fields (each converted as it is moved in, so a node's `serde_json` tree never
@@ -220,9 +230,8 @@ impl DeployData {
         nodes: &[Node],
         tags: &ClusterTags,
     ) -> DeployData {
-        // Written anew, not cloned: a clone keeps the capacity the facts were read with, and maps read
-        // key by key are about half empty.
-        let facts = nodes.iter().map(|n| json!(n.facts)).collect();
+        // A `Json` is sized to its items: a copy holds no more than the original.
+        let facts = nodes.iter().map(|n| n.facts.clone()).collect();
         DeployData::build_with_facts(cluster_id, cluster, release, nodes, facts, tags)
     }
 
@@ -233,7 +242,7 @@ impl DeployData {
         cluster: &Cluster,
         release: &Release,
         nodes: &[Node],
-        facts: Vec<Value>,
+        facts: Vec<Json>,
         tags: &ClusterTags,
     ) -> DeployData {
         // Every key is held once for the whole cluster (`Keys`), and each node's record is made
@@ -244,7 +253,7 @@ impl DeployData {
             .zip(
                 facts
                     .into_iter()
-                    .chain(std::iter::repeat_with(|| Value::Null)),
+                    .chain(std::iter::repeat_with(|| Json::Null)),
             )
             .map(|(n, facts)| node_entry(n, facts, tags.nodes.get(&n.id), &mut keys))
             .collect();

@@ -1,21 +1,69 @@
 //! Reading a [`Json`] straight from text (a state read back from the store), without a
-//! `serde_json::Value` in between.
+//! `serde_json::Value` in between: with `Deserialize` (each key its own string), or through
+//! [`SharedKeys`] (keys shared with every map read with the same [`Keys`]).
 
 use std::fmt;
+use std::io;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{Json, Key, Number};
+use super::{Json, Key, Keys, Number};
 
 impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        d.deserialize_any(JsonVisitor)
+        d.deserialize_any(JsonVisitor(None))
     }
 }
 
-struct JsonVisitor;
+/// Reads a [`Json`] whose map keys are shared through these [`Keys`].
+pub struct SharedKeys<'k>(pub &'k mut Keys);
 
-impl<'de> Visitor<'de> for JsonVisitor {
+impl<'de> DeserializeSeed<'de> for SharedKeys<'_> {
+    type Value = Json;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
+        d.deserialize_any(JsonVisitor(Some(self.0)))
+    }
+}
+
+impl Json {
+    /// Reads one JSON document from `reader` (nothing but white space may follow it), sharing
+    /// its keys through `keys`.
+    pub fn read_with<R: io::Read>(reader: R, keys: &mut Keys) -> serde_json::Result<Json> {
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let value = SharedKeys(keys).deserialize(&mut de)?;
+        de.end()?;
+        Ok(value)
+    }
+}
+
+/// Builds values; with keys to share, each map's keys come from there.
+struct JsonVisitor<'k>(Option<&'k mut Keys>);
+
+impl JsonVisitor<'_> {
+    fn key(&mut self, text: &str) -> Key {
+        match self.0.as_deref_mut() {
+            Some(keys) => keys.key(text),
+            None => Key::from(text),
+        }
+    }
+
+    fn next<'de, A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<Option<Json>, A::Error> {
+        match self.0.as_deref_mut() {
+            Some(keys) => seq.next_element_seed(SharedKeys(keys)),
+            None => seq.next_element::<Json>(),
+        }
+    }
+
+    fn value<'de, A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<Json, A::Error> {
+        match self.0.as_deref_mut() {
+            Some(keys) => map.next_value_seed(SharedKeys(keys)),
+            None => map.next_value::<Json>(),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for JsonVisitor<'_> {
     type Value = Json;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -31,7 +79,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
-        Json::deserialize(d)
+        d.deserialize_any(self)
     }
 
     fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
@@ -59,18 +107,19 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::String(s.into_boxed_str()))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Json, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(item) = seq.next_element::<Json>()? {
+        while let Some(item) = self.next(&mut seq)? {
             items.push(item);
         }
         Ok(Json::Array(items.into_boxed_slice()))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Json, A::Error> {
         let mut entries: Vec<(Key, Json)> = Vec::new();
-        while let Some((k, v)) = map.next_entry::<String, Json>()? {
-            entries.push((Key::from(k), v));
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let key = self.key(&k);
+            entries.push((key, self.value(&mut map)?));
         }
         Ok(Json::object(entries))
     }

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 pub use serde_json::Number;
 
+pub use de::SharedKeys;
 pub use keys::Keys;
 
 /// A map's key.
@@ -316,6 +317,17 @@ impl Json {
     /// A map of these entries, in this order; a key given twice keeps its first place and its last
     /// value, as `serde_json`'s maps do.
     pub fn object(entries: impl IntoIterator<Item = (Key, Json)>) -> Json {
+        let entries: Vec<(Key, Json)> = entries.into_iter().collect();
+        let twice = if entries.len() <= INDEXED {
+            (1..entries.len()).any(|i| entries[..i].iter().any(|(k, _)| *k == entries[i].0))
+        } else {
+            let mut sorted: Vec<&str> = entries.iter().map(|(k, _)| &**k).collect();
+            sorted.sort_unstable();
+            sorted.windows(2).any(|w| w[0] == w[1])
+        };
+        if !twice {
+            return Json::Object(Object::from_unique(entries));
+        }
         let mut out: indexmap::IndexMap<Key, Json> = indexmap::IndexMap::new();
         for (k, v) in entries {
             out.insert(k, v);

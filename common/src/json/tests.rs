@@ -69,6 +69,25 @@ fn maps_equal_in_any_order_and_keys_are_shared() {
 }
 
 #[test]
+fn maps_read_with_shared_keys_share_them() {
+    let mut keys = Keys::default();
+    let text = r#"[{"hostname": "a", "x": [{"hostname": "b"}]}, {"hostname": "c"}]"#;
+    let read = Json::read_with(text.as_bytes(), &mut keys).expect("reads");
+    assert_eq!(
+        read,
+        serde_json::from_str::<serde_json::Value>(text).unwrap()
+    );
+    let key = |j: &Json| j.as_object().unwrap().entries()[0].0.clone();
+    let (a, c) = (&read[0], &read[1]);
+    assert!(Arc::ptr_eq(&key(a), &key(c)));
+    assert!(Arc::ptr_eq(&key(a), &key(&a["x"][0])));
+    assert!(
+        Json::read_with(&b"{} x"[..], &mut keys).is_err(),
+        "nothing may follow"
+    );
+}
+
+#[test]
 fn a_key_written_twice_keeps_its_first_place_and_last_value() {
     let read: Json = serde_json::from_str(r#"{"b": 1, "a": 2, "b": 3}"#).unwrap();
     let as_serde: serde_json::Value = serde_json::from_str(r#"{"b": 1, "a": 2, "b": 3}"#).unwrap();

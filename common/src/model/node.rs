@@ -2,7 +2,6 @@
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A node of a cluster.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -48,9 +47,9 @@ pub struct Node {
     /// To be removed from the cluster.
     #[serde(default)]
     pub pending_deletion: bool,
-    /// The facts its agent reported, kept as JSON.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub facts: Value,
+    /// The facts its agent reported, kept as a compact JSON tree (as the deployment data holds them).
+    #[serde(default, skip_serializing_if = "crate::json::Json::is_null")]
+    pub facts: crate::json::Json,
 }
 
 impl Node {

@@ -10,6 +10,7 @@
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use plinth_common::json::{Json, Keys};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -116,6 +117,22 @@ pub(crate) fn stored_json<T: DeserializeOwned>(
     let read = match packed {
         Some(bytes) => CompressedJson::from_bytes(bytes).decode(),
         None => serde_json::from_str(text).map_err(CompressedError::from),
+    };
+    read.map_err(|e| super::StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// A stored task state blob, as [`stored_json`] reads it, made straight into the compact tree
+/// expressions read, its keys shared through `keys` with the other blobs of the same read (the
+/// cluster part lists every node's record: each key would otherwise be a string per node).
+pub(crate) fn stored_tree(
+    packed: Option<Vec<u8>>,
+    text: &str,
+    what: &str,
+    keys: &mut Keys,
+) -> super::StoreResult<Json> {
+    let read = match packed {
+        Some(bytes) => Json::read_with(BufReader::new(GzDecoder::new(bytes.as_slice())), keys),
+        None => Json::read_with(text.as_bytes(), keys),
     };
     read.map_err(|e| super::StoreError::Corrupt(format!("{what}: {e}")))
 }

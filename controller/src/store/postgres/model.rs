@@ -255,11 +255,12 @@ pub(super) fn state_blobs(
         );
     }
     let mut out = Vec::with_capacity(found.len());
+    let mut keys = plinth_common::json::Keys::default();
     for hash in hashes {
         if let Some((text, packed)) = found.remove(hash) {
             out.push((
                 hash.clone(),
-                crate::store::compressed::stored_json(packed, &text, "state blob")?,
+                crate::store::compressed::stored_tree(packed, &text, "state blob", &mut keys)?,
             ));
         }
     }

@@ -193,6 +193,7 @@ pub(super) fn state_blobs(
 ) -> StoreResult<Vec<(String, plinth_common::json::Json)>> {
     let mut stmt = tx.prepare_cached("SELECT body, body_gz FROM state_blobs WHERE hash = ?1")?;
     let mut out = Vec::new();
+    let mut keys = plinth_common::json::Keys::default();
     for hash in hashes {
         let found: Option<(String, Option<Vec<u8>>)> = stmt
             .query_row([hash], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -200,7 +201,7 @@ pub(super) fn state_blobs(
         if let Some((text, packed)) = found {
             out.push((
                 hash.clone(),
-                crate::store::compressed::stored_json(packed, &text, "state blob")?,
+                crate::store::compressed::stored_tree(packed, &text, "state blob", &mut keys)?,
             ));
         }
     }
