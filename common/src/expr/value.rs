@@ -318,37 +318,7 @@ impl<'a> Value<'a> {
     }
 }
 
-/// String equality without a library call for short strings (keys, statuses, roles).
-#[inline]
-pub fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let n = a.len();
-    // Words, not bytes: the first and last eight (overlapping when shorter than sixteen), and
-    // the middle eight up to twenty-four; fours and bytes below eight.
-    let word = |s: &[u8], i: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&s[i..i + 8]);
-        u64::from_le_bytes(w)
-    };
-    let half = |s: &[u8], i: usize| {
-        let mut w = [0u8; 4];
-        w.copy_from_slice(&s[i..i + 4]);
-        u32::from_le_bytes(w)
-    };
-    match n {
-        0 => true,
-        1..=3 => a.iter().zip(b).all(|(x, y)| x == y),
-        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        17..=24 => {
-            word(a, 0) == word(b, 0) && word(a, 8) == word(b, 8) && word(a, n - 8) == word(b, n - 8)
-        }
-        _ => a == b,
-    }
-}
+pub use crate::json::str_eq;
 
 /// Looks a key up in a JSON object: a scan for small objects, a binary search of a large one's
 /// index.

@@ -12,8 +12,8 @@
 //! and hashes the same, as the `serde_json::Value` it was made from), and compare equal regardless of
 //! order. Numbers are `serde_json::Number`.
 //!
-//! A map of more than [`INDEXED`] keys also holds its keys' sorted order, so a lookup is a binary search
-//! rather than a scan (`network_metadata.nodes` is keyed by every node's name).
+//! A map of more than [`INDEXED`] keys also holds its keys' sorted order (by length, then bytes), so a
+//! lookup is a binary search rather than a scan (`network_metadata.nodes` is keyed by every node's name).
 
 mod de;
 mod keys;
@@ -31,6 +31,38 @@ pub use keys::Keys;
 
 /// A map's key.
 pub type Key = Arc<str>;
+
+/// String equality without a library call for short strings (keys, statuses, roles).
+#[inline]
+pub fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let n = a.len();
+    // Words, not bytes: the first and last eight (overlapping when shorter than sixteen), and
+    // the middle eight up to twenty-four; fours and bytes below eight.
+    let word = |s: &[u8], i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[i..i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let half = |s: &[u8], i: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[i..i + 4]);
+        u32::from_le_bytes(w)
+    };
+    match n {
+        0 => true,
+        1..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        17..=24 => {
+            word(a, 0) == word(b, 0) && word(a, 8) == word(b, 8) && word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
+    }
+}
 
 /// Maps with more keys than this are indexed (see the module's documentation).
 pub const INDEXED: usize = 16;
@@ -51,6 +83,14 @@ pub enum Json {
     Array(Box<[Json]>),
     /// A map, in the order its keys were written.
     Object(Object),
+}
+
+/// The order a large map's index keeps its keys in: by length, then by bytes (keys of different
+/// lengths compare without reading them).
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.len()
+        .cmp(&b.len())
+        .then_with(|| a.as_bytes().cmp(b.as_bytes()))
 }
 
 /// A JSON map: its entries in the order written, and for a large one their sorted order.
@@ -80,7 +120,7 @@ impl Object {
             return Object(Repr::Small(entries));
         }
         let mut sorted: Vec<u32> = (0..entries.len() as u32).collect();
-        sorted.sort_unstable_by(|a, b| entries[*a as usize].0.cmp(&entries[*b as usize].0));
+        sorted.sort_unstable_by(|a, b| key_order(&entries[*a as usize].0, &entries[*b as usize].0));
         Object(Repr::Large(Box::new(Large {
             entries,
             sorted: sorted.into_boxed_slice(),
@@ -106,10 +146,10 @@ impl Object {
     /// Where `key` is among the entries.
     pub fn position(&self, key: &str) -> Option<usize> {
         match &self.0 {
-            Repr::Small(e) => e.iter().position(|(k, _)| &**k == key),
+            Repr::Small(e) => e.iter().position(|(k, _)| str_eq(k, key)),
             Repr::Large(l) => l
                 .sorted
-                .binary_search_by(|at| (*l.entries[*at as usize].0).cmp(key))
+                .binary_search_by(|at| key_order(&l.entries[*at as usize].0, key))
                 .ok()
                 .map(|i| l.sorted[i] as usize),
         }
