@@ -101,8 +101,11 @@ pub struct ClusterRecords {
     pub plugins: Vec<PluginRecord>,
     /// The graphs of the types asked for that the release, the plugins and the cluster have.
     pub graphs: Vec<GraphRecord>,
-    /// Its nodes, by id.
+    /// Its nodes, by id, without their facts (`null`).
     pub nodes: Vec<NodeRecord>,
+    /// Each node's facts, in the order of `nodes`, as the compact tree a deployment holds (keys
+    /// shared by the whole cluster).
+    pub node_facts: Vec<Json>,
     /// What its nodes' tasks last ran against (empty unless asked for).
     pub old_states: OldStates,
 }
@@ -123,6 +126,12 @@ fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
     let mut fields = node.model.clone();
     fields.reported = (!same).then_some(said);
     fields
+}
+
+/// A node's stored facts as a compact tree, keys shared through `keys`.
+fn compact_facts(text: &str, keys: &mut plinth_common::json::Keys) -> StoreResult<Json> {
+    Json::read_with(text.as_bytes(), keys)
+        .map_err(|e| StoreError::Corrupt(format!("node facts: {e}")))
 }
 
 /// The content hash a state blob is stored under.

@@ -15,6 +15,7 @@
 use super::*;
 use crate::clock::now_ms;
 use bridge::{Lease, Params, Pool, Tx};
+use plinth_common::json::{Json, Keys};
 use std::collections::HashMap;
 use tokio_postgres::Row;
 
@@ -129,6 +130,11 @@ fn admission_text(a: NodeAdmission) -> &'static str {
 }
 
 fn node_from_row(row: &Row) -> StoreResult<NodeRecord> {
+    node_record(row, true)
+}
+
+/// A node's record from its row; its facts left `null` unless `with_facts`.
+fn node_record(row: &Row, with_facts: bool) -> StoreResult<NodeRecord> {
     let w = "node";
     let admission: String = col(row, 4, w)?;
     let status: String = col(row, 5, w)?;
@@ -155,7 +161,11 @@ fn node_from_row(row: &Row) -> StoreResult<NodeRecord> {
         tags: from_json(col(row, 9, w)?, "node tags")?,
         labels: from_json(col(row, 10, w)?, "node labels")?,
         rack: col(row, 11, w)?,
-        facts: from_json(col(row, 12, w)?, "node facts")?,
+        facts: if with_facts {
+            from_json(col(row, 12, w)?, "node facts")?
+        } else {
+            serde_json::Value::Null
+        },
         registered_at_ms: col(row, 13, w)?,
         last_seen_ms: col(row, 14, w)?,
         revision: id(col(row, 15, w)?),
@@ -171,6 +181,31 @@ fn query_nodes(t: &Tx, where_clause: &str, args: Params<'_>) -> StoreResult<Vec<
     .iter()
     .map(node_from_row)
     .collect()
+}
+
+/// As [`query_nodes`], each node's facts read apart as the compact tree a deployment holds, their
+/// keys shared through `keys` (the records' own facts are `null`): a deployment's start reads every
+/// node of the cluster, and the facts as `serde_json` trees were its largest part.
+fn query_nodes_compact(
+    t: &Tx,
+    where_clause: &str,
+    args: Params<'_>,
+    keys: &mut Keys,
+) -> StoreResult<(Vec<NodeRecord>, Vec<Json>)> {
+    let rows = t.query(
+        &format!("SELECT {NODE_COLUMNS} FROM nodes {where_clause} ORDER BY id"),
+        args,
+    )?;
+    let (mut nodes, mut facts) = (
+        Vec::with_capacity(rows.len()),
+        Vec::with_capacity(rows.len()),
+    );
+    for row in &rows {
+        let text: &str = col(row, 12, "node")?;
+        facts.push(super::compact_facts(text, keys)?);
+        nodes.push(node_record(row, false)?);
+    }
+    Ok((nodes, facts))
 }
 
 fn one_node(t: &Tx, node_id: u64) -> StoreResult<NodeRecord> {
@@ -589,7 +624,12 @@ impl Store for PgStore {
                     }
                 }
             }
-            let nodes = query_nodes(t, "WHERE cluster_id = $1", &[&sql_id(cluster_id)])?;
+            let (nodes, node_facts) = query_nodes_compact(
+                t,
+                "WHERE cluster_id = $1",
+                &[&sql_id(cluster_id)],
+                &mut Keys::default(),
+            )?;
             let old_states = if old_states {
                 let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
                 old_states_from(model::task_states(t, &ids)?, |h| model::state_blobs(t, h))?
@@ -602,6 +642,7 @@ impl Store for PgStore {
                 plugins,
                 graphs,
                 nodes,
+                node_facts,
                 old_states,
             })
         })

@@ -3,6 +3,7 @@
 use super::schema::MIGRATIONS;
 use super::*;
 use crate::clock::now_ms;
+use plinth_common::json::{Json, Keys};
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use std::path::Path;
 use std::sync::Mutex;
@@ -57,6 +58,14 @@ fn admission_text(a: NodeAdmission) -> &'static str {
 }
 
 fn node_from_row(row: &Row<'_>) -> rusqlite::Result<Result<NodeRecord, StoreError>> {
+    node_record(row, true)
+}
+
+/// A node's record from its row; its facts left `null` unless `with_facts`.
+fn node_record(
+    row: &Row<'_>,
+    with_facts: bool,
+) -> rusqlite::Result<Result<NodeRecord, StoreError>> {
     let admission: String = row.get(4)?;
     let status: String = row.get(5)?;
     let pending: String = row.get(7)?;
@@ -100,7 +109,11 @@ fn node_from_row(row: &Row<'_>) -> rusqlite::Result<Result<NodeRecord, StoreErro
             tags: from_json(&tags, "node tags")?,
             labels: from_json(&labels, "node labels")?,
             rack: base.5,
-            facts: from_json(&facts, "node facts")?,
+            facts: if with_facts {
+                from_json(&facts, "node facts")?
+            } else {
+                serde_json::Value::Null
+            },
             registered_at_ms: base.6,
             last_seen_ms: base.7,
             revision: id(base.8),
@@ -123,6 +136,28 @@ fn query_nodes(
         out.push(row??);
     }
     Ok(out)
+}
+
+/// As [`query_nodes`], each node's facts read apart as the compact tree a deployment holds, their
+/// keys shared through `keys` (the records' own facts are `null`): a deployment's start reads every
+/// node of the cluster, and the facts as `serde_json` trees were its largest part.
+fn query_nodes_compact(
+    tx: &Connection,
+    where_clause: &str,
+    args: &[&dyn rusqlite::ToSql],
+    keys: &mut Keys,
+) -> StoreResult<(Vec<NodeRecord>, Vec<Json>)> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {NODE_COLUMNS} FROM nodes {where_clause} ORDER BY id"
+    ))?;
+    let mut rows = stmt.query(args)?;
+    let (mut nodes, mut facts) = (Vec::new(), Vec::new());
+    while let Some(row) = rows.next()? {
+        let text: String = row.get(12)?;
+        facts.push(super::compact_facts(&text, keys)?);
+        nodes.push(node_record(row, false)??);
+    }
+    Ok((nodes, facts))
 }
 
 fn one_node(tx: &Connection, node_id: u64) -> StoreResult<NodeRecord> {
@@ -402,7 +437,12 @@ impl Store for SqliteStore {
                     }
                 }
             }
-            let nodes = query_nodes(tx, "WHERE cluster_id = ?1", &[&sql_id(cluster_id)])?;
+            let (nodes, node_facts) = query_nodes_compact(
+                tx,
+                "WHERE cluster_id = ?1",
+                &[&sql_id(cluster_id)],
+                &mut Keys::default(),
+            )?;
             let old_states = if old_states {
                 let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
                 old_states_from(model::task_states(tx, &ids)?, |h| model::state_blobs(tx, h))?
@@ -415,6 +455,7 @@ impl Store for SqliteStore {
                 plugins,
                 graphs,
                 nodes,
+                node_facts,
                 old_states,
             })
         })

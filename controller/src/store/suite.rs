@@ -852,6 +852,12 @@ fn a_cluster_snapshot_holds_its_graphs_of_the_types_asked_its_nodes_and_their_ol
     );
     let ids: Vec<u64> = snap.nodes.iter().map(|n| n.id).collect();
     assert_eq!(ids, [inside.id], "only the cluster's nodes");
+    assert_eq!(
+        snap.node_facts,
+        [Json::from(&inside.facts)],
+        "each node's facts, read apart as the compact tree"
+    );
+    assert!(snap.nodes.iter().all(|n| n.facts.is_null()));
     let old = snap.old_states.get(inside.id, "release-task").unwrap();
     assert_eq!(
         (&*old.common, old.node()),
