@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use plinth_common::expr::{Context, Engine, Expression, Limits};
-use serde_json::{json, Value};
+use plinth_common::json::Json;
+use serde_json::json;
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -24,8 +25,8 @@ fn engine() -> &'static Engine {
     })
 }
 
-fn states() -> &'static (Value, Value) {
-    static STATES: OnceLock<(Value, Value)> = OnceLock::new();
+fn states() -> &'static (Json, Json) {
+    static STATES: OnceLock<(Json, Json)> = OnceLock::new();
     STATES.get_or_init(|| {
         let new = json!({
             "uid": "1", "roles": ["controller"],
@@ -36,7 +37,7 @@ fn states() -> &'static (Value, Value) {
             "cluster": {"status": "operational"}, "configs": {"nova": {"value": 1}}, "s": "abc", "n": 3
         });
         let old = json!({"uid": "1", "nodes": [{"uid": "1", "status": "ready", "roles": ["controller"]}], "configs": {"nova": {"value": 2}}});
-        (new, old)
+        (Json::from(new), Json::from(old))
     })
 }
 
