@@ -12,7 +12,8 @@
 //! Run: `cargo bench -p plinth-common --bench run_memory` (`-- 5000 20` for nodes and tasks; add `owned`
 //! to resolve as the controller does, with [`plinth_common::snapshot::resolve_owned`], which moves each
 //! node's facts out of the snapshot instead of copying them; add `facts=FILE` to give every node the
-//! facts a real machine reported, `plinth-agent facts > FILE`, its host name made its own).
+//! facts a real machine reported, `plinth-agent facts > FILE`, made its own: its host name, MACs,
+//! serials, UUID and WWNs).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -98,6 +99,27 @@ fn place(i: usize, n: usize) -> (&'static str, &'static str) {
     }
 }
 
+/// Makes a machine's facts node `i`'s own, as `plinth-loadgen fleet --facts-file` does: every MAC,
+/// serial, UUID and WWN below `value` marked with the node's number.
+fn own_identities(value: &mut Value, i: usize) {
+    const IDENTITIES: &[&str] = &[
+        "mac",
+        "serial",
+        "product_serial",
+        "board_serial",
+        "product_uuid",
+        "wwn",
+    ];
+    match value {
+        Value::Object(map) => map.iter_mut().for_each(|(k, v)| match v {
+            Value::String(s) if IDENTITIES.contains(&k.as_str()) => s.push_str(&format!("-{i}")),
+            other => own_identities(other, i),
+        }),
+        Value::Array(items) => items.iter_mut().for_each(|v| own_identities(v, i)),
+        _ => {}
+    }
+}
+
 /// The snapshot the controller stores with such a deployment (the shape of a registered simulated node).
 fn snapshot(n: usize, tasks: usize, real_facts: Option<&Value>) -> Snapshot {
     let task = |id: String, requires: Option<String>| {
@@ -133,6 +155,7 @@ fn snapshot(n: usize, tasks: usize, real_facts: Option<&Value>) -> Snapshot {
             let facts = match real_facts {
                 Some(real) => {
                     let mut facts = real.clone();
+                    own_identities(&mut facts, i);
                     facts["hostname"] = json!(format!("sim-{i}"));
                     facts
                 }
@@ -219,10 +242,22 @@ fn main() {
         });
     let mut snapshot = snapshot(n, tasks, real_facts.as_ref());
     // The facts as the controller reads them: keys shared across the cluster.
+    let reported: Vec<Value> = snapshot
+        .nodes
+        .iter_mut()
+        .map(|node| std::mem::take(&mut node.facts).to_value())
+        .collect();
+    let before = heap();
     let mut keys = plinth_common::json::Keys::default();
-    for node in &mut snapshot.nodes {
-        let facts = std::mem::take(&mut node.facts).to_value();
-        node.facts = plinth_common::json::Json::from_value_with(facts, &mut keys);
+    let facts: Vec<plinth_common::json::Json> = reported
+        .iter()
+        .map(|f| plinth_common::json::Json::from_ref_with(f, &mut keys))
+        .collect();
+    drop(keys);
+    let facts_bytes = heap() - before;
+    drop(reported);
+    for (node, facts) in snapshot.nodes.iter_mut().zip(facts) {
+        node.facts = facts;
     }
     // What the run and the strategy need of each node, kept apart: resolving owned takes the snapshot.
     let nodes: Vec<(u64, String, Option<String>)> = snapshot
@@ -353,6 +388,10 @@ fn main() {
         run_time.as_secs_f64() * 1000.0,
         run_time.as_secs_f64() * 1e6 / results.max(1) as f64
     );
+    println!(
+        "the nodes' facts, read as the controller reads them {}",
+        per_node(facts_bytes, n)
+    );
     println!("held by the resolution for the whole deployment:");
     println!(
         "  all                      {}",
@@ -404,6 +443,10 @@ fn main() {
     println!(
         "held at the peak in all (resolution + run)  {}",
         per_node(held_by_resolution + run_peak, n)
+    );
+    println!(
+        "  and with the facts                        {}",
+        per_node(facts_bytes + held_by_resolution + run_peak, n)
     );
     drop(phases);
 }

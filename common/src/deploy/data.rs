@@ -337,7 +337,7 @@ impl DeployData {
             .into_iter()
             .map(|(k, v)| {
                 let v = match k.as_str() {
-                    "nodes" => listed.take().map(|l| Json::Array(l.into_boxed_slice())),
+                    "nodes" => listed.take().map(|l| Json::Array(l.into())),
                     "network_metadata" => metadata.take(),
                     _ => None,
                 }

@@ -266,7 +266,7 @@ impl Tree {
                         _ => None,
                     })
                     .collect();
-                items.map_or(kind, |v| self.push_const(J::Array(v.into_boxed_slice())))
+                items.map_or(kind, |v| self.push_const(J::Array(v.into())))
             }
             Flat::Dict(s) => {
                 let mut m = Vec::new();

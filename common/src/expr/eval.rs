@@ -1153,7 +1153,7 @@ impl<'a> Interp<'a> {
         if let Value::Json(J::Array(l)) = r {
             self.tick(l.len() as u64)?;
             let mut out = Vec::with_capacity(l.len());
-            for it in l {
+            for it in l.iter() {
                 out.push(self.member(&Value::from_json(it), key)?);
             }
             return self.new_iter(out);

@@ -114,7 +114,7 @@ pub fn run<'a>(f: &Fast<'a>, item: &'a J) -> Option<Value<'a>> {
         Fast::This => Value::from_json(item),
         Fast::Any(l, p) => match run(l, item)? {
             Value::Json(J::Array(items)) => {
-                for i in items {
+                for i in items.iter() {
                     if run(p, i)?.truthy() {
                         return Some(Value::Bool(true));
                     }

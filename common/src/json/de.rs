@@ -48,6 +48,14 @@ impl JsonVisitor<'_> {
         }
     }
 
+    /// The value, or the equal one already read with the same keys.
+    fn share(&mut self, value: Json) -> Json {
+        match self.0.as_deref_mut() {
+            Some(keys) => keys.share(value),
+            None => value,
+        }
+    }
+
     fn next<'de, A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<Option<Json>, A::Error> {
         match self.0.as_deref_mut() {
             Some(keys) => seq.next_element_seed(SharedKeys(keys)),
@@ -104,7 +112,7 @@ impl<'de> Visitor<'de> for JsonVisitor<'_> {
     }
 
     fn visit_string<E>(self, s: String) -> Result<Json, E> {
-        Ok(Json::String(s.into_boxed_str()))
+        Ok(Json::String(s.into()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Json, A::Error> {
@@ -112,7 +120,7 @@ impl<'de> Visitor<'de> for JsonVisitor<'_> {
         while let Some(item) = self.next(&mut seq)? {
             items.push(item);
         }
-        Ok(Json::Array(items.into_boxed_slice()))
+        Ok(self.share(Json::Array(items.into())))
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Json, A::Error> {
@@ -121,6 +129,6 @@ impl<'de> Visitor<'de> for JsonVisitor<'_> {
             let key = self.key(&k);
             entries.push((key, self.value(&mut map)?));
         }
-        Ok(Json::object(entries))
+        Ok(self.share(Json::object(entries)))
     }
 }

@@ -23,6 +23,7 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
+pub use compact_str::CompactString;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 pub use serde_json::Number;
 
@@ -64,6 +65,10 @@ pub fn str_eq(a: &str, b: &str) -> bool {
     }
 }
 
+// A value is three words: a string of up to 24 bytes sits in it, and the enum's tag in what
+// `CompactString` leaves free of its last byte.
+const _: () = assert!(std::mem::size_of::<Json>() == 24);
+
 /// Maps with more keys than this are indexed (see the module's documentation).
 pub const INDEXED: usize = 16;
 
@@ -77,10 +82,10 @@ pub enum Json {
     Bool(bool),
     /// A number, as `serde_json` holds it.
     Number(Number),
-    /// A string.
-    String(Box<str>),
-    /// A list.
-    Array(Box<[Json]>),
+    /// A string: up to 24 bytes held in the value itself, longer ones on the heap.
+    String(CompactString),
+    /// A list (shared: a build through [`Keys`] holds equal lists once).
+    Array(Arc<[Json]>),
     /// A map, in the order its keys were written.
     Object(Object),
 }
@@ -100,9 +105,9 @@ pub struct Object(Repr);
 #[derive(Clone)]
 enum Repr {
     /// Up to [`INDEXED`] entries, found by a scan.
-    Small(Box<[(Key, Json)]>),
+    Small(Arc<[(Key, Json)]>),
     /// More: the entries and, for each place in key order, the entry's position.
-    Large(Box<Large>),
+    Large(Arc<Large>),
 }
 
 #[derive(Clone)]
@@ -115,23 +120,29 @@ impl Object {
     /// A map of these entries, which have no key twice (the caller's promise; a later duplicate would
     /// never be found by [`Object::get`]).
     fn from_unique(entries: Vec<(Key, Json)>) -> Object {
-        let entries = entries.into_boxed_slice();
         if entries.len() <= INDEXED {
-            return Object(Repr::Small(entries));
+            return Object(Repr::Small(entries.into()));
         }
+        let entries = entries.into_boxed_slice();
         let mut sorted: Vec<u32> = (0..entries.len() as u32).collect();
         sorted.sort_unstable_by(|a, b| key_order(&entries[*a as usize].0, &entries[*b as usize].0));
-        Object(Repr::Large(Box::new(Large {
+        Object(Repr::Large(Arc::new(Large {
             entries,
             sorted: sorted.into_boxed_slice(),
         })))
     }
 
-    /// Its entries, to build another map from.
+    /// Its entries, to build another map from (a copy of each entry: keys, lists and maps are
+    /// shared, not copied).
     pub fn into_entries(self) -> Vec<(Key, Json)> {
-        match self.0 {
-            Repr::Small(e) => e.into_vec(),
-            Repr::Large(l) => l.entries.into_vec(),
+        self.entries().to_vec()
+    }
+
+    /// Where its entries are held: maps built alike through one [`Keys`] are held once.
+    pub(crate) fn addr(&self) -> usize {
+        match &self.0 {
+            Repr::Small(e) => Arc::as_ptr(e) as *const () as usize,
+            Repr::Large(l) => Arc::as_ptr(l) as usize,
         }
     }
 
@@ -204,7 +215,7 @@ impl Object {
 
 impl Default for Object {
     fn default() -> Object {
-        Object(Repr::Small(Box::default()))
+        Object(Repr::Small(Arc::new([])))
     }
 }
 
@@ -382,17 +393,21 @@ impl Json {
             serde_json::Value::Null => Json::Null,
             serde_json::Value::Bool(b) => Json::Bool(b),
             serde_json::Value::Number(n) => Json::Number(n),
-            serde_json::Value::String(s) => Json::String(s.into_boxed_str()),
-            serde_json::Value::Array(a) => Json::Array(
-                a.into_iter()
+            serde_json::Value::String(s) => Json::String(s.into()),
+            serde_json::Value::Array(a) => {
+                let items = a
+                    .into_iter()
                     .map(|item| Json::from_value_with(item, keys))
-                    .collect(),
-            ),
-            serde_json::Value::Object(m) => Json::Object(Object::from_unique(
-                m.into_iter()
+                    .collect();
+                keys.share(Json::Array(items))
+            }
+            serde_json::Value::Object(m) => {
+                let entries = m
+                    .into_iter()
                     .map(|(k, v)| (keys.key(&k), Json::from_value_with(v, keys)))
-                    .collect(),
-            )),
+                    .collect();
+                keys.share(Json::Object(Object::from_unique(entries)))
+            }
         }
     }
 
@@ -403,16 +418,20 @@ impl Json {
             serde_json::Value::Bool(b) => Json::Bool(*b),
             serde_json::Value::Number(n) => Json::Number(n.clone()),
             serde_json::Value::String(s) => Json::String(s.as_str().into()),
-            serde_json::Value::Array(a) => Json::Array(
-                a.iter()
+            serde_json::Value::Array(a) => {
+                let items = a
+                    .iter()
                     .map(|item| Json::from_ref_with(item, keys))
-                    .collect(),
-            ),
-            serde_json::Value::Object(m) => Json::Object(Object::from_unique(
-                m.iter()
+                    .collect();
+                keys.share(Json::Array(items))
+            }
+            serde_json::Value::Object(m) => {
+                let entries = m
+                    .iter()
                     .map(|(k, v)| (keys.key(k), Json::from_ref_with(v, keys)))
-                    .collect(),
-            )),
+                    .collect();
+                keys.share(Json::Object(Object::from_unique(entries)))
+            }
         }
     }
 

@@ -10,7 +10,9 @@ fn any_json() -> impl Strategy<Value = serde_json::Value> {
         any::<i64>().prop_map(|n| json!(n)),
         any::<u64>().prop_map(|n| json!(n)),
         (-1e9f64..1e9).prop_map(|x| json!(x)),
+        // Short ones are held in the value, those over 24 bytes on the heap.
         "[a-z\"\\\\é]{0,6}".prop_map(serde_json::Value::String),
+        "[a-zé ]{20,40}".prop_map(serde_json::Value::String),
     ];
     leaf.prop_recursive(4, 64, 24, |inner| {
         prop_oneof![
@@ -37,6 +39,35 @@ proptest! {
         prop_assert!(read == read_serde);
         prop_assert_eq!(j.to_value(), v.clone());
         prop_assert!(j == v);
+    }
+
+    /// Trees built through one `Keys`, each of them twice, share their equal lists and maps and
+    /// still write the text `serde_json` writes, whether converted or read from text.
+    #[test]
+    fn trees_built_through_one_keys_share_equal_parts_and_write_the_same(
+        vs in prop::collection::vec(any_json(), 1..6)
+    ) {
+        let twice: Vec<&serde_json::Value> = vs.iter().chain(vs.iter()).collect();
+        let mut keys = Keys::default();
+        let converted: Vec<Json> = twice.iter().map(|v| Json::from_ref_with(v, &mut keys)).collect();
+        let mut keys = Keys::default();
+        let read: Vec<Json> = twice
+            .iter()
+            .map(|v| Json::read_with(v.to_string().as_bytes(), &mut keys).unwrap())
+            .collect();
+        // What serde_json reads back from each tree's text (its float parsing is not exact).
+        let reread: Vec<serde_json::Value> =
+            twice.iter().map(|v| serde_json::from_str(&v.to_string()).unwrap()).collect();
+        for (built, expected) in [(&converted, twice.clone()), (&read, reread.iter().collect())] {
+            for (v, j) in expected.iter().zip(built.iter()) {
+                prop_assert_eq!(serde_json::to_string(j).unwrap(), serde_json::to_string(v).unwrap());
+            }
+            for (first, again) in built[..vs.len()].iter().zip(&built[vs.len()..]) {
+                if let (Some(a), Some(b)) = (first.as_object(), again.as_object()) {
+                    prop_assert_eq!(a.addr(), b.addr());
+                }
+            }
+        }
     }
 
     /// Every key of every map is found, whether the map is scanned or indexed.
@@ -98,4 +129,43 @@ fn a_key_written_twice_keeps_its_first_place_and_last_value() {
 #[test]
 fn a_value_is_three_words() {
     assert_eq!(std::mem::size_of::<Json>(), 24);
+}
+
+#[test]
+fn two_machines_facts_share_what_they_have_alike() {
+    let facts = |mac: &str| {
+        json!({"hostname": mac, "os": {"id": "debian", "version_id": "12"},
+               "nics": [{"name": "eth0", "mac": mac, "addresses": ["192.0.2.2/24"]},
+                        {"name": "lo", "mac": null, "addresses": ["127.0.0.1/8"]}]})
+    };
+    let mut keys = Keys::default();
+    let a = Json::from_value_with(facts("02:fc:00:00:00:01"), &mut keys);
+    let b = Json::from_value_with(facts("02:fc:00:00:00:02"), &mut keys);
+    let at = |j: &Json| j.as_object().map(Object::addr);
+    assert_eq!(
+        at(&a["os"]),
+        at(&b["os"]),
+        "the same operating system, held once"
+    );
+    assert_eq!(
+        at(&a["nics"][1]),
+        at(&b["nics"][1]),
+        "the loopback interface too"
+    );
+    assert_ne!(at(&a["nics"][0]), at(&b["nics"][0]), "each its own MAC");
+    assert_ne!(at(&a), at(&b));
+    assert_eq!(a["nics"][0]["mac"], "02:fc:00:00:00:01");
+    assert_eq!(b["nics"][0]["mac"], "02:fc:00:00:00:02");
+    // The same entries in another order are another map: it must write its own order.
+    let c = Json::from_value_with(json!({"version_id": "12", "id": "debian"}), &mut keys);
+    assert_ne!(c.as_object().map(Object::addr), at(&a["os"]));
+    assert_eq!(c.to_string(), r#"{"version_id":"12","id":"debian"}"#);
+    // 1 and 1.0 are different numbers, written differently.
+    let one = Json::from_value_with(json!({"n": 1}), &mut keys);
+    let float = Json::from_value_with(json!({"n": 1.0}), &mut keys);
+    assert_eq!(float.to_string(), r#"{"n":1.0}"#);
+    assert_ne!(
+        one.as_object().map(Object::addr),
+        float.as_object().map(Object::addr)
+    );
 }
