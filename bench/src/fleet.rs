@@ -478,10 +478,11 @@ pub async fn run(args: FleetArgs) -> Result<()> {
             .with_context(|| format!("read {}", token_file.display()))?
             .trim()
             .to_string();
-        let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
+        let config = sim::operator_config(&target)?;
+        let mut op = sim::connect(&target, config, Some(token.clone())).await?;
         let cid = phases::setup_cluster(&mut op, fleet, args.tasks).await?;
         let cpu_before = cpu_ms(&args.controller_pid);
-        let (report, took) = phases::deploy(&mut op, cid).await?;
+        let (report, took) = phases::deploy(&mut op, cid, &target, &token).await?;
         let cpu = cpu_before
             .zip(cpu_ms(&args.controller_pid))
             .map(|(a, b)| b - a);

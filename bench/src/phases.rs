@@ -190,7 +190,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
     .await?;
     eprintln!("registered {n} nodes in {secs:.1} s");
 
-    let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token)).await?;
+    let mut op = sim::connect(&target, sim::operator_config(&target)?, Some(token.clone())).await?;
     let cid = setup_cluster(&mut op, n, args.tasks).await?;
 
     let timeline = Arc::new(Mutex::new(Timeline::default()));
@@ -209,7 +209,7 @@ pub async fn run(args: PhaseArgs) -> Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let cpu_before = args.controller_pid.and_then(sim::cpu_ms);
-    let (report, total) = deploy(&mut op, cid).await?;
+    let (report, total) = deploy(&mut op, cid, &target, &token).await?;
     let cpu_ms = cpu_before
         .zip(args.controller_pid.and_then(sim::cpu_ms))
         .map(|(a, b)| b - a);
@@ -280,7 +280,17 @@ pub(crate) async fn setup_cluster(op: &mut sim::Conn, n: usize, tasks: usize) ->
 
 /// Starts a five-group deployment of cluster `cid` and waits for it to finish; returns its final record
 /// and how long it took.
-pub(crate) async fn deploy(op: &mut sim::Conn, cid: u64) -> Result<(serde_json::Value, Duration)> {
+/// Deploys cluster `cid` and follows its record until it ends. A status read whose connection the
+/// controller closed (a keep-alive connection closed as the next request went out) is sent again on a
+/// new connection, as an operator's script would, up to `RECONNECTS` times.
+pub(crate) async fn deploy(
+    op: &mut sim::Conn,
+    cid: u64,
+    target: &sim::Target,
+    token: &str,
+) -> Result<(serde_json::Value, Duration)> {
+    const RECONNECTS: usize = 5;
+    let mut reconnects = 0;
     let started = Instant::now();
     let dep = op
         .json(
@@ -294,13 +304,18 @@ pub(crate) async fn deploy(op: &mut sim::Conn, cid: u64) -> Result<(serde_json::
         // The record, not the report: a report reads back every list and result of the deployment
         // (about 150 MiB of the controller's heap for a while at 5,000 nodes and 21 tasks each), which
         // four times a second would be the measurement's largest cost.
-        let records = op
-            .json(
-                "GET",
-                &format!("/api/v1/deployments/?cluster_id={cid}"),
-                None,
-            )
-            .await?;
+        let path = format!("/api/v1/deployments/?cluster_id={cid}");
+        let records = match op.json("GET", &path, None).await {
+            Ok(records) => records,
+            Err(e) if reconnects < RECONNECTS && e.downcast_ref::<hyper::Error>().is_some() => {
+                reconnects += 1;
+                eprintln!("reading the deployment's record: {e:#}; again on a new connection");
+                let config = sim::operator_config(target)?;
+                *op = sim::connect(target, config, Some(token.to_string())).await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let r = records
             .as_array()
             .and_then(|all| all.iter().find(|r| r["id"].as_u64() == Some(did)))

@@ -107,11 +107,12 @@ fn node_entry(
 ) -> Json {
     let facts = match facts {
         Json::Object(reported) if NOT_FACTS.iter().any(|k| reported.contains_key(k)) => {
-            Json::object(
+            Json::object_with(
                 reported
-                    .into_entries()
+                    .to_entries()
                     .into_iter()
                     .filter(|(k, _)| !NOT_FACTS.contains(&&**k)),
+                keys,
             )
         }
         facts => facts,
@@ -146,7 +147,7 @@ fn node_entry(
         .map(|(key, value)| (keys.key(key), Json::from_value_with(value, keys)))
         .collect();
     entries.push((keys.key("facts"), facts));
-    Json::object(entries)
+    Json::object_with(entries, keys)
 }
 
 /// An object of these fields (each converted as it is moved in, so a node's `serde_json` tree never
@@ -156,7 +157,7 @@ fn object<const N: usize>(fields: [(&str, Value); N], keys: &mut Keys) -> Json {
         .into_iter()
         .map(|(key, value)| (keys.key(key), Json::from_value_with(value, keys)))
         .collect();
-    Json::object(entries)
+    Json::object_with(entries, keys)
 }
 
 /// Sections of Nailgun's deployment data its serializers compute (networks, service endpoints), in
@@ -209,16 +210,13 @@ fn legacy_nodes(entries: Vec<Json>) -> (Vec<Json>, Vec<usize>) {
     (out, first)
 }
 
-/// A copy of a node's record with another `role`, in its place.
+/// A copy of a node's record with another `role`, in its place (its keys and every other value
+/// shared with the record).
 fn with_role(entry: &Json, role: Json) -> Json {
-    let entries = entry
-        .as_object()
-        .map(|m| m.entries().to_vec())
-        .unwrap_or_default();
-    Json::object(entries.into_iter().map(|(k, v)| {
-        let v = if &*k == "role" { role.clone() } else { v };
-        (k, v)
-    }))
+    match entry.as_object().and_then(|m| m.with("role", role)) {
+        Some(copy) => Json::Object(copy),
+        None => entry.clone(),
+    }
 }
 
 impl DeployData {

@@ -129,6 +129,12 @@ impl<'de> Visitor<'de> for JsonVisitor<'_> {
             let key = self.key(&k);
             entries.push((key, self.value(&mut map)?));
         }
-        Ok(self.share(Json::object(entries)))
+        Ok(match self.0.as_deref_mut() {
+            Some(keys) => {
+                let map = Json::object_with(entries, keys);
+                keys.share(map)
+            }
+            None => Json::object(entries),
+        })
     }
 }

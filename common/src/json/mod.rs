@@ -3,9 +3,16 @@
 //!
 //! A `serde_json::Value` is 72 bytes, and each key of a map costs 104 bytes more plus its own string and
 //! the map's hash table. A deployment at 100,000 nodes holds every node's record and facts in one tree
-//! that every expression may read, so that shape dominated a deployment's start. Here a value is 24
-//! bytes, a list and a map are sized to their items, and a map's key is an `Arc<str>` shared by every
-//! map built in one go (a [`Keys`]), so `"hostname"` is held once for the whole fleet.
+//! that every expression may read, so that shape dominated a deployment's start. Here:
+//!
+//! - a value is 24 bytes, and a string of up to 24 bytes (a name, a MAC, an address) is held in it;
+//! - lists and maps are shared (`Arc`): cloning one copies a pointer;
+//! - a map holds its values and a [`Shape`]: its keys in order, each an `Arc<str>`; every map built
+//!   through one [`Keys`] with the same keys in the same order shares one shape, so a fleet's node
+//!   records and facts hold their keys once, not once per node;
+//! - a list or map built through a [`Keys`] that equals one built there before (the same items, in
+//!   the same order) is that one: what a fleet's machines have alike (operating system, CPU, the
+//!   loopback interface) is held once.
 //!
 //! What stays as in `serde_json` (with its `preserve_order` feature, which Plinth uses): maps keep their
 //! keys in the order written, serialize in that order (so a tree written here reads as the same text,
@@ -17,6 +24,7 @@
 
 mod de;
 mod keys;
+mod object;
 #[cfg(test)]
 mod tests;
 
@@ -24,11 +32,13 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use compact_str::CompactString;
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, SerializeSeq, Serializer};
 pub use serde_json::Number;
 
 pub use de::SharedKeys;
 pub use keys::Keys;
+pub use object::Shape;
+pub use object::{Iter as ObjectIter, Object};
 
 /// A map's key.
 pub type Key = Arc<str>;
@@ -88,155 +98,6 @@ pub enum Json {
     Array(Arc<[Json]>),
     /// A map, in the order its keys were written.
     Object(Object),
-}
-
-/// The order a large map's index keeps its keys in: by length, then by bytes (keys of different
-/// lengths compare without reading them).
-fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
-    a.len()
-        .cmp(&b.len())
-        .then_with(|| a.as_bytes().cmp(b.as_bytes()))
-}
-
-/// A JSON map: its entries in the order written, and for a large one their sorted order.
-#[derive(Clone)]
-pub struct Object(Repr);
-
-#[derive(Clone)]
-enum Repr {
-    /// Up to [`INDEXED`] entries, found by a scan.
-    Small(Arc<[(Key, Json)]>),
-    /// More: the entries and, for each place in key order, the entry's position.
-    Large(Arc<Large>),
-}
-
-#[derive(Clone)]
-struct Large {
-    entries: Box<[(Key, Json)]>,
-    sorted: Box<[u32]>,
-}
-
-impl Object {
-    /// A map of these entries, which have no key twice (the caller's promise; a later duplicate would
-    /// never be found by [`Object::get`]).
-    fn from_unique(entries: Vec<(Key, Json)>) -> Object {
-        if entries.len() <= INDEXED {
-            return Object(Repr::Small(entries.into()));
-        }
-        let entries = entries.into_boxed_slice();
-        let mut sorted: Vec<u32> = (0..entries.len() as u32).collect();
-        sorted.sort_unstable_by(|a, b| key_order(&entries[*a as usize].0, &entries[*b as usize].0));
-        Object(Repr::Large(Arc::new(Large {
-            entries,
-            sorted: sorted.into_boxed_slice(),
-        })))
-    }
-
-    /// Its entries, to build another map from (a copy of each entry: keys, lists and maps are
-    /// shared, not copied).
-    pub fn into_entries(self) -> Vec<(Key, Json)> {
-        self.entries().to_vec()
-    }
-
-    /// Where its entries are held: maps built alike through one [`Keys`] are held once.
-    pub(crate) fn addr(&self) -> usize {
-        match &self.0 {
-            Repr::Small(e) => Arc::as_ptr(e) as *const () as usize,
-            Repr::Large(l) => Arc::as_ptr(l) as usize,
-        }
-    }
-
-    /// The entries, in the order written.
-    pub fn entries(&self) -> &[(Key, Json)] {
-        match &self.0 {
-            Repr::Small(e) => e,
-            Repr::Large(l) => &l.entries,
-        }
-    }
-
-    /// Where `key` is among the entries.
-    pub fn position(&self, key: &str) -> Option<usize> {
-        match &self.0 {
-            Repr::Small(e) => e.iter().position(|(k, _)| str_eq(k, key)),
-            Repr::Large(l) => l
-                .sorted
-                .binary_search_by(|at| key_order(&l.entries[*at as usize].0, key))
-                .ok()
-                .map(|i| l.sorted[i] as usize),
-        }
-    }
-
-    /// The value under `key`.
-    pub fn get(&self, key: &str) -> Option<&Json> {
-        self.position(key).map(|at| &self.entries()[at].1)
-    }
-
-    /// The entry at `at`, in the order written.
-    pub fn get_index(&self, at: usize) -> Option<(&str, &Json)> {
-        self.entries().get(at).map(|(k, v)| (&**k, v))
-    }
-
-    /// The stored key and its value.
-    pub fn get_key_value(&self, key: &str) -> Option<(&Key, &Json)> {
-        self.position(key)
-            .map(|at| (&self.entries()[at].0, &self.entries()[at].1))
-    }
-
-    /// Whether `key` is there.
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.position(key).is_some()
-    }
-
-    /// How many entries.
-    pub fn len(&self) -> usize {
-        self.entries().len()
-    }
-
-    /// Whether it has none.
-    pub fn is_empty(&self) -> bool {
-        self.entries().is_empty()
-    }
-
-    /// The entries as `(key, value)`, in the order written.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Json)> + Clone {
-        self.entries().iter().map(|(k, v)| (&**k, v))
-    }
-
-    /// The keys, in the order written.
-    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
-        self.entries().iter().map(|(k, _)| &**k)
-    }
-
-    /// The values, in the order written.
-    pub fn values(&self) -> impl ExactSizeIterator<Item = &Json> + Clone {
-        self.entries().iter().map(|(_, v)| v)
-    }
-}
-
-impl Default for Object {
-    fn default() -> Object {
-        Object(Repr::Small(Arc::new([])))
-    }
-}
-
-impl fmt::Debug for Object {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
-    }
-}
-
-impl PartialEq for Object {
-    /// Equal maps have the same keys with equal values, in whatever order (as `serde_json`'s).
-    fn eq(&self, other: &Object) -> bool {
-        self.len() == other.len()
-            && self.iter().enumerate().all(|(at, (k, v))| {
-                // Maps built alike have their keys in the same places: try that first.
-                match other.get_index(at) {
-                    Some((ok, ov)) if ok == k => ov == v,
-                    _ => other.get(k) == Some(v),
-                }
-            })
-    }
 }
 
 impl PartialEq for Json {
@@ -368,7 +229,17 @@ impl Json {
     /// A map of these entries, in this order; a key given twice keeps its first place and its last
     /// value, as `serde_json`'s maps do.
     pub fn object(entries: impl IntoIterator<Item = (Key, Json)>) -> Json {
-        let entries: Vec<(Key, Json)> = entries.into_iter().collect();
+        Json::object_in(entries.into_iter().collect(), None)
+    }
+
+    /// As [`Json::object`], its keys' order (its shape) shared through `keys` with every map built
+    /// there with the same keys in the same order. (The map itself is not looked up among the equal
+    /// ones: [`Keys::share`] does that.)
+    pub fn object_with(entries: impl IntoIterator<Item = (Key, Json)>, keys: &mut Keys) -> Json {
+        Json::object_in(entries.into_iter().collect(), Some(keys))
+    }
+
+    fn object_in(entries: Vec<(Key, Json)>, keys: Option<&mut Keys>) -> Json {
         let twice = if entries.len() <= INDEXED {
             (1..entries.len()).any(|i| entries[..i].iter().any(|(k, _)| *k == entries[i].0))
         } else {
@@ -377,13 +248,13 @@ impl Json {
             sorted.windows(2).any(|w| w[0] == w[1])
         };
         if !twice {
-            return Json::Object(Object::from_unique(entries));
+            return Json::Object(Object::from_unique(entries, keys));
         }
         let mut out: indexmap::IndexMap<Key, Json> = indexmap::IndexMap::new();
         for (k, v) in entries {
             out.insert(k, v);
         }
-        Json::Object(Object::from_unique(out.into_iter().collect()))
+        Json::Object(Object::from_unique(out.into_iter().collect(), keys))
     }
 
     /// Converts a `serde_json` value, taking it apart as it goes (each part is freed once converted),
@@ -402,11 +273,14 @@ impl Json {
                 keys.share(Json::Array(items))
             }
             serde_json::Value::Object(m) => {
-                let entries = m
-                    .into_iter()
-                    .map(|(k, v)| (keys.key(&k), Json::from_value_with(v, keys)))
-                    .collect();
-                keys.share(Json::Object(Object::from_unique(entries)))
+                let (mut names, mut values) =
+                    (Vec::with_capacity(m.len()), Vec::with_capacity(m.len()));
+                for (k, v) in m {
+                    names.push(keys.key(&k));
+                    values.push(Json::from_value_with(v, keys));
+                }
+                let map = Object::from_parts(names, values, Some(&mut *keys));
+                keys.share(Json::Object(map))
             }
         }
     }
@@ -426,11 +300,14 @@ impl Json {
                 keys.share(Json::Array(items))
             }
             serde_json::Value::Object(m) => {
-                let entries = m
-                    .iter()
-                    .map(|(k, v)| (keys.key(k), Json::from_ref_with(v, keys)))
-                    .collect();
-                keys.share(Json::Object(Object::from_unique(entries)))
+                let (mut names, mut values) =
+                    (Vec::with_capacity(m.len()), Vec::with_capacity(m.len()));
+                for (k, v) in m {
+                    names.push(keys.key(k));
+                    values.push(Json::from_ref_with(v, keys));
+                }
+                let map = Object::from_parts(names, values, Some(&mut *keys));
+                keys.share(Json::Object(map))
             }
         }
     }
@@ -486,18 +363,6 @@ impl<I: JsonIndex> std::ops::Index<I> for Json {
     /// As `serde_json`'s: `null` for a key or place that is not there.
     fn index(&self, index: I) -> &Json {
         index.index_into(self).unwrap_or(&NULL)
-    }
-}
-
-impl<'o> IntoIterator for &'o Object {
-    type Item = (&'o str, &'o Json);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'o, (Key, Json)>,
-        fn(&'o (Key, Json)) -> (&'o str, &'o Json),
-    >;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.entries().iter().map(|(k, v)| (&**k, v))
     }
 }
 
@@ -571,16 +436,6 @@ impl Serialize for Json {
             }
             Json::Object(m) => m.serialize(s),
         }
-    }
-}
-
-impl Serialize for Object {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
     }
 }
 
