@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use triomphe::ThinArc;
 
 use super::{str_eq, Json, Key, Keys, INDEXED};
 
@@ -68,14 +69,11 @@ impl Shape {
     }
 }
 
-/// A JSON map, in the order its keys were written. Cloning it is cheap (it is shared, read-only).
+/// A JSON map, in the order its keys were written. Cloning it is cheap (it is shared, read-only). Its
+/// shape and its values are one allocation behind a thin pointer: a lookup reads the shape's keys
+/// (shared, so mostly in the cache) and the value beside them.
 #[derive(Clone)]
-pub struct Object(Arc<Entries>);
-
-struct Entries {
-    shape: Shape,
-    values: Box<[Json]>,
-}
+pub struct Object(ThinArc<Shape, Json>);
 
 impl Object {
     /// A map of these entries, which have no key twice (the caller's promise; a later duplicate would
@@ -96,63 +94,68 @@ impl Object {
             Some(keys) => keys.shape(names),
             None => Shape::new(names),
         };
-        Object(Arc::new(Entries {
-            shape,
-            values: values.into_boxed_slice(),
-        }))
+        Object(ThinArc::from_header_and_iter(shape, values.into_iter()))
     }
 
     /// A copy with the value under `key` replaced, its keys shared with this one; `None` when it has
     /// no such key.
     pub fn with(&self, key: &str, value: Json) -> Option<Object> {
         let at = self.position(key)?;
-        let mut values = self.0.values.to_vec();
-        values[at] = value;
-        Some(Object(Arc::new(Entries {
-            shape: self.0.shape.clone(),
-            values: values.into_boxed_slice(),
-        })))
+        let mut value = Some(value);
+        let values = self.values().enumerate().map(|(i, v)| match i == at {
+            true => value.take().unwrap_or_default(),
+            false => v.clone(),
+        });
+        Some(Object(ThinArc::from_header_and_iter(
+            self.shape().clone(),
+            values,
+        )))
     }
 
     /// Its entries, to build another map from (keys, lists and maps are shared, not copied).
     pub fn to_entries(&self) -> Vec<(Key, Json)> {
-        let keys = self.0.shape.keys();
+        let keys = self.shape().keys();
         keys.iter()
             .cloned()
-            .zip(self.0.values.iter().cloned())
+            .zip(self.slice().iter().cloned())
             .collect()
     }
 
     /// Its shape.
     pub(crate) fn shape(&self) -> &Shape {
-        &self.0.shape
+        &self.0.header.header
+    }
+
+    /// The values, in the order written, as a slice.
+    fn slice(&self) -> &[Json] {
+        &self.0.slice
     }
 
     /// Where its values are held: maps built alike through one [`Keys`] are held once.
     pub(crate) fn addr(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
+        self.0.as_ptr() as usize
     }
 
     /// Where `key` is among the entries.
     pub fn position(&self, key: &str) -> Option<usize> {
-        self.0.shape.position(key)
+        self.shape().position(key)
     }
 
     /// The value under `key`.
     pub fn get(&self, key: &str) -> Option<&Json> {
-        self.position(key).map(|at| &self.0.values[at])
+        self.position(key).map(|at| &self.slice()[at])
     }
 
     /// The entry at `at`, in the order written.
     pub fn get_index(&self, at: usize) -> Option<(&str, &Json)> {
-        let key = self.0.shape.keys().get(at)?;
-        Some((key, self.0.values.get(at)?))
+        let key = self.shape().keys().get(at)?;
+        Some((key, self.slice().get(at)?))
     }
 
     /// The stored key and its value.
     pub fn get_key_value(&self, key: &str) -> Option<(&Key, &Json)> {
         self.position(key)
-            .map(|at| (&self.0.shape.keys()[at], &self.0.values[at]))
+            .map(|at| (&self.shape().keys()[at], &self.slice()[at]))
     }
 
     /// Whether `key` is there.
@@ -162,12 +165,12 @@ impl Object {
 
     /// How many entries.
     pub fn len(&self) -> usize {
-        self.0.values.len()
+        self.slice().len()
     }
 
     /// Whether it has none.
     pub fn is_empty(&self) -> bool {
-        self.0.values.is_empty()
+        self.slice().is_empty()
     }
 
     /// The entries as `(key, value)`, in the order written.
@@ -175,22 +178,21 @@ impl Object {
         fn entry<'o>((k, v): (&'o Key, &'o Json)) -> (&'o str, &'o Json) {
             (k, v)
         }
-        self.0
-            .shape
+        self.shape()
             .keys()
             .iter()
-            .zip(self.0.values.iter())
+            .zip(self.slice().iter())
             .map(entry as fn((&'o Key, &'o Json)) -> (&'o str, &'o Json))
     }
 
     /// The keys, in the order written.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
-        self.0.shape.keys().iter().map(|k| &**k)
+        self.shape().keys().iter().map(|k| &**k)
     }
 
     /// The values, in the order written.
     pub fn values(&self) -> impl ExactSizeIterator<Item = &Json> + Clone {
-        self.0.values.iter()
+        self.slice().iter()
     }
 }
 
@@ -227,8 +229,8 @@ impl PartialEq for Object {
         if self.len() != other.len() {
             return false;
         }
-        if self.0.shape.same(&other.0.shape) {
-            return self.0.values == other.0.values;
+        if self.shape().same(other.shape()) {
+            return self.slice() == other.slice();
         }
         self.iter().enumerate().all(|(at, (k, v))| {
             // Maps built alike have their keys in the same places: try that first.
