@@ -257,6 +257,26 @@ impl Json {
         Json::Object(Object::from_unique(out.into_iter().collect(), keys))
     }
 
+    /// A map of these entries, each value converted by `convert`, its keys and shape shared through
+    /// `keys`, and itself shared when an equal one was built there.
+    fn map_through<K: AsRef<str>, V>(
+        entries: impl IntoIterator<Item = (K, V), IntoIter: ExactSizeIterator>,
+        keys: &mut Keys,
+        convert: fn(V, &mut Keys) -> Json,
+    ) -> Json {
+        let entries = entries.into_iter();
+        let (mut names, mut values) = (
+            Vec::with_capacity(entries.len()),
+            Vec::with_capacity(entries.len()),
+        );
+        for (k, v) in entries {
+            names.push(keys.key(k.as_ref()));
+            values.push(convert(v, keys));
+        }
+        let map = Object::from_parts(names, values, Some(&mut *keys));
+        keys.share(Json::Object(map))
+    }
+
     /// Converts a `serde_json` value, taking it apart as it goes (each part is freed once converted),
     /// sharing keys through `keys`.
     pub fn from_value_with(v: serde_json::Value, keys: &mut Keys) -> Json {
@@ -272,16 +292,7 @@ impl Json {
                     .collect();
                 keys.share(Json::Array(items))
             }
-            serde_json::Value::Object(m) => {
-                let (mut names, mut values) =
-                    (Vec::with_capacity(m.len()), Vec::with_capacity(m.len()));
-                for (k, v) in m {
-                    names.push(keys.key(&k));
-                    values.push(Json::from_value_with(v, keys));
-                }
-                let map = Object::from_parts(names, values, Some(&mut *keys));
-                keys.share(Json::Object(map))
-            }
+            serde_json::Value::Object(m) => Json::map_through(m, keys, Json::from_value_with),
         }
     }
 
@@ -299,16 +310,7 @@ impl Json {
                     .collect();
                 keys.share(Json::Array(items))
             }
-            serde_json::Value::Object(m) => {
-                let (mut names, mut values) =
-                    (Vec::with_capacity(m.len()), Vec::with_capacity(m.len()));
-                for (k, v) in m {
-                    names.push(keys.key(k));
-                    values.push(Json::from_ref_with(v, keys));
-                }
-                let map = Object::from_parts(names, values, Some(&mut *keys));
-                keys.share(Json::Object(map))
-            }
+            serde_json::Value::Object(m) => Json::map_through(m, keys, Json::from_ref_with),
         }
     }
 
