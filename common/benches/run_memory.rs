@@ -5,7 +5,9 @@
 //! drives it (revisions assigned, each published list put on a board of `Arc<TaskList>`, every task of a
 //! list answered succeeded), with the heap counted by a global allocator.
 //!
-//! Prints the run's time, start to finish, and per node: the heap the resolution holds for the whole
+//! Prints the run's time, start to finish, each step that starts a phase of 1,000 nodes or more (how
+//! long the run took to compute it, and the size and writing time of the state the engine then
+//! stores), and per node: the heap the resolution holds for the whole
 //! deployment (and its parts), the most the run and the board held at once, and the peak during the
 //! whole run.
 //!
@@ -214,6 +216,32 @@ impl Engine {
     }
 }
 
+/// Steps that publish at least this many lists are timed (as the controller logs them).
+const LARGE_PUBLICATION: usize = 1000;
+
+/// A step that started a large phase: how long the run took to compute it, and the run's state the
+/// engine then stores (serialized as the controller writes it).
+struct Publication {
+    lists: usize,
+    computed: std::time::Duration,
+    state_bytes: usize,
+    state_written: std::time::Duration,
+}
+
+impl Publication {
+    fn of(run: &Run, step: &Effects, computing: std::time::Instant) -> Publication {
+        let computed = computing.elapsed();
+        let writing = std::time::Instant::now();
+        let state = serde_json::to_vec(run.state()).expect("the state serializes");
+        Publication {
+            lists: step.publish.len(),
+            computed,
+            state_bytes: state.len(),
+            state_written: writing.elapsed(),
+        }
+    }
+}
+
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
@@ -333,6 +361,7 @@ fn main() {
     let began = std::time::Instant::now();
     let mut fx = run.start(0);
     let mut results = 0usize;
+    let mut large = Vec::new();
     loop {
         engine.apply(&mut run, &mut fx);
         engine.most = engine.most.max(heap().saturating_sub(start));
@@ -366,7 +395,11 @@ fn main() {
                 })
                 .collect();
             results += answers.len();
+            let computing = std::time::Instant::now();
             let mut step = run.results(0, list.node_id, &answers);
+            if step.publish.len() >= LARGE_PUBLICATION {
+                large.push(Publication::of(&run, &step, computing));
+            }
             engine.apply(&mut run, &mut step);
             engine.most = engine.most.max(heap().saturating_sub(start));
             if step.finish.is_some() {
@@ -392,6 +425,15 @@ fn main() {
         run_time.as_secs_f64() * 1000.0,
         run_time.as_secs_f64() * 1e6 / results.max(1) as f64
     );
+    for p in &large {
+        println!(
+            "  a step publishing {} lists: computed in {:.0} ms; its state {:.1} MB, written in {:.0} ms",
+            p.lists,
+            p.computed.as_secs_f64() * 1000.0,
+            p.state_bytes as f64 / 1e6,
+            p.state_written.as_secs_f64() * 1000.0
+        );
+    }
     println!(
         "the nodes' facts, read as the controller reads them {}",
         per_node(facts_bytes, n)

@@ -28,7 +28,7 @@ impl Run {
         }
         let cur = self.current.get(&node_id)?;
         let spec = cur.list.tasks.iter().find(|t| t.id == task)?;
-        let graph_type = cur.graph_type.as_str();
+        let graph_type = cur.at.graph_type.as_str();
         let status = |node: u64, task: &str| self.done.get(graph_type, node, task);
         let settled = |node: u64| self.current.get(&node).is_none_or(|c| c.settled);
         let mut waiting = Vec::new();
@@ -53,7 +53,10 @@ impl Run {
                 let mut open = Vec::new();
                 let mut failed = false;
                 for (n, t) in set.entries_for(node_id) {
-                    let here = self.current.get(&n).filter(|c| c.graph_type == graph_type);
+                    let here = self
+                        .current
+                        .get(&n)
+                        .filter(|c| c.at.graph_type == graph_type);
                     match status(n, t) {
                         Some(ResultStatus::Succeeded | ResultStatus::Skipped) => met = true,
                         Some(_) => failed = true,

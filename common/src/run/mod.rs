@@ -121,12 +121,20 @@ pub enum RunError {
     Sequence(#[from] SequenceError),
 }
 
-/// A node's list for the phase it is in.
-#[derive(Debug, Clone)]
-struct Current {
+/// Where a list runs: its group, its phase and the phase's graph type. One per phase started, shared
+/// by its nodes' [`Current`] (a 40,000-node phase would otherwise copy three names per node as it
+/// starts, and free them as the next one does).
+#[derive(Debug)]
+struct Place {
     group: String,
     phase: String,
     graph_type: String,
+}
+
+/// A node's list for the phase it is in.
+#[derive(Debug, Clone)]
+struct Current {
+    at: Arc<Place>,
     /// The list as stored, shared with the board ([`Run::published`]). Until it is stored (revision 0)
     /// only its header, without tasks; once every task has its last word, only its header again (the
     /// tasks' last words are in `finals`), so a finished node holds no copy of its list.
@@ -323,6 +331,16 @@ impl Run {
             *last = (*last).max(l.revision);
         }
         for phase in run.state.sequencer.in_flight() {
+            let at = Arc::new(Place {
+                group: phase.group.clone(),
+                phase: phase.phase.clone(),
+                graph_type: run
+                    .state
+                    .phase_graph
+                    .get(&phase.phase)
+                    .cloned()
+                    .unwrap_or_default(),
+            });
             for name in &phase.awaiting {
                 let Some(node_id) = run.ids.get(name).copied() else {
                     continue;
@@ -333,14 +351,7 @@ impl Run {
                     run.current.insert(
                         node_id,
                         Current {
-                            group: phase.group.clone(),
-                            phase: phase.phase.clone(),
-                            graph_type: run
-                                .state
-                                .phase_graph
-                                .get(&phase.phase)
-                                .cloned()
-                                .unwrap_or_default(),
+                            at: at.clone(),
                             list,
                             finals: Words::default(),
                             settled: false,
@@ -391,6 +402,11 @@ impl Run {
                 .iter()
                 .filter_map(|n| self.ids.get(n).copied())
                 .collect();
+            let at = Arc::new(Place {
+                group: phase.group,
+                phase: phase.phase,
+                graph_type: phase.graph_type,
+            });
             for name in &phase.awaiting {
                 if self
                     .ids
@@ -399,21 +415,9 @@ impl Run {
                 {
                     continue;
                 }
-                let started = self.start_node(
-                    &phase.group,
-                    &phase.phase,
-                    &phase.graph_type,
-                    name,
-                    &starting,
-                    fx,
-                );
-                if let Start::List(list) = started {
+                if let Start::List(list) = self.start_node(&at, name, &starting, fx) {
                     lists.push(list);
-                    placed.push((
-                        phase.group.clone(),
-                        phase.phase.clone(),
-                        phase.graph_type.clone(),
-                    ));
+                    placed.push(at.clone());
                 }
             }
         }
@@ -651,7 +655,7 @@ impl Run {
             self.state.deadlines.remove(&phase_key(group, phase));
             let mut out = Vec::new();
             for (node_id, cur) in self.current.iter_mut() {
-                if &cur.group == group && &cur.phase == phase && !cur.settled {
+                if &cur.at.group == group && &cur.at.phase == phase && !cur.settled {
                     cur.settled = true;
                     out.push(*node_id);
                     for holders in self.slots.values_mut() {
@@ -716,11 +720,15 @@ impl Run {
         }
         cur.finals
             .insert_first(self.done.names.intern(&r.task_id), r.status);
-        let key = (cur.graph_type.clone(), r.task_id.clone());
-        if let Some(holders) = self.slots.get_mut(&key) {
-            holders.remove(&node_id);
+        // Gated tasks only hold slots: most deployments have none, and a key costs two copies.
+        if !self.slots.is_empty() {
+            let key = (cur.at.graph_type.clone(), r.task_id.clone());
+            if let Some(holders) = self.slots.get_mut(&key) {
+                holders.remove(&node_id);
+            }
         }
-        self.done.insert(&key.0, node_id, &key.1, r.status);
+        self.done
+            .insert(&cur.at.graph_type, node_id, &r.task_id, r.status);
         true
     }
 
@@ -737,18 +745,17 @@ impl Run {
         };
         cur.settled = true;
         cur.finals.complete();
-        self.done.complete(&cur.graph_type, node_id);
+        self.done.complete(&cur.at.graph_type, node_id);
         // Every task has its last word: the tasks need not be kept (the board lets go of the list too).
         cur.list = Arc::new(header(&cur.list));
-        let (group, phase, graph_type) =
-            (cur.group.clone(), cur.phase.clone(), cur.graph_type.clone());
+        let at = cur.at.clone();
         fx.withdraw(node_id);
         fx.waits_changed = true;
         for holders in self.slots.values_mut() {
             holders.remove(&node_id);
         }
         if outcome == NodeOutcome::Failed && self.stopped.is_none() {
-            self.stopped = self.fault_tolerance_exceeded(&graph_type);
+            self.stopped = self.fault_tolerance_exceeded(&at.graph_type);
             if let Some(why) = &self.stopped {
                 fx.events.push(DeploymentEvent::Stopped {
                     message: why.clone(),
@@ -756,7 +763,13 @@ impl Run {
             }
         }
         if let Some(name) = self.plan.nodes.get(&node_id).map(|n| n.name.clone()) {
-            record(&mut self.state.sequencer, &group, &phase, &name, outcome);
+            record(
+                &mut self.state.sequencer,
+                &at.group,
+                &at.phase,
+                &name,
+                outcome,
+            );
         }
     }
 
@@ -767,7 +780,7 @@ impl Run {
             let mut progressed = false;
             let mut finished = None;
             let mut lists = Vec::new();
-            let mut placed: Vec<(String, String, String)> = Vec::new();
+            let mut placed: Vec<Arc<Place>> = Vec::new();
             for action in self.state.sequencer.next_actions() {
                 match action {
                     Action::StartPhase {
@@ -786,12 +799,18 @@ impl Run {
                             .iter()
                             .filter_map(|n| self.ids.get(n).copied())
                             .collect();
+                        let at = Arc::new(Place {
+                            group,
+                            phase,
+                            graph_type,
+                        });
+                        lists.reserve(nodes.len());
+                        placed.reserve(nodes.len());
                         for name in nodes {
-                            match self.start_node(&group, &phase, &graph_type, &name, &starting, fx)
-                            {
+                            match self.start_node(&at, &name, &starting, fx) {
                                 Start::List(list) => {
                                     lists.push(list);
-                                    placed.push((group.clone(), phase.clone(), graph_type.clone()));
+                                    placed.push(at.clone());
                                 }
                                 Start::Settled => progressed = true,
                                 Start::Unknown => {}
@@ -832,13 +851,16 @@ impl Run {
     /// (succeeded with nothing to run, failed with an event once the run stopped).
     fn start_node(
         &mut self,
-        group: &str,
-        phase: &str,
-        graph_type: &str,
+        at: &Place,
         name: &str,
         starting: &HashSet<u64>,
         fx: &mut Effects,
     ) -> Start {
+        let Place {
+            group,
+            phase,
+            graph_type,
+        } = at;
         let Some((id, node)) = self
             .ids
             .get(name)
@@ -882,7 +904,7 @@ impl Run {
     /// Makes lists of starting phases the nodes' current ones and publishes them.
     fn hold(
         &mut self,
-        lists: impl ExactSizeIterator<Item = (TaskList, (String, String, String))>,
+        lists: impl ExactSizeIterator<Item = (TaskList, Arc<Place>)>,
         fx: &mut Effects,
     ) {
         if lists.len() == 0 {
@@ -890,13 +912,12 @@ impl Run {
         }
         fx.save_state = true;
         fx.waits_changed = true;
-        for (list, (group, phase, graph_type)) in lists {
+        fx.publish.reserve(lists.len());
+        for (list, at) in lists {
             self.current.insert(
                 list.node_id,
                 Current {
-                    group,
-                    phase,
-                    graph_type,
+                    at,
                     // Its tasks come back with the stored list ([`Run::published`]).
                     list: Arc::new(header(&list)),
                     finals: Words::default(),
@@ -989,7 +1010,7 @@ impl Run {
             let untolerated = self
                 .current
                 .iter()
-                .find(|(n, c)| c.graph_type == graph_type && failed_here(n) && !tolerant(n));
+                .find(|(n, c)| c.at.graph_type == graph_type && failed_here(n) && !tolerant(n));
             if let Some((n, _)) = untolerated {
                 return Some(format!(
                     "node {n} failed and no group's fault_tolerance covers it; no further list is published"

@@ -83,7 +83,7 @@ pub fn running(s: &dyn Store, count: u64) -> (Vec<u64>, u64) {
             graph_type: "default".into(),
             node_ids: nodes.clone(),
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: CompressedJson::encode(&serde_json::json!({})).expect("a state encodes"),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),

@@ -288,7 +288,10 @@ impl Engine {
         lists: &mut [TaskList],
         fx: &Effects,
     ) -> Result<Instant, StoreError> {
-        let state = (fx.save_state || fx.finish.is_some()).then(|| live.state_ref().to_text());
+        let state = match fx.save_state || fx.finish.is_some() {
+            true => Some(live.state_ref().compressed()?),
+            false => None,
+        };
         let stated = Instant::now();
         let rows = match &fx.finish {
             Some(f) => live.task_states(&f.succeeded_tasks),
@@ -301,7 +304,7 @@ impl Engine {
             id,
             &mut Progress {
                 lists,
-                state: state.as_deref(),
+                state: state.as_ref(),
                 events: &fx.events,
                 task_rows: &rows,
                 end: fx.finish.as_ref().map(|f| Ending {

@@ -123,10 +123,10 @@ pub struct EngineStateRef<'a> {
 }
 
 impl EngineStateRef<'_> {
-    /// As JSON text.
-    pub fn to_text(&self) -> String {
-        // Plain data (strings, numbers, maps with string keys) always serializes.
-        serde_json::to_string(self).unwrap_or_else(|_| "null".into())
+    /// As the store keeps it: JSON, compressed as it is written (its text is never held whole).
+    pub fn compressed(&self) -> Result<CompressedJson, StoreError> {
+        CompressedJson::encode(self)
+            .map_err(|e| StoreError::Database(format!("the deployment's state: {e}")))
     }
 }
 
@@ -457,7 +457,7 @@ impl Engine {
             graph_type,
             node_ids,
             options: serde_json::to_value(&req.options).unwrap_or_default(),
-            state: state.borrowed().to_text(),
+            state: state.borrowed().compressed()?,
             inputs,
             now_ms: now_ms(),
             deploys: state.deploys(),
@@ -710,8 +710,8 @@ mod tests {
                 chosen_by,
                 action,
             };
-            let text = borrowed.to_text();
-            let back: EngineState = serde_json::from_str(&text).unwrap();
+            let text = serde_json::to_string(&borrowed).unwrap();
+            let back: EngineState = borrowed.compressed().unwrap().decode().unwrap();
             assert_eq!(back.strategy.as_deref(), strategy);
             assert_eq!(back.chosen_by.as_deref(), chosen_by);
             assert_eq!(back.action.as_deref(), action);

@@ -249,12 +249,14 @@ fn nodes_by_id(t: &Tx, node_ids: &[u64]) -> StoreResult<Vec<NodeRecord>> {
     Ok(nodes)
 }
 
+/// A deployment's columns as [`deployment_from_row`] reads them: its orchestration state is `state_gz`
+/// (compressed) where it was written so, else the text in `state`.
 const DEPLOYMENT_COLUMNS: &str =
-    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at, state_gz";
 /// [`DEPLOYMENT_COLUMNS`] with the orchestration state left out (read as JSON `null`), for lists:
 /// the state places every node in the strategy, megabytes for a large fleet.
 const DEPLOYMENT_LIST_COLUMNS: &str =
-    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at";
+    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at, NULL::BYTEA";
 
 fn deployment_from_row(row: &Row) -> StoreResult<DeploymentRecord> {
     let w = "deployment";
@@ -267,7 +269,11 @@ fn deployment_from_row(row: &Row) -> StoreResult<DeploymentRecord> {
             .ok_or_else(|| StoreError::Corrupt(format!("deployment status {status:?}")))?,
         node_ids: from_json(col(row, 4, w)?, "deployment node_ids")?,
         options: from_json(col(row, 5, w)?, "deployment options")?,
-        state: from_json(col(row, 6, w)?, "deployment state")?,
+        state: super::compressed::stored_json(
+            col(row, 9, w)?,
+            col(row, 6, w)?,
+            "deployment state",
+        )?,
         created_at_ms: col(row, 7, w)?,
         finished_at_ms: col(row, 8, w)?,
     })
@@ -1036,18 +1042,20 @@ impl Store for PgStore {
                 )));
             }
             model::save_primaries(t, &new.primaries)?;
-            t.carrying(new.inputs.as_bytes().len() + new.state.len() + 8 * new.node_ids.len());
+            t.carrying(
+                new.inputs.as_bytes().len() + new.state.as_bytes().len() + 8 * new.node_ids.len(),
+            );
             let row = t.one(
-                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz) \
-                 VALUES ($1, $2, 'running', $3, $4, $5, $6, $7) RETURNING id",
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz, state_gz) \
+                 VALUES ($1, $2, 'running', $3, $4, '', $5, $6, $7) RETURNING id",
                 &[
                     &sql_id(new.cluster_id),
                     &new.graph_type,
                     &to_json(&new.node_ids),
                     &to_json(&new.options),
-                    &new.state,
                     &new.now_ms,
                     &new.inputs.as_bytes(),
+                    &new.state.as_bytes(),
                 ],
             )?;
             let dep_id = id(col(&row, 0, "deployment id")?);
@@ -1091,15 +1099,17 @@ impl Store for PgStore {
         state: &serde_json::Value,
         events: &[DeploymentEvent],
     ) -> StoreResult<()> {
+        let state = super::compressed::packed(state, "the deployment's state")?;
         self.write_queued(Queue::Revision, |t| {
-            set_state(t, deployment_id, &to_json(state), DeploymentStatus::Running)?;
+            set_state(t, deployment_id, Some(&state), DeploymentStatus::Running)?;
             append_events(t, deployment_id, events)?;
             insert_lists(t, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-        self.write(|t| finish(t, dep_id, &to_json(end.state), end.events, &Ending::of(end)))
+        let state = super::compressed::packed(end.state, "the deployment's state")?;
+        self.write(|t| finish(t, dep_id, Some(&state), end.events, &Ending::of(end)))
     }
 
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
@@ -1127,10 +1137,10 @@ impl Store for PgStore {
                 model::save_task_states(t, &[], p.task_rows)?;
             }
             let done = match p.end {
-                Some(end) => finish(t, dep_id, p.state.unwrap_or("null"), p.events, &end),
+                Some(end) => finish(t, dep_id, p.state, p.events, &end),
                 None => {
-                    if let Some(state) = p.state {
-                        set_state(t, dep_id, state, DeploymentStatus::Running)?;
+                    if p.state.is_some() {
+                        set_state(t, dep_id, p.state, DeploymentStatus::Running)?;
                     }
                     append_events(t, dep_id, p.events)
                 }
@@ -1697,7 +1707,7 @@ fn insert_lists(t: &Tx, deployment_id: u64, lists: &mut [TaskList]) -> StoreResu
 fn finish(
     t: &Tx,
     dep_id: u64,
-    state: &str,
+    state: Option<&CompressedJson>,
     events: &[DeploymentEvent],
     end: &Ending<'_>,
 ) -> StoreResult<()> {
@@ -1773,12 +1783,20 @@ fn finish(
     Ok(())
 }
 
-fn set_state(t: &Tx, dep_id: u64, state: &str, status: DeploymentStatus) -> StoreResult<()> {
+/// Writes a deployment's orchestration state (compressed; `None` writes `null`) and status.
+fn set_state(
+    t: &Tx,
+    dep_id: u64,
+    state: Option<&CompressedJson>,
+    status: DeploymentStatus,
+) -> StoreResult<()> {
     let finished = (status != DeploymentStatus::Running).then(now_ms);
-    t.carrying(state.len());
+    let (text, packed) = super::compressed::columns(state);
+    t.carrying(packed.map_or(0, <[u8]>::len));
     let changed = t.exec(
-        "UPDATE deployments SET state = $2, status = $3, finished_at = COALESCE(finished_at, $4) WHERE id = $1",
-        &[&sql_id(dep_id), &state, &status.as_str(), &finished],
+        "UPDATE deployments SET state = $2, state_gz = $3, status = $4, finished_at = COALESCE(finished_at, $5) \
+         WHERE id = $1",
+        &[&sql_id(dep_id), &text, &packed, &status.as_str(), &finished],
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound {

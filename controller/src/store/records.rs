@@ -84,9 +84,9 @@ pub struct NewDeployment {
     pub node_ids: Vec<u64>,
     /// Options as requested (noop, force, ...).
     pub options: serde_json::Value,
-    /// The orchestration state to start from, as JSON text (at 100,000 nodes a tree of it would be
-    /// tens of megabytes at the start's peak).
-    pub state: String,
+    /// The orchestration state to start from, compressed as it was written (at 100,000 nodes a tree of
+    /// it would be tens of megabytes at the start's peak, its text 7 MB).
+    pub state: super::CompressedJson,
     /// What the deployment was resolved from, so that a restart resolves it the same way: the snapshot
     /// as compressed JSON (stored as it is).
     pub inputs: super::CompressedJson,
@@ -193,9 +193,10 @@ pub type StateRow = (u64, std::sync::Arc<str>, std::sync::Arc<str>);
 pub struct Progress<'a> {
     /// Lists to publish (orders to stop included); each gets its revision here.
     pub lists: &'a mut [plinth_common::wire::TaskList],
-    /// The orchestration state as JSON text, when it changed (always given with an end). Text: the engine
-    /// writes it straight from its run, which at 100,000 nodes is megabytes a step as a tree.
-    pub state: Option<&'a str>,
+    /// The orchestration state, when it changed (always given with an end), compressed: the engine
+    /// writes it straight from its run (at 100,000 nodes a tree of it would be tens of megabytes a
+    /// step, its text 7 to 10 MB).
+    pub state: Option<&'a super::CompressedJson>,
     /// Events to append.
     pub events: &'a [DeploymentEvent],
     /// Task states to record: (node, task, reference) rows naming blobs stored before (see

@@ -174,6 +174,7 @@ fn deployment_from_row(row: &Row<'_>) -> rusqlite::Result<Result<DeploymentRecor
     let node_ids: String = row.get(4)?;
     let options: String = row.get(5)?;
     let state: String = row.get(6)?;
+    let state_gz: Option<Vec<u8>> = row.get(9)?;
     let base = (
         row.get::<_, i64>(0)?,
         row.get::<_, i64>(1)?,
@@ -190,19 +191,21 @@ fn deployment_from_row(row: &Row<'_>) -> rusqlite::Result<Result<DeploymentRecor
                 .ok_or_else(|| StoreError::Corrupt(format!("deployment status {status:?}")))?,
             node_ids: from_json(&node_ids, "deployment node_ids")?,
             options: from_json(&options, "deployment options")?,
-            state: from_json(&state, "deployment state")?,
+            state: super::compressed::stored_json(state_gz, &state, "deployment state")?,
             created_at_ms: base.3,
             finished_at_ms: base.4,
         })
     })())
 }
 
+/// A deployment's columns as [`deployment_from_row`] reads them: its orchestration state is `state_gz`
+/// (compressed) where it was written so, else the text in `state`.
 const DEPLOYMENT_COLUMNS: &str =
-    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at";
+    "id, cluster_id, graph_type, status, node_ids, options, state, created_at, finished_at, state_gz";
 /// [`DEPLOYMENT_COLUMNS`] with the orchestration state left out (read as JSON `null`), for lists:
 /// the state places every node in the strategy, megabytes for a large fleet.
 const DEPLOYMENT_LIST_COLUMNS: &str =
-    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at";
+    "id, cluster_id, graph_type, status, node_ids, options, 'null', created_at, finished_at, NULL";
 
 fn query_deployments(
     tx: &Connection,
@@ -809,9 +812,9 @@ impl Store for SqliteStore {
             }
             model::save_primaries(tx, &new.primaries)?;
             tx.execute(
-                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz) \
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7)",
-                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), new.state, new.now_ms, new.inputs.as_bytes()],
+                "INSERT INTO deployments (cluster_id, graph_type, status, node_ids, options, state, created_at, inputs_gz, state_gz) \
+                 VALUES (?1, ?2, 'running', ?3, ?4, '', ?5, ?6, ?7)",
+                params![sql_id(new.cluster_id), new.graph_type, to_json(&new.node_ids), to_json(&new.options), new.now_ms, new.inputs.as_bytes(), new.state.as_bytes()],
             )?;
             let dep_id = id(tx.last_insert_rowid());
             if new.deploys {
@@ -856,28 +859,17 @@ impl Store for SqliteStore {
         state: &serde_json::Value,
         events: &[DeploymentEvent],
     ) -> StoreResult<()> {
+        let state = super::compressed::packed(state, "the deployment's state")?;
         self.tx(|tx| {
-            set_state(
-                tx,
-                deployment_id,
-                &to_json(state),
-                DeploymentStatus::Running,
-            )?;
+            set_state(tx, deployment_id, Some(&state), DeploymentStatus::Running)?;
             append_events(tx, deployment_id, events)?;
             insert_lists(tx, deployment_id, lists)
         })
     }
 
     fn finish_deployment(&self, dep_id: u64, end: &DeploymentEnd<'_>) -> StoreResult<()> {
-        self.tx(|tx| {
-            finish(
-                tx,
-                dep_id,
-                &to_json(end.state),
-                end.events,
-                &Ending::of(end),
-            )
-        })
+        let state = super::compressed::packed(end.state, "the deployment's state")?;
+        self.tx(|tx| finish(tx, dep_id, Some(&state), end.events, &Ending::of(end)))
     }
 
     fn record_progress(&self, dep_id: u64, p: &mut Progress<'_>) -> StoreResult<()> {
@@ -903,10 +895,10 @@ impl Store for SqliteStore {
                 model::save_task_states(tx, &[], p.task_rows)?;
             }
             match p.end {
-                Some(end) => finish(tx, dep_id, p.state.unwrap_or("null"), p.events, &end),
+                Some(end) => finish(tx, dep_id, p.state, p.events, &end),
                 None => {
-                    if let Some(state) = p.state {
-                        set_state(tx, dep_id, state, DeploymentStatus::Running)?;
+                    if p.state.is_some() {
+                        set_state(tx, dep_id, p.state, DeploymentStatus::Running)?;
                     }
                     append_events(tx, dep_id, p.events)
                 }
@@ -1415,7 +1407,7 @@ fn insert_lists(tx: &Connection, deployment_id: u64, lists: &mut [TaskList]) -> 
 fn finish(
     tx: &Connection,
     dep_id: u64,
-    state: &str,
+    state: Option<&CompressedJson>,
     events: &[DeploymentEvent],
     end: &Ending<'_>,
 ) -> StoreResult<()> {
@@ -1475,16 +1467,19 @@ fn finish(
     Ok(())
 }
 
+/// Writes a deployment's orchestration state (compressed; `None` writes `null`) and status.
 fn set_state(
     tx: &Connection,
     dep_id: u64,
-    state: &str,
+    state: Option<&CompressedJson>,
     status: DeploymentStatus,
 ) -> StoreResult<()> {
     let finished = (status != DeploymentStatus::Running).then(now_ms);
+    let (text, packed) = super::compressed::columns(state);
     let changed = tx.execute(
-        "UPDATE deployments SET state = ?2, status = ?3, finished_at = COALESCE(finished_at, ?4) WHERE id = ?1",
-        params![sql_id(dep_id), state, status.as_str(), finished],
+        "UPDATE deployments SET state = ?2, state_gz = ?3, status = ?4, finished_at = COALESCE(finished_at, ?5) \
+         WHERE id = ?1",
+        params![sql_id(dep_id), text, packed, status.as_str(), finished],
     )?;
     if changed == 0 {
         return Err(StoreError::NotFound {

@@ -40,6 +40,12 @@ fn no_inputs() -> CompressedJson {
     CompressedJson::encode(&serde_json::Value::Null).expect("null encodes")
 }
 
+/// An orchestration state as the engine gives it to the store (compressed).
+fn packed_state(text: &str) -> CompressedJson {
+    let value: serde_json::Value = serde_json::from_str(text).expect("a state is JSON");
+    CompressedJson::encode(&value).expect("a state encodes")
+}
+
 fn result(task: &str, attempt: u32, status: ResultStatus) -> TaskResult {
     TaskResult {
         deployment_id: 1,
@@ -113,7 +119,7 @@ fn results_are_stored_once(s: &dyn Store) {
             graph_type: "default".into(),
             node_ids: vec![n.id],
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -174,7 +180,7 @@ fn a_deployments_inputs_read_back_as_recorded(s: &dyn Store) {
             graph_type: "default".into(),
             node_ids: vec![],
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 1,
             deploys: false,
             primaries: Vec::new(),
@@ -195,7 +201,7 @@ fn one_running_deployment_per_cluster_and_failed_writes_change_nothing(s: &dyn S
         graph_type: "default".into(),
         node_ids: vec![],
         options: serde_json::json!({}),
-        state: "{}".into(),
+        state: packed_state("{}"),
         now_ms: 1,
         deploys: true,
         primaries: Vec::new(),
@@ -291,7 +297,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             graph_type: "default".into(),
             node_ids: vec![n.id],
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -375,7 +381,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             graph_type: "default".into(),
             node_ids: vec![again.id],
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 2,
             deploys: true,
             primaries: Vec::new(),
@@ -463,7 +469,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut step,
-            state: Some(r#"{"step":3}"#),
+            state: Some(&packed_state(r#"{"step":3}"#)),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
             task_rows: &[],
             end: None,
@@ -483,7 +489,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut last,
-            state: Some(r#"{"step":4}"#),
+            state: Some(&packed_state(r#"{"step":4}"#)),
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "d".into() }],
             task_rows: &[],
             end: Some(Ending {
@@ -505,7 +511,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         d2.id,
         &mut Progress {
             lists: &mut [],
-            state: Some(r#"{"step":5}"#),
+            state: Some(&packed_state(r#"{"step":5}"#)),
             events: &[],
             task_rows: &[],
             end: None,
@@ -571,7 +577,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
             graph_type: "default".into(),
             node_ids: nodes.clone(),
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),
@@ -1098,7 +1104,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
             graph_type: "default".into(),
             node_ids: n[..4].to_vec(),
             options: serde_json::json!({}),
-            state: "{}".into(),
+            state: packed_state("{}"),
             now_ms: 1,
             deploys: true,
             primaries: Vec::new(),

@@ -129,6 +129,51 @@ fn inputs_recorded_as_text_before_they_were_kept_compressed_read_back() {
 }
 
 #[test]
+fn a_deployment_state_recorded_as_text_before_it_was_kept_compressed_reads_back() {
+    let s = SqliteStore::in_memory().unwrap();
+    let (_, dep) = crate::store::suite::running_deployment(&s, 1);
+    // Written now: compressed, its text column empty.
+    let (text, packed): (String, Option<Vec<u8>>) = s
+        .conn
+        .lock()
+        .unwrap()
+        .query_row(
+            "SELECT state, state_gz FROM deployments WHERE id = ?1",
+            params![sql_id(dep.id)],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((text.as_str(), packed.is_some()), ("", true));
+    // As deployments were recorded before the state was kept compressed: its text, nothing else.
+    let set = |text: &str, packed: Option<&[u8]>| {
+        s.conn
+            .lock()
+            .unwrap()
+            .execute(
+                "UPDATE deployments SET state = ?1, state_gz = ?2 WHERE id = ?3",
+                params![text, packed, sql_id(dep.id)],
+            )
+            .unwrap();
+    };
+    set(r#"{"step": 7}"#, None);
+    assert_eq!(
+        s.get_deployment(dep.id).unwrap().state,
+        serde_json::json!({"step": 7})
+    );
+    // Lists of deployments leave the state out either way.
+    assert_eq!(
+        s.list_deployments(None).unwrap()[0].state,
+        serde_json::Value::Null
+    );
+    // Bytes that are not a compressed document are reported, not read as something else.
+    set("", Some(b"\x1f\x8b\x08\x00"));
+    assert!(matches!(
+        s.get_deployment(dep.id),
+        Err(StoreError::Corrupt(m)) if m.contains("deployment state")
+    ));
+}
+
+#[test]
 fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
     let s = SqliteStore::in_memory().unwrap();
     let old = serde_json::json!({"nodes": [{"uid": "1"}]});
