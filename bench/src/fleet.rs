@@ -112,10 +112,11 @@ struct Shared {
     reconnects: AtomicUsize,
 }
 
-/// How many connections one simulated agent may lose, or fail to make again, before it counts as
-/// failed. (A real agent never gives up; a simulated one that does ends the run, so the limit is
-/// high enough for a controller too busy to finish every handshake for a while.)
-const RECONNECTS_PER_AGENT: usize = 12;
+/// After this many lost connections a simulated agent says so (once) on standard error; it goes on
+/// connecting again, as a real agent does. (It used to give up, which ended its whole process and took
+/// a sixth of a 100,000-agent fleet with it on a machine loaded past what its controllers could
+/// answer in time; the run's deadline, not an agent, decides when a deployment has failed.)
+const RECONNECTS_TO_REPORT: usize = 12;
 
 /// A simulated agent's connection, made again after a transport error as the agent does (it backs off,
 /// one second more each time up to ten, and connects again, also when connecting fails): on a machine
@@ -144,14 +145,14 @@ impl Link<'_> {
         }
     }
 
-    /// Backs off and connects again after `lost`, until a connection is made or too many were lost.
+    /// Backs off and connects again after `lost`, until a connection is made.
     async fn reconnect(&mut self, mut lost: anyhow::Error) -> Result<()> {
         loop {
-            if self.lost >= RECONNECTS_PER_AGENT {
-                return Err(lost.context(format!(
-                    "sim-{}: gave up after {} lost connections",
+            if self.lost == RECONNECTS_TO_REPORT {
+                eprintln!(
+                    "sim-{}: {} connections lost, connecting again: {lost:#}",
                     self.plan.seed, self.lost
-                )));
+                );
             }
             self.lost += 1;
             self.shared.reconnects.fetch_add(1, Ordering::Relaxed);
