@@ -288,9 +288,10 @@ impl Engine {
         lists: &mut [TaskList],
         fx: &Effects,
     ) -> Result<Instant, StoreError> {
-        let state = match fx.save_state || fx.finish.is_some() {
-            true => Some(live.state_ref().compressed()?),
-            false => None,
+        let state = if fx.save_state || fx.finish.is_some() {
+            Some(live.state_ref().compressed()?)
+        } else {
+            None
         };
         let stated = Instant::now();
         let rows = match &fx.finish {
