@@ -130,12 +130,13 @@ pub(crate) fn columns(doc: Option<&CompressedJson>) -> (&'static str, Option<&[u
 /// A stored document (`what`, for errors): compressed where it has been kept so (rows written since
 /// the migration that added its compressed column), else the text of a row written before.
 pub(crate) fn stored_json<T: DeserializeOwned>(
-    packed: Option<Vec<u8>>,
+    packed: Option<&[u8]>,
     text: &str,
     what: &str,
 ) -> super::StoreResult<T> {
     let read = match packed {
-        Some(bytes) => CompressedJson::from_bytes(bytes).decode(),
+        Some(bytes) => serde_json::from_reader(BufReader::new(GzDecoder::new(bytes)))
+            .map_err(CompressedError::from),
         None => serde_json::from_str(text).map_err(CompressedError::from),
     };
     read.map_err(|e| super::StoreError::Corrupt(format!("{what}: {e}")))
@@ -145,13 +146,13 @@ pub(crate) fn stored_json<T: DeserializeOwned>(
 /// expressions read, its keys shared through `keys` with the other blobs of the same read (the
 /// cluster part lists every node's record: each key would otherwise be a string per node).
 pub(crate) fn stored_tree(
-    packed: Option<Vec<u8>>,
+    packed: Option<&[u8]>,
     text: &str,
     what: &str,
     keys: &mut Keys,
 ) -> super::StoreResult<Json> {
     let read = match packed {
-        Some(bytes) => Json::read_with(BufReader::new(GzDecoder::new(bytes.as_slice())), keys),
+        Some(bytes) => Json::read_with(BufReader::new(GzDecoder::new(bytes)), keys),
         None => Json::read_with(text.as_bytes(), keys),
     };
     read.map_err(|e| super::StoreError::Corrupt(format!("{what}: {e}")))

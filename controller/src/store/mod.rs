@@ -1,18 +1,19 @@
 //! Durable state behind one narrow interface.
 //!
-//! The controller talks to storage only through [`Store`]. [`sqlite::SqliteStore`] is the embedded
-//! backend (one file, WAL), the default; [`postgres::PgStore`] keeps the same records in PostgreSQL
-//! (`database_url = "postgres://..."`). Every method is one transaction: a method that fails changes
-//! nothing. Both backends pass one test suite (`suite`).
+//! The controller talks to storage only through [`Store`]. Its operations are written once, in
+//! [`sql`], over a backend: [`sqlite::SqliteStore`] is the embedded one (one file, WAL), the default;
+//! [`postgres::PgStore`] keeps the same records in PostgreSQL (`database_url = "postgres://..."`) for
+//! several controllers. Every method is one transaction: a method that fails changes nothing. Both
+//! backends pass one test suite (`suite`).
 //!
-//! The trait is synchronous; async callers run it on the blocking pool (see [`crate::state::AppState::db`]).
+//! The trait is synchronous; async callers run it on tokio's blocking pool.
 
 mod bodies;
 mod cluster;
 mod compressed;
 pub mod postgres;
 mod records;
-mod schema;
+pub mod sql;
 pub mod sqlite;
 #[cfg(test)]
 pub(crate) mod suite;
@@ -112,7 +113,7 @@ pub struct ClusterRecords {
 
 /// An accepted node's model fields after it registers again: what it says of its name, tags, labels
 /// and rack is kept apart (`reported`) when it differs from what the node is, and forgotten when not.
-fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
+pub(crate) fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
     let said = Reported {
         name: reg.name.clone(),
         tags: reg.tags.clone(),
@@ -129,7 +130,7 @@ fn with_reported(node: &NodeRecord, reg: &NodeRegistration) -> NodeModelFields {
 }
 
 /// A node's stored facts as a compact tree, keys shared through `keys`.
-fn compact_facts(text: &str, keys: &mut plinth_common::json::Keys) -> StoreResult<Json> {
+pub(crate) fn compact_facts(text: &str, keys: &mut plinth_common::json::Keys) -> StoreResult<Json> {
     Json::read_with(text.as_bytes(), keys)
         .map_err(|e| StoreError::Corrupt(format!("node facts: {e}")))
 }

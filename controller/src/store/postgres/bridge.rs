@@ -277,14 +277,6 @@ impl<'l, 'p> Tx<'l, 'p> {
         wait(conn.client.query(&s, params)).map_err(|e| self.note(e))
     }
 
-    /// The row a query returns, if any (more than one is an error).
-    pub(super) fn opt(&self, sql: &str, params: Params<'_>) -> StoreResult<Option<Row>> {
-        let mut lease = self.lease.borrow_mut();
-        let conn = lease.conn();
-        let s = self.prepared(conn, sql)?;
-        wait(conn.client.query_opt(&s, params)).map_err(|e| self.note(e))
-    }
-
     /// The one row a query returns.
     pub(super) fn one(&self, sql: &str, params: Params<'_>) -> StoreResult<Row> {
         let mut lease = self.lease.borrow_mut();

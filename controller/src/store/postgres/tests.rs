@@ -4,6 +4,10 @@
 
 use super::*;
 use crate::store::postgres::scratch::ScratchPostgres;
+use crate::store::sql::access::{args, sql_id};
+use crate::store::sql::nodes::one_node;
+use crate::store::*;
+use plinth_common::wire::DeploymentEvent;
 
 fn reg(key: &str) -> NodeRegistration {
     NodeRegistration {
@@ -27,7 +31,7 @@ fn server() -> ScratchPostgres {
 fn migrations_correspond_to_sqlite_and_run_once() {
     assert_eq!(
         schema::MIGRATIONS.len(),
-        crate::store::schema::MIGRATIONS.len(),
+        crate::store::sqlite::MIGRATIONS.len(),
         "one PostgreSQL migration for each SQLite migration"
     );
     let pg = server();
@@ -44,13 +48,13 @@ fn migrations_correspond_to_sqlite_and_run_once() {
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
     });
     assert_eq!(a.list_nodes().unwrap().len(), 1);
-    let version: i32 = a
-        .read(|t| col(&t.one("SELECT version FROM plinth_schema", &[])?, 0, "v"))
+    let version = a
+        .read(|t| t.int("SELECT version FROM plinth_schema", args![]))
         .unwrap();
     assert_eq!(version as usize, schema::MIGRATIONS.len());
     assert_eq!(b.list_nodes().unwrap().len(), 1);
     // A database from a newer controller is refused, not used.
-    a.write(|t| t.exec("UPDATE plinth_schema SET version = 999", &[]))
+    a.write(|t| t.exec("UPDATE plinth_schema SET version = 999", args![]))
         .unwrap();
     let newer = PgStore::open(&url).err().expect("refused").to_string();
     assert!(newer.contains("schema version 999"), "{newer}");
@@ -61,18 +65,15 @@ fn tls_is_used_and_the_certificate_checked() {
     let pg = server();
     let url = pg.fresh_database().unwrap();
     let s = PgStore::open(&url).unwrap();
-    let ssl: bool = s
+    let ssl = s
         .read(|t| {
-            col(
-                &t.one(
-                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                    &[],
-                )?,
-                0,
-                "ssl",
+            t.int(
+                "SELECT CASE WHEN ssl THEN 1 ELSE 0 END FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                args![],
             )
         })
-        .unwrap();
+        .unwrap()
+        == 1;
     assert!(ssl, "the connection is TLS");
     // Trusting another certificate: refused, the server's certificate does not verify.
     let other = pg.certificate().with_file_name("other.crt");
@@ -90,18 +91,15 @@ fn tls_is_used_and_the_certificate_checked() {
     // sslmode=disable: plain text, by choice.
     let plain = format!("{}?sslmode=disable", url.split('?').next().unwrap());
     let s = PgStore::open(&plain).unwrap();
-    let ssl: bool = s
+    let ssl = s
         .read(|t| {
-            col(
-                &t.one(
-                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                    &[],
-                )?,
-                0,
-                "ssl",
+            t.int(
+                "SELECT CASE WHEN ssl THEN 1 ELSE 0 END FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                args![],
             )
         })
-        .unwrap();
+        .unwrap()
+        == 1;
     assert!(!ssl);
 }
 
@@ -208,7 +206,7 @@ fn last_seen_flushes_never_collide_with_a_step_updating_the_same_nodes() {
     let (step, other) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
     let (nodes, _) = crate::store::suite::running_deployment(&step, 1);
     let mut attempts = 0;
-    step.tx(Mode::Write, None, |t| {
+    step.write(|t| {
         attempts += 1;
         // The step reads the node (its snapshot is taken), another controller flushes the node's
         // last-seen time and commits, then the step updates the node.
@@ -216,7 +214,7 @@ fn last_seen_flushes_never_collide_with_a_step_updating_the_same_nodes() {
         other.touch_nodes(&[(nodes[0], 1_000 + attempts)])?;
         t.exec(
             "UPDATE nodes SET status = 'ready' WHERE id = $1",
-            &[&sql_id(nodes[0])],
+            args![sql_id(nodes[0])],
         )
     })
     .expect("the step commits");
@@ -301,8 +299,8 @@ fn the_lease_is_renewed_while_bulk_work_holds_every_pooled_connection() {
 fn a_connection_that_sent_a_large_message_is_closed_not_pooled() {
     let pg = server();
     let s = PgStore::open_with(&pg.fresh_database().unwrap(), 1).unwrap();
-    let backend = |s: &PgStore| -> i32 {
-        s.read(|t| col(&t.one("SELECT pg_backend_pid()", &[])?, 0, "backend"))
+    let backend = |s: &PgStore| -> i64 {
+        s.read(|t| t.int("SELECT pg_backend_pid()", args![]))
             .unwrap()
     };
     let (_, d) = crate::store::suite::running_deployment(&s, 1);

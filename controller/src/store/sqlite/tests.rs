@@ -1,4 +1,7 @@
 use super::*;
+use crate::store::sql::access::{sql_id, to_json};
+use crate::store::*;
+use rusqlite::params;
 use std::collections::BTreeMap;
 
 fn reg(key: &str) -> NodeRegistration {
@@ -34,7 +37,7 @@ fn acknowledged_writes_are_durable() {
     // survives a power loss (NORMAL would only survive a crash of the process).
     let dir = tempfile::tempdir().unwrap();
     let s = SqliteStore::open(&dir.path().join("db.sqlite")).unwrap();
-    let conn = s.conn.lock().unwrap();
+    let conn = s.backend.conn.lock().unwrap();
     let mode: String = conn
         .pragma_query_value(None, "journal_mode", |r| r.get(0))
         .unwrap();
@@ -69,7 +72,7 @@ fn lists_stored_whole_before_their_tasks_were_kept_apart_read_back() {
     let mut old = fresh[0].clone();
     old.node_id = nodes[1];
     old.revision = fresh[0].revision + 100;
-    s.conn
+    s.backend.conn
         .lock()
         .unwrap()
         .execute(
@@ -101,7 +104,8 @@ fn inputs_recorded_as_text_before_they_were_kept_compressed_read_back() {
     let s = SqliteStore::in_memory().unwrap();
     let (_, dep) = crate::store::suite::running_deployment(&s, 1);
     // As deployments were recorded before migration 12: the inputs' text, nothing compressed.
-    s.conn
+    s.backend
+        .conn
         .lock()
         .unwrap()
         .execute(
@@ -114,7 +118,8 @@ fn inputs_recorded_as_text_before_they_were_kept_compressed_read_back() {
         serde_json::json!({"cluster_id": 7, "nodes": []})
     );
     // Bytes that are not a compressed document are reported, not read as something else.
-    s.conn
+    s.backend
+        .conn
         .lock()
         .unwrap()
         .execute(
@@ -134,6 +139,7 @@ fn a_deployment_state_recorded_as_text_before_it_was_kept_compressed_reads_back(
     let (_, dep) = crate::store::suite::running_deployment(&s, 1);
     // Written now: compressed, its text column empty.
     let (text, packed): (String, Option<Vec<u8>>) = s
+        .backend
         .conn
         .lock()
         .unwrap()
@@ -146,7 +152,8 @@ fn a_deployment_state_recorded_as_text_before_it_was_kept_compressed_reads_back(
     assert_eq!((text.as_str(), packed.is_some()), ("", true));
     // As deployments were recorded before the state was kept compressed: its text, nothing else.
     let set = |text: &str, packed: Option<&[u8]>| {
-        s.conn
+        s.backend
+            .conn
             .lock()
             .unwrap()
             .execute(
@@ -178,7 +185,8 @@ fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
     let s = SqliteStore::in_memory().unwrap();
     let old = serde_json::json!({"nodes": [{"uid": "1"}]});
     let hash = crate::store::blob_hash(&old);
-    s.conn
+    s.backend
+        .conn
         .lock()
         .unwrap()
         .execute(
