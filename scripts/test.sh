@@ -15,13 +15,13 @@ missing() {
   # The web console's tests drive a headless browser.
   [ -x /usr/bin/chromium ] || need+=(chromium)
   [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
-  # The booted-image tests (tests/tests/images.rs): a Debian root file system built with mmdebstrap, booted
+  # The booted-image tests (tests/tests/e2e/images.rs): a Debian root file system built with mmdebstrap, booted
   # in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
   command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
   command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
   ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
-  # The store's tests and tests/tests/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
+  # The store's tests and tests/tests/e2e/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 }
 
@@ -47,7 +47,7 @@ fi
 
 # The fuel2 end-to-end test runs Fuel's own client (python-fuelclient 11.0.0) on Python 3.8.
 PLINTH_PYTHON38="$(scripts/python38.sh)"
-export PLINTH_PYTHON38 PLINTH_REQUIRE_FUEL2=1
+export PLINTH_PYTHON38
 
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
@@ -65,7 +65,7 @@ if command -v python3 >/dev/null 2>&1 && ! yaql_ready; then
 fi
 if yaql_ready; then
   PLINTH_FUEL_CONTEXT="$PWD/target/fuel-yaql-context.json" \
-    cargo test -p plinth-common --locked -q --test expr_fuel_results >/dev/null
+    cargo test -p plinth-common --locked -q --test integration expr_fuel_results:: >/dev/null
   "$yaql_venv/bin/python" bench/fuel_yaql.py --context target/fuel-yaql-context.json --check
 else
   echo "Python YAQL could not be installed here: Fuel's expressions were not compared with it"
@@ -74,5 +74,5 @@ fi
 # The slow booted-image test: Debian's kernel under qemu without KVM (TCG), about half a minute.
 # PLINTH_SKIP_SLOW=1 leaves it out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
-  cargo test -p plinth-e2e --test images --locked -- --ignored
+  cargo test -p plinth-e2e --test e2e --locked images:: -- --ignored
 fi

@@ -22,7 +22,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 fn cluster(n: usize) -> (Cluster, Release, Vec<Node>) {

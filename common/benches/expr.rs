@@ -14,7 +14,7 @@ use plinth_common::expr::{Context, Engine, ExprCache, Expression};
 use plinth_common::json::Json;
 use serde_json::{json, Map, Value as J};
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 /// The expressions measured, by name (the last five are Fuel library conditions as written).

@@ -9,34 +9,25 @@
 //! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
 //! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
 //! | [`store`] | the storage interface and its two backends, SQLite and PostgreSQL |
-//! | [`cluster`] | several controllers on one database: heartbeats, the sequencing lease, notices, following, forwarding |
-//! | [`registry`] | the in-memory index of node keys |
-//! | [`board`] | published task lists and long-poll wake-ups |
-//! | [`catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
-//! | [`groups`] | group commit: one committer per kind of write many agents send at once |
-//! | [`intake`] | agents' results judged, stored in one transaction per group of reports, folded in |
-//! | [`enrol`] | agents' registrations written in one transaction per group |
+//! | [`ha`] | several controllers on one database: heartbeats, the sequencing lease, notices, following, forwarding |
+//! | [`intake`] | what agents send, from connection to store: connections and peer keys, registrations in groups, the registry of node keys, the board of published lists, results judged and stored in groups |
+//! | [`file_catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
-pub mod board;
-pub mod catalog;
 pub mod clock;
-pub mod cluster;
 pub mod cluster_model;
 pub mod config;
-pub mod connection;
 pub mod datadir;
 pub mod engine;
-pub mod enrol;
-pub mod groups;
+pub mod file_catalog;
+pub mod ha;
 pub mod intake;
 pub mod limits;
 pub mod memory;
-pub mod registry;
 pub mod server;
 pub mod state;
 pub mod store;

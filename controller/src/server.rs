@@ -2,11 +2,11 @@
 //! clean stop on SIGTERM.
 
 use crate::api::auth::token_hash;
-use crate::board::Board;
 use crate::config::Config;
 use crate::datadir::{random_bytes, write_new_file, DataDir};
 use crate::engine::Engine;
-use crate::registry::NodeRegistry;
+use crate::intake::board::Board;
+use crate::intake::registry::NodeRegistry;
 use crate::state::AppState;
 use crate::store::{Store, TokenRole};
 use crate::tls;
@@ -47,18 +47,18 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         board.clone(),
         config.list_ttl,
         config.phase_timeout,
-        Arc::new(crate::catalog::Catalog::new(
+        Arc::new(crate::file_catalog::FileCatalog::new(
             config.data_dir.join(crate::api::files::FILES_DIR),
         )),
     ));
     engine.set_lists_per_write(config.lists_per_write);
     let shared = config.database_url.is_some();
-    let cluster = crate::cluster::Membership::new(
+    let cluster = crate::ha::Membership::new(
         data.load_or_create_controller_id()?,
-        crate::cluster::host_name().unwrap_or_else(|| "controller".into()),
-        crate::cluster::advertised_url(config.advertise_url.as_deref(), config.listen),
+        crate::ha::host_name().unwrap_or_else(|| "controller".into()),
+        crate::ha::advertised_url(config.advertise_url.as_deref(), config.listen),
         shared,
-        crate::cluster::peer::Peers::new()
+        crate::ha::peer::Peers::new()
             .map_err(|e| anyhow::anyhow!("cannot make the client for other controllers: {e}"))?,
     );
     if shared {
@@ -85,8 +85,8 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         intake: Default::default(),
         enrol: Default::default(),
     });
-    crate::cluster::lease::step(&state);
-    crate::cluster::lease::keep_up(&state);
+    crate::ha::lease::step(&state);
+    crate::ha::lease::keep_up(&state);
     Ok(state)
 }
 
@@ -164,9 +164,9 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
-    crate::cluster::lease::spawn(state.clone())?;
+    crate::ha::lease::spawn(state.clone())?;
     if let Some(notices) = state.store.listen() {
-        tokio::spawn(crate::cluster::notices::run(state.clone(), notices));
+        tokio::spawn(crate::ha::notices::run(state.clone(), notices));
     }
 
     let shutdown = shutdown_signal();
@@ -196,13 +196,13 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                 let Some(ticket) = state.admit_connection(peer.ip()) else {
                     continue;
                 };
-                let listening = crate::connection::Listener {
+                let listening = crate::intake::connections::Listener {
                     acceptor: acceptor.clone(),
                     router: router.clone(),
                     state: state.clone(),
                     closing: close_rx.clone(),
                 };
-                tokio::spawn(crate::connection::serve(listening, tcp, peer, ticket));
+                tokio::spawn(crate::intake::connections::serve(listening, tcp, peer, ticket));
             }
         }
     }
@@ -211,7 +211,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let _ = close_tx.send(true);
     flush_last_seen(&state, Flush::Everything).await;
     let s = state.clone();
-    let _ = tokio::task::spawn_blocking(move || crate::cluster::lease::release(&s)).await;
+    let _ = tokio::task::spawn_blocking(move || crate::ha::lease::release(&s)).await;
     Ok(())
 }
 

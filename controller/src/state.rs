@@ -1,10 +1,9 @@
 //! The controller's shared state, handed to every request handler.
 
-use crate::api::error::ApiError;
-use crate::board::Board;
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::registry::NodeRegistry;
+use crate::intake::board::Board;
+use crate::intake::registry::NodeRegistry;
 use crate::store::Store;
 use ed25519_dalek::SigningKey;
 use std::sync::Arc;
@@ -32,11 +31,11 @@ pub struct AppState {
     /// Blocking work, a few jobs at once.
     pub workers: crate::workers::Workers,
     /// This controller among others sharing the database.
-    pub cluster: crate::cluster::Membership,
+    pub cluster: crate::ha::Membership,
     /// Agents' results, judged, stored and folded in by groups.
-    pub intake: crate::intake::Intake,
+    pub intake: crate::intake::results::Intake,
     /// Agents' registrations, written by groups.
-    pub enrol: crate::enrol::Enrol,
+    pub enrol: crate::intake::enrol::Enrol,
 }
 
 impl AppState {
@@ -70,19 +69,5 @@ impl AppState {
                 limits.max_connections_per_address,
             )
             .map(Arc::new)
-    }
-
-    /// Runs blocking work (database, orchestration) on the blocking pool, at most
-    /// [`crate::workers::BLOCKING_WORKERS`] jobs at once; the others wait as futures, not threads.
-    pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
-    {
-        let state = self.clone();
-        self.workers
-            .run(move || f(&state))
-            .await
-            .map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
     }
 }

@@ -5,7 +5,7 @@
 //! `cargo test -p plinth-controller --test manifest_cache -- --ignored --nocapture`
 
 use plinth_common::signing::manifest_digest;
-use plinth_controller::catalog::Catalog;
+use plinth_controller::file_catalog::FileCatalog;
 use std::time::Instant;
 
 #[test]
@@ -20,7 +20,7 @@ fn manifest_costs_first_again_and_sealed() {
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join(format!("f{i}.pp")), &data).unwrap();
     }
-    let catalog = Catalog::new(dir.path().to_path_buf());
+    let catalog = FileCatalog::new(dir.path().to_path_buf());
     let t = Instant::now();
     let first = catalog.manifest("modules").unwrap();
     let first_ms = t.elapsed().as_secs_f64() * 1000.0;

@@ -25,21 +25,6 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
     "--window-size=1400,1000",
 ];
 
-/// Where the browser and its driver are, or why the test cannot run.
-pub fn chromium_paths() -> Result<(PathBuf, PathBuf)> {
-    let find = |names: &[&str]| {
-        names
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-            .with_context(|| format!("none of {names:?} exists: install Debian's chromium and chromium-driver (scripts/test.sh does)"))
-    };
-    Ok((
-        find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"])?,
-        find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"])?,
-    ))
-}
-
 /// A headless browser session.
 pub struct Browser {
     rt: tokio::runtime::Runtime,
@@ -51,7 +36,7 @@ pub struct Browser {
 impl Browser {
     /// Starts chromedriver on a free port and a browser session with a fresh profile.
     pub fn start() -> Result<Browser> {
-        let (chromium, chromedriver) = chromium_paths()?;
+        let (chromium, chromedriver) = crate::needs::chromium();
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();

@@ -7,6 +7,7 @@
 pub mod attacker;
 pub mod browser;
 pub mod images;
+pub mod needs;
 pub mod netns;
 pub mod rogue;
 

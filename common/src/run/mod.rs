@@ -9,7 +9,7 @@
 //! from whoever stores the lists ([`Run::published`]). The controller's engine applies each call's effects
 //! in one store transaction, then publishes them.
 //!
-//! Invariants (each guarded by `common/tests/run_properties.rs`): once finished, a deployment has exactly
+//! Invariants (each guarded by `common/tests/integration/run_properties.rs`): once finished, a deployment has exactly
 //! one final outcome per node and per task of its nodes' lists, whatever order results arrive in,
 //! duplicates included; nothing is published after it finished; a node's revisions only grow.
 //! Data-driven cases in `common/tests/run_cases/` show each behaviour step by step.

@@ -2,8 +2,8 @@
 
 use super::auth::{secrets_equal, Agent, AgentKey};
 use super::error::{ApiError, Json, Query};
-use crate::board::Found;
 use crate::clock::{now_ms, now_secs};
+use crate::intake::board::Found;
 use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
 use crate::store::{NewRefusal, NodeAdmission, NodeRegistration};
@@ -14,9 +14,8 @@ use plinth_common::signing::{
     public_key_to_text, sign_gate_answer, sign_task_list, SignedEnvelope,
 };
 use plinth_common::wire::{
-    json_len, valid_nonce, DeploymentEvent, GateAnswer, GateQuery, PollQuery, Refusal,
-    Registration, RegistrationAck, ResultAck, ResultVerdict, ResultsBatch, TaskResult, Verdict,
-    MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, MAX_RESULT_BYTES, PRIMARY_TAG_PREFIX,
+    valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration, RegistrationAck,
+    ResultAck, ResultsBatch, MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, PRIMARY_TAG_PREFIX,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -93,7 +92,7 @@ pub async fn register(
         now_ms: now_ms(),
         max_discovered: config.limits.max_discovered_nodes,
     };
-    let node = crate::enrol::Enrol::submit(&state, record, admission, token_ok).await?;
+    let node = crate::intake::enrol::Enrol::submit(&state, record, admission, token_ok).await?;
     if let Some(Extension(ticket)) = ticket {
         ticket.trust();
     }
@@ -169,179 +168,9 @@ pub async fn results(
     Json(batch): Json<ResultsBatch>,
 ) -> Result<Json<ResultAck>, ApiError> {
     let verdicts =
-        crate::intake::Intake::submit(&state, agent.node.id, agent.node.accepted(), batch).await?;
+        crate::intake::results::Intake::submit(&state, agent.node.id, agent.node.accepted(), batch)
+            .await?;
     Ok(Json(ResultAck { verdicts }))
-}
-
-/// Judges a report's results before storing: each refused one gets its verdict now; the indexes of
-/// the others are to store.
-#[allow(clippy::type_complexity)]
-pub(crate) fn judge(
-    s: &AppState,
-    node_id: u64,
-    accepted: bool,
-    results: &[TaskResult],
-) -> Result<(Vec<Option<ResultVerdict>>, Vec<usize>), ApiError> {
-    let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; results.len()];
-    let mut candidates = Vec::new();
-    // A report's results mostly come from one list: each revision is looked up once.
-    let mut lists = IssuedLists::default();
-    for (i, r) in results.iter().enumerate() {
-        match refusal_reason(s, node_id, accepted, r, &mut lists)? {
-            Some(reason) => verdicts[i] = Some(refused(r, reason)),
-            None => candidates.push(i),
-        }
-    }
-    Ok((verdicts, candidates))
-}
-
-/// Why a result is refused before storing, if it is: too large, from a node that is not accepted, or for
-/// a task that was never issued to this node.
-fn refusal_reason(
-    s: &AppState,
-    node_id: u64,
-    accepted: bool,
-    r: &TaskResult,
-    lists: &mut IssuedLists,
-) -> Result<Option<String>, ApiError> {
-    if !accepted {
-        return Ok(Some("this node is not accepted".into()));
-    }
-    let size = json_len(r);
-    if size > MAX_RESULT_BYTES {
-        return Ok(Some(format!(
-            "the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES}"
-        )));
-    }
-    if s.engine.owns(node_id, r) {
-        return Ok(None);
-    }
-    let issued = lists.get(s, node_id, r.revision)?.is_some_and(|l| {
-        l.deployment_id == r.deployment_id && l.tasks.iter().any(|t| t.id == r.task_id)
-    });
-    Ok((!issued).then(|| {
-        format!(
-            "task {} of deployment {} revision {} was not issued to this node",
-            r.task_id, r.deployment_id, r.revision
-        )
-    }))
-}
-
-/// The lists a node was issued, by revision, as one report's results are judged: the node's list on
-/// the board when it has that revision (a controller that does not sequence the deployment keeps the
-/// published lists there too), else the store's record, each revision read once.
-#[derive(Default)]
-struct IssuedLists(std::collections::HashMap<u64, Option<Arc<plinth_common::wire::TaskList>>>);
-
-impl IssuedLists {
-    fn get(
-        &mut self,
-        s: &AppState,
-        node_id: u64,
-        revision: u64,
-    ) -> Result<Option<Arc<plinth_common::wire::TaskList>>, ApiError> {
-        if let Some(known) = self.0.get(&revision) {
-            return Ok(known.clone());
-        }
-        let list = match s.board.current(node_id).filter(|l| l.revision == revision) {
-            Some(list) => Some(list),
-            None => s.store.issued_list(node_id, revision)?.map(Arc::new),
-        };
-        self.0.insert(revision, list.clone());
-        Ok(list)
-    }
-}
-
-/// A verdict without a reason.
-pub(crate) fn verdict(r: &TaskResult, verdict: Verdict) -> ResultVerdict {
-    ResultVerdict {
-        key: r.key(),
-        verdict,
-        reason: None,
-    }
-}
-
-/// A refusal with its reason.
-pub(crate) fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
-    ResultVerdict {
-        key: r.key(),
-        verdict: Verdict::Refused,
-        reason: Some(reason),
-    }
-}
-
-/// Makes refused results visible: recorded on the node, and in the events of a running deployment they
-/// claim. A failure to record is logged; it never changes the verdicts.
-pub(crate) fn record_refused_results(
-    s: &AppState,
-    node_id: u64,
-    results: &[TaskResult],
-    verdicts: &[ResultVerdict],
-) {
-    let now = now_ms();
-    let mut rows = Vec::new();
-    for (r, v) in results.iter().zip(verdicts) {
-        let Some(reason) = v
-            .reason
-            .as_deref()
-            .filter(|_| v.verdict == Verdict::Refused)
-        else {
-            continue;
-        };
-        tracing::warn!(
-            node = node_id,
-            deployment = r.deployment_id,
-            revision = r.revision,
-            task = %r.task_id.escape_debug(),
-            reason,
-            "refused a result"
-        );
-        rows.push(NewRefusal {
-            kind: "result".into(),
-            deployment_id: Some(r.deployment_id),
-            reason: reason.to_string(),
-            detail: json!({"task": r.task_id, "revision": r.revision, "attempt": r.attempt, "status": r.status}),
-            at_ms: now,
-        });
-    }
-    if rows.is_empty() {
-        return;
-    }
-    if let Err(e) = s.store.record_refusals(node_id, &rows) {
-        tracing::error!(node = node_id, error = %e, "cannot record refused results");
-    }
-    note_refusal_events(s, node_id, &rows);
-}
-
-/// Adds refusals to the events of the running deployments they concern.
-fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
-    let name = s
-        .store
-        .get_node(node_id)
-        .map(|n| n.name)
-        .unwrap_or_else(|_| format!("node-{node_id}"));
-    for row in rows {
-        let Some(dep) = row.deployment_id else {
-            continue;
-        };
-        let (node, message, detail) = (name.clone(), row.reason.clone(), row.detail.clone());
-        let event = if row.kind == "list" {
-            DeploymentEvent::ListRefused {
-                node,
-                message,
-                detail,
-            }
-        } else {
-            DeploymentEvent::ResultRefused {
-                node,
-                message,
-                detail,
-            }
-        };
-        if let Err(e) = s.engine.note_events(dep, &[event]) {
-            tracing::error!(deployment = dep, error = %e, "cannot record a refusal event");
-        }
-    }
 }
 
 /// `POST /agent/v1/refusals`: an agent refused a list. The refusal is recorded on the node and in the
@@ -379,7 +208,7 @@ pub async fn refusal(
         .blocking(move |s| {
             s.store
                 .record_refusals(node_id, std::slice::from_ref(&row))?;
-            note_refusal_events(s, node_id, std::slice::from_ref(&row));
+            crate::intake::judge::note_refusal_events(s, node_id, std::slice::from_ref(&row));
             Ok(())
         })
         .await?;
@@ -418,7 +247,7 @@ async fn forward_gate(
     q: &GateQuery,
 ) -> Result<Json<SignedEnvelope>, ApiError> {
     let holder = state
-        .blocking(|s| Ok(crate::cluster::sequencer_url(s.store.as_ref())?))
+        .blocking(|s| Ok(crate::ha::sequencer_url(s.store.as_ref())?))
         .await?
         .ok_or_else(|| {
             ApiError::new(
@@ -444,9 +273,7 @@ async fn forward_gate(
         .gate(&state.signer, &holder, &path, Duration::from_secs(wait))
         .await
         .map_err(|e| match e {
-            crate::cluster::peer::PeerError::Refused { status: 404, body } => {
-                ApiError::not_found(body)
-            }
+            crate::ha::peer::PeerError::Refused { status: 404, body } => ApiError::not_found(body),
             other => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "sequencer_unreachable",
@@ -466,7 +293,7 @@ fn query_text(pairs: &[(&str, &str)]) -> String {
 
 /// `GET /internal/v1/gate?node_key=&deployment=&task=&nonce=&wait=`: another controller asks the gate
 /// question of one of its agents (the request signed with the shared key, see
-/// [`crate::cluster::peer`]).
+/// [`crate::ha::peer`]).
 pub async fn peer_gate(
     State(state): State<Arc<AppState>>,
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
@@ -476,10 +303,10 @@ pub async fn peer_gate(
     // The whole path as sent (the nested router's `Uri` would lack its prefix): it is what was signed.
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
     let header = headers
-        .get(crate::cluster::peer::PEER_HEADER)
+        .get(crate::ha::peer::PEER_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if !crate::cluster::peer::peer_header_valid(&state.signer, header, path, now_ms()) {
+    if !crate::ha::peer::peer_header_valid(&state.signer, header, path, now_ms()) {
         return Err(ApiError::unauthorized(
             "only a controller holding the signing key may ask this",
         ));

@@ -1,8 +1,9 @@
 //! Who is asking: operators by bearer token, agents by the node key of their TLS client certificate.
 
 use super::error::ApiError;
+use crate::intake::connections::PeerKey;
+use crate::intake::registry::NodeEntry;
 use crate::limits::ConnectionTicket;
-use crate::registry::NodeEntry;
 use crate::state::AppState;
 use crate::store::TokenRole;
 use axum::extract::FromRequestParts;
@@ -12,10 +13,6 @@ use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
-
-/// The node key a connection authenticated with, set by the server for every request on it.
-#[derive(Debug, Clone)]
-pub struct PeerKey(pub Option<Arc<(String, VerifyingKey)>>);
 
 /// The SHA-256 of a token.
 pub fn token_hash(token: &str) -> [u8; 32] {

@@ -94,6 +94,15 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::intake::IntakeError> for ApiError {
+    fn from(e: crate::intake::IntakeError) -> Self {
+        match e {
+            crate::intake::IntakeError::Store(e) => e.into(),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
+
 impl From<StartError> for ApiError {
     fn from(e: StartError) -> Self {
         match e {

@@ -1,6 +1,6 @@
 //! The files agents pull for `copy_files` and `sync` tasks: `GET /agent/v1/files/{path}` under the
 //! files root (`<data_dir>/files`, which may be a symbolic link to a directory elsewhere; see
-//! [`crate::catalog`]).
+//! [`crate::file_catalog`]).
 //!
 //! - A file answers its bytes with `X-Plinth-Sha256` (lowercase hex) and `X-Plinth-Mode` (octal
 //!   permission bits); the agent checks what it received against the manifest its signed list names.
@@ -17,7 +17,7 @@
 
 use super::auth::Agent;
 use super::error::{ApiError, Query};
-use crate::catalog::{check_relative, sources, FileError};
+use crate::file_catalog::{check_relative, sources, FileError};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;

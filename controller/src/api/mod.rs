@@ -31,6 +31,23 @@ use error::ApiError;
 use plinth_common::wire::MAX_AGENT_REQUEST_BYTES;
 use std::sync::Arc;
 
+impl AppState {
+    /// Runs a handler's blocking work (database, orchestration) on the blocking pool, at most
+    /// [`crate::workers::BLOCKING_WORKERS`] jobs at once; the others wait as futures, not threads.
+    /// (Defined here, beside the handlers: its errors are answers.)
+    pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
+    {
+        let state = self.clone();
+        self.workers
+            .run(move || f(&state))
+            .await
+            .map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
+    }
+}
+
 /// The largest operator request body (graphs can be large).
 pub const MAX_OPERATOR_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 /// How long an operator's request body may take to arrive, whole.

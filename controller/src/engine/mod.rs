@@ -18,8 +18,8 @@ pub mod report;
 mod states;
 pub mod summary;
 
-use crate::board::Board;
 use crate::clock::now_ms;
+use crate::intake::board::Board;
 use crate::store::{
     CompressedJson, DeploymentRecord, NewDeployment, NodeRecord, Store, StoreError,
 };
@@ -180,7 +180,7 @@ pub struct Engine {
     exprs: plinth_common::snapshot::Expressions,
     needs_resume: AtomicBool,
     /// Whether this controller sequences deployments: always alone; with several controllers, while it
-    /// holds the sequencing lease (see [`crate::cluster`]).
+    /// holds the sequencing lease (see [`crate::ha`]).
     sequencing: AtomicBool,
     /// Held while deployments are taken on from the database (see [`Engine::resume`]), and by a start
     /// from committing its deployment until it runs here (so it is never taken on twice).
@@ -189,7 +189,7 @@ pub struct Engine {
     /// How many of a phase's lists are stored in one transaction, then handed out.
     lists_per_write: AtomicUsize,
     /// The files root: file tasks' sources are sealed into their lists when published.
-    pub files: Arc<crate::catalog::Catalog>,
+    pub files: Arc<crate::file_catalog::FileCatalog>,
 }
 
 impl Engine {
@@ -200,7 +200,7 @@ impl Engine {
         board: Arc<Board>,
         list_ttl: std::time::Duration,
         phase_timeout: std::time::Duration,
-        files: Arc<crate::catalog::Catalog>,
+        files: Arc<crate::file_catalog::FileCatalog>,
     ) -> Self {
         Engine {
             store,

@@ -9,8 +9,8 @@
 //! The trait is synchronous; async callers run it on tokio's blocking pool.
 
 mod bodies;
-mod cluster;
 mod compressed;
+mod controllers;
 pub mod postgres;
 mod records;
 pub mod sql;
@@ -18,8 +18,8 @@ pub mod sqlite;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub use cluster::*;
 pub use compressed::{CompressedError, CompressedJson};
+pub use controllers::*;
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};
@@ -63,7 +63,7 @@ pub enum Stored {
 }
 
 /// Storage failures.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The database engine failed.
     #[error("database error: {0}")]

@@ -3,7 +3,7 @@
 //! connection cannot carry. Its connections count in the same untrusted pool as the TLS port's until
 //! they authenticate as an operator.
 
-use crate::api::auth::PeerKey;
+use crate::intake::connections::PeerKey;
 use crate::limits::PeerAddr;
 use crate::state::AppState;
 use anyhow::{Context, Result};

@@ -1,5 +1,5 @@
 //! Several controllers on one database: heartbeats, the sequencing lease and its fence, cancel
-//! requests, and what controllers that do not sequence read to serve polls (see [`crate::cluster`]).
+//! requests, and what controllers that do not sequence read to serve polls (see [`crate::ha`]).
 
 use super::access::{args, id, sql_id, Tx};
 use super::deployments::{join_row, LISTS};

@@ -1,9 +1,9 @@
 //! A controller that does not sequence keeps its board (the lists its held polls wait on) in step with
 //! the database: the lists published since its last look go on it (or only their revisions, for nodes
-//! not attached here: see [`crate::board`]), and the lists of deployments that ended come off. Revisions come from one counter and lists are published one transaction at a time
+//! not attached here: see [`crate::intake::board`]), and the lists of deployments that ended come off. Revisions come from one counter and lists are published one transaction at a time
 //! in revision order, so "above the last revision seen" misses none.
 
-use crate::board::Board;
+use crate::intake::board::Board;
 use crate::store::{Published, Store, StoreResult};
 use std::collections::BTreeSet;
 use std::sync::Mutex;

@@ -3,7 +3,7 @@
 //! that completes. The records are in PostgreSQL, not in a SQLite file, and a controller restarted on the
 //! same database finds them.
 
-use plinth_controller::store::postgres::{scratch::ScratchPostgres, PgStore};
+use plinth_controller::store::postgres::PgStore;
 use plinth_controller::store::{DeploymentStatus, Store};
 use plinth_e2e::*;
 use serde_json::json;
@@ -13,7 +13,7 @@ const LONG: Duration = Duration::from_secs(120);
 
 #[test]
 fn a_controller_on_postgresql_runs_a_deployment_to_the_end() {
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let pg = plinth_e2e::needs::postgres();
     let url = pg.fresh_database().expect("a database");
     let mut c = Controller::start_with(&["--auto-accept", "--database-url", &url]);
     let agent = Agent::start(&c, "pg-node", &[]);

@@ -14,7 +14,7 @@ use plinth_common::json::Json;
 use serde_json::{json, Value as J};
 use sha2::{Digest, Sha256};
 
-mod support;
+use crate::support;
 
 fn record_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuel_yaql_results.json")

@@ -147,7 +147,7 @@ fn assert_complete_once(url: &str, c: &Controller, dep: u64, agents: &[&Agent]) 
 
 #[test]
 fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothing_is_lost() {
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let pg = plinth_e2e::needs::postgres();
     let (url, mut a, b) = two_controllers(&pg);
     let (a_id, b_id) = (own_id(&a), own_id(&b));
     assert_eq!(
@@ -218,7 +218,7 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
 
 #[test]
 fn a_controller_holding_polls_restarts_and_the_database_restarts_and_the_deployment_completes() {
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let pg = plinth_e2e::needs::postgres();
     let (url, a, mut b) = two_controllers(&pg);
     let a_id = own_id(&a);
     let agents: Vec<Agent> = (1..=2)
@@ -252,7 +252,7 @@ fn a_controller_holding_polls_restarts_and_the_database_restarts_and_the_deploym
 
 #[test]
 fn a_deployment_cancelled_at_the_controller_that_does_not_sequence_stops() {
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let pg = plinth_e2e::needs::postgres();
     let (_url, a, b) = two_controllers(&pg);
     // Operators see both controllers and the one sequencing, at either.
     let (a_id, b_id) = (own_id(&a), own_id(&b));
@@ -303,8 +303,8 @@ fn a_deployment_cancelled_at_the_controller_that_does_not_sequence_stops() {
 /// all refused before anything is looked up.
 #[test]
 fn only_a_controller_holding_the_signing_key_may_ask_for_a_gate_answer() {
-    use plinth_controller::cluster::peer::{peer_header, PEER_HEADER};
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    use plinth_controller::ha::peer::{peer_header, PEER_HEADER};
+    let pg = plinth_e2e::needs::postgres();
     let (_url, a, _b) = two_controllers(&pg);
     let http = a.api.http();
     let now = std::time::SystemTime::now()

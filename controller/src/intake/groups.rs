@@ -4,7 +4,7 @@
 //! items that arrive while a commit runs make up the next group. Each item carries its own answer
 //! channel, and the commit answers every item of its group.
 
-use crate::api::error::ApiError;
+use super::IntakeError;
 use crate::state::AppState;
 use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::{mpsc, oneshot};
@@ -16,7 +16,7 @@ const QUEUE: usize = 8_192;
 pub type Commit<T> = fn(&AppState, Vec<T>);
 
 /// Where a committer sends an item's answer.
-pub type Answer<R> = oneshot::Sender<Result<R, ApiError>>;
+pub type Answer<R> = oneshot::Sender<Result<R, IntakeError>>;
 
 /// One committer's queue (its task starts with the first item).
 pub struct Groups<T> {
@@ -44,7 +44,7 @@ impl<T: Send + 'static> Groups<T> {
         &self,
         state: &Arc<AppState>,
         make: impl FnOnce(Answer<R>) -> T,
-    ) -> Result<R, ApiError> {
+    ) -> Result<R, IntakeError> {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
             let (max, commit, what) = (self.max, self.commit, self.what);
@@ -56,10 +56,8 @@ impl<T: Send + 'static> Groups<T> {
         queue
             .send(make(answer))
             .await
-            .map_err(|_| ApiError::internal(format!("the {what} committer stopped")))?;
-        answered
-            .await
-            .map_err(|_| ApiError::internal(format!("the {what} committer gave no answer")))?
+            .map_err(|_| IntakeError::Stopped(what))?;
+        answered.await.map_err(|_| IntakeError::NoAnswer(what))?
     }
 }
 

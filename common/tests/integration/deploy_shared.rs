@@ -11,7 +11,7 @@ use plinth_common::model::Node;
 use plinth_common::tags::{cluster_tags, Catalog};
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 use support::{fuel_nodes, fuel_release_and_cluster, fuel_yaql_exps};
 
 fn data(nodes: &[Node]) -> DeployData {

@@ -15,7 +15,7 @@ use plinth_common::model::{parse_release_fixture, Graph, Node, Release};
 use plinth_common::tags::Catalog;
 use serde_json::Value;
 
-mod support;
+use crate::support;
 use support::{corpus, tasks_under};
 
 /// Conditions true, other computed values null, cluster expressions false.

@@ -5,9 +5,9 @@
 //! while a commit runs make up the next group. Each agent is answered after its results are stored and
 //! folded in, exactly as when they were handled one by one. The grouping itself is `groups`.
 
-use crate::api::agent::{judge, record_refused_results, refused, verdict};
-use crate::api::error::ApiError;
-use crate::groups::{Answer, Groups};
+use super::groups::{Answer, Groups};
+use super::judge::{judge, record_refused_results, refused, verdict};
+use super::IntakeError;
 use crate::state::AppState;
 use crate::store::{Notice, Stored};
 use plinth_common::wire::{ResultVerdict, ResultsBatch, TaskResult, Verdict};
@@ -44,7 +44,7 @@ impl Intake {
         node_id: u64,
         accepted: bool,
         batch: ResultsBatch,
-    ) -> Result<Vec<ResultVerdict>, ApiError> {
+    ) -> Result<Vec<ResultVerdict>, IntakeError> {
         state
             .intake
             .groups
@@ -76,7 +76,7 @@ fn commit(s: &AppState, group: Vec<Report>) {
                 candidates,
             }),
             Err(e) => {
-                let _ = report.answer.send(Err(e));
+                let _ = report.answer.send(Err(IntakeError::from(e)));
             }
         }
     }
@@ -97,7 +97,7 @@ fn commit(s: &AppState, group: Vec<Report>) {
     let stored = match s.store.store_result_batches(&batches) {
         Ok(stored) => stored,
         Err(e) => {
-            let e = ApiError::from(e);
+            let e = IntakeError::from(e);
             for j in judged {
                 let _ = j.report.answer.send(Err(e.clone()));
             }

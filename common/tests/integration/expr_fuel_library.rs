@@ -3,7 +3,7 @@
 
 use plinth_common::expr::Expression;
 
-mod support;
+use crate::support;
 
 #[test]
 fn every_yaql_exp_in_fuel_library_parses() {

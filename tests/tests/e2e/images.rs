@@ -318,6 +318,7 @@ fn debian_kernel() -> (String, String) {
 #[ignore = "slow: boots a virtual machine under TCG; scripts/test.sh runs it with --ignored"]
 fn slow_a_disk_image_boots_under_qemu_and_registers_from_the_kernel_command_line() {
     require_root("booting images");
+    plinth_e2e::needs::qemu();
     let base = base_rootfs();
     let (kernel, initrd) = debian_kernel();
     let u = unique(9);

@@ -1,7 +1,7 @@
 //! The agent process against a scripted controller over real mutual TLS: registration, long-poll, signed
 //! lists, results, refusals, re-registration, clean stop and resume.
 
-mod support;
+use crate::support;
 
 use plinth_common::wire::ResultStatus as S;
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! SIGHUP reloads the configuration: new tags reach the controller in a new registration, settings that
 //! need a restart are logged and kept, a broken file keeps the running configuration.
 
-mod support;
+use crate::support;
 
 use nix::sys::signal::Signal;
 use plinth_common::wire::ResultStatus as S;

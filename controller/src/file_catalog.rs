@@ -79,7 +79,7 @@ type Sealed = BTreeMap<String, (u64, Arc<Vec<u8>>)>;
 
 /// The files root and its caches.
 #[derive(Debug)]
-pub struct Catalog {
+pub struct FileCatalog {
     root: PathBuf,
     hashes: Mutex<HashMap<PathBuf, (Version, String)>>,
     sealed: Mutex<Sealed>,
@@ -87,10 +87,10 @@ pub struct Catalog {
     hashed: AtomicU64,
 }
 
-impl Catalog {
+impl FileCatalog {
     /// A catalog of the files under `root` (which need not exist yet).
-    pub fn new(root: PathBuf) -> Catalog {
-        Catalog {
+    pub fn new(root: PathBuf) -> FileCatalog {
+        FileCatalog {
             root,
             hashes: Mutex::default(),
             sealed: Mutex::default(),
@@ -433,7 +433,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("secret"), root.join("mods/leak")).unwrap();
         std::os::unix::fs::symlink(root.join("mods/a.pp"), root.join("mods/alias.pp")).unwrap();
         std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
-        let c = Catalog::new(root.clone());
+        let c = FileCatalog::new(root.clone());
 
         for missing in ["mods/leak", "up/secret", "nothing"] {
             assert!(
@@ -454,7 +454,7 @@ mod tests {
         let m = c.manifest("mods/sub/b.pp").unwrap();
         assert_eq!(m.kind, ManifestKind::File);
         assert_eq!(m.files[0].path, "b.pp");
-        let absent = Catalog::new(dir.path().join("absent"));
+        let absent = FileCatalog::new(dir.path().join("absent"));
         assert!(matches!(absent.manifest("x"), Err(FileError::NotFound(_))));
     }
 
@@ -464,7 +464,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("m")).unwrap();
         std::fs::write(dir.path().join("m/a"), "a").unwrap();
         std::fs::write(dir.path().join("m/b"), "b").unwrap();
-        let c = Catalog::new(dir.path().to_path_buf());
+        let c = FileCatalog::new(dir.path().to_path_buf());
         let first = c.manifest("m").unwrap();
         assert_eq!(c.files_hashed(), 2);
         for _ in 0..5 {
@@ -503,7 +503,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("mods")).unwrap();
         std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
         std::fs::write(dir.path().join("tool"), "t").unwrap();
-        let c = Catalog::new(dir.path().to_path_buf());
+        let c = FileCatalog::new(dir.path().to_path_buf());
         let mut tasks = vec![
             spec(
                 TaskKind::Sync,
@@ -525,7 +525,7 @@ mod tests {
         assert_eq!(manifest_digest(&m), digest);
         // A changed tree no longer matches what was sealed.
         std::fs::write(dir.path().join("mods/a.pp"), "evil").unwrap();
-        let fresh = Catalog::new(dir.path().to_path_buf());
+        let fresh = FileCatalog::new(dir.path().to_path_buf());
         assert_eq!(fresh.sealed_manifest("mods", &digest).unwrap(), None);
     }
 
@@ -534,7 +534,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("mods")).unwrap();
         std::fs::write(dir.path().join("mods/a.pp"), "a").unwrap();
-        let c = Catalog::new(dir.path().to_path_buf());
+        let c = FileCatalog::new(dir.path().to_path_buf());
         let with_files = Tasks::from(vec![spec(
             TaskKind::Sync,
             serde_json::json!({"src": "/mods/", "dst": "/x"}),

@@ -3,7 +3,7 @@
 //! order results arrive in, duplicates and stale results included; nothing is published after it
 //! finished; a node's revisions only grow.
 
-mod run_support;
+use crate::run_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,7 +3,7 @@
 //! and the medians are compared. Ignored by default (it takes about a minute); run it on demand:
 //!
 //! ```text
-//! cargo test -p plinth-agent --release --test puppet_overhead -- --ignored --nocapture
+//! cargo test -p plinth-agent --release --test integration puppet_overhead:: -- --ignored --nocapture
 //! ```
 
 use plinth_agent::executor::{self, AttemptContext, Services};

@@ -5,8 +5,8 @@
 //! lock shared by every controller, for many agents. Each agent is answered with its own node, or its
 //! own refusal, exactly as when they were written one by one.
 
-use crate::api::error::ApiError;
-use crate::groups::{Answer, Groups};
+use super::groups::{Answer, Groups};
+use super::IntakeError;
 use crate::state::AppState;
 use crate::store::{NodeAdmission, NodeRecord, NodeRegistration};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ impl Enrol {
         record: NodeRegistration,
         admission: NodeAdmission,
         token_ok: bool,
-    ) -> Result<NodeRecord, ApiError> {
+    ) -> Result<NodeRecord, IntakeError> {
         state
             .enrol
             .groups
@@ -65,7 +65,7 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
     let written = match written {
         Ok(written) => written,
         Err(e) => {
-            let e = ApiError::from(e);
+            let e = IntakeError::from(e);
             for item in group {
                 let _ = item.answer.send(Err(e.clone()));
             }
@@ -86,7 +86,7 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
             s.nodes.upsert(node);
             notices.push(crate::store::Notice::Node { id: node.id });
         }
-        answers.push((item.answer, node.map_err(ApiError::from)));
+        answers.push((item.answer, node.map_err(IntakeError::from)));
     }
     // Other controllers learn of the nodes before any is told it is registered (its next request may
     // go to one of them): one round trip for the group.

@@ -3,9 +3,8 @@
 //! Each command's output is checked as an operator reads it, and what the controller did is checked
 //! through Plinth's own API.
 //!
-//! The virtual environment is made once under the target directory. Python 3.8 comes from
-//! `PLINTH_PYTHON38` (scripts/test.sh finds or installs one), else `python3.8` on the path. Without one
-//! the test says so and passes, unless `PLINTH_REQUIRE_FUEL2=1` (set by scripts/test.sh, so CI fails).
+//! The virtual environment is made once under the target directory, with the Python 3.8 that
+//! `plinth_e2e::needs::python38` finds.
 
 use plinth_e2e::*;
 use serde_json::{json, Value};
@@ -15,27 +14,10 @@ use std::time::Duration;
 
 const FUELCLIENT: &str = "python-fuelclient==11.0.0";
 
-/// A Python 3.8 interpreter, if one can be found.
-fn python38() -> Option<PathBuf> {
-    let candidates = std::env::var_os("PLINTH_PYTHON38")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(std::iter::once(PathBuf::from("python3.8")));
-    candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args([
-                "-c",
-                "import sys, venv; assert sys.version_info[:2] == (3, 8)",
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 /// `fuel2` in a virtual environment under the target directory, made when missing. The tests of this
 /// file run in parallel and share the environment, so it is made by one of them while the others wait:
 /// two `python -m venv` on one directory fail with "File exists".
-fn fuel2() -> Option<PathBuf> {
+fn fuel2() -> PathBuf {
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     // A test that panicked while making it leaves the directory half made; the next one starts over.
     let _one_at_a_time = MAKING
@@ -45,16 +27,9 @@ fn fuel2() -> Option<PathBuf> {
     let fuel2 = venv.join("bin/fuel2");
     let marker = venv.join("installed");
     if std::fs::read_to_string(&marker).ok().as_deref() == Some(FUELCLIENT) && fuel2.exists() {
-        return Some(fuel2);
+        return fuel2;
     }
-    let Some(python) = python38() else {
-        assert!(
-            std::env::var("PLINTH_REQUIRE_FUEL2").as_deref() != Ok("1"),
-            "no Python 3.8 (set PLINTH_PYTHON38 or run scripts/python38.sh)"
-        );
-        eprintln!("skipped: no Python 3.8 for fuel2 (scripts/test.sh finds or installs one)");
-        return None;
-    };
+    let python = plinth_e2e::needs::python38();
     let _ = std::fs::remove_dir_all(&venv);
     let made = Command::new(&python)
         .args(["-m", "venv"])
@@ -72,7 +47,7 @@ fn fuel2() -> Option<PathBuf> {
         String::from_utf8_lossy(&pip.stderr)
     );
     std::fs::write(&marker, FUELCLIENT).expect("marker");
-    Some(fuel2)
+    fuel2
 }
 
 /// Runs `fuel2` against a controller's Nailgun port.
@@ -150,7 +125,7 @@ fn ids(rows: &Value) -> Vec<u64> {
 
 #[test]
 fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
-    let Some(bin) = fuel2() else { return };
+    let bin = fuel2();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", &listen]);
@@ -704,9 +679,8 @@ fn the_nailgun_port_warns_off_loopback_and_x_auth_token_works_everywhere() {
 /// `fuel2` reads the outcome back where it asked.
 #[test]
 fn fuel2_deploys_through_a_controller_that_does_not_sequence() {
-    use plinth_controller::store::postgres::scratch::ScratchPostgres;
-    let Some(bin) = fuel2() else { return };
-    let pg = ScratchPostgres::start().expect("a scratch PostgreSQL (scripts/test.sh installs it)");
+    let bin = fuel2();
+    let pg = plinth_e2e::needs::postgres();
     let url = pg.fresh_database().expect("a database");
     // The first controller takes the sequencing lease as it starts, before the second exists.
     let a = Controller::start_with(&["--auto-accept", "--database-url", &url]);

@@ -11,7 +11,7 @@ use plinth_common::model::{Condition, Node};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 use support::{corpus, fuel_cluster_nodes, fuel_deploy_data, tasks_under};
 
 /// Fuel's guard on uploading a node's configuration, as its library writes it.

@@ -9,7 +9,6 @@
 //! without the boxes it held the handshake's TLS session, the connection and a moved copy of it side by
 //! side (4.7 KiB a connection).
 
-use crate::api::auth::PeerKey;
 use crate::limits::{ConnectionTicket, PeerAddr, Trust};
 use crate::state::AppState;
 use crate::tls;
@@ -18,6 +17,11 @@ use hyper_util::rt::TokioIo;
 use plinth_common::signing::fingerprint;
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+/// The node key a connection authenticated with, set for every request on it (`None` when the client
+/// showed no certificate).
+#[derive(Debug, Clone)]
+pub struct PeerKey(pub Option<Arc<(String, ed25519_dalek::VerifyingKey)>>);
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tower::ServiceExt;

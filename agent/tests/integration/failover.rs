@@ -2,7 +2,7 @@
 //! over real mutual TLS: a controller answering 503 is left for the next, the agent stays with the one
 //! that works, and results journaled while it changes controller reach the new one.
 
-mod support;
+use crate::support;
 
 use plinth_common::wire::ResultStatus as S;
 use serde_json::json;

@@ -16,7 +16,7 @@ use plinth_common::tags::{cluster_tags, Catalog};
 use serde_json::json;
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 use support::{corpus, tasks_under};
 
 #[test]

@@ -1,7 +1,7 @@
 //! Data-driven cases of a running deployment (`plinth_common::run`): each `run_cases/NAME.yaml` is a
 //! deployment and a sequence of events; `run_cases/NAME.expect` is what the run answered to each, as
 //! text. A case fails when the answers differ from the expectation; `UPDATE_EXPECT=1 cargo test -p
-//! plinth-common --test run_cases` writes the answers as the new expectations (review the diff).
+//! plinth-common --test integration run_cases::` writes the answers as the new expectations (review the diff).
 //!
 //! Steps, one a line:
 //! - `start`: the deployment starts;
@@ -19,7 +19,7 @@
 //!
 //! Answers are printed with node names; revisions come from one counter, as the store gives them.
 
-mod run_support;
+use crate::run_support;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

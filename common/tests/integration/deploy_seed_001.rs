@@ -13,7 +13,7 @@ use plinth_common::graph::{EvalContext, FieldEvaluator};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-mod support;
+use crate::support;
 use support::{fuel_deploy_data, fuel_nodes};
 
 /// What an expression gives: a value, or an error whose message holds this text.

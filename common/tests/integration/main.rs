@@ -1,0 +1,40 @@
+//! The behaviour tests of `plinth-common`, one module a subject, in one test binary: the expression
+//! language against YAQL's own cases and Fuel's, graphs against Fuel's corpus, strategies against
+//! Shipyard's documents and the seed, the running deployment against its recorded cases.
+//!
+//! One subject: `cargo test -p plinth-common --test integration MODULE::`. (`expr_parse_allocations`
+//! stays a binary of its own: it counts allocations with a global allocator.)
+
+mod run_support;
+mod support;
+
+mod deploy_facts_changed;
+mod deploy_seed_001;
+mod deploy_shared;
+mod expr_api;
+mod expr_conformance;
+mod expr_datetime;
+mod expr_fastpath;
+mod expr_fuel;
+mod expr_fuel_library;
+mod expr_fuel_results;
+mod expr_properties;
+mod graph_checks_dot;
+mod graph_computed_fields;
+mod graph_errors;
+mod graph_fuel_corpus;
+mod graph_fuel_yaql;
+mod graph_merge_props;
+mod graph_model_load;
+mod graph_resolve;
+mod run_cases;
+mod run_properties;
+mod snapshot_resolve;
+mod strategy_document;
+mod strategy_properties;
+mod strategy_seed;
+mod strategy_sequencer;
+mod strategy_shipyard_corpus;
+mod tags_matching;
+mod tags_primary;
+mod tags_rules;
