@@ -50,6 +50,35 @@ impl DataDir {
     pub fn admin_token(&self) -> PathBuf {
         self.root.join("admin.token")
     }
+    /// Where the running controller listens (see [`DataDir::record_listening`]).
+    pub fn listening(&self) -> PathBuf {
+        self.root.join("listening.json")
+    }
+
+    /// Records the addresses the controller listens on once it does (`{"listen": ADDR,
+    /// "nailgun_listen": ADDR or null}`), replacing the file whole, so that a controller started on port
+    /// 0 can be found (tests, scripts); removed by [`DataDir::forget_listening`] at a clean stop.
+    pub fn record_listening(
+        &self,
+        listen: std::net::SocketAddr,
+        nailgun: Option<std::net::SocketAddr>,
+    ) -> Result<()> {
+        let text = serde_json::json!({
+            "listen": listen.to_string(),
+            "nailgun_listen": nailgun.map(|a| a.to_string()),
+        })
+        .to_string();
+        let path = self.listening();
+        let part = self.root.join("listening.json.part");
+        let _ = fs::remove_file(&part);
+        write_new_file(&part, text.as_bytes(), 0o644)?;
+        fs::rename(&part, &path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Removes the record of where the controller listens.
+    pub fn forget_listening(&self) {
+        let _ = fs::remove_file(self.listening());
+    }
 
     /// Creates the directory (0700) if needed.
     pub fn ensure(&self) -> Result<()> {

@@ -153,6 +153,11 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     };
     let router = crate::api::router(state.clone());
     let (close_tx, close_rx) = tokio::sync::watch::channel(false);
+    let nailgun_addr = match &nailgun {
+        Some(n) => Some(n.local_addr()?),
+        None => None,
+    };
+    data.record_listening(listener.local_addr()?, nailgun_addr)?;
     if let Some(nailgun) = nailgun {
         tracing::info!(nailgun_listen = %nailgun.local_addr()?, "serving Nailgun's operator API over plain HTTP");
         tokio::spawn(crate::api::nailgun::listener::serve(
@@ -208,6 +213,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     }
     tracing::info!("stopping");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    data.forget_listening();
     let _ = close_tx.send(true);
     flush_last_seen(&state, Flush::Everything).await;
     let s = state.clone();

@@ -53,11 +53,6 @@ fn sibling(name: &str) -> Result<PathBuf> {
     bail!("{name} is not next to plinthctl ({}); build every binary first: cargo build --release --bins", path.display())
 }
 
-fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
-    Ok(l.local_addr()?.port())
-}
-
 fn log_file(dir: &Path, name: &str) -> Result<std::fs::File> {
     std::fs::File::create(dir.join(format!("{name}.log")))
         .with_context(|| format!("cannot create {name}.log"))
@@ -85,10 +80,8 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
     let root = std::env::temp_dir().join(format!("plinth-quickstart-{}", std::process::id()));
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
     let data = root.join("controller");
-    let port = free_port()?;
-    let url = format!("https://127.0.0.1:{port}");
     eprintln!("Plinth quickstart in {}", root.display());
-    eprintln!("  starting the controller on {url}");
+    eprintln!("  starting the controller");
 
     let mut children = Children(Vec::new());
     let controller = Command::new(&controller_bin)
@@ -97,7 +90,8 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
         .args([
             "serve",
             "--listen",
-            &format!("127.0.0.1:{port}"),
+            // Any free port: the controller records the one it bound in its data directory.
+            "127.0.0.1:0",
             "--auto-accept",
             "--phase-timeout",
             "300",
@@ -111,11 +105,19 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
 
     let token_path = data.join("admin.token");
     let cert_path = data.join("tls").join("cert.pem");
+    let listening = data.join("listening.json");
     wait_for("the controller to start", Duration::from_secs(30), || {
-        let ok = token_path.exists() && cert_path.exists();
+        let ok = token_path.exists() && cert_path.exists() && listening.exists();
         async move { ok }
     })
     .await?;
+    let bound: serde_json::Value = serde_json::from_slice(&std::fs::read(&listening)?)
+        .with_context(|| format!("cannot read {}", listening.display()))?;
+    let addr = bound["listen"]
+        .as_str()
+        .with_context(|| format!("{} names no address", listening.display()))?;
+    let url = format!("https://{addr}");
+    eprintln!("  the controller listens on {url}");
     let token = std::fs::read_to_string(&token_path)?.trim().to_string();
     let client = Client::new(&Target {
         url: url.clone(),

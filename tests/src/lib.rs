@@ -54,12 +54,74 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     panic!("timed out after {timeout:?} waiting for {what}");
 }
 
-/// A free TCP port on loopback.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// Whether the process `pid` has ended: no such process, or a zombie (which runs nothing more).
+pub fn process_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        Err(_) => true,
+    }
+}
+
+/// The process ids a file lists, one a line (missing file: none).
+pub fn pids_in(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Waits until every process `path` lists has ended (see [`process_ended`]).
+pub fn wait_ended(what: &str, path: &Path, timeout: Duration) {
+    let pids = pids_in(path);
+    assert!(!pids.is_empty(), "{} lists no process", path.display());
+    wait_until(what, timeout, || pids.iter().all(|p| process_ended(*p)));
+}
+
+/// A loopback port held for a server a test starts later (or never): bound but not listening, so a
+/// connection to it is refused and no other bind can take it until the reservation is given up.
+pub struct ReservedPort {
+    socket: Option<std::os::fd::OwnedFd>,
+    /// The port.
+    pub port: u16,
+}
+
+impl ReservedPort {
+    /// Gives the port up, for the server about to bind it.
+    fn release(mut self) -> u16 {
+        self.socket = None;
+        self.port
+    }
+}
+
+/// Reserves a loopback port (see [`ReservedPort`]).
+pub fn reserve_port() -> ReservedPort {
+    use nix::sys::socket::{
+        bind, getsockname, socket, AddressFamily, SockFlag, SockType, SockaddrIn,
+    };
+    let socket = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .expect("a socket");
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&socket),
+        &SockaddrIn::new(127, 0, 0, 1, 0),
+    )
+    .expect("a loopback port");
+    let port = getsockname::<SockaddrIn>(std::os::fd::AsRawFd::as_raw_fd(&socket))
+        .expect("the bound address")
+        .port();
+    ReservedPort {
+        socket: Some(socket),
+        port,
+    }
 }
 
 fn terminate(child: &mut Child) {
@@ -129,8 +191,9 @@ impl Controller {
 
     fn prepared(host: &str, extra: &[&str]) -> Controller {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let port = free_port();
-        let url = format!("https://{host}:{port}");
+        // Port 0: the controller binds a free port itself and records it (`listening.json`).
+        let port = 0;
+        let url = String::new();
         let c = Controller {
             dir,
             url: url.clone(),
@@ -198,6 +261,15 @@ impl Controller {
             .spawn()
             .expect("the controller starts");
         self.child = Some(child);
+        if self.port == 0 {
+            let listening = self.listening("listen");
+            self.port = listening
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("no port in {listening:?}"));
+            self.url = format!("https://{}:{}", self.host, self.port);
+        }
         let token_path = self.data_dir().join("admin.token");
         let cert_path = self.cert_path();
         // The token is written before the certificate is made: wait for both.
@@ -219,6 +291,34 @@ impl Controller {
         wait_until("the controller's API", Duration::from_secs(30), || {
             api.cert.exists() && api.get("/nodes").is_ok()
         });
+    }
+
+    /// An address the running controller records that it listens on (`listen`, `nailgun_listen`), once it
+    /// does.
+    fn listening(&self, which: &str) -> String {
+        let path = self.data_dir().join("listening.json");
+        let mut found = None;
+        wait_until(
+            &format!("the controller to record its {which} address"),
+            Duration::from_secs(30),
+            || {
+                found = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .and_then(|v| v[which].as_str().map(str::to_string));
+                found.is_some()
+            },
+        );
+        found.unwrap_or_default()
+    }
+
+    /// The port of the Nailgun listener (`--nailgun-listen ADDR:0` binds any free one).
+    pub fn nailgun_port(&self) -> u16 {
+        let addr = self.listening("nailgun_listen");
+        addr.rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {addr:?}"))
     }
 
     /// The process id, while it runs.
@@ -300,10 +400,11 @@ impl Controller {
         self.spawn();
     }
 
-    /// Starts it again on the same data (database, signing key, certificate) but on another port: another
-    /// controller of the same site, as agents see it.
-    pub fn restart_on_port(&mut self, port: u16) {
+    /// Starts it again on the same data (database, signing key, certificate) but on the reserved port:
+    /// another controller of the same site, as agents see it.
+    pub fn restart_on(&mut self, reserved: ReservedPort) {
         self.kill();
+        let port = reserved.release();
         self.port = port;
         self.url = format!("https://{}:{port}", self.host);
         self.api.url = self.url.clone();

@@ -21,8 +21,9 @@ fn a_cancelled_deployment_ends_its_running_tasks_and_a_retry_finishes_the_work()
     ];
     let ids: Vec<u64> = c.api.wait_nodes(2).iter().map(|(_, id)| *id).collect();
     // The long task sleeps unless the node was made fast; each run writes a line, so a second run shows.
-    let long =
-        "echo run >> runs; if [ ! -e fast ]; then touch started; sleep 47; fi; touch long-done";
+    // Its shell writes its process id: once that process has ended, `long-done` can never be written.
+    let long = "echo run >> runs; if [ ! -e fast ]; then echo $$ > long.pid; touch started; sleep 47; fi; \
+                touch long-done";
     let graph = json!({"default": {"tasks": [
         shell("long", &["*"], long),
         {"id": "after", "type": "shell", "tags": ["*"], "requires": ["long"],
@@ -57,7 +58,11 @@ fn a_cancelled_deployment_ends_its_running_tasks_and_a_retry_finishes_the_work()
         wait_until("the agents to end the running task", LONG, || {
             a.log().contains("the controller cancelled the deployment")
         });
-        std::thread::sleep(Duration::from_secs(2));
+        wait_ended(
+            "the long task's shell to end",
+            &a.work().join("long.pid"),
+            LONG,
+        );
         assert!(!marker.exists() && !a.work().join("after").exists());
     }
     assert!(

@@ -17,8 +17,9 @@ fn switched_to(url: &str) -> String {
 #[test]
 fn a_dead_first_controller_is_passed_over_for_the_second() {
     let c = Controller::start();
-    // Nothing listens on this port: connections to it are refused.
-    let dead = format!("https://127.0.0.1:{}", free_port());
+    // Nothing listens on this port (held, never listening): connections to it are refused.
+    let dead_port = reserve_port();
+    let dead = format!("https://127.0.0.1:{}", dead_port.port);
     let agent = Agent::start_for_controllers(&c, &[&dead, &c.url], "n1", &["x"]);
     let nodes = c.api.wait_nodes(1);
 
@@ -59,8 +60,8 @@ fn a_dead_first_controller_is_passed_over_for_the_second() {
 fn a_killed_controller_is_replaced_by_another_on_the_same_data() {
     let mut c = Controller::start();
     let first = c.url.clone();
-    let second_port = free_port();
-    let second = format!("https://127.0.0.1:{second_port}");
+    let second_port = reserve_port();
+    let second = format!("https://127.0.0.1:{}", second_port.port);
     let agent = Agent::start_for_controllers(&c, &[&first, &second], "n1", &["x"]);
     let nodes = c.api.wait_nodes(1);
     let work = agent.work();
@@ -85,7 +86,7 @@ fn a_killed_controller_is_replaced_by_another_on_the_same_data() {
     });
 
     // Another controller on the same database and keys, at the agent's second address.
-    c.restart_on_port(second_port);
+    c.restart_on(second_port);
     assert_eq!(c.url, second);
     let report = c.api.wait_deployment(dep, LONG);
     let log = || format!("{}\n--- agent ---\n{}", c.log(), agent.log());

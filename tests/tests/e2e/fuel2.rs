@@ -126,9 +126,9 @@ fn ids(rows: &Value) -> Vec<u64> {
 #[test]
 fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
     let bin = fuel2();
-    let port = free_port();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let port = c.nailgun_port();
     let listen = format!("127.0.0.1:{port}");
-    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", &listen]);
     let a = Agent::start(&c, "node-a", &[]);
     let b = Agent::start(&c, "node-b", &[]);
     let nodes = c.api.wait_nodes(2);
@@ -644,8 +644,8 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
 /// The Nailgun port off loopback warns at start; `X-Auth-Token` works on the TLS port too.
 #[test]
 fn the_nailgun_port_warns_off_loopback_and_x_auth_token_works_everywhere() {
-    let port = free_port();
-    let c = Controller::start_with(&["--nailgun-listen", &format!("0.0.0.0:{port}")]);
+    let c = Controller::start_with(&["--nailgun-listen", "0.0.0.0:0"]);
+    let port = c.nailgun_port();
     assert!(
         c.log().contains("beyond this machine"),
         "no warning in:\n{}",
@@ -684,8 +684,6 @@ fn fuel2_deploys_through_a_controller_that_does_not_sequence() {
     let url = pg.fresh_database().expect("a database");
     // The first controller takes the sequencing lease as it starts, before the second exists.
     let a = Controller::start_with(&["--auto-accept", "--database-url", &url]);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
     let b = Controller::start_sharing(
         &a,
         &[
@@ -693,9 +691,10 @@ fn fuel2_deploys_through_a_controller_that_does_not_sequence() {
             "--database-url",
             &url,
             "--nailgun-listen",
-            &listen,
+            "127.0.0.1:0",
         ],
     );
+    let port = b.nailgun_port();
     let status: Value = b.api.get("/cluster-status").expect("cluster status");
     let sequencer = status["lease"]["holder"].clone();
     assert_ne!(

@@ -630,12 +630,8 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
 
 #[test]
 fn seed_000s_example_online_with_the_nodes_effective_tags() {
-    let port = free_port();
-    let c = Controller::start_with(&[
-        "--auto-accept",
-        "--nailgun-listen",
-        &format!("127.0.0.1:{port}"),
-    ]);
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let port = c.nailgun_port();
     let mut release: Value = serde_yaml_ng::from_str(SEED_000_RELEASE).expect("YAML");
     release["name"] = json!("seed-000");
     release["version"] = json!("1");
@@ -976,8 +972,8 @@ fn a_refused_second_deployment_leaves_the_primaries_as_they_were() {
 /// checks as on the operator API (the port once answered only `GET` there, so `PUT`/`PATCH` were 405).
 #[test]
 fn the_nailgun_port_changes_attributes_with_the_same_checks() {
-    let port = free_port();
-    let c = Controller::start_with(&["--nailgun-listen", &format!("127.0.0.1:{port}")]);
+    let c = Controller::start_with(&["--nailgun-listen", "127.0.0.1:0"]);
+    let port = c.nailgun_port();
     let release = fuel_release(&c);
     let cluster = c.api.ok(
         "POST",

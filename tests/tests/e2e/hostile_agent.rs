@@ -68,8 +68,12 @@ fn kill_mid_attempt_then_retry(name: &str, task: impl FnOnce(&Path) -> Value, re
         "the first attempt's processes wrote {} lines while the retry ran: {late:?}\n{agent_log}",
         late.len()
     );
-    // The file stops growing.
-    std::thread::sleep(Duration::from_millis(500));
+    // The file stops growing: every writer of the first attempt has ended (each wrote its process id).
+    wait_ended(
+        "the first attempt's writers to end",
+        &a.work().join("writers"),
+        LONG,
+    );
     assert_eq!(lines(&log).len(), written.len(), "something still writes");
 
     // The operator saw the first attempt interrupted, and the agent says what it ended.
@@ -92,8 +96,8 @@ fn a_killed_agents_shell_task_is_ended_before_its_retry_and_never_runs_twice() {
     // Attempt 1 leaves a writer in its process group and one in a session of its own, and sleeps;
     // attempt 2 writes twice a second apart and succeeds.
     let cmd = r#"if [ "$PLINTH_ATTEMPT" = 1 ]; then
-  (while :; do echo group >> log; sleep 0.05; done) &
-  setsid sh -c 'while :; do echo session >> log; sleep 0.05; done' &
+  sh -c 'echo $$ >> writers; while :; do echo group >> log; sleep 0.05; done' &
+  setsid sh -c 'echo $$ >> writers; while :; do echo session >> log; sleep 0.05; done' &
   sleep 600
 else
   echo retry >> log; sleep 1; echo retry >> log
@@ -113,7 +117,7 @@ fn a_killed_agents_puppet_run_is_ended_before_its_retry_and_never_runs_twice() {
             &manifest,
             format!(
                 r#"exec {{ 'writer':
-  command  => 'if [ "$PLINTH_ATTEMPT" = 1 ]; then (while :; do echo puppet >> log; sleep 0.05; done) & sleep 600; else echo retry >> log; fi',
+  command  => 'if [ "$PLINTH_ATTEMPT" = 1 ]; then sh -c "echo \$\$ >> writers; while :; do echo puppet >> log; sleep 0.05; done" & sleep 600; else echo retry >> log; fi',
   cwd      => '{work}',
   provider => shell,
   timeout  => 900,
