@@ -18,9 +18,11 @@
 //! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
 
 pub mod deploy;
-pub mod expr;
+/// The expression language, YAQL: the crate `plinth-yaql`.
+pub use plinth_yaql as expr;
 pub mod graph;
-pub mod json;
+/// The compact JSON tree expressions read: `plinth_yaql::json`.
+pub use plinth_yaql::json;
 pub mod model;
 pub mod run;
 pub mod signing;

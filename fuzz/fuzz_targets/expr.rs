@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use plinth_common::expr::{Context, Engine, Expression, Limits};
-use plinth_common::json::Json;
+use plinth_yaql::{Context, Engine, Expression, Limits};
+use plinth_yaql::json::Json;
 use serde_json::json;
 
 fn engine() -> &'static Engine {

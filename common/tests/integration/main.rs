@@ -1,9 +1,8 @@
-//! The behaviour tests of `plinth-common`, one module a subject, in one test binary: the expression
-//! language against YAQL's own cases and Fuel's, graphs against Fuel's corpus, strategies against
-//! Shipyard's documents and the seed, the running deployment against its recorded cases.
+//! The behaviour tests of `plinth-common`, one module a subject, in one test binary: Fuel's
+//! expressions, graphs against Fuel's corpus, strategies against Shipyard's documents and the seed, the running deployment against its recorded cases.
 //!
-//! One subject: `cargo test -p plinth-common --test integration MODULE::`. (`expr_parse_allocations`
-//! stays a binary of its own: it counts allocations with a global allocator.)
+//! One subject: `cargo test -p plinth-common --test integration MODULE::`. The expression language's
+//! own tests are in the `plinth-yaql` crate.
 
 mod run_support;
 mod support;
@@ -11,14 +10,9 @@ mod support;
 mod deploy_facts_changed;
 mod deploy_seed_001;
 mod deploy_shared;
-mod expr_api;
-mod expr_conformance;
-mod expr_datetime;
-mod expr_fastpath;
 mod expr_fuel;
 mod expr_fuel_library;
 mod expr_fuel_results;
-mod expr_properties;
 mod graph_checks_dot;
 mod graph_computed_fields;
 mod graph_errors;

@@ -690,7 +690,7 @@ pub(crate) fn lossless(v: &Value<'_>, top: bool, depth: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::Expression;
+    use crate::Expression;
 
     /// The canonical text of the parts found, with `uid`, `roles` and `name` the node's own keys.
     fn parts(text: &str) -> (Vec<String>, Vec<String>) {

@@ -1,7 +1,7 @@
 //! Property tests: evaluation never panics on any input text, and the canonical text of a
 //! parsed expression parses back to the same tree.
 
-use plinth_common::expr::{Engine, Expression, Limits};
+use plinth_yaql::{Engine, Expression, Limits};
 use proptest::prelude::*;
 use serde_json::json;
 

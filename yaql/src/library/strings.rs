@@ -3,9 +3,9 @@
 use std::rc::Rc;
 
 use super::{get, int_or, need, str_arg, this_str};
-use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
-use crate::expr::eval::{Interp, R};
-use crate::expr::value::{dict_items, display_string, Value, View};
+use crate::engine::{Call, Engine, Form, Slot, Spec};
+use crate::eval::{Interp, R};
+use crate::value::{dict_items, display_string, Value, View};
 
 /// Registers the string functions.
 pub fn register(e: &mut Engine) {
@@ -234,11 +234,11 @@ fn trim_right<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 /// The call with its `name => value` pairs moved to their parameters' places.
 fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
     let mut out = Call {
-        maps: crate::expr::engine::Pairs::default(),
+        maps: crate::engine::Pairs::default(),
         ..c.clone()
     };
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(key) = k.kind() else {
+        let crate::ast::Kind::Word(key) = k.kind() else {
             return Err(c.no_match("unexpected `=>` pair"));
         };
         let Some(i) = params.iter().position(|p| *p == key) else {
@@ -486,7 +486,7 @@ fn characters<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     ];
     let mut out = indexmap::IndexSet::new();
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(name) = k.kind() else {
+        let crate::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("characters(class => true)"));
         };
         let Some((_, chars)) = CLASSES.iter().find(|(n, _)| *n == name) else {

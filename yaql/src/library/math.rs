@@ -3,10 +3,10 @@
 use std::cmp::Ordering;
 
 use super::{int_or, need};
-use crate::expr::engine::{Call, Engine, Form, Spec};
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{type_err, Interp, R};
-use crate::expr::value::{compare, Value, View};
+use crate::engine::{Call, Engine, Form, Spec};
+use crate::errors::EvalErrorKind;
+use crate::eval::{type_err, Interp, R};
+use crate::value::{compare, Value, View};
 
 /// Registers the math functions.
 pub fn register(e: &mut Engine) {

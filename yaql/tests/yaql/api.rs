@@ -2,10 +2,8 @@
 
 use std::sync::Arc;
 
-use plinth_common::expr::{
-    Context, Engine, EvalErrorKind, ExprCache, Expression, Form, Limits, Spec,
-};
-use plinth_common::json::Json;
+use plinth_yaql::json::Json;
+use plinth_yaql::{Context, Engine, EvalErrorKind, ExprCache, Expression, Form, Limits, Spec};
 use serde_json::json;
 
 #[test]
@@ -94,9 +92,7 @@ fn users_add_helpers_without_touching_the_core() {
             let items = it.seq(c.this()?, "firstOr")?;
             match items.into_iter().next() {
                 Some(v) => Ok(v),
-                None => Ok(it
-                    .value(c.slot(0))?
-                    .unwrap_or(plinth_common::expr::Value::Null)),
+                None => Ok(it.value(c.slot(0))?.unwrap_or(plinth_yaql::Value::Null)),
             }
         },
     );

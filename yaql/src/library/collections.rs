@@ -5,9 +5,9 @@ use std::rc::Rc;
 use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items};
-use crate::expr::engine::{Call, Engine, Form, Spec};
-use crate::expr::eval::{type_err, Interp, R};
-use crate::expr::value::{dict_items, Value, View};
+use crate::engine::{Call, Engine, Form, Spec};
+use crate::eval::{type_err, Interp, R};
+use crate::value::{dict_items, Value, View};
 
 /// Registers the collection functions.
 pub fn register(e: &mut Engine) {
@@ -270,7 +270,7 @@ fn flatten_into<'a>(
     out: &mut Vec<Value<'a>>,
 ) -> R<()> {
     if depth != 0 && v.is_iterable() {
-        if level > crate::expr::value::MAX_NESTING {
+        if level > crate::value::MAX_NESTING {
             return type_err("flatten: the collection is nested too deeply");
         }
         for x in it.seq(&v, "flatten")? {

@@ -9,11 +9,11 @@ use chrono::format::{Parsed, StrftimeItems};
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use chrono::{Timelike, Utc};
 
-use crate::expr::ast::BinOp;
-use crate::expr::engine::{Call, Engine, Form, Spec};
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{Interp, R};
-use crate::expr::value::{Value, View};
+use crate::ast::BinOp;
+use crate::engine::{Call, Engine, Form, Spec};
+use crate::errors::EvalErrorKind;
+use crate::eval::{Interp, R};
+use crate::value::{Value, View};
 
 use super::{get, need, str_arg};
 
@@ -73,7 +73,7 @@ pub fn register(e: &mut Engine) {
     );
 }
 
-fn bad(msg: impl Into<String>) -> crate::expr::eval::Fail {
+fn bad(msg: impl Into<String>) -> crate::eval::Fail {
     EvalErrorKind::Value(msg.into()).into()
 }
 
@@ -445,7 +445,7 @@ pub fn replace<'a>(it: &mut Interp<'a>, c: &Call<'a>, dt: DateTime<FixedOffset>)
         }
     }
     for (k, v) in &c.maps {
-        let crate::expr::ast::Kind::Word(name) = k.kind() else {
+        let crate::ast::Kind::Word(name) = k.kind() else {
             return Err(c.no_match("replace takes named parts"));
         };
         let v = it.eval(v)?;

@@ -7,10 +7,10 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 
 use super::{get, int_or, need, str_arg, this_str};
-use crate::expr::engine::{Call, Engine, Form, Spec};
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{Interp, R};
-use crate::expr::value::Value;
+use crate::engine::{Call, Engine, Form, Spec};
+use crate::errors::EvalErrorKind;
+use crate::eval::{Interp, R};
+use crate::value::Value;
 
 /// Registers the regex functions.
 pub fn register(e: &mut Engine) {
@@ -312,7 +312,7 @@ fn replace_by<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
         out.push_str(&s[last..m.start()]);
         let recs = records(&s, &caps);
         let r = it.apply(c.slot(1), &recs)?;
-        out.push_str(&crate::expr::value::display_string(&r));
+        out.push_str(&crate::value::display_string(&r));
         last = m.end();
         it.check_bytes(out.len())?;
     }

@@ -1,9 +1,10 @@
-//! The expression language: YAQL 3.2, for computed task fields (`yaql_exp`) and graph node
-//! filters, plus Nailgun's deployment helpers (`changed()`, `old()`, ...).
+//! YAQL 3.2 in Rust: its grammar, operators and standard library, plus Nailgun's deployment helpers
+//! (`changed()`, `old()`, ...), reading data as a compact JSON tree ([`json::Json`]). Plinth computes
+//! task fields (`yaql_exp`) and graph node filters with it; nothing else of Plinth is needed to use it.
 //!
 //! ```
-//! use plinth_common::expr::{Context, Engine, ExprCache};
-//! use plinth_common::json::Json;
+//! use plinth_yaql::{Context, Engine, ExprCache};
+//! use plinth_yaql::json::Json;
 //! use serde_json::json;
 //!
 //! let engine = Engine::new();
@@ -19,8 +20,8 @@
 //! assert_eq!(engine.evaluate_in(&changed, &ctx).unwrap(), json!(true));
 //! ```
 //!
-//! See `README.md` beside this module for the language and `CONFORMANCE.md` for how it
-//! compares with YAQL's own test suite.
+//! See the crate's `README.md` for the language and `CONFORMANCE.md` for how it compares with YAQL's
+//! own test suite.
 
 pub mod ast;
 pub mod cache;
@@ -30,6 +31,7 @@ pub mod eval;
 pub mod fastpath;
 pub mod fuel;
 pub(crate) mod hashindex;
+pub mod json;
 pub mod lexer;
 pub mod library;
 pub mod limits;

@@ -1,9 +1,9 @@
 //! Branching: switch, selectCase, selectAllCases, examine, switchCase, coalesce.
 
 use super::need;
-use crate::expr::engine::{Call, Engine, Form, Spec};
-use crate::expr::eval::{Interp, R};
-use crate::expr::value::Value;
+use crate::engine::{Call, Engine, Form, Spec};
+use crate::eval::{Interp, R};
+use crate::value::Value;
 
 /// Registers the branching functions.
 pub fn register(e: &mut Engine) {

@@ -3,11 +3,11 @@
 use std::rc::Rc;
 
 use super::{need, this_items};
-use crate::expr::ast::Kind;
-use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{bind_args, Interp, R};
-use crate::expr::value::{dict_items, Lambda, Name, Value};
+use crate::ast::Kind;
+use crate::engine::{Call, Engine, Form, Slot, Spec};
+use crate::errors::EvalErrorKind;
+use crate::eval::{bind_args, Interp, R};
+use crate::value::{dict_items, Lambda, Name, Value};
 
 /// Registers the system functions.
 pub fn register(e: &mut Engine) {
@@ -97,7 +97,7 @@ fn call<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let args = need(it, c, 1)?;
     let kwargs = need(it, c, 2)?;
     let method = c.has(3);
-    let fail = |why: &str| -> crate::expr::eval::Fail {
+    let fail = |why: &str| -> crate::eval::Fail {
         EvalErrorKind::NoMatchingFunction("call".into(), why.into()).into()
     };
     let Some(pos) = it.items(&args)? else {
@@ -150,7 +150,7 @@ fn assert<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
     if !it.apply(c.slot(0), std::slice::from_ref(&this))?.truthy() {
         let msg = match need(it, c, 1) {
-            Ok(m) => crate::expr::value::display_string(&m),
+            Ok(m) => crate::value::display_string(&m),
             Err(_) => "condition is false".to_string(),
         };
         return Err(EvalErrorKind::Assertion(msg).into());

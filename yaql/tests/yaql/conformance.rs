@@ -1,8 +1,8 @@
 //! YAQL's own test suite (re-run on YAQL 3.2.0) as a conformance check: every case must pass
 //! (date and time included); the count of passing cases may never drop.
 
-use plinth_common::expr::{Context, Engine, Expression, Limits};
-use plinth_common::json::Json;
+use plinth_yaql::json::Json;
+use plinth_yaql::{Context, Engine, Expression, Limits};
 use serde_json::Value as J;
 
 /// Cases passing when this was last raised; the test fails if fewer pass.

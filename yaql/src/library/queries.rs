@@ -6,12 +6,12 @@ use std::rc::Rc;
 use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items, truth};
-use crate::expr::ast::BinOp;
-use crate::expr::engine::{Call, Engine, Form, Slot, Spec};
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{type_err, Interp, R};
-use crate::expr::fastpath;
-use crate::expr::value::{compare, dict_items, Gen, Value, View};
+use crate::ast::BinOp;
+use crate::engine::{Call, Engine, Form, Slot, Spec};
+use crate::errors::EvalErrorKind;
+use crate::eval::{type_err, Interp, R};
+use crate::fastpath;
+use crate::value::{compare, dict_items, Gen, Value, View};
 
 /// Registers the queries.
 pub fn register(e: &mut Engine) {
@@ -265,14 +265,14 @@ fn all<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     Ok(Value::Bool(true))
 }
 
-fn empty_seq() -> crate::expr::eval::Fail {
+fn empty_seq() -> crate::eval::Fail {
     EvalErrorKind::Sequence("the collection is empty".into()).into()
 }
 
 fn first<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
     if let Value::Gen(g) = &this {
-        if let Some(v) = crate::expr::eval::gen_take(g, 1).pop() {
+        if let Some(v) = crate::eval::gen_take(g, 1).pop() {
             return Ok(v);
         }
     }
@@ -452,7 +452,7 @@ fn skip<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 fn take<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let n = count_arg(it, c)?;
     if let Some(Value::Gen(g)) = &c.recv {
-        let out = crate::expr::eval::gen_take(g, n.min(it.limits.max_collection + 1));
+        let out = crate::eval::gen_take(g, n.min(it.limits.max_collection + 1));
         return it.new_iter(out);
     }
     let items = this_items(it, c)?;
@@ -695,7 +695,7 @@ fn zip_longest<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let mut default = Value::Null;
     for (k, v) in &c.maps {
         match k.kind() {
-            crate::expr::ast::Kind::Word("default") => default = it.eval(v)?,
+            crate::ast::Kind::Word("default") => default = it.eval(v)?,
             _ => return Err(c.no_match("unexpected named argument")),
         }
     }
@@ -710,7 +710,7 @@ fn merge<'a>(
     max_levels: i64,
     level: i64,
 ) -> R<Value<'a>> {
-    if level > crate::expr::value::MAX_NESTING as i64 {
+    if level > crate::value::MAX_NESTING as i64 {
         return type_err("mergeWith: the dictionaries are nested too deeply");
     }
     let mut out: IndexMap<Value<'a>, Value<'a>> = dict_items(to).into_iter().collect();

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn a_large_object_is_read_where_the_key_was_found_last() {
-        let tree = crate::expr::Expression::parse("$.k").unwrap();
+        let tree = crate::Expression::parse("$.k").unwrap();
         let at = tree.root();
         let big = |order: &[usize]| {
             let m = J::object(

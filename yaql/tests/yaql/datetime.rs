@@ -1,7 +1,7 @@
 //! Dates and times as YAQL's documentation shows them: constructors, properties, arithmetic,
 //! parsing, formatting, and the errors a user meets.
 
-use plinth_common::expr::Engine;
+use plinth_yaql::Engine;
 use serde_json::{json, Value as J};
 
 fn eval(text: &str) -> J {

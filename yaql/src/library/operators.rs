@@ -5,10 +5,10 @@ use std::rc::Rc;
 
 use indexmap::IndexSet;
 
-use crate::expr::ast::BinOp;
-use crate::expr::errors::EvalErrorKind;
-use crate::expr::eval::{type_err, Interp, R};
-use crate::expr::value::{compare, dict_items, equal, seq_items, Value, View};
+use crate::ast::BinOp;
+use crate::errors::EvalErrorKind;
+use crate::eval::{type_err, Interp, R};
+use crate::value::{compare, dict_items, equal, seq_items, Value, View};
 
 fn op_err<T>(op: BinOp, l: &Value<'_>, r: &Value<'_>) -> R<T> {
     Err(EvalErrorKind::NoMatchingFunction(

@@ -2,7 +2,7 @@
 //! evaluator gives, errors included (the general evaluator is made to run by wrapping the
 //! predicate in an index the shortcut does not take: `[P][0]`).
 
-use plinth_common::expr::{Engine, Expression};
+use plinth_yaql::{Engine, Expression};
 use serde_json::json;
 
 #[test]

@@ -330,7 +330,7 @@ pub fn json_get<'j>(m: &'j JMap, key: &str) -> Option<&'j J> {
 /// A small, fast, non-cryptographic hasher for the entries of dictionaries and sets (their
 /// per-entry hashes are summed so that order does not matter).
 #[derive(Default)]
-pub(crate) struct FxHasher(u64);
+pub struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     #[inline]

@@ -6,7 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use plinth_common::expr::{ExprCache, Expression};
+use plinth_yaql::{ExprCache, Expression};
 
 struct Counting;
 

@@ -10,9 +10,9 @@ pub mod regex;
 pub mod strings;
 pub mod system;
 
-use crate::expr::engine::{Call, Engine};
-use crate::expr::eval::{Interp, R};
-use crate::expr::value::Value;
+use crate::engine::{Call, Engine};
+use crate::eval::{Interp, R};
+use crate::value::Value;
 
 /// Registers every area's functions.
 pub fn register_all(e: &mut Engine) {
