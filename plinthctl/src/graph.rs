@@ -201,6 +201,10 @@ pub enum GraphCommand {
         /// The file (YAML or JSON; `-` for standard input).
         #[arg(long, short = 'f')]
         file: PathBuf,
+        /// Store the graph even when its shape has errors (a cycle, a type no one defines); the
+        /// errors are printed, and the controller logs that the upload was forced.
+        #[arg(long)]
+        force: bool,
     },
     /// Download a cluster's tasks as YAML (`-o json`: JSON).
     Download {
@@ -380,12 +384,36 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             owner,
             graph_type,
             file,
+            force,
         } => {
             let text = inputs::read_text(&file)?;
             let source = file.display().to_string();
-            // Check locally first, for a message naming the file and line.
+            // Check locally first, for a message naming the file and line, and the graph's shape as
+            // the controller checks it.
             let graph = parse_graph(&text, &source).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let tasks: Vec<&plinth_common::model::Task> = graph.tasks.iter().collect();
+            let findings = plinth_common::graph::check_tasks(&tasks);
+            let errors = findings
+                .iter()
+                .filter(|f| f.severity == plinth_common::graph::Severity::Error)
+                .count();
+            if !findings.is_empty() {
+                eprintln!("{source}:");
+                for f in &findings {
+                    eprintln!("  {f}");
+                }
+            }
+            if errors > 0 && !force {
+                bail!(
+                    "{source}: {errors} error(s) in the graph (above); fix them, or add --force to \
+                     store it anyway"
+                );
+            }
+            if errors > 0 {
+                eprintln!("storing it with {errors} error(s), as --force asks");
+            }
             let base = format!("{}/deployment_graphs/{graph_type}/", owner.path());
+            let query = if force { "?force=true" } else { "" };
             let exists = client.call_opt(Method::GET, &base, None).await?.is_some();
             let (method, verb) = if exists {
                 (Method::PUT, "replaced")
@@ -397,7 +425,9 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             } else {
                 "application/yaml"
             };
-            let v = client.call_text(method, &base, ctype, text).await?;
+            let v = client
+                .call_text(method, &format!("{base}{query}"), ctype, text)
+                .await?;
             let stored: GraphRecord = serde_json::from_value(v.clone())
                 .with_context(|| format!("unexpected answer to {base}"))?;
             match format {

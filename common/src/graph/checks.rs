@@ -131,15 +131,23 @@ pub fn check_and_resolve(
             ));
         }
     }
+    // The graph's shape whatever the nodes (a cycle among tasks no node gets is still refused), then
+    // what resolving for these nodes finds; the same error is said once.
+    out.extend(super::shape::check_shape(request.graph));
     let resolved = resolve(request);
     match &resolved {
+        Err(e) if out.iter().any(|f| f.message == e.to_string()) => {}
         Err(e) => out.push(Finding::error(code(e), e.to_string())),
         Ok(plan) => {
             out.extend(primary_tag_findings(request, plan));
             out.extend(override_findings(request));
             for node in plan.nodes.iter().filter(|n| n.node_id != MASTER_NODE_ID) {
                 for t in node.tasks.iter() {
+                    // A type no one defines is an error of the graph's shape already.
                     if let TaskType::Other(kind) = &t.task_type {
+                        if !super::FUEL_ONLY_TYPES.contains(&kind.as_str()) {
+                            continue;
+                        }
                         out.push(Finding::warning(
                             "task_type",
                             format!(

@@ -34,6 +34,7 @@ mod order;
 mod plan;
 mod resolve;
 mod schedule;
+mod shape;
 mod structure;
 mod waits;
 
@@ -50,6 +51,7 @@ pub use plan::{
     MAX_INLINE_WAITS,
 };
 pub use resolve::{check_plugin_overlaps, resolve, ResolveRequest};
+pub use shape::{check_shape, check_tasks, FUEL_ONLY_TYPES};
 
 /// The node id of the controller's own host, which runs the tasks placed on `master`.
 pub const MASTER_NODE_ID: u64 = 0;

@@ -124,8 +124,19 @@ pub async fn show(
     Ok(Answer::negotiated(graph, &headers, q.format.as_deref()))
 }
 
-/// Checks a graph: its type's spelling and every task as the model loads it.
-pub fn check_graph(graph_type: &str, body: &GraphBody) -> Result<(), ApiError> {
+/// `?force=true`: store a graph whose shape has errors (a cycle, a type no one defines) all the same.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct ForceQuery {
+    /// Store even with error findings (the controller logs that it did).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Checks a graph: its type's spelling, every task as the model loads it, and its shape (cycles among
+/// its tasks, types no one defines): an error finding refuses it (422, the findings in the details)
+/// unless `force`, which stores it and logs that it did. Dependencies naming tasks of other graphs are
+/// checked once the graphs merge (`graph check`, `cluster check`, a deployment's start).
+pub fn check_graph(graph_type: &str, body: &GraphBody, force: bool) -> Result<(), ApiError> {
     check_graph_type(graph_type)?;
     for (i, task) in body.tasks.iter().enumerate() {
         if task
@@ -138,8 +149,34 @@ pub fn check_graph(graph_type: &str, body: &GraphBody) -> Result<(), ApiError> {
             )));
         }
     }
-    graph_model("the upload", graph_type, body)?;
-    Ok(())
+    let graph = graph_model("the upload", graph_type, body)?;
+    let tasks: Vec<&plinth_common::model::Task> = graph.tasks.iter().collect();
+    let findings = plinth_common::graph::check_tasks(&tasks);
+    let errors: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.severity == plinth_common::graph::Severity::Error)
+        .map(|f| f.message.as_str())
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    if force {
+        tracing::warn!(
+            graph_type,
+            errors = %errors.join("; "),
+            "storing a graph with errors: the upload asked to force it"
+        );
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "graph_error",
+        format!(
+            "graph {graph_type:?}: {}; fix the graph, or upload it with force=true to store it anyway",
+            errors.join("; ")
+        ),
+    )
+    .with_details(serde_json::json!({ "findings": findings })))
 }
 
 async fn put(
@@ -148,8 +185,9 @@ async fn put(
     graph_type: String,
     body: GraphBody,
     replace: bool,
+    force: bool,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    check_graph(&graph_type, &body)?;
+    check_graph(&graph_type, &body, force)?;
     state
         .blocking(move |s| {
             let g = s.store.put_graph(owner, &graph_type, &body, replace)?;
@@ -170,7 +208,7 @@ async fn put(
     post,
     path = "/{kind}/{id}/deployment_graphs/{graph_type}/",
     tag = "graphs",
-    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
+    params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type"), ForceQuery),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
         (status = 201, description = "success", body = plinth_api::records::GraphRecord),
@@ -181,6 +219,7 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
+    Query(q): Query<ForceQuery>,
     Doc(body): Doc<GraphUpload>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
     put(
@@ -189,6 +228,7 @@ pub async fn create(
         graph_type,
         body.into_body(),
         false,
+        q.force,
     )
     .await
 }
@@ -209,9 +249,18 @@ pub async fn replace(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
+    Query(q): Query<ForceQuery>,
     Doc(body): Doc<GraphUpload>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    put(state, owner(&kind, id)?, graph_type, body.into_body(), true).await
+    put(
+        state,
+        owner(&kind, id)?,
+        graph_type,
+        body.into_body(),
+        true,
+        q.force,
+    )
+    .await
 }
 
 /// A partial change: the fields given replace the stored ones.
@@ -242,6 +291,7 @@ pub async fn patch(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
+    Query(q): Query<ForceQuery>,
     Doc(change): Doc<GraphPatch>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
     let owner = owner(&kind, id)?;
@@ -259,7 +309,7 @@ pub async fn patch(
     if let Some(filter) = change.node_filter {
         body.node_filter = Some(filter);
     }
-    put(state, owner, graph_type, body, true).await
+    put(state, owner, graph_type, body, true, q.force).await
 }
 
 /// `DELETE /api/v1/{kind}/{id}/deployment_graphs/{type}` (204).
@@ -350,6 +400,7 @@ pub async fn replace_by_id(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     Path(id): Path<u64>,
+    Query(q): Query<ForceQuery>,
     Doc(body): Doc<GraphUpload>,
 ) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
     let current = state
@@ -361,6 +412,7 @@ pub async fn replace_by_id(
         current.graph_type,
         body.into_body(),
         true,
+        q.force,
     )
     .await
 }

@@ -121,6 +121,7 @@ pub async fn show(
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
+    super::error::Query(q): super::error::Query<super::graphs::ForceQuery>,
     Doc(body): Doc<RegisterPlugin>,
 ) -> Result<(StatusCode, Json<PluginRecord>), ApiError> {
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
@@ -205,7 +206,7 @@ pub async fn create(
         ));
     }
     for (graph_type, graph) in &graphs {
-        check_graph(graph_type, graph)?;
+        check_graph(graph_type, graph, q.force)?;
         graph_model(&what, graph_type, graph)?;
     }
     state

@@ -85,6 +85,7 @@ pub async fn show(
 pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
+    super::error::Query(q): super::error::Query<super::graphs::ForceQuery>,
     super::body::Doc(body): super::body::Doc<CreateRelease>,
 ) -> Result<(StatusCode, Json<ReleaseRecord>), ApiError> {
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
@@ -93,7 +94,7 @@ pub async fn create(
         ));
     }
     for (graph_type, graph) in &body.graphs {
-        check_graph(graph_type, graph)?;
+        check_graph(graph_type, graph, q.force)?;
     }
     let release = NewRelease {
         name: body.name,

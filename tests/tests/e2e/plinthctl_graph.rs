@@ -688,3 +688,98 @@ fn tags_and_plugins_through_plinthctl_against_a_controller() {
     let (_, out, _) = ctl(&["plugin", "list", "-o", "json"]);
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!([]));
 }
+
+/// The graph's shape is checked whether or not any node is selected: a cluster file that says
+/// `roles:` where `pending_roles:` is read selects no node, and the cycle and the misspelled type are
+/// still found, offline and at upload; an upload with errors is refused unless forced, and says so.
+#[test]
+fn a_cycle_and_a_misspelled_type_are_found_with_no_node_selected_and_refused_at_upload() {
+    const BROKEN: &str = r#"
+name: broken
+version: "1"
+roles_metadata: {web: {name: Web}}
+graphs:
+  default:
+    tasks:
+      - {id: a, type: shell, roles: [web], requires: [c], parameters: {cmd: "true"}}
+      - {id: b, type: shell, roles: [web], requires: [a], parameters: {cmd: "true"}}
+      - {id: c, type: shel, roles: [web], requires: [b], parameters: {cmd: "true"}}
+"#;
+    // `roles:` is not read (Nailgun's field is `pending_roles`): no node is selected.
+    const NO_NODE: &str = "name: c\nnodes:\n  - {id: 1, name: web-1, roles: [web]}\n";
+    let f = files(BROKEN, NO_NODE);
+    let (code, out, err) = plinthctl(&[
+        "graph",
+        "check",
+        "--release",
+        &f.release,
+        "--cluster",
+        &f.cluster,
+    ]);
+    assert_eq!(code, 1, "a cycle fails the check: {out}{err}");
+    assert!(out.contains("a -> b -> c -> a"), "{out}");
+    assert!(out.contains("did you mean \"shell\""), "{out}");
+
+    // Uploading the same graph to a controller: refused, then stored with force, saying so.
+    let c = Controller::start();
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "r", "version": "1", "roles_metadata": {"web": {"name": "Web"}}})),
+    );
+    let rid = release["id"].as_u64().unwrap();
+    let graph: Value =
+        serde_yaml_ng::from_str::<Value>(BROKEN).unwrap()["graphs"]["default"].clone();
+    let path = format!("/releases/{rid}/deployment_graphs/default/");
+    let refused = c.api.send("POST", &path, Some(&graph));
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let message = refused.body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("cycle") && message.contains("force=true"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        refused.body["error"]["details"]["findings"][0]["code"], "cycle",
+        "{}",
+        refused.body
+    );
+    assert!(c.api.get(&path).is_err(), "a refused upload stores nothing");
+    let file = f.root.join("graph.yaml");
+    std::fs::write(&file, serde_yaml_ng::to_string(&graph).unwrap()).unwrap();
+    let token = c.api.token.clone();
+    let cert = c.cert_path();
+    let upload = |extra: &[&str]| {
+        plinthctl(
+            &[
+                &[
+                    "--controller",
+                    c.url.as_str(),
+                    "--token",
+                    token.as_str(),
+                    "--ca-cert",
+                    cert.to_str().unwrap(),
+                    "graph",
+                    "upload",
+                    "--release",
+                    &rid.to_string(),
+                    "--file",
+                    file.to_str().unwrap(),
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let (code, _, err) = upload(&[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("--force") && err.contains("cycle"), "{err}");
+    let (code, out, err) = upload(&["--force"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("as --force asks"), "{err}");
+    assert!(c.api.get(&path).is_ok(), "stored when forced");
+    assert!(
+        c.log().contains("storing a graph with errors"),
+        "the controller says so"
+    );
+}

@@ -144,8 +144,14 @@ pub async fn create(
     Doc(upload): Doc<Upload>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = GraphUpload::Graph(body_of(upload)?);
-    let (status, Json(g)) =
-        crate::api::graphs::create(state, op, Path((kind, id, graph_type)), Doc(body)).await?;
+    let (status, Json(g)) = crate::api::graphs::create(
+        state,
+        op,
+        Path((kind, id, graph_type)),
+        crate::api::error::Query(crate::api::graphs::ForceQuery::default()),
+        Doc(body),
+    )
+    .await?;
     Ok((status, Json(records::graph(&g))))
 }
 
@@ -157,8 +163,14 @@ pub async fn update(
     Doc(upload): Doc<Upload>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = GraphUpload::Graph(body_of(upload)?);
-    let (status, Json(g)) =
-        crate::api::graphs::replace(state, op, Path((kind, id, graph_type)), Doc(body)).await?;
+    let (status, Json(g)) = crate::api::graphs::replace(
+        state,
+        op,
+        Path((kind, id, graph_type)),
+        crate::api::error::Query(crate::api::graphs::ForceQuery::default()),
+        Doc(body),
+    )
+    .await?;
     Ok((status, Json(records::graph(&g))))
 }
 
