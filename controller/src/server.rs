@@ -53,7 +53,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     ));
     engine.set_lists_per_write(config.lists_per_write);
     let shared = config.database_url.is_some();
-    let cluster = crate::ha::Membership::new(
+    let ha = crate::ha::Membership::new(
         data.load_or_create_controller_id()?,
         crate::ha::host_name().unwrap_or_else(|| "controller".into()),
         crate::ha::advertised_url(config.advertise_url.as_deref(), config.listen),
@@ -74,16 +74,11 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         config: std::sync::RwLock::new(config),
         store,
         signer,
-        nodes,
-        connections: Default::default(),
-        registrations: Default::default(),
-        board,
+        agents: crate::intake::AgentSide::new(nodes, board),
         engine,
         exprs,
         workers: Default::default(),
-        cluster,
-        intake: Default::default(),
-        enrol: Default::default(),
+        ha,
     });
     crate::ha::lease::step(&state);
     crate::ha::lease::keep_up(&state);
@@ -121,7 +116,10 @@ fn reload(
 ) -> Result<()> {
     let mut fresh = loader()?;
     let current = state.config();
-    if fresh.listen != current.listen
+    // Port 0 in the configuration is the port bound at start.
+    let same_listen = fresh.listen == current.listen
+        || (fresh.listen.port() == 0 && fresh.listen.ip() == current.listen.ip());
+    if !same_listen
         || fresh.nailgun_listen != current.nailgun_listen
         || fresh.data_dir != current.data_dir
     {
@@ -140,13 +138,16 @@ fn reload(
 /// Serves until SIGTERM or SIGINT; SIGHUP reloads the configuration through `loader`.
 pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let data = DataDir::new(&config.data_dir);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    // Bound first: with port 0, the port the system chose is the one other controllers are told.
+    let mut config = config;
+    config.listen = listener.local_addr()?;
     let state = tokio::task::block_in_place(|| open_state(config.clone()))?;
     let mut acceptor = tls_acceptor(&config)?;
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .context("cannot listen for SIGHUP")?;
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let nailgun = match config.nailgun_listen {
         Some(addr) => Some(crate::api::nailgun::listener::bind(addr).await?),
         None => None,
@@ -242,7 +243,7 @@ async fn flush_last_seen(state: &Arc<AppState>, which: Flush) {
     };
     let s = state.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        let seen = s.nodes.take_unflushed(step_ms);
+        let seen = s.agents.registry.take_unflushed(step_ms);
         if !seen.is_empty() {
             if let Err(e) = s.store.touch_nodes(&seen) {
                 tracing::warn!(error = %e, "cannot record when nodes were last seen");

@@ -2,8 +2,6 @@
 
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::intake::board::Board;
-use crate::intake::registry::NodeRegistry;
 use crate::store::Store;
 use ed25519_dalek::SigningKey;
 use std::sync::Arc;
@@ -16,14 +14,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// The task list signing key.
     pub signer: SigningKey,
-    /// Known node keys.
-    pub nodes: Arc<NodeRegistry>,
-    /// Connection accounting (untrusted pool, per-key bounds).
-    pub connections: Arc<crate::limits::ConnectionGate>,
-    /// New registrations per source address.
-    pub registrations: crate::limits::RegistrationRate,
-    /// Published lists.
-    pub board: Arc<Board>,
+    /// What agents send and are sent: their connections, keys, registrations, lists and results.
+    pub agents: crate::intake::AgentSide,
     /// The orchestrator.
     pub engine: Arc<Engine>,
     /// The expression engine and its parse cache.
@@ -31,11 +23,7 @@ pub struct AppState {
     /// Blocking work, a few jobs at once.
     pub workers: crate::workers::Workers,
     /// This controller among others sharing the database.
-    pub cluster: crate::ha::Membership,
-    /// Agents' results, judged, stored and folded in by groups.
-    pub intake: crate::intake::results::Intake,
-    /// Agents' registrations, written by groups.
-    pub enrol: crate::intake::enrol::Enrol,
+    pub ha: crate::ha::Membership,
 }
 
 impl AppState {
@@ -62,7 +50,8 @@ impl AppState {
         addr: std::net::IpAddr,
     ) -> Option<Arc<crate::limits::ConnectionTicket>> {
         let limits = self.config().limits;
-        self.connections
+        self.agents
+            .connections
             .admit(
                 addr,
                 limits.max_untrusted_connections,

@@ -35,12 +35,13 @@ pub async fn register(
     reg.check_sizes()
         .map_err(|e| ApiError::bad_request(format!("registration refused: {e}")))?;
     let config = state.config();
-    let known = state.nodes.get(&key.fingerprint).is_some();
+    let known = state.agents.registry.get(&key.fingerprint).is_some();
     if !known {
         if let Some(Extension(PeerAddr(addr))) = addr {
             let per_minute = config.limits.registrations_per_minute;
             if let Err(wait) =
                 state
+                    .agents
                     .registrations
                     .take(addr.ip(), per_minute, std::time::Instant::now())
             {
@@ -122,9 +123,9 @@ pub async fn poll(
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let found = if agent.node.accepted() {
-            state.board.newer_than(agent.node.id, q.after)
+            state.agents.board.newer_than(agent.node.id, q.after)
         } else {
-            Found::Wait(state.board.watch(agent.node.id))
+            Found::Wait(state.agents.board.watch(agent.node.id))
         };
         match found {
             Found::Noted(revision) => {
@@ -134,8 +135,8 @@ pub async fn poll(
                     .blocking(move |s| Ok(s.store.issued_list(node_id, revision)?))
                     .await?;
                 match list {
-                    Some(list) => state.board.fill(Arc::new(list)),
-                    None => state.board.forget_noted(node_id, revision),
+                    Some(list) => state.agents.board.fill(Arc::new(list)),
+                    None => state.agents.board.forget_noted(node_id, revision),
                 }
             }
             Found::List(list) => {
@@ -188,7 +189,7 @@ pub async fn refusal(
         "agent refused a task list"
     );
     let node_id = agent.node.id;
-    let deployment_id = state.board.current(node_id).map(|l| l.deployment_id);
+    let deployment_id = state.agents.board.current(node_id).map(|l| l.deployment_id);
     let mut reason = r.reason;
     if reason.len() > MAX_MESSAGE_BYTES {
         let mut end = MAX_MESSAGE_BYTES;
@@ -268,7 +269,7 @@ async fn forward_gate(
         ])
     );
     let answer = state
-        .cluster
+        .ha
         .peers
         .gate(&state.signer, &holder, &path, Duration::from_secs(wait))
         .await
@@ -318,10 +319,10 @@ pub async fn peer_gate(
             "this controller does not sequence deployments (the lease passed on); ask again",
         ));
     }
-    let node = state
-        .nodes
-        .get(&q.node_key)
-        .ok_or_else(|| ApiError::not_found(format!("node key {} is not registered", q.node_key)))?;
+    let node =
+        state.agents.registry.get(&q.node_key).ok_or_else(|| {
+            ApiError::not_found(format!("node key {} is not registered", q.node_key))
+        })?;
     answer_gate(
         &state,
         node.id,

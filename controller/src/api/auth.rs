@@ -166,10 +166,10 @@ impl FromRequestParts<Arc<AppState>> for Agent {
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
         let p = peer(parts)?;
-        let node = state
-            .nodes
-            .get(&p.0)
-            .ok_or_else(|| ApiError::unauthorized(format!("node key {} is not registered", p.0)))?;
+        let node =
+            state.agents.registry.get(&p.0).ok_or_else(|| {
+                ApiError::unauthorized(format!("node key {} is not registered", p.0))
+            })?;
         node.seen(crate::clock::now_ms());
         Ok(Agent {
             node,

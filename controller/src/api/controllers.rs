@@ -26,8 +26,7 @@ pub async fn status(
     state
         .blocking(|s| {
             Ok(Json(
-                s.cluster
-                    .status(s.store.as_ref(), s.engine.is_sequencing())?,
+                s.ha.status(s.store.as_ref(), s.engine.is_sequencing())?,
             ))
         })
         .await

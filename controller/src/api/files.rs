@@ -108,6 +108,7 @@ pub async fn get(
     let relative = check_relative(&path)?;
     let requested = relative.to_string_lossy().into_owned();
     let in_scope = state
+        .agents
         .board
         .current(agent.node.id)
         .and_then(|list| scope(&list, &requested));

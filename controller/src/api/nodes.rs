@@ -20,7 +20,7 @@ fn offline_after_ms(state: &AppState) -> i64 {
 
 fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool) -> NodeView {
     // By key: one lookup, so a page of thousands of nodes costs thousands of lookups, not a scan each.
-    if let Some(entry) = state.nodes.get(&node.node_key) {
+    if let Some(entry) = state.agents.registry.get(&node.node_key) {
         node.last_seen_ms = node.last_seen_ms.max(entry.last_seen_ms());
     }
     let online = now_ms() - node.last_seen_ms <= threshold;
@@ -230,7 +230,7 @@ pub async fn accept(
     state
         .blocking(move |s| {
             let node = s.store.set_admission(id, NodeAdmission::Accepted)?;
-            s.nodes.upsert(&node);
+            s.agents.registry.upsert(&node);
             s.store.notify(&crate::store::Notice::Node { id });
             tracing::info!(node = id, "node accepted");
             Ok(Json(view(s, offline_after_ms(s), node, false)))
@@ -259,7 +259,7 @@ pub async fn delete(
         .blocking(move |s| {
             let node = s.store.get_node(id)?;
             s.store.delete_node(id)?;
-            s.nodes.remove(&node.node_key);
+            s.agents.registry.remove(&node.node_key);
             s.store.notify(&crate::store::Notice::Node { id });
             tracing::info!(node = id, "node deleted");
             Ok(StatusCode::NO_CONTENT)

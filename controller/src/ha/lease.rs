@@ -59,8 +59,8 @@ pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
 
 /// One beat unless the controller is stopping; false once it is.
 fn beat(s: &AppState) -> bool {
-    let _one = s.cluster.beating.lock().unwrap_or_else(|p| p.into_inner());
-    if s.cluster.stopping.load(Ordering::Acquire) {
+    let _one = s.ha.beating.lock().unwrap_or_else(|p| p.into_inner());
+    if s.ha.stopping.load(Ordering::Acquire) {
         return false;
     }
     step(s);
@@ -73,14 +73,14 @@ fn ttl_ms() -> i64 {
 
 /// One beat: record this controller, then renew, take or let go of the lease. Blocking.
 pub fn step(s: &AppState) {
-    let m = &s.cluster;
+    let m = &s.ha;
     let beat = ControllerBeat {
         id: m.id.clone(),
         name: m.name.clone(),
         url: m.url.clone(),
         started_ms: m.started_ms,
         now_ms: now_ms(),
-        agents: s.connections.connected_keys() as u64,
+        agents: s.agents.connections.connected_keys() as u64,
     };
     if let Err(e) = s.store.beat_controller(&beat) {
         tracing::warn!(error = %e, "cannot record this controller's heartbeat");
@@ -128,7 +128,7 @@ pub fn step(s: &AppState) {
 /// and cancels what was asked elsewhere; a follower looks for lists published since its last look.
 /// Blocking.
 pub fn keep_up(s: &AppState) {
-    if !s.cluster.shared {
+    if !s.ha.shared {
         return;
     }
     if s.engine.is_sequencing() {
@@ -142,14 +142,14 @@ pub fn keep_up(s: &AppState) {
         if let Err(e) = s.engine.cancel_requested() {
             tracing::warn!(error = %e, "cannot look for cancel requests");
         }
-    } else if let Err(e) = s.cluster.follower.sync(s.store.as_ref(), &s.board) {
+    } else if let Err(e) = s.ha.follower.sync(s.store.as_ref(), &s.agents.board) {
         tracing::warn!(error = %e, "cannot read the lists published by the sequencing controller");
     }
 }
 
 /// Gives the lease up at a clean stop, so another controller takes over at once.
 pub fn release(s: &AppState) {
-    let m = &s.cluster;
+    let m = &s.ha;
     // No beat after this one: a beat in flight ends first, and none takes the lease back.
     m.stopping.store(true, Ordering::Release);
     drop(m.beating.lock().unwrap_or_else(|p| p.into_inner()));

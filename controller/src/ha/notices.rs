@@ -61,12 +61,12 @@ fn handle(s: &AppState, batch: &[Notice]) {
 
 fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
     if a.reconnected {
-        s.nodes.replace_all(&s.store.list_nodes()?);
+        s.agents.registry.replace_all(&s.store.list_nodes()?);
     } else {
         for id in &a.nodes {
             match s.store.get_node(*id) {
-                Ok(node) => s.nodes.upsert(&node),
-                Err(StoreError::NotFound { .. }) => s.nodes.remove_id(*id),
+                Ok(node) => s.agents.registry.upsert(&node),
+                Err(StoreError::NotFound { .. }) => s.agents.registry.remove_id(*id),
                 Err(e) => return Err(e),
             }
         }
@@ -87,7 +87,7 @@ fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
             }
         }
     } else if a.board || a.reconnected {
-        s.cluster.follower.sync(s.store.as_ref(), &s.board)?;
+        s.ha.follower.sync(s.store.as_ref(), &s.agents.board)?;
     }
     Ok(())
 }

@@ -86,7 +86,7 @@ pub async fn serve(
             .and_then(tls::node_key_of)
             .map(|k| Arc::new((fingerprint(&k), k)));
         if let Some(key) = &peer_key {
-            let trust = match state.nodes.get(&key.0) {
+            let trust = match state.agents.registry.get(&key.0) {
                 Some(n) if n.accepted() => Trust::Accepted,
                 Some(_) => Trust::Discovered,
                 None => Trust::Unknown,

@@ -45,6 +45,7 @@ impl Enrol {
         token_ok: bool,
     ) -> Result<NodeRecord, IntakeError> {
         state
+            .agents
             .enrol
             .groups
             .ask(state, |answer| Enrolment {
@@ -83,7 +84,7 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
             Ok(node)
         });
         if let Ok(node) = &node {
-            s.nodes.upsert(node);
+            s.agents.registry.upsert(node);
             notices.push(crate::store::Notice::Node { id: node.id });
         }
         answers.push((item.answer, node.map_err(IntakeError::from)));

@@ -81,7 +81,12 @@ impl IssuedLists {
         if let Some(known) = self.0.get(&revision) {
             return Ok(known.clone());
         }
-        let list = match s.board.current(node_id).filter(|l| l.revision == revision) {
+        let list = match s
+            .agents
+            .board
+            .current(node_id)
+            .filter(|l| l.revision == revision)
+        {
             Some(list) => Some(list),
             None => s.store.issued_list(node_id, revision)?.map(Arc::new),
         };

@@ -22,6 +22,37 @@ pub mod registry;
 pub mod results;
 
 use crate::store::StoreError;
+use std::sync::Arc;
+
+/// The agent side of the controller's state, one part of [`crate::state::AppState`].
+pub struct AgentSide {
+    /// Known node keys.
+    pub registry: Arc<registry::NodeRegistry>,
+    /// Connection accounting (untrusted pool, per-key bounds).
+    pub connections: Arc<crate::limits::ConnectionGate>,
+    /// New registrations per source address.
+    pub registrations: crate::limits::RegistrationRate,
+    /// Published lists.
+    pub board: Arc<board::Board>,
+    /// Agents' results, judged, stored and folded in by groups.
+    pub results: results::Intake,
+    /// Agents' registrations, written by groups.
+    pub enrol: enrol::Enrol,
+}
+
+impl AgentSide {
+    /// The agent side of a controller with these node keys and this board.
+    pub fn new(registry: Arc<registry::NodeRegistry>, board: Arc<board::Board>) -> AgentSide {
+        AgentSide {
+            registry,
+            connections: Default::default(),
+            registrations: Default::default(),
+            board,
+            results: Default::default(),
+            enrol: Default::default(),
+        }
+    }
+}
 
 /// Why an agent's registration or report was not written.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -46,7 +46,8 @@ impl Intake {
         batch: ResultsBatch,
     ) -> Result<Vec<ResultVerdict>, IntakeError> {
         state
-            .intake
+            .agents
+            .results
             .groups
             .ask(state, |answer| Report {
                 node_id,

@@ -207,7 +207,45 @@ fn bad_input_gets_a_clear_4xx_and_changes_nothing() {
     let nodes = c.api.wait_nodes(1);
     let cycle = json!({"default": {"tasks": [
         {"id": "a", "type": "shell", "tags": ["x"], "requires": ["b"], "parameters": {"cmd": "true"}}, {"id": "b", "type": "shell", "tags": ["x"], "requires": ["a"], "parameters": {"cmd": "true"}}]}});
-    let cid = c.api.cluster_with_graph("cyc", cycle, &[nodes[0].1]);
+    // Its upload is refused, naming the cycle, and stores nothing; forced, it is stored, and the
+    // deployment still refuses it.
+    let releases = || c.api.get("/releases").unwrap().as_array().unwrap().len();
+    let releases_before = releases();
+    let refused = c.api.send(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "cyc", "version": "1", "graphs": cycle})),
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("a -> b -> a"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        releases(),
+        releases_before,
+        "a refused upload stores nothing"
+    );
+    let release = c.api.ok(
+        "POST",
+        "/releases?force=true",
+        Some(&json!({"name": "cyc", "version": "1", "graphs": cycle})),
+    );
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "cyc", "release_id": release["id"]})),
+    );
+    let cid = cluster["id"].as_u64().unwrap();
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": nodes[0].1}]})),
+    );
     let d = c.api.send("PUT", &format!("/clusters/{cid}/deploy/"), None);
     assert_eq!(d.status, 422, "{}", d.body);
     assert!(

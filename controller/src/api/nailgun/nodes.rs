@@ -19,7 +19,8 @@ fn shape(s: &AppState, nodes: Vec<NodeRecord>) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::with_capacity(nodes.len());
     for n in nodes {
         let seen = s
-            .nodes
+            .agents
+            .registry
             .get(&n.node_key)
             .map_or(0, |e| e.last_seen_ms())
             .max(n.last_seen_ms);
