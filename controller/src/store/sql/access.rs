@@ -201,6 +201,23 @@ pub trait Tx {
         args: &[Arg<'_>],
         each: &mut dyn FnMut(&dyn Row) -> StoreResult<()>,
     ) -> StoreResult<()>;
+    /// Runs one statement once per row, `row(i, args)` giving row `i`'s parameters; returns how many
+    /// rows each run changed. The statement is prepared once.
+    fn exec_rows<'a>(
+        &self,
+        sql: &str,
+        rows: usize,
+        row: &mut dyn FnMut(usize, &mut Vec<Arg<'a>>),
+    ) -> StoreResult<Vec<u64>> {
+        let mut args = Vec::new();
+        (0..rows)
+            .map(|i| {
+                args.clear();
+                row(i, &mut args);
+                self.exec(sql, &args)
+            })
+            .collect()
+    }
     /// Notes that the transaction sends about `bytes` of parameters (see the PostgreSQL backend: a
     /// connection that sent a large message is closed, not pooled). Nothing by default.
     fn carrying(&self, _bytes: usize) {}

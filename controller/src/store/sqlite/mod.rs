@@ -167,6 +167,24 @@ impl Tx for SqliteTx<'_> {
         Ok(u64::try_from(changed).unwrap_or(u64::MAX))
     }
 
+    fn exec_rows<'a>(
+        &self,
+        sql: &str,
+        rows: usize,
+        row: &mut dyn FnMut(usize, &mut Vec<Arg<'a>>),
+    ) -> StoreResult<Vec<u64>> {
+        let mut stmt = self.0.prepare_cached(&positional(sql))?;
+        let mut args = Vec::new();
+        (0..rows)
+            .map(|i| {
+                args.clear();
+                row(i, &mut args);
+                let changed = stmt.execute(rusqlite::params_from_iter(args.iter()))?;
+                Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+            })
+            .collect()
+    }
+
     fn each(
         &self,
         sql: &str,
@@ -225,6 +243,18 @@ struct SqliteDialect;
 impl SqliteDialect {
     /// The insert of one row of `rows`, its values `$1`, `$2`, ... in the columns' order.
     fn insert_one(rows: &Rows<'_>) -> String {
+        if rows.filter.is_empty() {
+            let values = (1..=rows.columns.len())
+                .map(|n| format!("${n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return format!(
+                "INSERT INTO {} ({}) VALUES ({values}) {}",
+                rows.table,
+                rows.names(""),
+                rows.tail
+            );
+        }
         let values = (1..=rows.columns.len())
             .map(|n| format!("${n} AS {}", rows.columns[n - 1].0))
             .collect::<Vec<_>>()
@@ -244,9 +274,11 @@ impl SqliteDialect {
         )
     }
 
-    /// The values of row `i`, one per column.
-    fn row<'a>(rows: &Rows<'a>, i: usize) -> Vec<Arg<'a>> {
-        rows.columns.iter().map(|(_, a)| a.at(i)).collect()
+    /// Runs `sql` once per row of `rows`, each row's values in the columns' order.
+    fn each_row(t: &dyn Tx, sql: &str, rows: &Rows<'_>) -> StoreResult<Vec<u64>> {
+        t.exec_rows(sql, rows.len(), &mut |i, args| {
+            args.extend(rows.columns.iter().map(|(_, a)| a.at(i)));
+        })
     }
 }
 
@@ -292,11 +324,7 @@ impl Dialect for SqliteDialect {
     }
 
     fn insert_rows(&self, t: &dyn Tx, rows: &Rows<'_>) -> StoreResult<()> {
-        let sql = Self::insert_one(rows);
-        for i in 0..rows.len() {
-            t.exec(&sql, &Self::row(rows, i))?;
-        }
-        Ok(())
+        Self::each_row(t, &Self::insert_one(rows), rows).map(|_| ())
     }
 
     fn insert_rows_reporting(
@@ -305,10 +333,10 @@ impl Dialect for SqliteDialect {
         rows: &Rows<'_>,
         _key: usize,
     ) -> StoreResult<Vec<bool>> {
-        let sql = Self::insert_one(rows);
-        (0..rows.len())
-            .map(|i| Ok(t.exec(&sql, &Self::row(rows, i))? > 0))
-            .collect()
+        Ok(Self::each_row(t, &Self::insert_one(rows), rows)?
+            .into_iter()
+            .map(|changed| changed > 0)
+            .collect())
     }
 
     fn update_rows(&self, t: &dyn Tx, rows: &Rows<'_>) -> StoreResult<()> {
@@ -328,9 +356,6 @@ impl Dialect for SqliteDialect {
             rows.table,
             assignments.join(", ")
         );
-        for i in 0..rows.len() {
-            t.exec(&sql, &Self::row(rows, i))?;
-        }
-        Ok(())
+        Self::each_row(t, &sql, rows).map(|_| ())
     }
 }
