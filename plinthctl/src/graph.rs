@@ -185,6 +185,9 @@ pub enum GraphCommand {
     Check {
         #[command(flatten)]
         args: ResolveArgs,
+        /// Fail on warnings too (exit 1), for a task author's CI.
+        #[arg(long)]
+        strict: bool,
     },
     /// List the graphs of a cluster (with its release's and plugins'), a release or a plugin.
     List {
@@ -292,9 +295,10 @@ pub fn run_offline(command: &GraphCommand, format: Format) -> Option<Result<bool
                 format,
             )
         })),
-        GraphCommand::Check { args } => {
-            Some(args.files().and_then(|f| resolve::check_cmd(&f, format)))
-        }
+        GraphCommand::Check { args, strict } => Some(
+            args.files()
+                .and_then(|f| resolve::check_cmd(&f, format, *strict)),
+        ),
         _ => None,
     }
 }

@@ -250,10 +250,19 @@ pub fn resolve_cmd(files: &Files, dot: &Dot, format: Format) -> Result<bool> {
     Ok(!outcome.has_errors())
 }
 
-/// `plinthctl graph check`: only the findings.
-pub fn check_cmd(files: &Files, format: Format) -> Result<bool> {
+/// `plinthctl graph check`: only the findings; with `strict`, a warning fails the check too.
+pub fn check_cmd(files: &Files, format: Format, strict: bool) -> Result<bool> {
     let outcome = run(files, &Dot::default())?;
-    let ok = !outcome.has_errors();
+    let warnings = outcome
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    let failing_warnings = strict && warnings > 0;
+    let ok = !(outcome.has_errors() || failing_warnings);
+    if failing_warnings && !outcome.has_errors() {
+        eprintln!("{warnings} warning(s) fail the check: --strict is given");
+    }
     match format {
         Format::Json => output::json(&json!({"ok": ok, "findings": outcome.findings})),
         Format::Table => print_findings(&outcome.findings),

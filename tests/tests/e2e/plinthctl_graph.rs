@@ -720,6 +720,35 @@ graphs:
     assert!(out.contains("a -> b -> c -> a"), "{out}");
     assert!(out.contains("did you mean \"shell\""), "{out}");
 
+    // The same graph mended has only a warning (a task of Fuel's type `master_shell`, which no agent
+    // runs): it passes, but not under --strict, which a task author's CI uses.
+    let mended = BROKEN
+        .replace("requires: [c], ", "")
+        .replace("type: shel,", "type: master_shell,");
+    let f2 = files(&mended, NO_NODE);
+    let check = |extra: &[&str]| {
+        plinthctl(
+            &[
+                &[
+                    "graph",
+                    "check",
+                    "--release",
+                    &f2.release,
+                    "--cluster",
+                    &f2.cluster,
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let (code, out, err) = check(&[]);
+    assert_eq!(code, 0, "warnings alone pass: {out}{err}");
+    assert!(out.contains("warning"), "{out}");
+    let (code, out, err) = check(&["--strict"]);
+    assert_eq!(code, 1, "--strict fails on a warning: {out}{err}");
+    assert!(err.contains("--strict"), "{err}");
+
     // Uploading the same graph to a controller: refused, then stored with force, saying so.
     let c = Controller::start();
     let release = c.api.ok(
