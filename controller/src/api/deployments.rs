@@ -2,7 +2,7 @@
 
 use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
-use crate::engine::events::{SubscribeError, MAX_WATCHERS_PER_DEPLOYMENT};
+use crate::engine::events::{SubscribeError, MAX_WATCHERS_PER_DEPLOYMENT, MAX_WATCHERS_PER_TOKEN};
 use crate::engine::report::{self, NodeLine, Report};
 use crate::engine::summary::Summary;
 use crate::state::AppState;
@@ -203,7 +203,7 @@ struct Feed {
     id: u64,
     cursor: u64,
     /// The live channel; `None` once the deployment is not running here.
-    live: Option<tokio::sync::broadcast::Receiver<DeploymentEvent>>,
+    live: Option<crate::engine::events::Watch>,
     queue: std::collections::VecDeque<Event>,
     done: bool,
 }
@@ -264,7 +264,7 @@ impl Feed {
                 continue;
             };
             tokio::select! {
-                live = live.recv() => match live {
+                live = live.rx.recv() => match live {
                     // Task results are live only; everything else is read back from the store, in order.
                     Ok(e @ DeploymentEvent::TaskResult { .. }) => {
                         self.queue.push_back(sse_event(&e, None));
@@ -299,7 +299,7 @@ impl Feed {
 )]
 pub async fn events(
     State(state): State<Arc<AppState>>,
-    _op: Operator,
+    op: Operator,
     Path(id): Path<u64>,
     headers: axum::http::HeaderMap,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>>, ApiError> {
@@ -307,9 +307,20 @@ pub async fn events(
     let dep = state
         .blocking(move |s| Ok(s.store.get_deployment(id)?))
         .await?;
-    let live = match state.engine.events.subscribe(id) {
-        Ok(rx) => Some(rx),
+    let live = match state.engine.events.subscribe(id, &op.name) {
+        Ok(watch) => Some(watch),
         Err(SubscribeError::NotRunning) => None,
+        Err(SubscribeError::TooManyForToken) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_watchers",
+                format!(
+                    "token {:?} already watches deployment {id} {MAX_WATCHERS_PER_TOKEN} times, its \
+                     share; close a stream first",
+                    op.name
+                ),
+            ))
+        }
         Err(SubscribeError::TooManyWatchers) => {
             return Err(ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
