@@ -1,6 +1,7 @@
 //! The embedded backend: one SQLite file in WAL mode, migrated at open. One connection behind a
-//! mutex: SQLite serialises writers anyway, and every operation is a short transaction, so every
-//! kind of transaction ([`TxKind`]) is the same here.
+//! mutex: SQLite serialises writers anyway, and every operation is a short transaction. Of the kinds
+//! of transaction ([`TxKind`]) only reads and writes differ here: a write takes the write lock as it
+//! begins.
 //!
 //! What this file keeps is what SQLite does its own way: its connection and pragmas, its `?N`
 //! placeholders, lists bound as JSON arrays (read with `json_each`), and bulk writes as one prepared
@@ -87,13 +88,17 @@ impl Sqlite {
 impl Backend for Sqlite {
     const SHARED: bool = false;
 
-    fn run<T>(
-        &self,
-        _kind: TxKind,
-        f: &mut dyn FnMut(&dyn Tx) -> StoreResult<T>,
-    ) -> StoreResult<T> {
+    fn run<T>(&self, kind: TxKind, f: &mut dyn FnMut(&dyn Tx) -> StoreResult<T>) -> StoreResult<T> {
+        // A write takes the database's write lock as it begins (waiting for it up to the busy
+        // timeout): begun as a read, a transaction that reads and then writes would fail at once if
+        // another process (`plinth-controller token create` beside a running controller) wrote in
+        // between, instead of waiting its turn.
+        let behavior = match kind {
+            TxKind::Read => rusqlite::TransactionBehavior::Deferred,
+            _ => rusqlite::TransactionBehavior::Immediate,
+        };
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(behavior)?;
         let out = f(&SqliteTx(&tx))?;
         tx.commit()?;
         Ok(out)

@@ -212,3 +212,25 @@ fn state_blobs_stored_as_text_before_they_were_kept_compressed_read_back() {
         ]
     );
 }
+
+#[test]
+fn a_write_waits_for_another_process_writing_instead_of_failing() {
+    // Another process (a `plinth-controller token create` beside a running controller) holds the write
+    // lock while this store reads, then writes: the write waits its turn and succeeds.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let s = SqliteStore::open(&path).unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other
+        .execute_batch("BEGIN IMMEDIATE; INSERT INTO counters (name, value) VALUES ('other', 1);")
+        .unwrap();
+    let committer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        other.execute_batch("COMMIT").unwrap();
+    });
+    // create_token reads (is the name taken?) and then writes, in one transaction.
+    let made = s.create_token("ops", "hash-1", TokenRole::Admin);
+    committer.join().unwrap();
+    assert!(made.is_ok(), "{made:?}");
+    assert_eq!(s.list_tokens().unwrap().len(), 1);
+}
