@@ -10,6 +10,7 @@
 //! | [`answers`] | answers that are not records: resolutions and checks |
 //! | [`controllers`] | the controllers sharing one database (`cluster-status`) |
 //! | [`deployments`] | deployments: the record, the start answer, the report and its summary |
+//! | [`enrollment`] | enrolled servers, their BMCs, power and boot |
 //! | [`errors`] | the shape of every error answer |
 //! | [`records`] | nodes, releases, clusters and plugins as the API answers with them |
 //! | [`requests`] | the bodies operators send |
@@ -18,6 +19,7 @@
 pub mod answers;
 pub mod controllers;
 pub mod deployments;
+pub mod enrollment;
 pub mod errors;
 pub mod records;
 pub mod requests;

@@ -417,7 +417,8 @@ pub struct GraphRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewRefusal {
-    /// `result` (a result the controller refused) or `list` (a list the agent refused).
+    /// `result` (a result the controller refused), `list` (a list the agent refused) or `claim` (an
+    /// agent claimed an enrolled server whose node another key holds).
     pub kind: String,
     /// The deployment it concerned, when known.
     pub deployment_id: Option<u64>,

@@ -23,6 +23,7 @@ pub mod cluster_model;
 pub mod config;
 pub mod datadir;
 pub mod engine;
+pub mod enrollment;
 pub mod file_catalog;
 pub mod ha;
 pub mod intake;

@@ -18,6 +18,7 @@ macro_rules! print {
 }
 
 mod client;
+mod enroll;
 mod expr;
 mod graph;
 mod inputs;
@@ -287,6 +288,26 @@ enum NodesCommand {
     Accept { id: u64 },
     /// Delete a node.
     Delete { id: u64 },
+    /// Enroll servers before they boot, from Plinth's enrollment YAML or Ironic's
+    /// (`openstack baremetal create` files, YAML or JSON): all of the file's servers, or none.
+    Enroll {
+        /// The enrollment file (`-` for standard input).
+        #[arg(short = 'f', long)]
+        file: PathBuf,
+        /// `plinth` or `ironic`; guessed from the file when absent.
+        #[arg(long)]
+        format: Option<String>,
+    },
+    /// List enrolled servers (or show one): MACs, BMC, power state, the node an agent became.
+    Enrolled {
+        /// One server's name.
+        name: Option<String>,
+    },
+    /// Let the next agent claiming an enrolled server take its node with a new key (a reinstalled
+    /// server, or one booted into a fresh discovery image by hand).
+    Release { name: String },
+    /// Forget an enrolled server and its BMC password (its node, if any, stays).
+    Unenroll { name: String },
 }
 
 #[derive(Subcommand)]
@@ -613,6 +634,12 @@ async fn run(cli: Cli) -> Result<bool> {
                     .await?;
                 eprintln!("node {id} deleted");
             }
+            NodesCommand::Enroll { file, format } => {
+                enroll::enroll(&client, &file, format.as_deref(), f).await?
+            }
+            NodesCommand::Enrolled { name } => enroll::show(&client, name.as_deref(), f).await?,
+            NodesCommand::Release { name } => enroll::release(&client, &name, f).await?,
+            NodesCommand::Unenroll { name } => enroll::unenroll(&client, &name).await?,
         },
         Command::Release { command } => match command {
             ReleaseCommand::List => {

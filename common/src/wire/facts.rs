@@ -136,3 +136,71 @@ pub struct Nic {
     /// True for virtual interfaces (loopback, bridges, veth, ...).
     pub virtual_device: bool,
 }
+
+/// A MAC address in the one form Plinth keeps and compares: six lowercase hex pairs joined by colons.
+/// Reads `AA:BB:CC:DD:EE:FF`, `aa-bb-cc-dd-ee-ff`, `aabb.ccdd.eeff` and `aabbccddeeff`; `None` for
+/// anything else.
+pub fn normalize_mac(text: &str) -> Option<String> {
+    let hex: String = text
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, ':' | '-' | '.'))
+        .collect();
+    if hex.len() != 12 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let separators = text.trim().len() - hex.len();
+    if ![0, 2, 5].contains(&separators) {
+        return None;
+    }
+    let hex = hex.to_ascii_lowercase();
+    let pairs: Vec<&str> = (0..6).map(|i| &hex[i * 2..i * 2 + 2]).collect();
+    Some(pairs.join(":"))
+}
+
+impl Facts {
+    /// The MACs of the node's physical interfaces (not loopback, bridges, veth, ...), normalised by
+    /// [`normalize_mac`], each once, in the order reported.
+    pub fn physical_macs(&self) -> Vec<String> {
+        let mut macs: Vec<String> = Vec::new();
+        for nic in self.nics.iter().filter(|n| !n.virtual_device) {
+            if let Some(mac) = nic.mac.as_deref().and_then(normalize_mac) {
+                if mac != "00:00:00:00:00:00" && !macs.contains(&mac) {
+                    macs.push(mac);
+                }
+            }
+        }
+        macs
+    }
+}
+
+#[cfg(test)]
+mod mac_tests {
+    use super::*;
+
+    #[test]
+    fn macs_in_every_usual_spelling_read_as_one() {
+        for text in [
+            "52:54:00:AB:cd:01",
+            "52-54-00-ab-cd-01",
+            "5254.00ab.cd01",
+            "525400abcd01",
+            " 52:54:00:ab:cd:01 ",
+        ] {
+            assert_eq!(
+                normalize_mac(text).as_deref(),
+                Some("52:54:00:ab:cd:01"),
+                "{text}"
+            );
+        }
+        for bad in [
+            "",
+            "52:54:00:ab:cd",
+            "52:54:00:ab:cd:0g",
+            "5:2:5:4:0:0:a:b:c:d:0:1",
+            "52:54:00:ab:cd:01:02",
+        ] {
+            assert_eq!(normalize_mac(bad), None, "{bad}");
+        }
+    }
+}

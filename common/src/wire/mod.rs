@@ -13,7 +13,7 @@ mod results;
 mod task_list;
 
 pub use deployment::{DeploymentEvent, DeploymentStatus, GroupStatus, NodeStatus};
-pub use facts::{Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
+pub use facts::{normalize_mac, Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
 pub use files::{
     FileManifest, ManifestFile, ManifestKind, MAX_MANIFEST_FILES, MODE_HEADER, SHA256_HEADER,
 };

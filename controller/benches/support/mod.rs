@@ -69,6 +69,7 @@ pub fn running(s: &dyn Store, count: u64) -> (Vec<u64>, u64) {
                     rack: None,
                     now_ms: 1,
                     max_discovered: count,
+                    identity: Default::default(),
                 },
                 NodeAdmission::Accepted,
             )

@@ -6,7 +6,7 @@ use crate::clock::{now_ms, now_secs};
 use crate::intake::board::Found;
 use crate::limits::{ConnectionTicket, PeerAddr};
 use crate::state::AppState;
-use crate::store::{NewRefusal, NodeAdmission, NodeRegistration};
+use crate::store::{NewRefusal, NodeAdmission, NodeIdentity, NodeRegistration};
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -80,6 +80,22 @@ pub async fn register(
         .filter(|n| !n.trim().is_empty())
         .or_else(|| reg.facts.hostname.clone())
         .unwrap_or_else(|| format!("node-{}", &key.fingerprint[..8]));
+    let identity = NodeIdentity {
+        macs: reg.facts.physical_macs(),
+        serial: reg
+            .facts
+            .dmi
+            .product_serial
+            .clone()
+            .filter(|s| !s.trim().is_empty()),
+        uuid: reg
+            .facts
+            .dmi
+            .product_uuid
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+            .map(|u| u.trim().to_ascii_lowercase()),
+    };
     let facts =
         serde_json::to_value(&reg.facts).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let record = NodeRegistration {
@@ -92,6 +108,7 @@ pub async fn register(
         rack: reg.rack,
         now_ms: now_ms(),
         max_discovered: config.limits.max_discovered_nodes,
+        identity,
     };
     let node = crate::intake::enrol::Enrol::submit(&state, record, admission, token_ok).await?;
     if let Some(Extension(ticket)) = ticket {

@@ -83,6 +83,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound { .. } => ApiError::not_found(e.to_string()),
             StoreError::Conflict(_) => ApiError::conflict(e.to_string()),
+            StoreError::Claimed(_) => ApiError::new(StatusCode::CONFLICT, "claimed", e.to_string()),
             StoreError::Full(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", e.to_string())
             }

@@ -10,6 +10,7 @@ pub mod clusters;
 pub mod configuration;
 pub mod controllers;
 pub mod deployments;
+pub mod enrollments;
 pub mod error;
 pub mod files;
 pub mod graphs;
@@ -93,6 +94,9 @@ operator_routes! {
     "/nodes/{id}/" => get(nodes::show), delete(nodes::delete);
     "/nodes/{id}/accept/" => post(nodes::accept);
     "/nodes/{id}/refusals/" => get(nodes::refusals);
+    "/enrollments/" => get(enrollments::list), post(enrollments::enroll);
+    "/enrollments/{name}/" => get(enrollments::show), delete(enrollments::delete);
+    "/enrollments/{name}/release/" => post(enrollments::release);
     "/releases/" => get(releases::list), post(releases::create);
     "/releases/{id}/" => get(releases::show);
     "/releases/{id}/roles/{name}/" => put(releases::put_role);

@@ -35,7 +35,23 @@ impl NodeEntry {
 /// Node key fingerprint → node.
 #[derive(Debug, Default)]
 pub struct NodeRegistry {
-    by_key: RwLock<HashMap<String, Arc<NodeEntry>>>,
+    index: RwLock<Index>,
+}
+
+/// The keys and, for each node id, its one current key: an enrolled node that takes a new agent's key
+/// loses its old one here at once.
+#[derive(Debug, Default)]
+struct Index {
+    by_key: HashMap<String, Arc<NodeEntry>>,
+    key_of: HashMap<u64, String>,
+}
+
+impl Index {
+    fn remove_id(&mut self, id: u64) {
+        if let Some(key) = self.key_of.remove(&id) {
+            self.by_key.remove(&key);
+        }
+    }
 }
 
 impl NodeRegistry {
@@ -50,15 +66,21 @@ impl NodeRegistry {
 
     /// Adds or refreshes a node after a write.
     pub fn upsert(&self, node: &NodeRecord) {
-        let mut map = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
         let accepted = node.admission == NodeAdmission::Accepted;
-        match map.get(&node.node_key) {
+        match index.by_key.get(&node.node_key) {
             Some(e) if e.id == node.id => {
                 e.accepted.store(accepted, Ordering::Release);
                 e.seen(node.last_seen_ms);
             }
             _ => {
-                map.insert(
+                // The node's old key, when it had another, no longer opens it.
+                index.remove_id(node.id);
+                if let Some(other) = index.by_key.get(&node.node_key).map(|e| e.id) {
+                    index.key_of.remove(&other);
+                }
+                index.key_of.insert(node.id, node.node_key.clone());
+                index.by_key.insert(
                     node.node_key.clone(),
                     Arc::new(NodeEntry {
                         id: node.id,
@@ -73,18 +95,18 @@ impl NodeRegistry {
 
     /// Forgets a node.
     pub fn remove(&self, node_key: &str) {
-        self.by_key
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(node_key);
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = index.by_key.remove(node_key) {
+            index.key_of.remove(&entry.id);
+        }
     }
 
     /// Forgets a node by id (it was deleted at another controller).
     pub fn remove_id(&self, id: u64) {
-        self.by_key
+        self.index
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, e| e.id != id);
+            .remove_id(id);
     }
 
     /// Makes the index what `nodes` say (after notices from other controllers may have been missed):
@@ -92,10 +114,11 @@ impl NodeRegistry {
     pub fn replace_all(&self, nodes: &[NodeRecord]) {
         let keep: std::collections::HashSet<&str> =
             nodes.iter().map(|n| n.node_key.as_str()).collect();
-        self.by_key
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|k, _| keep.contains(k.as_str()));
+        let mut index = self.index.write().unwrap_or_else(|p| p.into_inner());
+        index.by_key.retain(|k, _| keep.contains(k.as_str()));
+        let Index { by_key, key_of } = &mut *index;
+        key_of.retain(|_, k| by_key.contains_key(k));
+        drop(index);
         for n in nodes {
             self.upsert(n);
         }
@@ -103,9 +126,10 @@ impl NodeRegistry {
 
     /// Looks a key up.
     pub fn get(&self, node_key: &str) -> Option<Arc<NodeEntry>> {
-        self.by_key
+        self.index
             .read()
             .unwrap_or_else(|p| p.into_inner())
+            .by_key
             .get(node_key)
             .cloned()
     }
@@ -115,8 +139,10 @@ impl NodeRegistry {
     /// seconds is so written once a step, not once a poll: the stored time serves other controllers'
     /// views of the node, which allow for the step (see `api::nodes`).
     pub fn take_unflushed(&self, step_ms: i64) -> Vec<(u64, i64)> {
-        let map = self.by_key.read().unwrap_or_else(|p| p.into_inner());
-        map.values()
+        let index = self.index.read().unwrap_or_else(|p| p.into_inner());
+        index
+            .by_key
+            .values()
             .filter_map(|e| {
                 let seen = e.last_seen_ms();
                 let before = e.flushed_ms.load(Ordering::Relaxed);
@@ -138,16 +164,42 @@ mod tests {
 
     fn registry() -> NodeRegistry {
         let reg = NodeRegistry::default();
-        reg.by_key.write().unwrap().insert(
-            "k".into(),
-            Arc::new(NodeEntry {
-                id: 7,
-                accepted: AtomicBool::new(true),
-                last_seen_ms: AtomicI64::new(1_000),
-                flushed_ms: AtomicI64::new(1_000),
-            }),
-        );
+        reg.upsert(&node(7, "k", 1_000));
         reg
+    }
+
+    fn node(id: u64, key: &str, seen_ms: i64) -> NodeRecord {
+        NodeRecord {
+            id,
+            node_key: key.into(),
+            public_key: String::new(),
+            name: format!("n{id}"),
+            admission: NodeAdmission::Accepted,
+            status: crate::store::NodeStatus::Discover,
+            cluster_id: None,
+            pending_roles: Vec::new(),
+            roles: Vec::new(),
+            tags: Vec::new(),
+            labels: Default::default(),
+            rack: None,
+            facts: serde_json::Value::Null,
+            registered_at_ms: seen_ms,
+            last_seen_ms: seen_ms,
+            revision: 0,
+            model: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_node_that_takes_a_new_key_is_no_longer_opened_by_its_old_one() {
+        let reg = registry();
+        reg.upsert(&node(8, "other", 1_000));
+        reg.upsert(&node(7, "new", 2_000));
+        assert!(reg.get("k").is_none(), "the old key is forgotten");
+        assert_eq!(reg.get("new").map(|e| e.id), Some(7));
+        reg.remove_id(7);
+        assert!(reg.get("new").is_none());
+        assert_eq!(reg.get("other").map(|e| e.id), Some(8));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) mod suite;
 
 pub use compressed::{CompressedError, CompressedJson};
 pub use controllers::*;
+pub use plinth_api::enrollment::{BootTarget, EnrollmentRecord};
 pub use records::*;
 
 use plinth_common::deploy::{NodeState, OldStates};
@@ -85,6 +86,10 @@ pub enum StoreError {
     /// A bound is reached (too many discovered nodes, ...); the message says which and what to do.
     #[error("{0}")]
     Full(String),
+    /// An agent claimed an enrolled server another agent's key holds: refused, and the refusal recorded
+    /// on that server's node.
+    #[error("{0}")]
+    Claimed(String),
     /// A step recorded under a sequencing lease that has changed hands since (another controller
     /// sequences now): nothing was written.
     #[error("{0}")]
@@ -186,6 +191,33 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// Everything the controller keeps durably.
 pub trait Store: Send + Sync + 'static {
+    // --- Enrollments -------------------------------------------------------------------------------
+
+    /// Enrolls servers in one transaction, all or none (`Conflict` names the name, MAC, serial or UUID
+    /// enrolled already, or a node that has the name).
+    fn enroll(&self, new: &[NewEnrollment]) -> StoreResult<Vec<EnrollmentRecord>>;
+    /// Every enrollment, by id.
+    fn list_enrollments(&self) -> StoreResult<Vec<EnrollmentRecord>>;
+    /// One enrollment by name.
+    fn get_enrollment(&self, name: &str) -> StoreResult<EnrollmentRecord>;
+    /// The enrollment a node was made from, if any.
+    fn node_enrollment(&self, node_id: u64) -> StoreResult<Option<EnrollmentRecord>>;
+    /// The enrollment holding a MAC (normalised), if any.
+    fn enrollment_by_mac(&self, mac: &str) -> StoreResult<Option<EnrollmentRecord>>;
+    /// An enrollment with its BMC password as sealed (`None` when it has none).
+    fn enrollment_secret(&self, name: &str) -> StoreResult<(EnrollmentRecord, Option<String>)>;
+    /// Deletes an enrollment; its node, if any, stays.
+    fn delete_enrollment(&self, name: &str) -> StoreResult<()>;
+    /// Opens or closes an enrollment to a new agent key, and sets what it boots when given.
+    fn set_enrollment_boot(
+        &self,
+        name: &str,
+        rekey: bool,
+        boot: Option<BootTarget>,
+    ) -> StoreResult<EnrollmentRecord>;
+    /// Records power states read from BMCs.
+    fn record_power(&self, readings: &[PowerReading]) -> StoreResult<()>;
+
     // --- Nodes -------------------------------------------------------------------------------------
 
     /// Changes a node's roles, pending roles and model fields in one transaction: `change` gets the node
@@ -220,6 +252,12 @@ pub trait Store: Send + Sync + 'static {
     /// each as [`Store::register_node`] registers it, in order: what became of each. A node refused for
     /// room (`Full`) does not stop the others; any other error fails the transaction, and then none is
     /// registered.
+    ///
+    /// An agent whose MACs, serial or UUID name an enrolled server becomes that server's node (its name,
+    /// tags, labels and rack the enrollment's, never the agent's); another key claiming a server whose
+    /// node one key holds is refused (`Claimed`, recorded on that node) unless the enrollment is open to
+    /// a new key, when the node takes the new key. MACs naming several enrolled servers are a `Conflict`
+    /// for that agent alone.
     fn register_nodes(
         &self,
         regs: &[(&NodeRegistration, NodeAdmission)],

@@ -34,6 +34,56 @@ pub struct NodeRegistration {
     pub now_ms: i64,
     /// The most discovered nodes: a new node beyond it is refused ([`super::StoreError::Full`]).
     pub max_discovered: u64,
+    /// What the server says it is, to find its enrollment by.
+    pub identity: NodeIdentity,
+}
+
+/// What an agent says of the server it runs on that an enrollment can name: its MACs (physical
+/// interfaces, lowercase with colons), its DMI serial and its DMI UUID (lowercase).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// MAC addresses.
+    pub macs: Vec<String>,
+    /// DMI product serial.
+    pub serial: Option<String>,
+    /// DMI product UUID.
+    pub uuid: Option<String>,
+}
+
+/// A server to enroll, as the store writes it.
+#[derive(Debug, Clone)]
+pub struct NewEnrollment {
+    /// Its name (unique among enrollments and nodes).
+    pub name: String,
+    /// MAC addresses, normalised (lowercase, colons).
+    pub macs: Vec<String>,
+    /// DMI serial.
+    pub serial: Option<String>,
+    /// DMI UUID, lowercase.
+    pub uuid: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Rack.
+    pub rack: Option<String>,
+    /// Expected hardware.
+    pub profile: plinth_api::enrollment::HardwareProfile,
+    /// Its BMC without the password.
+    pub bmc: Option<plinth_api::enrollment::BmcView>,
+    /// The BMC's password, sealed (see `crate::enrollment::secrets`).
+    pub bmc_secret: Option<String>,
+    /// Now (ms).
+    pub now_ms: i64,
+}
+
+/// A power state read (or failed) by the power loop or an operator's action.
+#[derive(Debug, Clone)]
+pub struct PowerReading {
+    /// The enrollment.
+    pub enrollment_id: u64,
+    /// What was read.
+    pub power: plinth_api::enrollment::PowerView,
 }
 
 /// A release to create.

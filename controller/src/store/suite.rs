@@ -18,6 +18,7 @@ pub(crate) fn reg(key: &str) -> NodeRegistration {
         rack: Some("r1".into()),
         now_ms: 1,
         max_discovered: 10,
+        identity: Default::default(),
     }
 }
 
@@ -894,6 +895,7 @@ fn many_nodes_registering_at_once_all_get_in_with_unique_names(s: &dyn Store) {
                                 node_key: format!("w{w}-{i}"),
                                 name: "same-host".into(),
                                 max_discovered: 1000,
+                                identity: Default::default(),
                                 ..reg("x")
                             };
                             s.register_node(&r, NodeAdmission::Discovered).unwrap().id
@@ -1296,6 +1298,154 @@ fn registrations_written_together_end_as_one_at_a_time(s: &dyn Store) {
     assert!(matches!(refused, Err(StoreError::Full(_))), "{refused:?}");
 }
 
+fn enrollment(name: &str, macs: &[&str]) -> NewEnrollment {
+    NewEnrollment {
+        name: name.into(),
+        macs: macs.iter().map(|m| m.to_string()).collect(),
+        serial: None,
+        uuid: None,
+        tags: vec!["compute".into()],
+        labels: BTreeMap::from([("zone".to_string(), "a".to_string())]),
+        rack: Some("rack9".into()),
+        profile: Default::default(),
+        bmc: None,
+        bmc_secret: Some("sealed".into()),
+        now_ms: 1,
+    }
+}
+
+fn claiming(key: &str, macs: &[&str]) -> NodeRegistration {
+    NodeRegistration {
+        identity: NodeIdentity {
+            macs: macs.iter().map(|m| m.to_string()).collect(),
+            ..Default::default()
+        },
+        ..reg(key)
+    }
+}
+
+fn enrolled_servers_become_their_agents_nodes_and_refuse_a_second_agent(s: &dyn Store) {
+    let enrolled = s
+        .enroll(&[
+            enrollment("n01", &["52:54:00:00:00:01", "52:54:00:00:00:02"]),
+            enrollment("n02", &["52:54:00:00:00:03"]),
+        ])
+        .unwrap();
+    assert_eq!(enrolled[0].macs, ["52:54:00:00:00:01", "52:54:00:00:00:02"]);
+    // All or none: one conflict writes nothing.
+    let again = s.enroll(&[
+        enrollment("n03", &["52:54:00:00:00:04"]),
+        enrollment("n04", &["52:54:00:00:00:03"]),
+    ]);
+    assert!(
+        matches!(&again, Err(StoreError::Conflict(m)) if m.contains("52:54:00:00:00:03 is enrolled as n02")),
+        "{again:?}"
+    );
+    assert_eq!(s.list_enrollments().unwrap().len(), 2);
+
+    // The agent's name, tags, labels and rack give way to the enrollment's.
+    let node = s
+        .register_node(
+            &claiming("a", &["52:54:00:00:00:02"]),
+            NodeAdmission::Discovered,
+        )
+        .unwrap();
+    assert_eq!(node.name, "n01");
+    assert_eq!(node.tags, ["compute"]);
+    assert_eq!(node.rack.as_deref(), Some("rack9"));
+    assert_eq!(node.labels.get("zone").map(String::as_str), Some("a"));
+    assert_eq!(s.get_enrollment("n01").unwrap().node_id, Some(node.id));
+    // It says so again, and the enrollment still stands; what it said is kept apart.
+    let again = s
+        .register_node(
+            &claiming("a", &["52:54:00:00:00:02"]),
+            NodeAdmission::Discovered,
+        )
+        .unwrap();
+    assert_eq!(
+        (again.id, again.name.as_str(), again.tags.as_slice()),
+        (node.id, "n01", &["compute".to_string()][..])
+    );
+    assert!(again.model.reported.is_some());
+
+    // A second agent with the same MAC is refused, and the refusal is on the node.
+    let second = s.register_node(
+        &claiming("b", &["52:54:00:00:00:01"]),
+        NodeAdmission::Discovered,
+    );
+    assert!(
+        matches!(&second, Err(StoreError::Claimed(m)) if m.contains("n01")),
+        "{second:?}"
+    );
+    assert!(s.list_nodes().unwrap().iter().all(|n| n.node_key != "b"));
+    let refusals = s.node_refusals(node.id).unwrap();
+    assert_eq!(refusals.len(), 1);
+    assert_eq!(refusals[0].refusal.kind, "claim");
+
+    // Released, the next agent takes the node over with its key; the old key no longer names it.
+    s.set_enrollment_boot("n01", true, None).unwrap();
+    let taken = s
+        .register_node(
+            &claiming("b", &["52:54:00:00:00:01"]),
+            NodeAdmission::Discovered,
+        )
+        .unwrap();
+    assert_eq!((taken.id, taken.node_key.as_str()), (node.id, "b"));
+    assert!(!s.get_enrollment("n01").unwrap().rekey, "closed again");
+
+    // MACs of two enrolled servers at once: refused for that agent.
+    let both = s.register_node(
+        &claiming("c", &["52:54:00:00:00:01", "52:54:00:00:00:03"]),
+        NodeAdmission::Discovered,
+    );
+    assert!(
+        matches!(&both, Err(StoreError::Conflict(m)) if m.contains("several")),
+        "{both:?}"
+    );
+
+    // An unknown agent is discovered as before, and cannot take an enrolled name.
+    let mut stranger = reg("d");
+    stranger.name = "n02".into();
+    let stranger = s
+        .register_node(&stranger, NodeAdmission::Discovered)
+        .unwrap();
+    assert_eq!(stranger.name, format!("n02-{}", stranger.id));
+
+    // A node deleted frees its enrollment for the server's next agent.
+    s.delete_node(taken.id).unwrap();
+    assert_eq!(s.get_enrollment("n01").unwrap().node_id, None);
+    s.delete_enrollment("n02").unwrap();
+    assert!(matches!(
+        s.get_enrollment("n02"),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(
+        s.enrollment_by_mac("52:54:00:00:00:02")
+            .unwrap()
+            .map(|e| e.name),
+        Some("n01".to_string())
+    );
+    assert_eq!(
+        s.enrollment_secret("n01").unwrap().1.as_deref(),
+        Some("sealed")
+    );
+
+    s.record_power(&[PowerReading {
+        enrollment_id: enrolled[0].id,
+        power: plinth_api::enrollment::PowerView {
+            state: plinth_api::enrollment::PowerState::Unknown,
+            error: Some("timed out".into()),
+            checked_ms: 5,
+        },
+    }])
+    .unwrap();
+    let e = s.get_enrollment("n01").unwrap();
+    assert_eq!(
+        (e.power.error.as_deref(), e.power.checked_ms),
+        (Some("timed out"), 5)
+    );
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -1332,6 +1482,7 @@ suite!(
     followers_read_lists_after_a_revision_and_cancel_requests_reach_the_sequencer,
     many_nodes_written_at_once_end_as_one_at_a_time,
     registrations_written_together_end_as_one_at_a_time,
+    enrolled_servers_become_their_agents_nodes_and_refuse_a_second_agent,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

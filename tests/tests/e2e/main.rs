@@ -14,6 +14,7 @@ mod computed_fields;
 mod console;
 mod console_api;
 mod custom_graphs;
+mod enrollment;
 mod failover;
 mod fault_tolerance;
 mod fleet;

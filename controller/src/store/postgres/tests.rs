@@ -20,6 +20,7 @@ fn reg(key: &str) -> NodeRegistration {
         rack: None,
         now_ms: 1,
         max_discovered: 10,
+        identity: Default::default(),
     }
 }
 

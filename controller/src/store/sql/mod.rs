@@ -10,6 +10,7 @@ pub mod access;
 mod catalog;
 mod controllers;
 mod deployments;
+mod enrollments;
 pub(crate) mod nodes;
 mod results;
 mod states;
@@ -72,12 +73,60 @@ impl<B: Backend> Store for SqlStore<B> {
                 .map(
                     |(reg, admission)| match nodes::register_one(t, reg, *admission) {
                         // Refused before it wrote anything: the others go on.
-                        Err(e @ StoreError::Full(_)) => Ok(Err(e)),
+                        Err(e @ (StoreError::Full(_) | StoreError::Conflict(_))) => Ok(Err(e)),
+                        // Refused, with the refusal written on the holder's node.
+                        Err(e @ StoreError::Claimed(_)) => Ok(Err(e)),
                         other => other.map(Ok),
                     },
                 )
                 .collect()
         })
+    }
+
+    fn enroll(&self, new: &[NewEnrollment]) -> StoreResult<Vec<EnrollmentRecord>> {
+        self.write(|t| enrollments::enroll(t, new))
+    }
+
+    fn list_enrollments(&self) -> StoreResult<Vec<EnrollmentRecord>> {
+        self.read(enrollments::list)
+    }
+
+    fn get_enrollment(&self, name: &str) -> StoreResult<EnrollmentRecord> {
+        self.read(|t| enrollments::by_name(t, name))
+    }
+
+    fn node_enrollment(&self, node_id: u64) -> StoreResult<Option<EnrollmentRecord>> {
+        self.read(|t| enrollments::of_node(t, node_id))
+    }
+
+    fn enrollment_by_mac(&self, mac: &str) -> StoreResult<Option<EnrollmentRecord>> {
+        self.read(|t| enrollments::by_mac(t, mac))
+    }
+
+    fn enrollment_secret(&self, name: &str) -> StoreResult<(EnrollmentRecord, Option<String>)> {
+        self.read(|t| {
+            Ok((
+                enrollments::by_name(t, name)?,
+                enrollments::sealed_secret(t, name)?,
+            ))
+        })
+    }
+
+    fn delete_enrollment(&self, name: &str) -> StoreResult<()> {
+        self.write(|t| enrollments::delete(t, name))
+    }
+
+    fn set_enrollment_boot(
+        &self,
+        name: &str,
+        rekey: bool,
+        boot: Option<BootTarget>,
+    ) -> StoreResult<EnrollmentRecord> {
+        self.write(|t| enrollments::set_boot(t, name, rekey, boot))
+    }
+
+    fn record_power(&self, readings: &[PowerReading]) -> StoreResult<()> {
+        self.write(|t| enrollments::set_power(t, readings))
     }
 
     fn modify_node(

@@ -3,6 +3,7 @@
 
 use super::access::{args, id, sql_id, sql_ids, to_json, Arg, Row, Rows, Tx};
 use super::catalog::cluster_row;
+use super::enrollments;
 use crate::store::{
     compact_facts, with_reported, NodeAdmission, NodeAssignment, NodeFilter, NodeRecord,
     NodeRegistration, NodeStatus, StoreError, StoreResult,
@@ -29,7 +30,10 @@ const FACTS: usize = 12;
 pub(crate) const COUNT_DISCOVERED: &str =
     "SELECT COUNT(*) FROM nodes WHERE admission = 'discovered'";
 /// Whether another node has a name (on every registration of a new node).
-pub(crate) const COUNT_NAME_TAKEN: &str = "SELECT COUNT(*) FROM nodes WHERE name = $1 AND id != $2";
+/// An enrolled server's name is taken too, until its own node has it.
+pub(crate) const COUNT_NAME_TAKEN: &str =
+    "SELECT (SELECT COUNT(*) FROM nodes WHERE name = $1 AND id != $2) \
+     + (SELECT COUNT(*) FROM enrollments WHERE name = $1 AND (node_id IS NULL OR node_id != $2))";
 
 /// How many nodes' records one statement reads or writes where a step changes thousands of nodes
 /// (one in the unit tests, so the store suite's few nodes take several statements).
@@ -218,32 +222,47 @@ pub(crate) fn register_one(
         args![&reg.node_key],
         |r| r.int(0),
     )?;
-    let node_id = match existing {
-        Some(node_id) => {
-            let node = one_node(t, id(node_id))?;
-            if node.admission == NodeAdmission::Accepted {
-                let fields = with_reported(&node, reg);
-                t.exec(
-                    "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
-                    args![node_id, &to_json(&reg.facts), reg.now_ms, &to_json(&fields)],
-                )?;
-            } else {
-                t.exec(
-                    "UPDATE nodes SET facts = $2, tags = $3, labels = $4, rack = $5, last_seen = $6 \
-                     WHERE id = $1",
-                    args![
-                        node_id,
-                        &to_json(&reg.facts),
-                        &to_json(&reg.tags),
-                        &to_json(&reg.labels),
-                        &reg.rack,
-                        reg.now_ms
-                    ],
-                )?;
+    let enrolled = enrollments::matching(t, &reg.identity)?;
+    let node_id = match (existing, enrolled) {
+        (Some(node_id), enrolled) => {
+            let node_id = id(node_id);
+            let mut bound = enrollments::is_bound(t, node_id)?;
+            match enrolled {
+                Some(e) if e.node_id.is_none() => {
+                    // Discovered before it was enrolled: it becomes its enrollment's node now.
+                    enrollments::bind(t, &e, node_id)?;
+                    bound = true;
+                }
+                Some(e) if e.node_id != Some(node_id) => {
+                    // A node of its own claims a server another node holds.
+                    let holder = e.node_id.unwrap_or(node_id);
+                    enrollments::refuse_claim(t, &e, holder, &reg.node_key, reg.now_ms)?;
+                }
+                _ => {}
             }
+            refresh(t, node_id, reg, bound)?;
             node_id
         }
-        None => {
+        (None, Some(e)) => match e.node_id {
+            Some(holder) => {
+                let node_id = enrollments::take_over(
+                    t,
+                    &e,
+                    holder,
+                    &reg.node_key,
+                    &reg.public_key,
+                    reg.now_ms,
+                )?;
+                refresh(t, node_id, reg, true)?;
+                node_id
+            }
+            None => {
+                let new_id = insert(t, reg, admission, &e.name)?;
+                enrollments::bind(t, &e, new_id)?;
+                new_id
+            }
+        },
+        (None, None) => {
             if admission == NodeAdmission::Discovered {
                 let waiting = t.int(COUNT_DISCOVERED, args![])?;
                 if u64::try_from(waiting).unwrap_or(0) >= reg.max_discovered {
@@ -253,33 +272,77 @@ pub(crate) fn register_one(
                     )));
                 }
             }
-            let new_id = t.int(
-                "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
-                 registered_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
-                args![
-                    &reg.node_key,
-                    &reg.public_key,
-                    &reg.name,
-                    admission_text(admission),
-                    &to_json(&reg.facts),
-                    &to_json(&reg.tags),
-                    &to_json(&reg.labels),
-                    &reg.rack,
-                    reg.now_ms
-                ],
-            )?;
+            let new_id = insert(t, reg, admission, &reg.name)?;
             // Names are unique: a second machine with the same hostname gets its id appended.
-            let taken = t.int(COUNT_NAME_TAKEN, args![&reg.name, new_id])?;
+            let taken = t.int(COUNT_NAME_TAKEN, args![&reg.name, sql_id(new_id)])?;
             if taken > 0 {
                 t.exec(
                     "UPDATE nodes SET name = $2 WHERE id = $1",
-                    args![new_id, &format!("{}-{new_id}", reg.name)],
+                    args![sql_id(new_id), &format!("{}-{new_id}", reg.name)],
                 )?;
             }
             new_id
         }
     };
-    one_node(t, id(node_id))
+    one_node(t, node_id)
+}
+
+/// A known node's registration: its facts and last-seen time; what it says of its name, tags, labels
+/// and rack is the record while it is discovered and not enrolled, and a report kept apart otherwise
+/// (the operator's record, or the enrollment's, stands).
+fn refresh(t: &dyn Tx, node_id: u64, reg: &NodeRegistration, kept: bool) -> StoreResult<()> {
+    let node = one_node(t, node_id)?;
+    if kept || node.admission == NodeAdmission::Accepted {
+        let fields = with_reported(&node, reg);
+        t.exec(
+            "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
+            args![
+                sql_id(node_id),
+                &to_json(&reg.facts),
+                reg.now_ms,
+                &to_json(&fields)
+            ],
+        )?;
+    } else {
+        t.exec(
+            "UPDATE nodes SET facts = $2, tags = $3, labels = $4, rack = $5, last_seen = $6 \
+             WHERE id = $1",
+            args![
+                sql_id(node_id),
+                &to_json(&reg.facts),
+                &to_json(&reg.tags),
+                &to_json(&reg.labels),
+                &reg.rack,
+                reg.now_ms
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A new node's row, named `name`; answers its id.
+fn insert(
+    t: &dyn Tx,
+    reg: &NodeRegistration,
+    admission: NodeAdmission,
+    name: &str,
+) -> StoreResult<u64> {
+    let new_id = t.int(
+        "INSERT INTO nodes (node_key, public_key, name, admission, facts, tags, labels, rack, \
+         registered_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
+        args![
+            &reg.node_key,
+            &reg.public_key,
+            name,
+            admission_text(admission),
+            &to_json(&reg.facts),
+            &to_json(&reg.tags),
+            &to_json(&reg.labels),
+            &reg.rack,
+            reg.now_ms
+        ],
+    )?;
+    Ok(id(new_id))
 }
 
 /// Writes a node's roles, pending roles and model fields as `change` leaves them.
@@ -335,6 +398,7 @@ pub(crate) fn delete_node(t: &dyn Tx, node_id: u64) -> StoreResult<()> {
             "node {node_id} takes part in a running deployment"
         )));
     }
+    enrollments::unbind_node(t, node_id)?;
     for sql in [
         "DELETE FROM nodes WHERE id = $1",
         "DELETE FROM node_seen WHERE node_id = $1",

@@ -218,4 +218,33 @@ ALTER TABLE state_blobs ADD COLUMN body_gz BLOB;
     r#"
 ALTER TABLE deployments ADD COLUMN state_gz BLOB;
 "#,
+    // Servers known before they first boot (see `store::sql::enrollments`): their name, labels and
+    // BMC, the MACs, serial or UUID an agent is matched by, and the node an agent became; their power
+    // state as the power loop last read it. A BMC's password is sealed (see `enrollment::secrets`).
+    r#"
+CREATE TABLE enrollments (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT NOT NULL UNIQUE,
+    serial        TEXT UNIQUE,
+    uuid          TEXT UNIQUE,
+    tags          TEXT NOT NULL DEFAULT '[]',
+    labels        TEXT NOT NULL DEFAULT '{}',
+    rack          TEXT,
+    profile       TEXT NOT NULL DEFAULT '{}',
+    bmc           TEXT,
+    bmc_secret    TEXT,
+    node_id       INTEGER UNIQUE REFERENCES nodes(id),
+    rekey         INTEGER NOT NULL DEFAULT 0,
+    boot          TEXT NOT NULL DEFAULT 'discovery',
+    power         TEXT NOT NULL DEFAULT 'unknown',
+    power_error   TEXT,
+    power_checked INTEGER NOT NULL DEFAULT 0,
+    enrolled_at   INTEGER NOT NULL
+);
+CREATE TABLE enrollment_macs (
+    mac           TEXT PRIMARY KEY,
+    enrollment_id INTEGER NOT NULL REFERENCES enrollments(id) ON DELETE CASCADE
+);
+CREATE INDEX enrollment_macs_by_enrollment ON enrollment_macs (enrollment_id);
+"#,
 ];

@@ -15,6 +15,7 @@ fn reg(key: &str) -> NodeRegistration {
         rack: Some("r1".into()),
         now_ms: 1,
         max_discovered: 10,
+        identity: Default::default(),
     }
 }
 
