@@ -425,6 +425,7 @@ mod tests {
         assert!(!c.verify_tls);
         assert_eq!(c.username, "admin");
         assert_eq!(c.password.expose(), "pw");
+        assert!(format!("{c:?}").contains("password: ***"), "{c:?}");
 
         // A bare host means HTTPS; verify_ca defaults to true; a bare id is a path under Systems.
         let c = redfish(

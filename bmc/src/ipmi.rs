@@ -231,6 +231,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failures_never_quote_the_password() {
+        use std::os::unix::process::ExitStatusExt;
+        let ipmi = Ipmi::new(
+            IpmiConfig {
+                address: "10.0.0.7".into(),
+                port: 623,
+                username: "root".into(),
+                password: Secret::new("calvin"),
+            },
+            "10.0.0.7:623",
+        );
+        let e = ipmi.failure(
+            "Error: bad password calvin\n",
+            "",
+            std::process::ExitStatus::from_raw(256),
+        );
+        assert!(matches!(e, BmcError::Credentials { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the BMC at 10.0.0.7:623 refused the credentials of user \"root\": Error: bad password ***"
+        );
+    }
+
+    #[test]
     fn power_status() {
         assert_eq!(
             parse_power_status("Chassis Power is on\n"),

@@ -96,15 +96,21 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
-/// Waits until `ready` holds, or fails the test with `what` and the log at `log`.
-fn wait_for(what: &str, log: &Path, child: &mut Child, mut ready: impl FnMut() -> bool) {
+/// Waits until `ready` holds. `Err` (with the log at `log`) when the child ended first; fails the test
+/// when it takes longer than [`STARTUP`].
+fn wait_for(
+    what: &str,
+    log: &Path,
+    child: &mut Child,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), String> {
     let start = Instant::now();
     while !ready() {
         if let Ok(Some(status)) = child.try_wait() {
-            panic!(
+            return Err(format!(
                 "{what} ended ({status}) before it was ready:\n{}",
                 fs::read_to_string(log).unwrap_or_default()
-            );
+            ));
         }
         if start.elapsed() > STARTUP {
             panic!(
@@ -114,6 +120,19 @@ fn wait_for(what: &str, log: &Path, child: &mut Child, mut ready: impl FnMut() -
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    Ok(())
+}
+
+/// Starts `command` in a process group of its own (so that it and its children can be stopped
+/// together), its output going to `log`.
+fn spawn_logged(command: &mut Command, log: &Path) -> std::io::Result<Child> {
+    let out = fs::File::create(log)?;
+    command
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0)
+        .spawn()
 }
 
 /// Stops a child started in its own process group: SIGTERM to the group, SIGKILL after `grace`.
@@ -191,7 +210,6 @@ impl Sushy {
     pub fn start(systems: usize, password: &str, tls: Option<&TlsFiles>) -> Sushy {
         let venv = venv();
         let dir = tempfile::tempdir().unwrap();
-        let port = free_tcp_port();
         fs::write(dir.path().join("htpasswd"), htpasswd(&venv, USER, password)).unwrap();
         let uuids: Vec<String> = (0..systems)
             .map(|i| format!("5c0b5c7e-0000-4000-8000-{:012}", i + 1))
@@ -207,49 +225,56 @@ impl Sushy {
                 )
             })
             .collect();
-        let mut config = format!(
-            "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
-             SUSHY_EMULATOR_FAKE_SYSTEMS = [{}]\n\
-             SUSHY_EMULATOR_AUTH_FILE = {:?}\n\
-             SUSHY_EMULATOR_STATE_DIR = {:?}\n\
-             SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\n\
-             SUSHY_EMULATOR_LISTEN_PORT = {port}\n",
-            fake.join(", "),
-            dir.path().join("htpasswd"),
-            dir.path().join("state"),
-        );
-        if let Some(tls) = tls {
-            config.push_str(&format!(
-                "SUSHY_EMULATOR_SSL_CERT = {:?}\nSUSHY_EMULATOR_SSL_KEY = {:?}\n",
-                tls.cert, tls.key
-            ));
-        }
-        let config_path = dir.path().join("emulator.conf");
-        fs::write(&config_path, config).unwrap();
-        let log = dir.path().join("emulator.log");
-        let mut child = Command::new(venv.join("sushy-emulator"))
-            .arg("--config")
-            .arg(&config_path)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&log).unwrap())
-            .stderr(fs::File::create(dir.path().join("emulator.err")).unwrap())
-            .process_group(0)
-            .spawn()
+        // The port is free when chosen, but another process may take it before the emulator binds
+        // it: then the emulator ends, and another port is tried.
+        for attempt in 1.. {
+            let port = free_tcp_port();
+            let mut config = format!(
+                "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+                 SUSHY_EMULATOR_FAKE_SYSTEMS = [{}]\n\
+                 SUSHY_EMULATOR_AUTH_FILE = {:?}\n\
+                 SUSHY_EMULATOR_STATE_DIR = {:?}\n\
+                 SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\n\
+                 SUSHY_EMULATOR_LISTEN_PORT = {port}\n",
+                fake.join(", "),
+                dir.path().join("htpasswd"),
+                dir.path().join("state"),
+            );
+            if let Some(tls) = tls {
+                config.push_str(&format!(
+                    "SUSHY_EMULATOR_SSL_CERT = {:?}\nSUSHY_EMULATOR_SSL_KEY = {:?}\n",
+                    tls.cert, tls.key
+                ));
+            }
+            let config_path = dir.path().join("emulator.conf");
+            fs::write(&config_path, config).unwrap();
+            let log = dir.path().join("emulator.log");
+            let mut child = spawn_logged(
+                Command::new(venv.join("sushy-emulator"))
+                    .arg("--config")
+                    .arg(&config_path),
+                &log,
+            )
             .unwrap_or_else(|e| {
                 missing(&format!("sushy-emulator ({e})"), "pip install sushy-tools")
             });
-        let err = dir.path().join("emulator.err");
-        // Up once it accepts connections and has written its banner.
-        wait_for("sushy-emulator", &err, &mut child, || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        Sushy {
-            child,
-            url: format!("{scheme}://127.0.0.1:{port}"),
-            _dir: dir,
-            systems: uuids,
+            match wait_for("sushy-emulator", &log, &mut child, || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }) {
+                Ok(()) => {
+                    let scheme = if tls.is_some() { "https" } else { "http" };
+                    return Sushy {
+                        child,
+                        url: format!("{scheme}://127.0.0.1:{port}"),
+                        _dir: dir,
+                        systems: uuids,
+                    };
+                }
+                Err(e) if attempt < 3 => eprintln!("{e}\ntrying another port"),
+                Err(e) => panic!("{e}"),
+            }
         }
+        unreachable!("the loop returns or fails")
     }
 
     /// The path of system `i`.
@@ -287,22 +312,16 @@ impl Libvirt {
             }
             let program = program(daemon, "libvirt-daemon-system");
             let log = std::env::temp_dir().join(format!("plinth-bmc-{daemon}.log"));
-            let out = fs::File::create(&log).unwrap();
-            let mut child = Command::new(program)
-                .stdin(Stdio::null())
-                .stdout(out.try_clone().unwrap())
-                .stderr(out)
-                .process_group(0)
-                .spawn()
-                .unwrap_or_else(|e| {
-                    missing(
-                        &format!("{daemon} ({e})"),
-                        "apt-get install libvirt-daemon-system",
-                    )
-                });
+            let mut child = spawn_logged(&mut Command::new(program), &log).unwrap_or_else(|e| {
+                missing(
+                    &format!("{daemon} ({e})"),
+                    "apt-get install libvirt-daemon-system",
+                )
+            });
             wait_for(daemon, &log, &mut child, || {
                 UnixStream::connect(socket).is_ok()
-            });
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
             libvirt.started.push(child);
         }
         libvirt
@@ -414,18 +433,15 @@ impl VirtualBmc {
         )
         .unwrap();
         let log = vbmc.dir.path().join("vbmcd.out");
-        let out = fs::File::create(&log).unwrap();
-        let mut vbmcd = Command::new(vbmc.venv.join("vbmcd"))
-            .arg("--foreground")
-            .env("VIRTUALBMC_CONFIG", &config)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut vbmcd = spawn_logged(
+            Command::new(vbmc.venv.join("vbmcd"))
+                .arg("--foreground")
+                .env("VIRTUALBMC_CONFIG", &config),
+            &log,
+        )
+        .unwrap();
         let pid_file = vbmc.dir.path().join("vbmcd.pid");
-        wait_for("vbmcd", &log, &mut vbmcd, || pid_file.exists());
+        wait_for("vbmcd", &log, &mut vbmcd, || pid_file.exists()).unwrap_or_else(|e| panic!("{e}"));
         vbmc.vbmcd = Some(vbmcd);
         let port = vbmc.port.to_string();
         vbmc.vbmc(&[
