@@ -49,6 +49,11 @@ fi
 PLINTH_PYTHON38="$(scripts/python38.sh)"
 export PLINTH_PYTHON38
 
+# plinth-bmc's tests drive real BMC emulators: sushy-tools (Redfish) and virtualbmc (IPMI, over libvirt),
+# from a virtual environment this script makes once.
+PLINTH_BMC_VENV="$(scripts/bmc-emulators.sh)"
+export PLINTH_BMC_VENV
+
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"
