@@ -21,6 +21,9 @@ missing() {
   command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
   command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
   ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+  # Network boot: dnsmasq (DHCP, TFTP) and the iPXE binaries it hands to firmware.
+  [ -x /usr/sbin/dnsmasq ] || need+=(dnsmasq-base)
+  [ -f /usr/lib/ipxe/undionly.kpxe ] || need+=(ipxe)
   # The store's tests and tests/tests/e2e/postgres.rs start a scratch PostgreSQL server with initdb and pg_ctl.
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 }

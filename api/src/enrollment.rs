@@ -93,6 +93,9 @@ pub struct BmcView {
     /// Redfish: whether the BMC's TLS certificate is verified (true when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_tls: Option<bool>,
+    /// Redfish: a CA file (on the controller) that verifies the BMC's certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<String>,
     /// Whether a password is kept for it (the password itself never leaves the controller).
     #[serde(default)]
     pub password_set: bool,

@@ -6,6 +6,8 @@
 //!   every task list at once, and measure each phase-to-phase hand-over.
 //! - `fleet`: agents as real agents behave (each its own connection, long polls, heartbeats, results),
 //!   spread over several source addresses; memory, CPU and latency while they hold polls; `--deploy`.
+//! - `bootstorm`: iPXE clients fetching scripts and boot files from the boot listener all at once,
+//!   while agents poll.
 //! - `chaos`: a fault-injection soak against a controller it starts itself: agent and controller kills,
 //!   dropped and duplicated results, slow links; checks that nothing is lost.
 //!
@@ -17,6 +19,7 @@
 //! ```
 //! The controller must admit the simulated nodes (`--auto-accept`); `chaos` starts its own.
 
+mod bootstorm;
 mod chaos;
 mod facts;
 mod fleet;
@@ -52,6 +55,9 @@ enum Mode {
     /// Many agents as real agents behave: each its own TLS connection holding a long poll, with
     /// heartbeats and results; optionally a deployment across them.
     Fleet(fleet::FleetArgs),
+    /// A rack booting at once: iPXE clients fetching their script, kernel and initramfs from the boot
+    /// listener while agents poll; files and bytes per second against the loopback, memory, latency.
+    Bootstorm(bootstorm::BootstormArgs),
 }
 
 #[tokio::main]
@@ -63,5 +69,6 @@ async fn main() -> Result<()> {
         Mode::Chaos(args) => chaos::run(args).await,
         Mode::Gate(args) => gate::run(args).await,
         Mode::Fleet(args) => fleet::run(args).await,
+        Mode::Bootstorm(args) => bootstorm::run(args).await,
     }
 }

@@ -52,6 +52,10 @@ pub struct FileConfig {
     pub max_untrusted_connections: Option<usize>,
     /// The most such connections from one address.
     pub max_connections_per_address: Option<usize>,
+    /// Network boot: the plain-HTTP boot listener (off when absent).
+    pub netboot: Option<crate::netboot::NetbootFile>,
+    /// Power: how BMCs are read.
+    pub power: Option<crate::power::PowerFile>,
 }
 
 /// The effective configuration.
@@ -85,6 +89,10 @@ pub struct Config {
     pub lists_per_write: usize,
     /// Unauthenticated traffic's bounds.
     pub limits: Limits,
+    /// Network boot, when on.
+    pub netboot: Option<crate::netboot::Netboot>,
+    /// How the power loop reads BMCs.
+    pub power: crate::power::PowerSettings,
 }
 
 /// Bounds on what unauthenticated peers can make the controller hold.
@@ -146,6 +154,51 @@ pub enum ConfigError {
     Setting(String),
 }
 
+/// The boot listener's settings: on when `--netboot-listen` or `[netboot] listen` is given.
+fn netboot(
+    over: &Overrides,
+    file: Option<crate::netboot::NetbootFile>,
+    data_dir: &Path,
+) -> Result<Option<crate::netboot::Netboot>, ConfigError> {
+    let file = file.unwrap_or_default();
+    let Some(listen) = over.netboot_listen.or(file.listen) else {
+        return Ok(None);
+    };
+    let max_connections = file
+        .max_connections
+        .unwrap_or(crate::netboot::DEFAULT_MAX_CONNECTIONS);
+    if max_connections == 0 {
+        return Err(ConfigError::Setting(
+            "netboot.max_connections must be at least 1".into(),
+        ));
+    }
+    for (key, url, scheme) in [
+        ("netboot.url", &file.url, "http://"),
+        ("netboot.controller_url", &file.controller_url, "https://"),
+    ] {
+        if let Some(url) = url {
+            if !url.starts_with(scheme) || url.chars().any(|c| c.is_whitespace()) {
+                return Err(ConfigError::Setting(format!(
+                    "{key} {url:?} must be a {scheme} URL without spaces"
+                )));
+            }
+        }
+    }
+    Ok(Some(crate::netboot::Netboot {
+        listen,
+        url: file.url,
+        images: over
+            .netboot_images
+            .clone()
+            .or(file.images)
+            .unwrap_or_else(|| data_dir.join("netboot")),
+        controller_url: file.controller_url,
+        kernel_args: file.kernel_args.unwrap_or_default(),
+        pass_enrollment_token: file.pass_enrollment_token.unwrap_or(false),
+        max_connections,
+    }))
+}
+
 /// Reads the config file. A missing file is fine only when it was not named explicitly.
 pub fn read_file(path: &Path, explicit: bool) -> Result<FileConfig, ConfigError> {
     match std::fs::read_to_string(path) {
@@ -196,6 +249,10 @@ pub struct Overrides {
     pub max_untrusted_connections: Option<usize>,
     /// `--max-connections-per-address` / `PLINTH_MAX_CONNECTIONS_PER_ADDRESS`.
     pub max_connections_per_address: Option<usize>,
+    /// `--netboot-listen` / `PLINTH_NETBOOT_LISTEN`: turns the boot listener on here.
+    pub netboot_listen: Option<SocketAddr>,
+    /// `--netboot-images` / `PLINTH_NETBOOT_IMAGES`.
+    pub netboot_images: Option<PathBuf>,
 }
 
 impl Config {
@@ -237,11 +294,18 @@ impl Config {
                 Ok(Duration::from_secs(v))
             }
         };
+        let data_dir = over
+            .data_dir
+            .clone()
+            .or(file.data_dir.clone())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let netboot = netboot(&over, file.netboot.clone(), &data_dir)?;
+        let power = crate::power::PowerSettings::from_file(file.power.clone().unwrap_or_default())
+            .map_err(ConfigError::Setting)?;
         Ok(Config {
-            data_dir: over
-                .data_dir
-                .or(file.data_dir)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            netboot,
+            power,
+            data_dir,
             database_url: over
                 .database_url
                 .or(file.database_url)

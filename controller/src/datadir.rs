@@ -56,16 +56,18 @@ impl DataDir {
     }
 
     /// Records the addresses the controller listens on once it does (`{"listen": ADDR,
-    /// "nailgun_listen": ADDR or null}`), replacing the file whole, so that a controller started on port
+    /// "nailgun_listen": ADDR or null, "netboot_listen": ADDR or null}`), replacing the file whole, so that a controller started on port
     /// 0 can be found (tests, scripts); removed by [`DataDir::forget_listening`] at a clean stop.
     pub fn record_listening(
         &self,
         listen: std::net::SocketAddr,
         nailgun: Option<std::net::SocketAddr>,
+        netboot: Option<std::net::SocketAddr>,
     ) -> Result<()> {
         let text = serde_json::json!({
             "listen": listen.to_string(),
             "nailgun_listen": nailgun.map(|a| a.to_string()),
+            "netboot_listen": netboot.map(|a| a.to_string()),
         })
         .to_string();
         let path = self.listening();

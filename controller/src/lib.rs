@@ -13,6 +13,8 @@
 //! | [`intake`] | what agents send, from connection to store: connections and peer keys, registrations in groups, the registry of node keys, the board of published lists, results judged and stored in groups |
 //! | [`file_catalog`] | the files root: manifests, the hash cache, sealing file tasks' sources into their lists |
 //! | [`engine`] | deployments: publish, fold results, timeouts, resume, report |
+//! | [`enrollment`] | servers known before they boot: enrollment files, BMC passwords sealed |
+//! | [`netboot`] | network boot: the plain-HTTP boot listener (iPXE scripts, the discovery image), dnsmasq's configuration |
 //! | [`ui`] | the web console's embedded files at `/ui/` and their security headers |
 //! | [`workers`] | a bound on blocking work (database, orchestration) running at once |
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
@@ -29,6 +31,8 @@ pub mod ha;
 pub mod intake;
 pub mod limits;
 pub mod memory;
+pub mod netboot;
+pub mod power;
 pub mod server;
 pub mod state;
 pub mod store;

@@ -134,6 +134,18 @@ enum Command {
         /// The most such connections from one address.
         #[arg(long, env = "PLINTH_MAX_CONNECTIONS_PER_ADDRESS")]
         max_connections_per_address: Option<usize>,
+        /// Serve network boot (iPXE scripts, the discovery image) over plain HTTP on this address; off
+        /// by default (see `[netboot]` in the config file).
+        #[arg(long, env = "PLINTH_NETBOOT_LISTEN")]
+        netboot_listen: Option<SocketAddr>,
+        /// The directory with the discovery image's `vmlinuz` and `initrd.img`.
+        #[arg(long, env = "PLINTH_NETBOOT_IMAGES")]
+        netboot_images: Option<PathBuf>,
+    },
+    /// Network boot's helpers.
+    Netboot {
+        #[command(subcommand)]
+        command: NetbootCommand,
     },
     /// The task list signing key.
     Key {
@@ -144,6 +156,35 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum NetbootCommand {
+    /// Write dnsmasq's configuration (to standard output) for DHCP and TFTP on the boot network, and
+    /// fill its TFTP root with iPXE and the script that chains it to the boot listener.
+    DnsmasqConfig {
+        /// The interface on the boot network.
+        #[arg(long)]
+        interface: String,
+        /// dnsmasq hands out addresses: `START,END[,NETMASK][,LEASE]`.
+        #[arg(long, conflicts_with = "proxy", required_unless_present = "proxy")]
+        dhcp_range: Option<String>,
+        /// With --dhcp-range: the default gateway to hand out.
+        #[arg(long, requires = "dhcp_range")]
+        router: Option<String>,
+        /// Another DHCP server hands out addresses on this subnet (`10.20.0.0`): answer PXE only.
+        #[arg(long)]
+        proxy: Option<String>,
+        /// The boot listener's URL as servers reach it (`http://10.20.0.2:8080`).
+        #[arg(long)]
+        boot_url: String,
+        /// The TFTP root to fill (a directory of its own).
+        #[arg(long)]
+        tftp_root: PathBuf,
+        /// Where the iPXE binaries are (Debian's `ipxe` package).
+        #[arg(long, default_value = "/usr/lib/ipxe")]
+        ipxe_dir: PathBuf,
     },
 }
 
@@ -249,6 +290,8 @@ fn main() -> Result<()> {
             registrations_per_minute,
             max_untrusted_connections,
             max_connections_per_address,
+            netboot_listen,
+            netboot_images,
         } => {
             let over = Overrides {
                 listen: *listen,
@@ -264,6 +307,8 @@ fn main() -> Result<()> {
                 registrations_per_minute: *registrations_per_minute,
                 max_untrusted_connections: *max_untrusted_connections,
                 max_connections_per_address: *max_connections_per_address,
+                netboot_listen: *netboot_listen,
+                netboot_images: netboot_images.clone(),
                 database_url: cli.database_url.clone(),
                 ..Default::default()
             };
@@ -288,6 +333,41 @@ fn main() -> Result<()> {
                 .build()
                 .context("cannot start the runtime")?;
             runtime.block_on(plinth_controller::server::serve(config, loader))
+        }
+        Command::Netboot {
+            command:
+                NetbootCommand::DnsmasqConfig {
+                    interface,
+                    dhcp_range,
+                    router,
+                    proxy,
+                    boot_url,
+                    tftp_root,
+                    ipxe_dir,
+                },
+        } => {
+            use plinth_controller::netboot::dnsmasq::{self, Addressing, Layout};
+            let addressing = match (dhcp_range, proxy) {
+                (Some(range), _) => Addressing::Server {
+                    range: range.clone(),
+                    router: router.clone(),
+                },
+                (None, Some(subnet)) => Addressing::Proxy {
+                    subnet: subnet.clone(),
+                },
+                // clap requires one of the two.
+                (None, None) => anyhow::bail!("give --dhcp-range or --proxy"),
+            };
+            let layout = Layout {
+                interface: interface.clone(),
+                addressing,
+                boot_url: boot_url.trim_end_matches('/').to_string(),
+                tftp_root: tftp_root.clone(),
+            };
+            let text = dnsmasq::config(&layout)?;
+            dnsmasq::fill_tftp_root(&layout, ipxe_dir)?;
+            print!("{text}");
+            Ok(())
         }
         Command::Key {
             command: KeyCommand::Show,

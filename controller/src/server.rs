@@ -121,13 +121,15 @@ fn reload(
         || (fresh.listen.port() == 0 && fresh.listen.ip() == current.listen.ip());
     if !same_listen
         || fresh.nailgun_listen != current.nailgun_listen
+        || fresh.netboot != current.netboot
         || fresh.data_dir != current.data_dir
     {
         tracing::warn!(
-            "the listen addresses and the data directory change only on restart; kept as they were"
+            "the listen addresses, network boot's settings and the data directory change only on restart; kept as they were"
         );
         fresh.listen = current.listen;
         fresh.nailgun_listen = current.nailgun_listen;
+        fresh.netboot = current.netboot.clone();
         fresh.data_dir = current.data_dir.clone();
     }
     *acceptor = tls_acceptor(&fresh)?;
@@ -158,7 +160,11 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         Some(n) => Some(n.local_addr()?),
         None => None,
     };
-    data.record_listening(listener.local_addr()?, nailgun_addr)?;
+    let netboot_addr = match config.netboot.clone() {
+        Some(settings) => Some(crate::netboot::start(state.clone(), settings)?),
+        None => None,
+    };
+    data.record_listening(listener.local_addr()?, nailgun_addr, netboot_addr)?;
     if let Some(nailgun) = nailgun {
         tracing::info!(nailgun_listen = %nailgun.local_addr()?, "serving Nailgun's operator API over plain HTTP");
         tokio::spawn(crate::api::nailgun::listener::serve(
@@ -170,6 +176,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
+    crate::power::poller::spawn(state.clone());
     crate::ha::lease::spawn(state.clone())?;
     if let Some(notices) = state.store.listen() {
         tokio::spawn(crate::ha::notices::run(state.clone(), notices));

@@ -308,6 +308,31 @@ enum NodesCommand {
     Release { name: String },
     /// Forget an enrolled server and its BMC password (its node, if any, stays).
     Unenroll { name: String },
+    /// Power enrolled servers on, off (at once), soft-off (the OS shuts down) or reset through their
+    /// BMCs, or read their power state (`status`). Exits 1 when any BMC failed.
+    Power {
+        /// What to do.
+        #[arg(value_enum)]
+        action: enroll::PowerVerb,
+        /// Enrolled servers, by name (or by the id of the node an agent became).
+        #[arg(required = true)]
+        nodes: Vec<String>,
+    },
+    /// Set the device an enrolled server boots from, through its BMC. `pxe` also lets the agent of the
+    /// discovery image it boots take its node with a new key.
+    BootDevice {
+        /// The enrolled server.
+        node: String,
+        /// `pxe` or `disk`.
+        #[arg(value_enum)]
+        device: enroll::DeviceArg,
+        /// For the next boot only (else until changed).
+        #[arg(long)]
+        once: bool,
+        /// The firmware's boot mode; the enrolled profile's when absent.
+        #[arg(long, value_enum)]
+        mode: Option<enroll::ModeArg>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -640,6 +665,15 @@ async fn run(cli: Cli) -> Result<bool> {
             NodesCommand::Enrolled { name } => enroll::show(&client, name.as_deref(), f).await?,
             NodesCommand::Release { name } => enroll::release(&client, &name, f).await?,
             NodesCommand::Unenroll { name } => enroll::unenroll(&client, &name).await?,
+            NodesCommand::Power { action, nodes } => {
+                enroll::power(&client, action, &nodes, f).await?
+            }
+            NodesCommand::BootDevice {
+                node,
+                device,
+                once,
+                mode,
+            } => enroll::boot_device(&client, &node, device, once, mode, f).await?,
         },
         Command::Release { command } => match command {
             ReleaseCommand::List => {

@@ -312,6 +312,11 @@ impl Controller {
         found.unwrap_or_default()
     }
 
+    /// The boot listener's address (`--netboot-listen ADDR:0` binds any free port).
+    pub fn netboot_addr(&self) -> String {
+        self.listening("netboot_listen")
+    }
+
     /// The port of the Nailgun listener (`--nailgun-listen ADDR:0` binds any free one).
     pub fn nailgun_port(&self) -> u16 {
         let addr = self.listening("nailgun_listen");

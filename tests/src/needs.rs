@@ -60,3 +60,16 @@ pub fn python38() -> PathBuf {
         })
         .unwrap_or_else(|| missing("Python 3.8", "scripts/python38.sh finds or installs one"))
 }
+
+/// dnsmasq, the DHCP and TFTP server of the network-boot tests (Debian's `dnsmasq-base`), with
+/// Debian's iPXE binaries (`ipxe`) that its configuration serves.
+pub fn dnsmasq() -> PathBuf {
+    let dnsmasq = PathBuf::from("/usr/sbin/dnsmasq");
+    if !dnsmasq.exists() {
+        missing("dnsmasq", "apt-get install dnsmasq-base");
+    }
+    if !std::path::Path::new("/usr/lib/ipxe/undionly.kpxe").exists() {
+        missing("iPXE's binaries", "apt-get install ipxe");
+    }
+    dnsmasq
+}

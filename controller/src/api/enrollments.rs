@@ -6,12 +6,16 @@ use super::error::{ApiError, Json, Query};
 use crate::clock::now_ms;
 use crate::enrollment::file::{self, Format};
 use crate::enrollment::secrets::Sealer;
+use crate::enrollment::StoredBmcError;
+use crate::power::{self, PowerError};
 use crate::state::AppState;
-use crate::store::EnrollmentRecord;
+use crate::store::{BootTarget, EnrollmentRecord};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use plinth_api::enrollment::EnrollAnswer;
+use plinth_api::enrollment::{
+    BootDevice, BootDeviceRequest, BootMode, EnrollAnswer, PowerAction, PowerAnswer, PowerRequest,
+};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -176,4 +180,161 @@ pub async fn release(
             Ok(Json(e))
         })
         .await
+}
+
+/// A failed power action or read as an answer: the BMC's own failures are 502 (its kind in the code),
+/// 504 when it did not answer in time; a server enrolled without a BMC is 409.
+fn power_error(e: PowerError) -> ApiError {
+    use plinth_bmc::BmcError;
+    match e {
+        PowerError::Store(e) => e.into(),
+        PowerError::Stored(e @ StoredBmcError::NoBmc(_)) => ApiError::conflict(e.to_string()),
+        PowerError::Stored(e) => ApiError::internal(e.to_string()),
+        PowerError::Bmc(e) => {
+            let (status, code) = match &e {
+                BmcError::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "bmc_timeout"),
+                BmcError::Credentials { .. } => (StatusCode::BAD_GATEWAY, "bmc_credentials"),
+                BmcError::Unreachable { .. } => (StatusCode::BAD_GATEWAY, "bmc_unreachable"),
+                _ => (StatusCode::BAD_GATEWAY, "bmc_failed"),
+            };
+            ApiError::new(status, code, e.to_string())
+        }
+    }
+}
+
+/// Reads the server's power state from its BMC now, records it (or the failure), and answers it.
+async fn read_and_record(
+    state: &Arc<AppState>,
+    e: &EnrollmentRecord,
+    bmc: &plinth_bmc::Bmc,
+) -> Result<PowerAnswer, ApiError> {
+    let read = power::read_state(bmc).await;
+    let reading = power::reading(
+        e.id,
+        read.as_ref().map(|s| *s).map_err(|e| e.to_string()),
+        now_ms(),
+    );
+    let power = reading.power.clone();
+    state
+        .blocking(move |s| Ok(s.store.record_power(&[reading])?))
+        .await?;
+    read.map_err(|e| power_error(e.into()))?;
+    Ok(PowerAnswer {
+        name: e.name.clone(),
+        power,
+    })
+}
+
+async fn connected(
+    state: &Arc<AppState>,
+    name: String,
+) -> Result<(EnrollmentRecord, plinth_bmc::Bmc), ApiError> {
+    state
+        .blocking(move |s| power::connect(s, &name).map_err(power_error))
+        .await
+}
+
+/// `GET /api/v1/enrollments/{name}/power`: the power state read from the BMC now.
+#[utoipa::path(
+    get,
+    path = "/enrollments/{name}/power/",
+    tag = "enrollments",
+    params(("name" = String, Path, description = "the enrolled server's name")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "its power state now", body = plinth_api::enrollment::PowerAnswer),
+        (status = "4XX", description = "refused", body = plinth_api::errors::ErrorBody),
+        (status = "5XX", description = "the BMC failed or did not answer", body = plinth_api::errors::ErrorBody)
+    )
+)]
+pub async fn power_status(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(name): Path<String>,
+) -> Result<Json<PowerAnswer>, ApiError> {
+    let (e, bmc) = connected(&state, name).await?;
+    Ok(Json(read_and_record(&state, &e, &bmc).await?))
+}
+
+/// `PUT /api/v1/enrollments/{name}/power`: power on, off, soft off or reset through the BMC.
+#[utoipa::path(
+    put,
+    path = "/enrollments/{name}/power/",
+    tag = "enrollments",
+    params(("name" = String, Path, description = "the enrolled server's name")),
+    request_body = plinth_api::enrollment::PowerRequest,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "done; its power state read after", body = plinth_api::enrollment::PowerAnswer),
+        (status = "4XX", description = "refused", body = plinth_api::errors::ErrorBody),
+        (status = "5XX", description = "the BMC failed or did not answer", body = plinth_api::errors::ErrorBody)
+    )
+)]
+pub async fn power_action(
+    State(state): State<Arc<AppState>>,
+    op: Operator,
+    Path(name): Path<String>,
+    Json(req): Json<PowerRequest>,
+) -> Result<Json<PowerAnswer>, ApiError> {
+    let (e, bmc) = connected(&state, name).await?;
+    let action = match req.action {
+        PowerAction::On => plinth_bmc::PowerAction::On,
+        PowerAction::Off => plinth_bmc::PowerAction::Off,
+        PowerAction::SoftOff => plinth_bmc::PowerAction::SoftOff,
+        PowerAction::Reset => plinth_bmc::PowerAction::Reset,
+    };
+    if let Err(err) = bmc.power(action).await {
+        tracing::warn!(by = %op.name, server = %e.name, action = ?req.action, error = %err, "power action failed");
+        return Err(power_error(err.into()));
+    }
+    tracing::info!(by = %op.name, server = %e.name, action = ?req.action, "power action sent");
+    Ok(Json(read_and_record(&state, &e, &bmc).await?))
+}
+
+/// `PUT /api/v1/enrollments/{name}/boot-device`: the device it boots from next (or from now on), set
+/// in its BMC and in what the boot listener answers it. Set to the network, the server is open to a
+/// new agent key: the discovery image it boots makes one.
+#[utoipa::path(
+    put,
+    path = "/enrollments/{name}/boot-device/",
+    tag = "enrollments",
+    params(("name" = String, Path, description = "the enrolled server's name")),
+    request_body = plinth_api::enrollment::BootDeviceRequest,
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "set", body = plinth_api::enrollment::EnrollmentRecord),
+        (status = "4XX", description = "refused", body = plinth_api::errors::ErrorBody),
+        (status = "5XX", description = "the BMC failed or did not answer", body = plinth_api::errors::ErrorBody)
+    )
+)]
+pub async fn boot_device(
+    State(state): State<Arc<AppState>>,
+    op: Operator,
+    Path(name): Path<String>,
+    Json(req): Json<BootDeviceRequest>,
+) -> Result<Json<EnrollmentRecord>, ApiError> {
+    let (e, bmc) = connected(&state, name).await?;
+    let device = match req.device {
+        BootDevice::Pxe => plinth_bmc::BootDevice::Pxe,
+        BootDevice::Disk => plinth_bmc::BootDevice::Disk,
+    };
+    let mode = req.mode.or(e.profile.boot_mode).map(|m| match m {
+        BootMode::Uefi => plinth_bmc::BootMode::Uefi,
+        BootMode::Legacy => plinth_bmc::BootMode::Legacy,
+    });
+    bmc.set_boot_device(device, req.once, mode)
+        .await
+        .map_err(|err| power_error(err.into()))?;
+    tracing::info!(by = %op.name, server = %e.name, device = ?req.device, once = req.once, "boot device set");
+    // What the boot listener serves follows: the discovery image (whose agent makes a new key, so the
+    // server is open to one), or the local disk.
+    let (rekey, target) = match req.device {
+        BootDevice::Pxe => (true, BootTarget::Discovery),
+        BootDevice::Disk => (e.rekey, BootTarget::Disk),
+    };
+    let name = e.name.clone();
+    let e = state
+        .blocking(move |s| Ok(s.store.set_enrollment_boot(&name, rekey, Some(target))?))
+        .await?;
+    Ok(Json(e))
 }

@@ -97,6 +97,8 @@ operator_routes! {
     "/enrollments/" => get(enrollments::list), post(enrollments::enroll);
     "/enrollments/{name}/" => get(enrollments::show), delete(enrollments::delete);
     "/enrollments/{name}/release/" => post(enrollments::release);
+    "/enrollments/{name}/power/" => get(enrollments::power_status), put(enrollments::power_action);
+    "/enrollments/{name}/boot-device/" => put(enrollments::boot_device);
     "/releases/" => get(releases::list), post(releases::create);
     "/releases/{id}/" => get(releases::show);
     "/releases/{id}/roles/{name}/" => put(releases::put_role);

@@ -12,7 +12,8 @@
 //! Every error names the node (its place in the file and its name) and the field.
 
 use crate::store::NewEnrollment;
-use plinth_api::enrollment::{BmcDriver, BmcView, BootMode, HardwareProfile};
+use plinth_api::enrollment::{BmcView, BootMode, HardwareProfile};
+use plinth_bmc::{BmcConfig, ConfigError};
 use plinth_common::wire::normalize_mac;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -242,48 +243,18 @@ struct PlinthNode {
     #[serde(default)]
     profile: HardwareProfile,
     #[serde(default)]
-    bmc: Option<PlinthBmc>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlinthBmc {
-    driver: BmcDriver,
-    address: String,
-    #[serde(default)]
-    username: Option<String>,
-    #[serde(default)]
-    password: Option<String>,
-    #[serde(default)]
-    port: Option<u16>,
-    #[serde(default)]
-    system_id: Option<String>,
-    #[serde(default)]
-    verify_tls: Option<bool>,
+    bmc: Option<BmcConfig>,
 }
 
 impl PlinthNode {
     fn into_enrollee(self, index: usize) -> Result<Enrollee, FileError> {
         check_name(index, &self.name)?;
         let macs = macs(index, &self.name, "macs", &self.macs)?;
-        let bmc = match self.bmc {
-            Some(b) => {
-                let view = BmcView {
-                    driver: b.driver,
-                    address: b.address,
-                    username: b.username,
-                    port: b.port,
-                    system_id: b.system_id,
-                    verify_tls: b.verify_tls,
-                    password_set: b.password.is_some(),
-                };
-                check_bmc(index, &self.name, "bmc", &view)?;
-                Some((view, b.password))
+        let (bmc, password) = match &self.bmc {
+            Some(config) => {
+                let (view, password) = super::bmc_view(config);
+                (Some(view), Some(password))
             }
-            None => None,
-        };
-        let (bmc, password) = match bmc {
-            Some((v, p)) => (Some(v), p),
             None => (None, None),
         };
         finish(
@@ -320,37 +291,6 @@ fn finish(e: NewEnrollment, password: Option<String>, index: usize) -> Result<En
         server: e,
         password,
     })
-}
-
-/// A BMC's address: Redfish's an `http(s)://` URL, IPMI's a host name or address.
-fn check_bmc(index: usize, name: &str, field: &str, bmc: &BmcView) -> Result<(), FileError> {
-    let bad = |message: String| field_error(index, name, &format!("{field}.address"), message);
-    match bmc.driver {
-        BmcDriver::Redfish => {
-            let ok = (bmc.address.starts_with("https://") || bmc.address.starts_with("http://"))
-                && reqwest::Url::parse(&bmc.address).is_ok_and(|u| u.host_str().is_some());
-            if !ok {
-                return Err(bad(format!(
-                    "{:?} is not a Redfish service URL (https://host[:port])",
-                    bmc.address
-                )));
-            }
-        }
-        BmcDriver::Ipmi => {
-            let ok = !bmc.address.is_empty()
-                && bmc
-                    .address
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
-            if !ok {
-                return Err(bad(format!(
-                    "{:?} is not a host name or address",
-                    bmc.address
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -417,7 +357,7 @@ impl IronicNode {
     }
 }
 
-/// A text or number of `driver_info`, as Ironic accepts both.
+/// A text or number of Ironic's `properties`, as Ironic accepts both.
 fn info_text(info: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<String> {
     match info.get(key)? {
         serde_json::Value::String(s) => Some(s.clone()),
@@ -427,106 +367,26 @@ fn info_text(info: &serde_json::Map<String, serde_json::Value>, key: &str) -> Op
     }
 }
 
-/// Ironic's `driver` and `driver_info` as a BMC: `redfish` (`redfish_address`, `redfish_system_id`,
-/// `redfish_username`, `redfish_password`, `redfish_verify_ca`) and `ipmi` (`ipmi_address`,
-/// `ipmi_port`, `ipmi_username`, `ipmi_password`).
+/// Ironic's `driver` and `driver_info` as a BMC (read by [`BmcConfig::from_ironic`]), shown and
+/// kept apart from its password.
 fn ironic_bmc(
     index: usize,
     name: &str,
     driver: &str,
     info: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(BmcView, Option<String>), FileError> {
-    let err = |field: &str, message: String| field_error(index, name, field, message);
-    let view = match driver {
-        "redfish" => {
-            let address = info_text(info, "redfish_address").ok_or_else(|| {
-                err(
-                    "driver_info.redfish_address",
-                    "is required for the redfish driver".into(),
-                )
-            })?;
-            // Ironic takes a bare host as https://host.
-            let address = if address.contains("://") {
-                address
-            } else {
-                format!("https://{address}")
-            };
-            let verify_tls = match info.get("redfish_verify_ca") {
-                None => None,
-                Some(serde_json::Value::Bool(b)) => Some(*b),
-                Some(serde_json::Value::String(s)) => match s.to_ascii_lowercase().as_str() {
-                    "true" | "yes" | "1" | "on" => Some(true),
-                    "false" | "no" | "0" | "off" => Some(false),
-                    _ => {
-                        return Err(err(
-                            "driver_info.redfish_verify_ca",
-                            format!(
-                                "{s:?}: a CA bundle path is not supported; give true or false \
-                                 (the controller's trust store verifies when true)"
-                            ),
-                        ))
-                    }
-                },
-                Some(other) => {
-                    return Err(err(
-                        "driver_info.redfish_verify_ca",
-                        format!("{other} is not true or false"),
-                    ))
-                }
-            };
-            BmcView {
-                driver: BmcDriver::Redfish,
-                address,
-                username: info_text(info, "redfish_username"),
-                port: None,
-                system_id: info_text(info, "redfish_system_id"),
-                verify_tls,
-                password_set: info.contains_key("redfish_password"),
+    let config = BmcConfig::from_ironic(driver, info).map_err(|e| {
+        let field = match &e {
+            ConfigError::UnknownDriver(_) => "driver".to_string(),
+            ConfigError::Missing(key) | ConfigError::Invalid { key, .. } => {
+                format!("driver_info.{key}")
             }
-        }
-        "ipmi" | "ipmitool" => {
-            let address = info_text(info, "ipmi_address").ok_or_else(|| {
-                err(
-                    "driver_info.ipmi_address",
-                    "is required for the ipmi driver".into(),
-                )
-            })?;
-            let port = match info_text(info, "ipmi_port") {
-                None => None,
-                Some(p) => Some(p.parse::<u16>().map_err(|_| {
-                    err(
-                        "driver_info.ipmi_port",
-                        format!("{p:?} is not a port number"),
-                    )
-                })?),
-            };
-            BmcView {
-                driver: BmcDriver::Ipmi,
-                address,
-                username: info_text(info, "ipmi_username"),
-                port,
-                system_id: None,
-                verify_tls: None,
-                password_set: info.contains_key("ipmi_password"),
-            }
-        }
-        "" => return Err(err("driver", "is required (redfish or ipmi)".into())),
-        other => {
-            return Err(err(
-                "driver",
-                format!("{other:?} is not a driver Plinth speaks (redfish, ipmi)"),
-            ))
-        }
-    };
-    let password = info_text(
-        info,
-        match view.driver {
-            BmcDriver::Redfish => "redfish_password",
-            BmcDriver::Ipmi => "ipmi_password",
-        },
-    );
-    check_bmc(index, name, "driver_info", &view)?;
-    Ok((view, password))
+            _ => "driver_info".to_string(),
+        };
+        field_error(index, name, &field, e.to_string())
+    })?;
+    let (view, password) = super::bmc_view(&config);
+    Ok((view, Some(password)))
 }
 
 /// Ironic's `properties` as the expected hardware: numbers may be given as texts, as Ironic accepts.
@@ -603,7 +463,7 @@ nodes:
             (PLINTH.replace("macs: [", "mac: ["), "unknown field `mac`"),
             (PLINTH.replace("52-54-00-aa-00-02", "52-54-00-aa-00"), "node 1 (rack1-n01): macs"),
             (PLINTH.replace("ABC123", "ABC123\n    macs: [52:54:00:aa:00:01]"), "node 2 (rack1-n02): macs: 52:54:00:aa:00:01 is given to node 1 (rack1-n01) as well"),
-            (PLINTH.replace("'https://10.0.0.5'", "10.0.0.5"), "node 1 (rack1-n01): bmc.address"),
+            (PLINTH.replace("'https://10.0.0.5'", "'https://10.0.0.5/x'"), "has a path"),
             (PLINTH.replace("    serial: ABC123\n", ""), "node 2 (rack1-n02): macs: no MAC, serial or UUID"),
             (PLINTH.replace("rack1-n02", "rack1 n02"), "node 2 (rack1 n02): name"),
         ];
@@ -640,11 +500,24 @@ nodes:
         assert_eq!(bmc.verify_tls, Some(false));
         assert_eq!(bmc.system_id.as_deref(), Some("/redfish/v1/Systems/abc"));
         let n1 = nodes[1].server.bmc.as_ref().unwrap();
-        assert_eq!((n1.driver, n1.port), (BmcDriver::Ipmi, Some(6231)));
+        assert_eq!(
+            (n1.driver, n1.port),
+            (plinth_api::enrollment::BmcDriver::Ipmi, Some(6231))
+        );
         assert_eq!(nodes[1].password.as_deref(), Some("password"));
 
         let wrong = text.replace("\"driver\": \"ipmi\"", "\"driver\": \"idrac\"");
         let err = read(&wrong, None).unwrap_err().to_string();
-        assert!(err.contains("node 2 (node-1): driver: \"idrac\""), "{err}");
+        assert!(
+            err.contains("node 2 (node-1): driver: unknown BMC driver \"idrac\""),
+            "{err}"
+        );
+        let missing = text.replace("\"ipmi_address\": \"127.0.0.1\", ", "");
+        let err = read(&missing, None).unwrap_err().to_string();
+        assert!(
+            err.contains("node 2 (node-1): driver_info.ipmi_address: missing key"),
+            "{err}"
+        );
+        assert!(!err.contains("password\""), "{err}");
     }
 }

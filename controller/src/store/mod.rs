@@ -206,6 +206,8 @@ pub trait Store: Send + Sync + 'static {
     fn enrollment_by_mac(&self, mac: &str) -> StoreResult<Option<EnrollmentRecord>>;
     /// An enrollment with its BMC password as sealed (`None` when it has none).
     fn enrollment_secret(&self, name: &str) -> StoreResult<(EnrollmentRecord, Option<String>)>;
+    /// Every enrollment with its BMC password as sealed (for the power loop).
+    fn list_enrollment_secrets(&self) -> StoreResult<Vec<(EnrollmentRecord, Option<String>)>>;
     /// Deletes an enrollment; its node, if any, stays.
     fn delete_enrollment(&self, name: &str) -> StoreResult<()>;
     /// Opens or closes an enrollment to a new agent key, and sets what it boots when given.

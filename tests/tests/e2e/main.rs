@@ -8,6 +8,7 @@
 mod agent_task_types;
 mod airship;
 mod api_auth_and_input;
+mod boot_listener;
 mod cancel;
 mod chaos;
 mod computed_fields;
@@ -30,6 +31,7 @@ mod plinthctl;
 mod plinthctl_expr;
 mod plinthctl_graph;
 mod postgres;
+mod power;
 mod pull_loop;
 mod refusals;
 mod roles_tags_plugins;

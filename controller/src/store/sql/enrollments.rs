@@ -118,6 +118,28 @@ pub(crate) fn sealed_secret(t: &dyn Tx, name: &str) -> StoreResult<Option<String
     .map(Option::flatten)
 }
 
+/// Every enrollment with its sealed BMC password.
+pub(crate) fn list_with_secrets(
+    t: &dyn Tx,
+) -> StoreResult<Vec<(EnrollmentRecord, Option<String>)>> {
+    let mut secrets: BTreeMap<u64, String> = BTreeMap::new();
+    t.each(
+        "SELECT id, bmc_secret FROM enrollments WHERE bmc_secret IS NOT NULL",
+        &[],
+        &mut |r| {
+            secrets.insert(r.id(0)?, r.string(1)?);
+            Ok(())
+        },
+    )?;
+    Ok(list(t)?
+        .into_iter()
+        .map(|e| {
+            let sealed = secrets.remove(&e.id);
+            (e, sealed)
+        })
+        .collect())
+}
+
 /// Enrolls servers, all or none: a name, MAC, serial or UUID already enrolled, or a name a node other
 /// than the enrolled server already has, is a `Conflict` that names it.
 pub(crate) fn enroll(t: &dyn Tx, new: &[NewEnrollment]) -> StoreResult<Vec<EnrollmentRecord>> {

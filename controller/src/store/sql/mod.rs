@@ -112,6 +112,10 @@ impl<B: Backend> Store for SqlStore<B> {
         })
     }
 
+    fn list_enrollment_secrets(&self) -> StoreResult<Vec<(EnrollmentRecord, Option<String>)>> {
+        self.read(enrollments::list_with_secrets)
+    }
+
     fn delete_enrollment(&self, name: &str) -> StoreResult<()> {
         self.write(|t| enrollments::delete(t, name))
     }
