@@ -79,8 +79,9 @@ else
   echo "Python YAQL could not be installed here: Fuel's expressions were not compared with it"
 fi
 
-# The slow booted-image test: Debian's kernel under qemu without KVM (TCG), about half a minute.
-# PLINTH_SKIP_SLOW=1 leaves it out.
+# The slow booted-image tests: Debian's kernel under qemu without KVM (TCG), about half a minute; and a
+# network boot image built and booted under qemu (KVM when it works, else TCG), a few minutes.
+# PLINTH_SKIP_SLOW=1 leaves them out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
-  cargo test -p plinth-e2e --test e2e --locked images:: -- --ignored
+  cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot::
 fi

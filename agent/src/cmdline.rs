@@ -2,8 +2,12 @@
 //! `BOOTIF=` / `ip=` keys that say which interface booted the node.
 //!
 //! Keys: `plinth.controller=URL[,URL...]` (several controllers, in preference order), `plinth.name=NAME`, `plinth.tags=a,b`, `plinth.labels=k=v,k2=v2`,
-//! `plinth.rack=NAME`, `plinth.token=TOKEN`. Values may be double-quoted. Unknown `plinth.*` keys and malformed values are kept
-//! as warnings: the kernel command line is not the agent's to reject.
+//! `plinth.rack=NAME`, `plinth.token=TOKEN`, and the controller's trust for images that carry none
+//! (network boot): `plinth.key=KEY` (its task list signing key) and `plinth.tls=sha256:HEX` (the pin of
+//! its TLS key). Values may be double-quoted. Unknown `plinth.*` keys and malformed values are kept
+//! as warnings: the kernel command line is not the agent's to reject. The exceptions are the controllers,
+//! the key and the pin, which are kept as written and checked by [`crate::config::Settings::resolve`]:
+//! an agent given a bad one stops, naming it, rather than trust something else.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -28,6 +32,12 @@ pub struct KernelCmdline {
     pub rack: Option<String>,
     /// `plinth.token=`.
     pub token: Option<String>,
+    /// `plinth.key=`: the controller's task list signing key, as written (checked by
+    /// [`crate::config::Settings::resolve`]).
+    pub key: Option<String>,
+    /// `plinth.tls=`: the pin of the controller's TLS key, `sha256:<hex>`, as written (checked by
+    /// [`crate::config::Settings::resolve`]).
+    pub tls: Option<String>,
     /// The MAC address named by `BOOTIF=` (pxelinux form `01-aa-bb-..`), lowercase with colons.
     pub boot_mac: Option<String>,
     /// The interface named by `ip=` (`ip=<client>:<server>:<gw>:<mask>:<host>:<dev>:<proto>` or
@@ -88,6 +98,8 @@ pub fn parse(text: &str) -> KernelCmdline {
             "plinth.rack" => out.rack = non_empty(value, key, &mut out.warnings),
             "plinth.name" => out.name = non_empty(value, key, &mut out.warnings),
             "plinth.token" => out.token = non_empty(value, key, &mut out.warnings),
+            "plinth.key" => out.key = non_empty(value, key, &mut out.warnings),
+            "plinth.tls" => out.tls = non_empty(value, key, &mut out.warnings),
             "plinth.tags" => {
                 for tag in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
                     if !out.tags.iter().any(|t| t == tag) {
@@ -220,6 +232,22 @@ mod tests {
         assert_eq!(c.rack.as_deref(), Some("r12"));
         assert_eq!(c.token.as_deref(), Some("s3cret"));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn the_controllers_key_and_tls_pin_are_kept_as_written() {
+        let pin = format!("sha256:{}", "0f".repeat(32));
+        let c = parse(&format!(
+            "plinth.controller=https://10.0.2.2:7443 plinth.key=AAAA/+== plinth.tls={pin}"
+        ));
+        assert_eq!(c.key.as_deref(), Some("AAAA/+=="));
+        assert_eq!(c.tls.as_deref(), Some(pin.as_str()));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // Malformed values are the configuration's to refuse; empty ones are ignored here.
+        let c = parse("plinth.tls=sha256:xyz plinth.key=");
+        assert_eq!(c.tls.as_deref(), Some("sha256:xyz"));
+        assert_eq!(c.key, None);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
     }
 
     #[test]

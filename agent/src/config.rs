@@ -5,6 +5,13 @@
 //! command line replaces the file's `controller`/`controllers`, `name`, `rack` or `enrollment_token`; tags are the union of both (file's first); labels
 //! are merged, the kernel command line winning for a key both set. `--state-dir` replaces `state_dir`.
 //!
+//! Trust in the controller follows the same rule: `plinth.key=` replaces the file's
+//! `controller_public_key`, and `plinth.tls=sha256:<hex>` (the pin of the controller's TLS key,
+//! [`ServerTrust::KeyPin`]) replaces the file's `controller_cert` or `ca_cert`. A network boot image
+//! carries neither and takes both from the command line its boot server wrote; whoever writes the kernel
+//! command line controls the machine's boot anyway, so trusting it adds no one to trust. A malformed
+//! `plinth.key=` or `plinth.tls=` stops the agent, naming the key: it never falls back to the file's.
+//!
 //! Controllers: the file gives one (`controller = "https://a:8443"`) or several (`controllers = [...]`),
 //! never both; the kernel command line gives one or several, comma-separated. The list's order is the
 //! order of preference (see [`crate::transport::failover`]); an entry given twice is refused.
@@ -156,6 +163,10 @@ pub enum ServerTrust {
     Pinned(PathBuf),
     /// Verify the certificate chain and host name against the CA certificates in this PEM file.
     Ca(PathBuf),
+    /// Accept an end-entity certificate whose SubjectPublicKeyInfo (DER) has this SHA-256, whatever its
+    /// names and dates, as `Pinned` does (`plinth.tls=sha256:<hex>`, see
+    /// [`plinth_common::signing::tls_key_pin`]).
+    KeyPin([u8; 32]),
 }
 
 /// Values given on the agent's own command line, which win over everything.
@@ -237,23 +248,48 @@ impl Settings {
 
         let controllers = controller_list(file.controller, file.controllers, cmdline, path)?;
 
-        let key_text = file
-            .controller_public_key
-            .ok_or_else(|| missing("controller_public_key"))?;
-        let controller_key = signing::public_key_from_text(&key_text)
-            .map_err(|e| invalid("controller_public_key", e.to_string()))?;
+        let controller_key = match (&cmdline.key, file.controller_public_key) {
+            (Some(text), _) => {
+                signing::public_key_from_text(text).map_err(|e| ConfigError::InvalidCmdline {
+                    key: "plinth.key",
+                    message: e.to_string(),
+                })?
+            }
+            (None, Some(text)) => signing::public_key_from_text(&text)
+                .map_err(|e| invalid("controller_public_key", e.to_string()))?,
+            (None, None) => {
+                return Err(missing(
+                    "controller_public_key` (or `plinth.key=` on the kernel command line)",
+                ))
+            }
+        };
 
-        let trust = match (file.controller_cert, file.ca_cert) {
-            (Some(pinned), None) => ServerTrust::Pinned(pinned),
-            (None, Some(ca)) => ServerTrust::Ca(ca),
+        let file_trust = match (file.controller_cert, file.ca_cert) {
+            (Some(pinned), None) => Some(ServerTrust::Pinned(pinned)),
+            (None, Some(ca)) => Some(ServerTrust::Ca(ca)),
             (Some(_), Some(_)) => {
                 return Err(invalid(
                     "controller_cert",
                     "set either controller_cert (pinned) or ca_cert, not both".into(),
                 ))
             }
-            (None, None) => return Err(missing("controller_cert")),
+            (None, None) => None,
         };
+        let trust =
+            match (&cmdline.tls, file_trust) {
+                (Some(text), _) => {
+                    ServerTrust::KeyPin(signing::tls_key_pin_from_text(text).map_err(|e| {
+                        ConfigError::InvalidCmdline {
+                            key: "plinth.tls",
+                            message: e.to_string(),
+                        }
+                    })?)
+                }
+                (None, Some(trust)) => trust,
+                (None, None) => return Err(missing(
+                    "controller_cert` or `ca_cert` (or `plinth.tls=` on the kernel command line)",
+                )),
+            };
 
         let state_dir = overrides
             .state_dir
@@ -651,6 +687,120 @@ mod tests {
             assert!(err.starts_with("kernel command line"), "{err}");
             assert!(err.contains("`plinth.controller`"), "{err}");
             assert!(err.contains(entry), "{entry}: {err}");
+        }
+    }
+
+    /// A netboot image's configuration: nothing about the controller.
+    const EMPTY: &str = "# nothing about the controller\n";
+
+    fn pin() -> String {
+        signing::tls_key_pin(b"the controller's SubjectPublicKeyInfo")
+    }
+
+    #[test]
+    fn the_kernel_command_line_alone_may_give_the_controller_its_key_and_tls_pin() {
+        let s = resolve(
+            EMPTY,
+            &format!(
+                "plinth.controller=https://10.0.2.2:7443 plinth.key={} plinth.tls={} plinth.token=t",
+                key(),
+                pin()
+            ),
+        )
+        .unwrap();
+        assert_eq!(urls(&s), vec!["https://10.0.2.2:7443/"]);
+        assert_eq!(signing::public_key_to_text(&s.controller_key), key());
+        assert_eq!(
+            s.trust,
+            ServerTrust::KeyPin(signing::tls_key_pin_digest(
+                b"the controller's SubjectPublicKeyInfo"
+            ))
+        );
+        assert_eq!(s.enrollment_token.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn the_kernel_command_lines_key_and_pin_replace_the_files() {
+        let other =
+            signing::public_key_to_text(&signing::signing_key_from_seed([9; 32]).verifying_key());
+        let s = resolve(&base(), &format!("plinth.key={other} plinth.tls={}", pin())).unwrap();
+        assert_eq!(signing::public_key_to_text(&s.controller_key), other);
+        assert!(matches!(s.trust, ServerTrust::KeyPin(_)), "{:?}", s.trust);
+        // Either alone replaces only its own part.
+        let s = resolve(&base(), &format!("plinth.key={other}")).unwrap();
+        assert_eq!(
+            s.trust,
+            ServerTrust::Pinned("/etc/plinth/controller.pem".into())
+        );
+        let ca = format!(
+            "{}ca_cert = \"/ca.pem\"\n",
+            without_controller().replace("controller_cert = \"/etc/plinth/controller.pem\"\n", "")
+        );
+        let s = resolve(
+            &ca,
+            &format!("plinth.controller=https://c:1 plinth.tls={}", pin()),
+        )
+        .unwrap();
+        assert_eq!(signing::public_key_to_text(&s.controller_key), key());
+        assert!(matches!(s.trust, ServerTrust::KeyPin(_)), "{:?}", s.trust);
+        // A file that is wrong stays wrong.
+        let both = format!("{}ca_cert = \"/ca.pem\"\n", base());
+        let err = resolve(&both, &format!("plinth.tls={}", pin()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not both"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_key_or_trust_names_the_file_key_and_the_kernel_command_line_key() {
+        let err = resolve(EMPTY, "plinth.controller=https://c:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`controller_public_key`") && err.contains("`plinth.key=`"),
+            "{err}"
+        );
+        let err = resolve(
+            EMPTY,
+            &format!("plinth.controller=https://c:1 plinth.key={}", key()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("`controller_cert` or `ca_cert`") && err.contains("`plinth.tls=`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_key_or_pin_on_the_kernel_command_line_stops_the_agent_naming_it() {
+        let hex64 = "ab".repeat(32);
+        for (cmdline, name, why) in [
+            (
+                "plinth.key=bm90IGEga2V5".to_string(),
+                "`plinth.key`",
+                "not an ed25519 public key",
+            ),
+            (
+                format!("plinth.tls={hex64}"),
+                "`plinth.tls`",
+                "does not start with sha256:",
+            ),
+            (
+                format!("plinth.tls=sha256:{}", &hex64[..40]),
+                "`plinth.tls`",
+                "40 hex characters",
+            ),
+            (
+                format!("plinth.tls=sha256:{}", "g".repeat(64)),
+                "`plinth.tls`",
+                "not a TLS key pin",
+            ),
+        ] {
+            // Even with a usable key and certificate in the file: no falling back to them.
+            let err = resolve(&base(), &cmdline).unwrap_err().to_string();
+            assert!(err.starts_with("kernel command line"), "{cmdline}: {err}");
+            assert!(err.contains(name) && err.contains(why), "{cmdline}: {err}");
         }
     }
 

@@ -59,8 +59,8 @@ enum Command {
 enum ImageCommand {
     /// Put the agent, its enabled unit, its configuration and the controller's key and certificate into
     /// a root file system directory (`--root`) or a disk image's ext2/3/4 file system (`--disk`, raw or any
-    /// format qemu-img reads; needs qemu-img and debugfs, no mounting). Nodes booted from it may add `plinth.controller=`, `plinth.tags=`,
-    /// `plinth.labels=`, `plinth.rack=`, `plinth.name=` and `plinth.token=` on the kernel command line.
+    /// format qemu-img reads; needs qemu-img and debugfs, no mounting). Nodes booted from it may add `plinth.controller=`, `plinth.key=`,
+    /// `plinth.tls=`, `plinth.tags=`, `plinth.labels=`, `plinth.rack=`, `plinth.name=` and `plinth.token=` on the kernel command line.
     Inject(InjectArgs),
 }
 
@@ -79,12 +79,14 @@ struct InjectArgs {
     /// (else nodes need `plinth.controller=`).
     #[arg(long, value_delimiter = ',')]
     controller: Vec<String>,
-    /// The controller's task list signing key, as `plinth-controller key show` prints it.
+    /// The controller's task list signing key, as `plinth-controller key show` prints it (else nodes
+    /// need `plinth.key=`).
     #[arg(long)]
-    controller_public_key: String,
-    /// PEM file with the controller's TLS certificate (the agents pin it).
+    controller_public_key: Option<String>,
+    /// PEM file with the controller's TLS certificate, which the agents pin (else nodes need
+    /// `plinth.tls=`).
     #[arg(long)]
-    controller_cert: PathBuf,
+    controller_cert: Option<PathBuf>,
     /// Tags of every node booted from the image (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tags: Vec<String>,

@@ -163,14 +163,12 @@ pub fn node_key_of(cert: &CertificateDer<'_>) -> Option<VerifyingKey> {
 /// netbooted agent: `sha256:` and the hex SHA-256 of its SubjectPublicKeyInfo (DER), which stays the
 /// same when the certificate is renewed with the same key.
 pub fn key_pin(cert_pem: &Path) -> Result<String> {
-    use sha2::Digest;
     let der = CertificateDer::from_pem_file(cert_pem)
         .with_context(|| format!("cannot read {}", cert_pem.display()))?;
     let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
         .map_err(|e| anyhow::anyhow!("{}: {e}", cert_pem.display()))?;
-    Ok(format!(
-        "sha256:{}",
-        hex::encode(sha2::Sha256::digest(cert.tbs_certificate.subject_pki.raw))
+    Ok(plinth_common::signing::tls_key_pin(
+        cert.tbs_certificate.subject_pki.raw,
     ))
 }
 

@@ -5,6 +5,8 @@
 //! directory bound in from outside, the node's persistent disk, which survives replacing the image.
 //! A reboot inside the node ends `systemd-nspawn` with status 133 and the node is started again, as
 //! `systemd-nspawn@.service` does. Everything is stopped and unmounted on drop. Needs root.
+//! Network boot images (`make-image --format netboot`) are made from a cached tree of their own, with
+//! Debian's kernel in it ([`netboot_image`]).
 
 use crate::netns::Netns;
 use std::io::Write as _;
@@ -36,14 +38,50 @@ pub fn workspace() -> PathBuf {
 /// and kept under `target/plinth-images/` for later tests and runs; its name carries a digest of the
 /// script and the package list, so a changed recipe builds a new one.
 pub fn base_rootfs() -> PathBuf {
+    cached_rootfs("rootfs", INCLUDE)
+}
+
+/// Packages a network boot image's tree has besides systemd and iproute2: those `make-image --format
+/// netboot` adds itself (the kernel, udev, kmod, and tiny-initramfs, the smallest initramfs tool the
+/// kernel package accepts).
+pub const NETBOOT_INCLUDE: &str = "linux-image-amd64,tiny-initramfs,udev,kmod";
+
+/// The root file system of network boot images (Debian's kernel in it, no agent), built and cached as
+/// [`base_rootfs`] is.
+pub fn netboot_rootfs() -> PathBuf {
+    cached_rootfs("netboot-rootfs", NETBOOT_INCLUDE)
+}
+
+/// A network boot image (`OUT/vmlinuz`, `OUT/initrd.img`) of [`netboot_rootfs`] with the workspace's
+/// agent in it and nothing about any controller, made by `packaging/make-image --format netboot` into
+/// `out` (a fast zstd level: the test wants it soon, not small). Returns what make-image said.
+pub fn netboot_image(out: &Path) -> String {
+    let rootfs = netboot_rootfs();
+    let agent = crate::bin("plinth-agent");
+    make_image(&[
+        "--from",
+        &rootfs.display().to_string(),
+        "--agent",
+        &agent.display().to_string(),
+        "--format",
+        "netboot",
+        "--zstd-level",
+        "3",
+        &out.display().to_string(),
+    ])
+}
+
+/// A root file system made by `packaging/make-image --no-agent --include PACKAGES`, cached under
+/// `target/plinth-images/PREFIX-DIGEST`.
+fn cached_rootfs(prefix: &str, include: &str) -> PathBuf {
     static BUILD: Mutex<()> = Mutex::new(());
     let _one_at_a_time = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let script = workspace().join("packaging/make-image");
     let text = std::fs::read(&script).expect("packaging/make-image");
-    let digest = fnv1a(&[text.as_slice(), INCLUDE.as_bytes()].concat());
+    let digest = fnv1a(&[text.as_slice(), include.as_bytes()].concat());
     let cache = target_dir().join("plinth-images");
     std::fs::create_dir_all(&cache).expect("the image cache directory");
-    let root = cache.join(format!("rootfs-{digest:016x}"));
+    let root = cache.join(format!("{prefix}-{digest:016x}"));
     // Another test process may be building it: the lock file serializes them.
     let lock = std::fs::File::create(cache.join("build.lock")).expect("the cache's lock file");
     let _lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
@@ -55,7 +93,7 @@ pub fn base_rootfs() -> PathBuf {
     let _ = std::fs::remove_dir_all(&root);
     let started = Instant::now();
     let out = Command::new(&script)
-        .args(["--no-agent", "--include", INCLUDE])
+        .args(["--no-agent", "--include", include])
         .arg(&root)
         .output()
         .expect("make-image runs");
@@ -65,7 +103,7 @@ pub fn base_rootfs() -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!(
-        "built the base root file system in {:.1} s",
+        "built the {prefix} root file system in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     root

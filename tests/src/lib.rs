@@ -54,6 +54,25 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     panic!("timed out after {timeout:?} waiting for {what}");
 }
 
+/// Polls `f` every half second until it holds or `timeout` passes; whether it held (for a test that
+/// says more than [`wait_until`] when it does not).
+pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    false
+}
+
+/// The last `lines` lines of `text` (a console log's end, for a failure's message).
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
 /// Whether the process `pid` has ended: no such process, or a zombie (which runs nothing more).
 pub fn process_ended(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

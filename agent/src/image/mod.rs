@@ -1,7 +1,9 @@
 //! Putting the agent into a provisioning image's root file system (`plinth-agent image inject`): the
 //! binary, its systemd unit enabled (the `multi-user.target.wants` link, as `systemctl enable` makes it),
 //! its configuration naming the controller, the controller's task list signing key and its TLS
-//! certificate. The configuration is validated before anything is written. The image must not carry a
+//! certificate, each of which may be left to the kernel command line (a network boot image carries none
+//! of them: `plinth.controller=`, `plinth.key=`, `plinth.tls=`). The configuration is validated before
+//! anything is written. The image must not carry a
 //! node key: every node makes its own on first boot, so one found in the tree is refused. Nothing else
 //! node-specific may stay either: `/etc/hostname` is removed, `/etc/machine-id` emptied, and whatever
 //! else belongs to one machine is reported ([`node_specific`]).
@@ -39,10 +41,12 @@ pub struct InjectOptions {
     /// The controllers' URLs (`https://host:port`), in order of preference; may be left to the kernel
     /// command line (empty).
     pub controllers: Vec<String>,
-    /// The controller's signing key, as `plinth-controller key show` prints it.
-    pub public_key: String,
-    /// A PEM file with the controller's TLS certificate (pinned by the agent).
-    pub cert: PathBuf,
+    /// The controller's signing key, as `plinth-controller key show` prints it; `None` leaves it to the
+    /// kernel command line's `plinth.key=`.
+    pub public_key: Option<String>,
+    /// A PEM file with the controller's TLS certificate (pinned by the agent); `None` leaves the trust
+    /// to the kernel command line's `plinth.tls=`.
+    pub cert: Option<PathBuf>,
     /// Tags every node booted from the image has.
     pub tags: Vec<String>,
     /// An enrollment token that admits the nodes.
@@ -102,7 +106,8 @@ pub struct Injected {
 pub fn config_text(opts: &InjectOptions) -> String {
     let mut text = String::from(
         "# Written by `plinth-agent image inject`. The kernel command line (plinth.controller=,\n\
-         # plinth.tags=, plinth.labels=, plinth.rack=, plinth.name=, plinth.token=) adds to it.\n",
+         # plinth.key=, plinth.tls=, plinth.tags=, plinth.labels=, plinth.rack=, plinth.name=,\n\
+         # plinth.token=) adds to it.\n",
     );
     match opts.controllers.as_slice() {
         [] => {}
@@ -112,11 +117,15 @@ pub fn config_text(opts: &InjectOptions) -> String {
             text.push_str(&format!("controllers = [{}]\n", urls.join(", ")));
         }
     }
-    text.push_str(&format!(
-        "controller_public_key = {}\ncontroller_cert = {}\n",
-        toml_string(opts.public_key.trim()),
-        toml_string(CERT_PATH)
-    ));
+    if let Some(key) = &opts.public_key {
+        text.push_str(&format!(
+            "controller_public_key = {}\n",
+            toml_string(key.trim())
+        ));
+    }
+    if opts.cert.is_some() {
+        text.push_str(&format!("controller_cert = {}\n", toml_string(CERT_PATH)));
+    }
     if !opts.tags.is_empty() {
         let tags: Vec<String> = opts.tags.iter().map(|t| toml_string(t)).collect();
         text.push_str(&format!("tags = [{}]\n", tags.join(", ")));
@@ -156,8 +165,8 @@ pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
 /// Validates the options and writes the agent's files into `opts.root`; returns the paths written.
 fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
     let root = &opts.root;
-    // The configuration must load as the agent will load it (the controller may come from the kernel
-    // command line, so a placeholder stands in for a missing one).
+    // The configuration must load as the agent will load it (the controller, its key and its TLS pin
+    // may come from the kernel command line, so placeholders stand in for missing ones).
     let text = config_text(opts);
     let config_in_image = Path::new(DEFAULT_CONFIG_PATH);
     let file =
@@ -168,20 +177,35 @@ fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
         } else {
             Vec::new()
         },
+        key: opts.public_key.is_none().then(|| {
+            plinth_common::signing::public_key_to_text(
+                &plinth_common::signing::signing_key_from_seed([1; 32]).verifying_key(),
+            )
+        }),
+        tls: opts
+            .cert
+            .is_none()
+            .then(|| plinth_common::signing::tls_key_pin(b"placeholder")),
         ..KernelCmdline::default()
     };
     Settings::resolve(file, config_in_image, &cmdline, &Overrides::default())
         .map_err(|e| ImageError::Config(e.to_string()))?;
-    let cert = std::fs::read(&opts.cert).map_err(|e| ImageError::Cert {
-        path: opts.cert.clone(),
-        message: e.to_string(),
-    })?;
-    if !String::from_utf8_lossy(&cert).contains("-----BEGIN CERTIFICATE-----") {
-        return Err(ImageError::Cert {
-            path: opts.cert.clone(),
-            message: "holds no PEM certificate".into(),
-        });
-    }
+    let cert = match &opts.cert {
+        Some(path) => {
+            let cert = std::fs::read(path).map_err(|e| ImageError::Cert {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            if !String::from_utf8_lossy(&cert).contains("-----BEGIN CERTIFICATE-----") {
+                return Err(ImageError::Cert {
+                    path: path.clone(),
+                    message: "holds no PEM certificate".into(),
+                });
+            }
+            Some(cert)
+        }
+        None => None,
+    };
     let binary = std::fs::read(&opts.binary).map_err(|e| ImageError::Write {
         path: opts.binary.clone(),
         source: e,
@@ -206,7 +230,9 @@ fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
     put(BINARY_PATH, &binary, 0o755)?;
     put(&format!("{UNIT_DIR}/{UNIT_NAME}"), UNIT.as_bytes(), 0o644)?;
     put(DEFAULT_CONFIG_PATH, text.as_bytes(), 0o600)?;
-    put(CERT_PATH, &cert, 0o644)?;
+    if let Some(cert) = &cert {
+        put(CERT_PATH, cert, 0o644)?;
+    }
 
     let wants = inside(root, WANTS_DIR);
     let link = wants.join(UNIT_NAME);
@@ -246,10 +272,10 @@ mod tests {
             root: root.to_path_buf(),
             binary,
             controllers: vec!["https://10.20.0.2:7443".into()],
-            public_key: signing::public_key_to_text(
+            public_key: Some(signing::public_key_to_text(
                 &signing::signing_key_from_seed([3; 32]).verifying_key(),
-            ),
-            cert,
+            )),
+            cert: Some(cert),
             tags: vec!["compute".into(), "ssd".into()],
             enrollment_token: Some("tok\"en".into()),
         }
@@ -299,7 +325,7 @@ mod tests {
             .contains("ExecStart=/usr/bin/plinth-agent"));
         assert_eq!(
             std::fs::read(root.join("etc/plinth/controller.pem")).unwrap(),
-            std::fs::read(&opts.cert).unwrap()
+            std::fs::read(opts.cert.as_ref().unwrap()).unwrap()
         );
         // The configuration loads as the booted agent will load it.
         let file = FileConfig::load(&root.join("etc/plinth/agent.toml")).unwrap();
@@ -326,16 +352,16 @@ mod tests {
     fn refuses_a_node_key_a_bad_key_and_a_missing_certificate() {
         let (_dir, root) = tree();
         let mut opts = options(&root);
-        opts.public_key = "not-a-key".into();
+        opts.public_key = Some("not-a-key".into());
         let e = inject(&opts).unwrap_err().to_string();
         assert!(e.contains("controller_public_key"), "{e}");
         assert!(!root.join(BINARY_PATH).exists(), "nothing is written");
 
         let mut opts = options(&root);
-        std::fs::write(&opts.cert, "junk").unwrap();
+        std::fs::write(opts.cert.as_ref().unwrap(), "junk").unwrap();
         let e = inject(&opts).unwrap_err().to_string();
         assert!(e.contains("no PEM certificate"), "{e}");
-        opts.cert = root.join("missing.pem");
+        opts.cert = Some(root.join("missing.pem"));
         assert!(inject(&opts).is_err());
 
         let opts = options(&root);
@@ -356,6 +382,54 @@ mod tests {
             !text.contains("\ncontroller =") && !text.contains("\ncontrollers ="),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_network_boot_image_carries_nothing_about_the_controller() {
+        let (_dir, root) = tree();
+        let mut opts = options(&root);
+        opts.controllers = Vec::new();
+        opts.public_key = None;
+        opts.cert = None;
+        opts.tags = Vec::new();
+        opts.enrollment_token = None;
+        let done = inject(&opts).unwrap();
+        assert!(
+            !done.written.iter().any(|p| p == CERT_PATH),
+            "{:?}",
+            done.written
+        );
+        assert!(!root.join("etc/plinth/controller.pem").exists());
+        let text = std::fs::read_to_string(root.join("etc/plinth/agent.toml")).unwrap();
+        let file = FileConfig::parse(&text, Path::new("agent.toml")).unwrap();
+        assert_eq!(file, FileConfig::default(), "{text}");
+        // The booted agent takes everything from its kernel command line, and without it stops saying
+        // what is missing.
+        let key =
+            signing::public_key_to_text(&signing::signing_key_from_seed([5; 32]).verifying_key());
+        let pin = signing::tls_key_pin(b"spki");
+        let s = Settings::resolve(
+            file.clone(),
+            Path::new("agent.toml"),
+            &crate::cmdline::parse(&format!(
+                "plinth.controller=https://10.0.2.2:7443 plinth.key={key} plinth.tls={pin}"
+            )),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.trust,
+            crate::config::ServerTrust::KeyPin(signing::tls_key_pin_digest(b"spki"))
+        );
+        let e = Settings::resolve(
+            file,
+            Path::new("agent.toml"),
+            &crate::cmdline::parse("plinth.controller=https://10.0.2.2:7443"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("plinth.key="), "{e}");
     }
 
     #[test]

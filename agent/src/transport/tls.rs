@@ -1,10 +1,12 @@
 //! The agent's TLS configuration. The agent presents a self-signed client certificate made from its node
-//! key, so the controller knows which node every request comes from. It trusts the controller either by
-//! pinning its exact certificate (the default for self-signed controllers) or through CA certificates.
-//! Only the `ring` provider is used.
+//! key, so the controller knows which node every request comes from. It trusts the controller by pinning
+//! its exact certificate (the default for self-signed controllers), by pinning its key (the SHA-256 of
+//! the certificate's SubjectPublicKeyInfo, which a network boot image gets on its kernel command line),
+//! or through CA certificates. Only the `ring` provider is used.
 
 use crate::config::ServerTrust;
 use crate::identity::NodeIdentity;
+use plinth_common::signing;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{
     verify_tls12_signature, verify_tls13_signature, CryptoProvider, WebPkiSupportedAlgorithms,
@@ -50,6 +52,10 @@ pub fn client_config(
     let verifier: Arc<dyn ServerCertVerifier> = match trust {
         ServerTrust::Pinned(path) => Arc::new(PinnedServerCert::new(
             first_certificate(path)?,
+            provider.signature_verification_algorithms,
+        )),
+        ServerTrust::KeyPin(digest) => Arc::new(PinnedServerCert::for_key(
+            *digest,
             provider.signature_verification_algorithms,
         )),
         ServerTrust::Ca(path) => {
@@ -127,23 +133,62 @@ fn first_certificate(path: &Path) -> Result<CertificateDer<'static>, TlsError> {
     Ok(certs.swap_remove(0))
 }
 
-/// Accepts exactly one end-entity certificate (byte for byte) and still checks that the server proves it
-/// holds that certificate's key in the handshake. Names, dates and issuers are not consulted: the pin is
-/// the trust decision.
+/// Accepts one end-entity certificate, by what is pinned (the certificate byte for byte, or its key), and
+/// still checks that the server proves it holds that certificate's key in the handshake. Names, dates and
+/// issuers are not consulted: the pin is the trust decision.
 #[derive(Debug)]
 pub struct PinnedServerCert {
-    pinned: CertificateDer<'static>,
+    pinned: Pin,
     algorithms: WebPkiSupportedAlgorithms,
+}
+
+/// What a [`PinnedServerCert`] accepts.
+#[derive(Debug)]
+enum Pin {
+    /// Exactly this certificate.
+    Certificate(CertificateDer<'static>),
+    /// Any certificate whose SubjectPublicKeyInfo (DER) has this SHA-256: a certificate made again for
+    /// the same key keeps the pin.
+    Key([u8; 32]),
 }
 
 impl PinnedServerCert {
     /// Pins `cert`, verifying handshake signatures with `algorithms`.
     pub fn new(cert: CertificateDer<'static>, algorithms: WebPkiSupportedAlgorithms) -> Self {
         PinnedServerCert {
-            pinned: cert,
+            pinned: Pin::Certificate(cert),
             algorithms,
         }
     }
+
+    /// Pins the key whose SubjectPublicKeyInfo hashes to `digest` ([`signing::tls_key_pin_digest`]),
+    /// verifying handshake signatures with `algorithms`.
+    pub fn for_key(digest: [u8; 32], algorithms: WebPkiSupportedAlgorithms) -> Self {
+        PinnedServerCert {
+            pinned: Pin::Key(digest),
+            algorithms,
+        }
+    }
+}
+
+/// Whether `end_entity`'s key is the one `digest` pins; a mismatch names both keys' pins.
+fn check_key_pin(end_entity: &CertificateDer<'_>, digest: &[u8; 32]) -> Result<(), rustls::Error> {
+    let cert = webpki::EndEntityCert::try_from(end_entity)
+        .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+    let spki = cert.subject_public_key_info();
+    if signing::tls_key_pin_digest(spki.as_ref()) == *digest {
+        return Ok(());
+    }
+    let mismatch = KeyPinMismatch {
+        found: signing::tls_key_pin(spki.as_ref()),
+        pinned: format!("{}{}", signing::TLS_KEY_PIN_PREFIX, hex::encode(digest)),
+    };
+    // Said here, in the message itself, and not only in the failed request's error field: a
+    // network-booted node's console shows the journal's messages, not their fields.
+    tracing::warn!("refusing the controller's TLS certificate: {mismatch}");
+    Err(rustls::Error::InvalidCertificate(CertificateError::Other(
+        rustls::OtherError(Arc::new(mismatch)),
+    )))
 }
 
 impl ServerCertVerifier for PinnedServerCert {
@@ -155,13 +200,16 @@ impl ServerCertVerifier for PinnedServerCert {
         _ocsp_response: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        if end_entity.as_ref() == self.pinned.as_ref() {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::ApplicationVerificationFailure,
-            ))
+        match &self.pinned {
+            Pin::Certificate(pinned) if end_entity.as_ref() == pinned.as_ref() => {}
+            Pin::Certificate(_) => {
+                return Err(rustls::Error::InvalidCertificate(
+                    CertificateError::ApplicationVerificationFailure,
+                ))
+            }
+            Pin::Key(digest) => check_key_pin(end_entity, digest)?,
         }
+        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -187,10 +235,35 @@ impl ServerCertVerifier for PinnedServerCert {
     }
 }
 
+/// A controller whose TLS key is not the pinned one. Its message names both pins, so an operator reading
+/// a refusing node's log sees which key the server it reached holds.
+struct KeyPinMismatch {
+    found: String,
+    pinned: String,
+}
+
+impl std::fmt::Display for KeyPinMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the controller's TLS key is {}, not the pinned plinth.tls={}",
+            self.found, self.pinned
+        )
+    }
+}
+
+// rustls prints the error it carries with `{:?}`: the same sentence.
+impl std::fmt::Debug for KeyPinMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for KeyPinMismatch {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plinth_common::signing;
 
     fn identity(n: u8) -> NodeIdentity {
         NodeIdentity::from_key(signing::signing_key_from_seed([n; 32]))
@@ -219,6 +292,56 @@ mod tests {
         assert!(v.verify_server_cert(&b, &[], &name, &[], now).is_err());
     }
 
+    /// The SubjectPublicKeyInfo of a certificate rcgen made, as rcgen itself writes it.
+    fn spki_of(key: &rcgen::KeyPair) -> Vec<u8> {
+        rcgen::PublicKeyData::subject_public_key_info(key)
+    }
+
+    #[test]
+    fn key_pinned_verifier_accepts_any_certificate_of_the_pinned_key_only() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let other = rcgen::KeyPair::generate().unwrap();
+        let cert_for = |key: &rcgen::KeyPair, name: &str| {
+            rcgen::CertificateParams::new(vec![name.to_string()])
+                .unwrap()
+                .self_signed(key)
+                .unwrap()
+                .der()
+                .clone()
+        };
+        let pin = signing::tls_key_pin_digest(&spki_of(&key));
+        let v = PinnedServerCert::for_key(pin, provider().signature_verification_algorithms);
+        let name = ServerName::try_from("controller").unwrap();
+        let now = UnixTime::now();
+        // Two certificates of the pinned key, with other names: both pass.
+        for cert in [cert_for(&key, "controller"), cert_for(&key, "elsewhere")] {
+            assert!(v.verify_server_cert(&cert, &[], &name, &[], now).is_ok());
+        }
+        // Another key, even with the same name, does not; nor does garbage.
+        let err = v
+            .verify_server_cert(&cert_for(&other, "controller"), &[], &name, &[], now)
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!(
+                "not the pinned plinth.tls={}",
+                signing::tls_key_pin(&spki_of(&key))
+            )) && text.contains(&signing::tls_key_pin(&spki_of(&other))),
+            "{text}"
+        );
+        let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x00]);
+        assert!(v
+            .verify_server_cert(&garbage, &[], &name, &[], now)
+            .is_err());
+        // The pin is computed from the certificate as it stands, as the common function does.
+        let cert = cert_for(&key, "controller");
+        let parsed = webpki::EndEntityCert::try_from(&cert).unwrap();
+        assert_eq!(
+            signing::tls_key_pin(parsed.subject_public_key_info().as_ref()),
+            signing::tls_key_pin(&spki_of(&key))
+        );
+    }
+
     #[test]
     fn config_builds_for_pinned_and_ca_trust() {
         let dir = tempfile::tempdir().unwrap();
@@ -229,6 +352,7 @@ mod tests {
         let cfg = client_config(&id, &ServerTrust::Pinned(pem.clone())).unwrap();
         assert_eq!(cfg.alpn_protocols, vec![b"http/1.1".to_vec()]);
         client_config(&id, &ServerTrust::Ca(pem)).unwrap();
+        client_config(&id, &ServerTrust::KeyPin([7; 32])).unwrap();
 
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "nothing here").unwrap();

@@ -8,6 +8,7 @@ mod support;
 
 mod failover;
 mod image_inject;
+mod key_pin;
 mod pull_loop;
 mod puppet_overhead;
 mod reload;

@@ -1,4 +1,5 @@
-//! Canonical bytes and ed25519 signatures for task lists, and node key fingerprints.
+//! Canonical bytes and ed25519 signatures for task lists, node key fingerprints, and pins of the
+//! controller's TLS key.
 //!
 //! A signed task list travels as an envelope `{"payload": base64, "signature": base64}`. The payload is the
 //! task list's JSON exactly as the controller serialised it; the signature covers a fixed domain string
@@ -145,6 +146,9 @@ pub enum KeyError {
     /// The text is not a 32-byte ed25519 public key in base64 or hex.
     #[error("not an ed25519 public key (32 bytes, base64 or hex): {0}")]
     BadPublicKey(String),
+    /// The text is not a TLS key pin, `sha256:` and 64 hex characters.
+    #[error("not a TLS key pin (sha256: and 64 hex characters): {0}")]
+    BadKeyPin(String),
 }
 
 /// What the verifying agent expects of a list.
@@ -375,6 +379,44 @@ pub fn public_key_from_text(text: &str) -> Result<VerifyingKey, KeyError> {
         .try_into()
         .map_err(|b: Vec<u8>| KeyError::BadPublicKey(format!("{} bytes, want 32", b.len())))?;
     VerifyingKey::from_bytes(&bytes).map_err(|e| KeyError::BadPublicKey(e.to_string()))
+}
+
+/// What starts a TLS key pin's text.
+pub const TLS_KEY_PIN_PREFIX: &str = "sha256:";
+
+/// The pin of a TLS key as the agent takes it (`plinth.tls=` on the kernel command line) and the
+/// controller prints it: `sha256:` and the lowercase hex SHA-256 of the certificate's
+/// SubjectPublicKeyInfo, DER, as it stands in the certificate. It names the key, not the certificate: a
+/// certificate made again for the same key (new names, new dates) keeps its pin.
+pub fn tls_key_pin(spki_der: &[u8]) -> String {
+    format!(
+        "{TLS_KEY_PIN_PREFIX}{}",
+        hex::encode(tls_key_pin_digest(spki_der))
+    )
+}
+
+/// The SHA-256 a TLS key pin carries, of a SubjectPublicKeyInfo's DER.
+pub fn tls_key_pin_digest(spki_der: &[u8]) -> [u8; 32] {
+    Sha256::digest(spki_der).into()
+}
+
+/// Reads a pin printed by [`tls_key_pin`] back to its digest. The prefix is `sha256:` exactly; the 64
+/// hex characters may be in either case.
+pub fn tls_key_pin_from_text(text: &str) -> Result<[u8; 32], KeyError> {
+    let text = text.trim();
+    let hex_part = text.strip_prefix(TLS_KEY_PIN_PREFIX).ok_or_else(|| {
+        KeyError::BadKeyPin(format!("{text:?} does not start with {TLS_KEY_PIN_PREFIX}"))
+    })?;
+    if hex_part.len() != 64 {
+        return Err(KeyError::BadKeyPin(format!(
+            "{} hex characters after {TLS_KEY_PIN_PREFIX}, want 64",
+            hex_part.len()
+        )));
+    }
+    let bytes = hex::decode(hex_part).map_err(|e| KeyError::BadKeyPin(e.to_string()))?;
+    bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| KeyError::BadKeyPin(format!("{} bytes, want 32", b.len())))
 }
 
 #[cfg(test)]

@@ -316,3 +316,49 @@ fn manifest_digests_change_with_any_byte_mode_or_name() {
         assert_ne!(manifest_digest(&changed), d, "{changed:?}");
     }
 }
+
+#[test]
+fn a_tls_key_pin_is_the_sha256_of_the_spki_and_reads_back() {
+    // SHA-256 of the empty input, a known value.
+    let empty = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    assert_eq!(tls_key_pin(b""), empty);
+    let spki = b"\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00 thirty-two bytes of a key.......";
+    let pin = tls_key_pin(spki);
+    assert!(pin.starts_with("sha256:") && pin.len() == 7 + 64, "{pin}");
+    assert!(pin[7..]
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert_eq!(
+        tls_key_pin_from_text(&pin).unwrap(),
+        tls_key_pin_digest(spki)
+    );
+    // Upper case hex and surrounding blanks are read too.
+    let upper = format!("sha256:{}", pin[7..].to_ascii_uppercase());
+    assert_eq!(
+        tls_key_pin_from_text(&format!(" {upper}\n")).unwrap(),
+        tls_key_pin_digest(spki)
+    );
+    assert_ne!(tls_key_pin(b"another key"), pin);
+}
+
+#[test]
+fn a_malformed_tls_key_pin_is_refused_saying_why() {
+    let hex64 = "ab".repeat(32);
+    for (text, why) in [
+        (hex64.clone(), "does not start with sha256:"),
+        (format!("SHA256:{hex64}"), "does not start with sha256:"),
+        (format!("sha1:{hex64}"), "does not start with sha256:"),
+        ("sha256:".to_string(), "0 hex characters"),
+        (format!("sha256:{}", &hex64[..62]), "62 hex characters"),
+        (format!("sha256:{hex64}ab"), "66 hex characters"),
+        (format!("sha256:{}zz", &hex64[..62]), "Invalid character"),
+        (
+            format!("sha256:{hex64}").replace('a', "é"),
+            "hex characters",
+        ),
+    ] {
+        let err = tls_key_pin_from_text(&text).unwrap_err().to_string();
+        assert!(err.starts_with("not a TLS key pin"), "{text}: {err}");
+        assert!(err.contains(why), "{text}: {err}");
+    }
+}

@@ -276,23 +276,6 @@ fn says_tag(node: &Value, tag: &str) -> bool {
         .any(|t| t.as_array().is_some_and(|t| t.iter().any(|t| t == tag)))
 }
 
-/// Polls `f` every half second until it holds or `timeout` passes; whether it held.
-fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    false
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// The newest Debian kernel and its initramfs in `/boot` (scripts/test.sh installs linux-image-amd64).
 fn debian_kernel() -> (String, String) {
     let mut kernels: Vec<String> = std::fs::read_dir("/boot")
@@ -504,7 +487,7 @@ fn make_image_refuses_bad_arguments_naming_what_is_wrong() {
     let (code, err) = run(&["--format", "zip", "out"]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("--format is dir, ext4 or qcow2, not zip"),
+        err.contains("--format is dir, ext4, qcow2 or netboot, not zip"),
         "{err}"
     );
     let (code, err) = run(&["--no-agent"]);

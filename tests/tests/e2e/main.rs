@@ -26,6 +26,7 @@ mod hostile;
 mod hostile_agent;
 mod hostile_files;
 mod images;
+mod netboot;
 mod packages;
 mod plinthctl;
 mod plinthctl_expr;

@@ -147,6 +147,12 @@ impl FakeController {
     pub fn public_key(&self) -> String {
         signing::public_key_to_text(&self.key.verifying_key())
     }
+
+    /// The pin of its TLS key, as `plinth.tls=` takes it.
+    pub fn tls_pin(&self) -> String {
+        let cert = webpki::EndEntityCert::try_from(&self.identity.0).unwrap();
+        signing::tls_key_pin(cert.subject_public_key_info().as_ref())
+    }
 }
 
 async fn serve(
@@ -401,23 +407,36 @@ impl AgentProcess {
         Self::start_configured(controllers[0], &line, cmdline, extra)
     }
 
+    /// Starts an agent as a network boot image does: its configuration file says nothing about the
+    /// controller (only the test's timings and state directory); `cmdline` gives everything.
+    pub fn start_from_cmdline(cmdline: &str) -> AgentProcess {
+        Self::start_with_settings("", cmdline)
+    }
+
     fn start_configured(
         controller: &FakeController,
         controllers: &str,
         cmdline: &str,
         extra: &str,
     ) -> AgentProcess {
+        let settings = format!(
+            "{controllers}\ncontroller_public_key = \"{}\"\ncontroller_cert = \"{}\"\n{extra}\n",
+            controller.public_key(),
+            controller.cert.display(),
+        );
+        Self::start_with_settings(&settings, cmdline)
+    }
+
+    /// Writes a config of `settings` and the test's state directory and timings, and starts the agent.
+    fn start_with_settings(settings: &str, cmdline: &str) -> AgentProcess {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("cmdline"), cmdline).unwrap();
         let config = dir.path().join("agent.toml");
         std::fs::write(
             &config,
             format!(
-                "{controllers}\ncontroller_public_key = \"{}\"\ncontroller_cert = \"{}\"\n\
-                 state_dir = \"{}\"\npoll_wait_secs = 5\nheartbeat_secs = 1\nbackoff_min_ms = 50\n\
-                 backoff_max_ms = 500\nkill_grace_secs = 1\n{extra}\n",
-                controller.public_key(),
-                controller.cert.display(),
+                "state_dir = \"{}\"\npoll_wait_secs = 5\nheartbeat_secs = 1\nbackoff_min_ms = 50\n\
+                 backoff_max_ms = 500\nkill_grace_secs = 1\n{settings}",
                 dir.path().join("state").display(),
             ),
         )
