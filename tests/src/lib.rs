@@ -111,7 +111,7 @@ pub struct ReservedPort {
 
 impl ReservedPort {
     /// Gives the port up, for the server about to bind it.
-    fn release(mut self) -> u16 {
+    pub fn release(mut self) -> u16 {
         self.socket = None;
         self.port
     }

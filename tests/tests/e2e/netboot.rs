@@ -1,11 +1,13 @@
-//! A network boot image end to end: `packaging/make-image --format netboot` makes a kernel and an
-//! initramfs with the agent in it and nothing about any controller; qemu boots them (`-kernel`,
-//! `-initrd`, as iPXE would) with a kernel command line that gives the controller, its signing key, the
-//! pin of its TLS key and an enrolment token. The controller is a real one on this machine, reached from
-//! qemu's user-mode network at 10.0.2.2. With the right pin the machine registers, its facts show the
-//! virtual machine (the MAC and DMI product name qemu was given), and it runs a deployment's task; with
-//! a wrong pin it never registers, and its serial console says why. Needs root (to build the image) and
-//! qemu; KVM when it works here, else TCG.
+//! A network boot end to end: `packaging/make-image --format netboot` makes a kernel and an initramfs
+//! with the agent in it and nothing about any controller. First qemu boots them directly (`-kernel`,
+//! `-initrd`) with a wrong pin of the controller's TLS key: the machine never registers, and its serial
+//! console says why. Then a machine enrolled by its MAC boots from the network: its firmware's iPXE (qemu's
+//! own NIC ROM) asks the controller's boot listener for its script, fetches the kernel and initramfs it
+//! names, and boots with the command line the listener wrote (the controller, its signing key, the pin
+//! of its TLS key, the enrollment token); it registers as its enrolled name, rack and labels, its facts
+//! show the virtual machine (MAC, DMI product name), and it runs a deployment's task. The controller is
+//! a real one on this machine, reached from qemu's user-mode network at 10.0.2.2. Needs root (to build
+//! the image) and qemu; KVM when it works here, else TCG.
 
 use plinth_common::signing;
 use plinth_e2e::images::{netboot_image, Scratch};
@@ -91,21 +93,37 @@ struct Vm {
     started: Instant,
 }
 
+/// How a machine boots.
+enum Boot<'a> {
+    /// qemu loads the image itself, with this command line.
+    Direct(&'a Path, &'a str),
+    /// From the network: the firmware's iPXE gets this URL as its boot file from qemu's DHCP.
+    Network(&'a str),
+}
+
 impl Vm {
-    fn boot(image: &Path, home: &Path, name: &str, accel: &str, cmdline: &str) -> Vm {
+    fn boot(home: &Path, name: &str, accel: &str, how: Boot<'_>) -> Vm {
         let console = home.join(format!("{name}.console"));
         let mut qemu = Command::new(plinth_e2e::needs::qemu());
         qemu.args(["-accel", accel, "-m", "2048", "-smp", "2", "-no-reboot"])
             .args(["-display", "none", "-monitor", "none"])
             .arg("-serial")
-            .arg(format!("file:{}", console.display()))
-            .arg("-kernel")
-            .arg(image.join("vmlinuz"))
-            .arg("-initrd")
-            .arg(image.join("initrd.img"))
-            .args(["-append", cmdline])
-            .args(["-netdev", "user,id=n0"])
-            .args(["-device", &format!("virtio-net-pci,netdev=n0,mac={MAC}")])
+            .arg(format!("file:{}", console.display()));
+        match how {
+            Boot::Direct(image, cmdline) => {
+                qemu.arg("-kernel")
+                    .arg(image.join("vmlinuz"))
+                    .arg("-initrd")
+                    .arg(image.join("initrd.img"))
+                    .args(["-append", cmdline])
+                    .args(["-netdev", "user,id=n0"]);
+            }
+            Boot::Network(url) => {
+                qemu.args(["-boot", "n"])
+                    .args(["-netdev", &format!("user,id=n0,bootfile={url}")]);
+            }
+        }
+        qemu.args(["-device", &format!("virtio-net-pci,netdev=n0,mac={MAC}")])
             .args([
                 "-smbios",
                 &format!("type=1,manufacturer=Plinth,product={PRODUCT},serial={SERIAL}"),
@@ -169,8 +187,20 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
 
     // Admission by the enrolment token alone: no auto-accept, no operator.
     let token = "netboot-enrol-5a1e";
-    let c = Controller::start_with(&["--enrollment-token", token]);
-    let port = c.url.rsplit(':').next().expect("the controller's port");
+    let config = work.path().join("controller.toml");
+    std::fs::write(&config, "").unwrap();
+    let mut c = Controller::start_with(&[
+        "--enrollment-token",
+        token,
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let port = c
+        .url
+        .rsplit(':')
+        .next()
+        .expect("the controller's port")
+        .to_string();
     let key = c.public_key();
     let pin = controller_pin(&c);
     // qemu's user-mode network: the host's loopback is 10.0.2.2 from inside.
@@ -185,7 +215,13 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     // handshake (the serial console says so, naming the key the controller holds) and never registers.
     let wrong = signing::tls_key_pin(b"the key of some other controller");
     {
-        let vm = Vm::boot(&image, work.path(), "wrong-pin", accel, &cmdline(&wrong));
+        let wrong_cmdline = cmdline(&wrong);
+        let vm = Vm::boot(
+            work.path(),
+            "wrong-pin",
+            accel,
+            Boot::Direct(&image, &wrong_cmdline),
+        );
         let refusal =
             format!("the controller's TLS key is {pin}, not the pinned plinth.tls={wrong}");
         let refused = wait_for(BOOT, || vm.console().matches(&refusal).count() >= 2);
@@ -203,8 +239,43 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
         assert_eq!(nodes, json!([]), "no node registered: {nodes:#}");
     }
 
-    // The right pin: the machine registers, admitted by the token, with facts that show this VM.
-    let vm = Vm::boot(&image, work.path(), "right-pin", accel, &cmdline(&pin));
+    // The boot listener, as servers on qemu's network reach it; the controller restarted with it.
+    let boot = reserve_port();
+    let boot_port = boot.port;
+    std::fs::write(
+        &config,
+        format!(
+            "[netboot]\nlisten = \"127.0.0.1:{boot_port}\"\nurl = \"http://10.0.2.2:{boot_port}\"\n\
+             controller_url = \"https://10.0.2.2:{port}\"\nimages = {:?}\n\
+             kernel_args = \"console=ttyS0\"\npass_enrollment_token = true\n",
+            image.display().to_string()
+        ),
+    )
+    .unwrap();
+    boot.release();
+    c.restart();
+    // The machine is enrolled by its MAC (as Ironic's file names it) before it ever boots.
+    let enrollment = format!(
+        r#"{{"nodes": [{{"name": "nb-01", "driver": "ipmi",
+            "driver_info": {{"ipmi_address": "192.0.2.9", "ipmi_username": "u", "ipmi_password": "p"}},
+            "extra": {{"rack": "r9", "room": "lab"}},
+            "ports": [{{"address": "{MAC}"}}]}}]}}"#
+    );
+    let a = c.api.raw(
+        "POST",
+        "/enrollments",
+        Some(&c.api.token),
+        Some(("application/json", enrollment.into_bytes())),
+    );
+    assert_eq!(a.status, 201, "{}", a.body);
+
+    // It boots from the network: iPXE, the script, the kernel and initramfs, all from the controller.
+    let vm = Vm::boot(
+        work.path(),
+        "network",
+        accel,
+        Boot::Network(&format!("http://10.0.2.2:{boot_port}/boot/ipxe")),
+    );
     let mut listed = Value::Null;
     let registered = wait_for(BOOT, || {
         listed = c.api.get("/nodes").unwrap_or(Value::Null);
@@ -218,6 +289,9 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     let nodes = listed.as_array().unwrap();
     assert_eq!(nodes.len(), 1, "{listed:#}");
     let line = &nodes[0];
+    assert_eq!(line["name"], "nb-01", "its enrolled name: {line:#}");
+    assert_eq!(line["rack"], "r9", "{line:#}");
+
     assert_eq!(
         line["admission"], "accepted",
         "the token admits it: {line:#}"
@@ -252,4 +326,9 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     let out = task["stdout_tail"].as_str().unwrap_or_default();
     assert!(out.contains(PRODUCT), "{task:#}");
     assert!(out.contains(&format!("plinth.tls={pin}")), "{task:#}");
+    // Only the boot listener's script writes these: iPXE booted what the controller served.
+    assert!(
+        out.contains("initrd=initrd.img BOOTIF=01-52-54-00-9e-70-01"),
+        "{task:#}"
+    );
 }
