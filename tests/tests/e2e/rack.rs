@@ -10,8 +10,11 @@
 //! dnsmasq, chains to the controller's boot listener and boots the discovery image; each agent registers
 //! as its enrolled name, rack and labels (matched by MAC), a deployment runs a task on all three, and
 //! one is powered off through IPMI (libvirt shows it shut off). The failing BMCs show `unknown` with
-//! their errors and hold up nothing; no BMC password is ever shown. Everything made (domains, emulators,
-//! dnsmasq, namespace, bridge, and libvirt's daemons when started here) is removed on every path.
+//! their errors and hold up nothing. Then the network's addresses come from another DHCP server and
+//! dnsmasq answers only the PXE part (`dnsmasq-config --proxy`, in a second namespace): the powered-off
+//! server, set to boot from the network through IPMI, boots again that way and its new agent key takes
+//! its node. No BMC password is ever shown. Everything made (domains, emulators,
+//! dnsmasq, namespaces, bridge, and libvirt's daemons when started here) is removed on every path.
 //!
 //! Needs root, qemu, dnsmasq, Debian's ipxe, libvirt and the BMC emulators (`PLINTH_BMC_VENV`).
 
@@ -134,6 +137,8 @@ impl Drop for Domain {
         if let Err(e) = virsh(&["undefine", &self.name]) {
             eprintln!("cannot undefine the test domain {}: {e}", self.name);
         }
+        // libvirt's log of the domain's qemu.
+        let _ = std::fs::remove_file(format!("/var/log/libvirt/qemu/{}.log", self.name));
     }
 }
 
@@ -172,7 +177,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     require_root("a rack of libvirt domains on a network of the test's own");
     plinth_e2e::needs::qemu();
     bmc_support::venv();
-    let dnsmasq = bmc_support::program("dnsmasq", "dnsmasq-base");
+    let dnsmasq_bin = bmc_support::program("dnsmasq", "dnsmasq-base");
     bmc_support::program("ipmitool", "ipmitool");
     let work = Scratch::new("4G");
     let image = work.path().join("netboot");
@@ -257,7 +262,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     std::fs::write(&conf, &dnsmasq_conf).unwrap();
     let dnsmasq_log = work.path().join("dnsmasq.log");
     let child = ns
-        .command(&dnsmasq)
+        .command(&dnsmasq_bin)
         .arg("--keep-in-foreground")
         .arg(format!("--conf-file={}", conf.display()))
         // As root, dnsmasq serves world-readable files over TFTP (the TFTP root's are).
@@ -505,6 +510,129 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
             .unwrap_or_else(|| panic!("{table}"));
         assert!(row.contains("unknown"), "{table}");
     }
+
+    // Proxy DHCP: another server hands out addresses (a plain dnsmasq, no boot options, in the
+    // namespace), and a dnsmasq configured with `--proxy` in a second namespace answers the PXE part
+    // only. rack-03 is set to boot from the network through IPMI (which opens its node to a new agent
+    // key) and powered on: it boots again through the proxy, and its new agent takes its node.
+    let before = c.api.get(&format!("/nodes/{}", ids[2])).unwrap()["node_key"].clone();
+    dnsmasq.stop();
+    let plain_log = work.path().join("dhcp.log");
+    let child = ns
+        .command(&dnsmasq_bin)
+        .arg("--keep-in-foreground")
+        .arg("--conf-file=/dev/null")
+        .arg("--port=0")
+        .arg(format!("--interface={inner}"))
+        .arg("--bind-interfaces")
+        .arg(format!(
+            "--dhcp-range={},{},255.255.255.0,1h",
+            bridge.host(160),
+            bridge.host(199)
+        ))
+        .arg("--user=root")
+        .arg(format!(
+            "--pid-file={}",
+            work.path().join("dhcp.pid").display()
+        ))
+        .arg(format!(
+            "--dhcp-leasefile={}",
+            work.path().join("dhcp.leases").display()
+        ))
+        .arg(format!("--log-facility={}", plain_log.display()))
+        .arg("--log-dhcp")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dnsmasq starts");
+    let _plain = Guarded::new(child, Duration::from_secs(5));
+    let proxy_ns = Netns::new(&format!("plinth-rackp-{u}"));
+    let proxy_inner = format!("plpi{u}");
+    bridge.plug(&proxy_ns, &format!("plpo{u}"), &proxy_inner, Some(3));
+    let (ok, proxy_conf, err) = c.command(&[
+        "netboot",
+        "dnsmasq-config",
+        "--interface",
+        &proxy_inner,
+        "--proxy",
+        &bridge.host(0),
+        "--boot-url",
+        &boot_url,
+        "--tftp-root",
+        work.path().join("tftp-proxy").to_str().unwrap(),
+    ]);
+    assert!(ok, "dnsmasq-config --proxy: {err}");
+    let proxy_conf_path = work.path().join("dnsmasq-proxy.conf");
+    std::fs::write(&proxy_conf_path, &proxy_conf).unwrap();
+    let proxy_log = work.path().join("proxy.log");
+    let child = proxy_ns
+        .command(&dnsmasq_bin)
+        .arg("--keep-in-foreground")
+        .arg(format!("--conf-file={}", proxy_conf_path.display()))
+        .arg("--user=root")
+        .arg(format!(
+            "--pid-file={}",
+            work.path().join("proxy.pid").display()
+        ))
+        .arg(format!("--log-facility={}", proxy_log.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dnsmasq starts");
+    let _proxy = Guarded::new(child, Duration::from_secs(5));
+    let (ok, out, err) = said.plinthctl(
+        &c,
+        &[
+            "--output",
+            "json",
+            "nodes",
+            "boot-device",
+            "rack-03",
+            "pxe",
+            "--once",
+        ],
+    );
+    assert!(ok, "boot-device through IPMI: {out}{err}");
+    let set: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(set["rekey"], true, "{set:#}");
+    let rebooted = Instant::now();
+    let (ok, out, err) = said.plinthctl(&c, &["nodes", "power", "on", "rack-03"]);
+    assert!(ok, "{out}{err}");
+    let mut shown = Value::Null;
+    let rekeyed = wait_for(BOOT, || {
+        shown = c
+            .api
+            .get(&format!("/nodes/{}", ids[2]))
+            .unwrap_or(Value::Null);
+        shown["node_key"].is_string() && shown["node_key"] != before
+    });
+    let logs = || {
+        format!(
+            "DHCP: {}\nproxy: {}",
+            tail(&std::fs::read_to_string(&plain_log).unwrap_or_default(), 30),
+            tail(&std::fs::read_to_string(&proxy_log).unwrap_or_default(), 30)
+        )
+    };
+    assert!(
+        rekeyed,
+        "rack-03 boots again through proxy DHCP and its new agent takes its node: {shown:#}\n{}\n{}",
+        domains[2].tail(40),
+        logs()
+    );
+    eprintln!(
+        "rack-03 booted again through proxy DHCP and registered {:.1} s after it was powered on",
+        rebooted.elapsed().as_secs_f64()
+    );
+    assert_eq!(shown["name"], "rack-03", "{shown:#}");
+    assert_eq!(c.api.node_ids().len(), 3, "still three nodes");
+    let proxied = std::fs::read_to_string(&proxy_log).unwrap_or_default();
+    assert!(
+        proxied.contains(&domains[2].mac) && proxied.contains("plinth.ipxe"),
+        "{}",
+        logs()
+    );
 
     // No BMC password anywhere an operator looks.
     let shown = format!("{}{}", said.0, c.log());
