@@ -80,8 +80,10 @@ else
 fi
 
 # The slow booted-image tests: Debian's kernel under qemu without KVM (TCG), about half a minute; and a
-# network boot image built and booted under qemu (KVM when it works, else TCG), a few minutes.
+# network boot image built and booted under qemu (KVM when it works, else TCG), a few minutes; and a
+# rack of three libvirt domains powered on through sushy-tools (Redfish) and virtualbmc (IPMI), booting
+# from dnsmasq and the boot listener on a network of the test's own, two to three minutes.
 # PLINTH_SKIP_SLOW=1 leaves them out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
-  cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot::
+  cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot:: rack::
 fi

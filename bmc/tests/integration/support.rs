@@ -277,6 +277,66 @@ impl Sushy {
         unreachable!("the loop returns or fails")
     }
 
+    /// Starts an emulator with its libvirt driver (`qemu:///system`) for these libvirt domains (their
+    /// UUIDs: the emulator shows no other), which knows [`USER`] with `password`. libvirt's daemons must
+    /// run already ([`Libvirt::ensure`]).
+    // For the end-to-end rack test, which includes this file too.
+    #[allow(dead_code)]
+    pub fn start_libvirt(domains: &[String], password: &str) -> Sushy {
+        let venv = venv();
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("htpasswd"), htpasswd(&venv, USER, password)).unwrap();
+        let allowed: Vec<String> = domains.iter().map(|d| format!("'{d}'")).collect();
+        for attempt in 1.. {
+            let port = free_tcp_port();
+            let config = format!(
+                "SUSHY_EMULATOR_LIBVIRT_URI = 'qemu:///system'\n\
+                 SUSHY_EMULATOR_ALLOWED_INSTANCES = [{}]\n\
+                 SUSHY_EMULATOR_AUTH_FILE = {:?}\n\
+                 SUSHY_EMULATOR_STATE_DIR = {:?}\n\
+                 SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\n\
+                 SUSHY_EMULATOR_LISTEN_PORT = {port}\n",
+                allowed.join(", "),
+                dir.path().join("htpasswd"),
+                dir.path().join("state"),
+            );
+            let config_path = dir.path().join("emulator.conf");
+            fs::write(&config_path, config).unwrap();
+            let log = dir.path().join("emulator.log");
+            let mut child = spawn_logged(
+                Command::new(venv.join("sushy-emulator"))
+                    .arg("--config")
+                    .arg(&config_path),
+                &log,
+            )
+            .unwrap_or_else(|e| {
+                missing(&format!("sushy-emulator ({e})"), "pip install sushy-tools")
+            });
+            match wait_for("sushy-emulator", &log, &mut child, || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+            }) {
+                Ok(()) => {
+                    return Sushy {
+                        child,
+                        url: format!("http://127.0.0.1:{port}"),
+                        _dir: dir,
+                        systems: domains.to_vec(),
+                    };
+                }
+                Err(e) if attempt < 3 => eprintln!("{e}\ntrying another port"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        unreachable!("the loop returns or fails")
+    }
+
+    /// The emulator's log so far.
+    // For the end-to-end rack test, which includes this file too.
+    #[allow(dead_code)]
+    pub fn log(&self) -> String {
+        fs::read_to_string(self._dir.path().join("emulator.log")).unwrap_or_default()
+    }
+
     /// The path of system `i`.
     pub fn system_path(&self, i: usize) -> String {
         format!("/redfish/v1/Systems/{}", self.systems[i])
@@ -367,6 +427,8 @@ pub struct VirtualBmc {
     /// The BMC's UDP port.
     pub port: u16,
     vbmcd: Option<Child>,
+    /// Whether the domain was defined here (and is undefined when dropped).
+    owns_domain: bool,
     dir: tempfile::TempDir,
     venv: PathBuf,
     // Dropped last: the daemons outlive the domain.
@@ -385,10 +447,11 @@ impl VirtualBmc {
             std::process::id(),
             DOMAINS.fetch_add(1, Ordering::Relaxed)
         );
-        let mut vbmc = VirtualBmc {
+        let vbmc = VirtualBmc {
             domain: domain.clone(),
             port: free_udp_port(),
             vbmcd: None,
+            owns_domain: true,
             dir,
             venv,
             _libvirt: libvirt,
@@ -416,7 +479,33 @@ impl VirtualBmc {
         let xml_path = vbmc.dir.path().join("domain.xml");
         fs::write(&xml_path, xml).unwrap();
         virsh(&["define", xml_path.to_str().unwrap()]).unwrap();
+        vbmc.serve(password)
+    }
 
+    /// A BMC for `domain`, a libvirt domain defined already (left defined when dropped), that knows
+    /// [`USER`] with `password`, on a UDP port of the loopback.
+    // For the end-to-end rack test, which includes this file too.
+    #[allow(dead_code)]
+    pub fn for_domain(domain: &str, password: &str) -> VirtualBmc {
+        let venv = venv();
+        program("ipmitool", "ipmitool");
+        let libvirt = Libvirt::ensure();
+        let vbmc = VirtualBmc {
+            domain: domain.to_string(),
+            port: free_udp_port(),
+            vbmcd: None,
+            owns_domain: false,
+            dir: tempfile::tempdir().unwrap(),
+            venv,
+            _libvirt: libvirt,
+        };
+        vbmc.serve(password)
+    }
+
+    /// Starts vbmcd and the BMC of the domain.
+    fn serve(mut self, password: &str) -> VirtualBmc {
+        let vbmc = &mut self;
+        let domain = vbmc.domain.clone();
         // vbmcd with its own configuration, state and control port, so that nothing is shared with
         // another run.
         let config = vbmc.dir.path().join("virtualbmc.conf");
@@ -460,7 +549,7 @@ impl VirtualBmc {
         ])
         .unwrap();
         vbmc.vbmc(&["start", &domain]).unwrap();
-        vbmc
+        self
     }
 
     /// Runs `vbmc` against this test's vbmcd.
@@ -496,6 +585,9 @@ impl Drop for VirtualBmc {
         let _ = self.vbmc(&["delete", &self.domain]);
         if let Some(mut vbmcd) = self.vbmcd.take() {
             stop_group(&mut vbmcd, Duration::from_secs(10));
+        }
+        if !self.owns_domain {
+            return;
         }
         let _ = virsh(&["destroy", &self.domain]);
         if let Err(e) = virsh(&["undefine", &self.domain]) {

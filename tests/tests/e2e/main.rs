@@ -34,6 +34,7 @@ mod plinthctl_graph;
 mod postgres;
 mod power;
 mod pull_loop;
+mod rack;
 mod refusals;
 mod roles_tags_plugins;
 mod strategies;

@@ -37,7 +37,7 @@ fn controller_pin(c: &Controller) -> String {
 
 /// `kvm` when a kernel boots under it here (a nested host may offer /dev/kvm and still hang or fail
 /// its guests), else `tcg`; `PLINTH_QEMU_ACCEL` chooses. Probed once, with the image's kernel.
-fn accelerator(kernel: &Path, scratch: &Path) -> &'static str {
+pub(crate) fn accelerator(kernel: &Path, scratch: &Path) -> &'static str {
     static ACCEL: OnceLock<&'static str> = OnceLock::new();
     ACCEL.get_or_init(|| {
         match std::env::var("PLINTH_QEMU_ACCEL").as_deref() {

@@ -5,7 +5,7 @@
 
 #[allow(dead_code)]
 #[path = "../../../bmc/tests/integration/support.rs"]
-mod bmc_support;
+pub(crate) mod bmc_support;
 
 use bmc_support::{Sushy, VirtualBmc, USER};
 use plinth_e2e::*;
