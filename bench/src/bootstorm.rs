@@ -120,29 +120,42 @@ async fn boot_one(addr: String, i: usize) -> Result<u64> {
 }
 
 /// What the loopback carries: `clients` connections at once, each reading `bytes` from a plain TCP
-/// server in this process. Answers bytes per second.
+/// server on a thread and single-threaded runtime of its own (as the boot listener runs), writing from
+/// one buffer in memory (as the boot listener does). Answers bytes per second.
 async fn loopback(clients: usize, bytes: u64) -> Result<f64> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let chunk = Bytes::from(vec![7u8; 1 << 20]);
-    let server = tokio::spawn(async move {
-        for _ in 0..clients {
-            let Ok((mut s, _)) = listener.accept().await else {
-                return;
-            };
-            let chunk = chunk.clone();
-            tokio::spawn(async move {
-                let mut left = bytes;
-                while left > 0 {
-                    let n = left.min(chunk.len() as u64) as usize;
-                    if s.write_all(&chunk[..n]).await.is_err() {
-                        return;
+    let (bound, addr) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || -> Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            // The boot listener's backlog.
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind("127.0.0.1:0".parse()?)?;
+            let listener = socket.listen(4096)?;
+            let _ = bound.send(listener.local_addr()?);
+            let chunk = Bytes::from(vec![7u8; 1 << 20]);
+            let mut writers = tokio::task::JoinSet::new();
+            for _ in 0..clients {
+                let (mut s, _) = listener.accept().await?;
+                s.set_nodelay(true)?;
+                let chunk = chunk.clone();
+                writers.spawn(async move {
+                    let mut left = bytes;
+                    while left > 0 {
+                        let n = left.min(chunk.len() as u64) as usize;
+                        if s.write_all(&chunk[..n]).await.is_err() {
+                            return;
+                        }
+                        left -= n as u64;
                     }
-                    left -= n as u64;
-                }
-            });
-        }
+                });
+            }
+            while writers.join_next().await.is_some() {}
+            anyhow::Ok(())
+        })
     });
+    let addr = addr.recv().context("the loopback server did not start")?;
     let start = Instant::now();
     let mut readers = tokio::task::JoinSet::new();
     for _ in 0..clients {
@@ -150,15 +163,12 @@ async fn loopback(clients: usize, bytes: u64) -> Result<f64> {
             let mut s = tokio::net::TcpStream::connect(addr).await?;
             let mut buf = vec![0u8; 1 << 16];
             let mut got = 0u64;
-            loop {
+            while got < bytes {
                 let n = s.read(&mut buf).await?;
                 if n == 0 {
                     break;
                 }
                 got += n as u64;
-                if got >= bytes {
-                    break;
-                }
             }
             anyhow::Ok(got)
         });
@@ -167,8 +177,11 @@ async fn loopback(clients: usize, bytes: u64) -> Result<f64> {
     while let Some(r) = readers.join_next().await {
         total += r??;
     }
-    server.abort();
-    Ok(total as f64 / start.elapsed().as_secs_f64())
+    let secs = start.elapsed().as_secs_f64();
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("the loopback server panicked"))??;
+    Ok(total as f64 / secs)
 }
 
 /// Polls of the agent API by `probes` registered agents until `stop`: each poll's latency in µs.
@@ -230,6 +243,7 @@ pub async fn run(args: BootstormArgs) -> Result<()> {
 
     // One client alone first: the files' size (and the boot files read into memory).
     let per_client = boot_one(addr.clone(), usize::MAX >> 8).await?;
+    eprintln!("quiet agent API measured; the storm begins");
 
     let rss_peak = Arc::new(AtomicU64::new(0));
     let sampling = Arc::new(AtomicBool::new(true));
@@ -274,6 +288,7 @@ pub async fn run(args: BootstormArgs) -> Result<()> {
         let _ = s.await;
     }
     let served = args.clients - failed;
+    eprintln!("the storm is over; measuring the loopback");
     let wire = loopback(args.clients, per_client).await?;
 
     println!(
@@ -309,8 +324,8 @@ pub async fn run(args: BootstormArgs) -> Result<()> {
         println!(
             "  agent API   {what}: {} polls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             lat.len(),
-            sim::percentile_ms(lat, 50.0),
-            sim::percentile_ms(lat, 99.0),
+            sim::percentile_ms(lat, 0.50),
+            sim::percentile_ms(lat, 0.99),
             lat.last().map_or(0.0, |m| f64::from(*m) / 1000.0)
         );
     }

@@ -108,38 +108,77 @@ pub fn boot_url(settings: &Netboot, bound: SocketAddr) -> Result<String> {
 /// Binds the boot listener and serves it on a thread of its own until the process ends; answers the
 /// address bound.
 pub fn start(app: Arc<AppState>, settings: Netboot) -> Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind(settings.listen)
-        .with_context(|| format!("cannot listen on {} (netboot.listen)", settings.listen))?;
-    listener.set_nonblocking(true)?;
-    let bound = listener.local_addr()?;
-    let boot_url = boot_url(&settings, bound)?;
-    let boot = Arc::new(Boot {
-        files: files::BootFiles::new(&settings.images),
-        app,
-        settings,
-        boot_url,
-        snapshot: Mutex::new(None),
-    });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .thread_name("netboot")
-        .build()
-        .context("cannot start the boot listener's runtime")?;
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("netboot".into())
-        .spawn(move || runtime.block_on(serve(boot, listener)))
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = bound_tx
+                        .send(Err(anyhow::Error::new(e)
+                            .context("cannot start the boot listener's runtime")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let listener = match listen(settings.listen) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = bound_tx.send(Err(anyhow::Error::new(e).context(format!(
+                            "cannot listen on {} (netboot.listen)",
+                            settings.listen
+                        ))));
+                        return;
+                    }
+                };
+                let made = listener
+                    .local_addr()
+                    .map_err(anyhow::Error::new)
+                    .and_then(|bound| Ok((bound, boot_url(&settings, bound)?)));
+                let (bound, boot_url) = match made {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let _ = bound_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let boot = Arc::new(Boot {
+                    files: files::BootFiles::new(&settings.images),
+                    app,
+                    settings,
+                    boot_url,
+                    snapshot: Mutex::new(None),
+                });
+                let _ = bound_tx.send(Ok(bound));
+                serve(boot, listener).await;
+            });
+        })
         .context("cannot start the boot listener's thread")?;
-    Ok(bound)
+    bound_rx
+        .recv()
+        .context("the boot listener's thread ended before it listened")?
 }
 
-async fn serve(boot: Arc<Boot>, listener: std::net::TcpListener) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(error = %e, "the boot listener cannot start");
-            return;
-        }
+/// How many connections wait to be accepted: a rack's, arriving at once. The usual default (128) drops
+/// the rest of a boot storm's first packets, and their clients wait seconds to try again.
+const BACKLOG: u32 = 4096;
+
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
     };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+async fn serve(boot: Arc<Boot>, listener: tokio::net::TcpListener) {
     let slots = Arc::new(tokio::sync::Semaphore::new(boot.settings.max_connections));
     let router = Router::new()
         .route("/boot/ipxe", get(ipxe))
