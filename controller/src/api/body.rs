@@ -127,35 +127,36 @@ impl<T: Serialize> IntoResponse for Answer<T> {
 }
 
 /// Reads a request's whole body before any handler runs, within `timeout` and `limit`: a body that
-/// trickles is answered 408 and its connection freed, one too large 413, so a slow or endless body
-/// holds nothing for long.
+/// trickles is answered 408 and its connection freed, one too large 413 (the rest of it read and
+/// dropped for a few seconds first, so the client reads the answer rather than a reset), so a slow or
+/// endless body holds nothing for long.
 pub async fn read_whole(
     req: Request,
     next: axum::middleware::Next,
     limit: usize,
     timeout: std::time::Duration,
 ) -> Response {
-    let (parts, body) = req.into_parts();
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+    let (parts, mut body) = req.into_parts();
+    match tokio::time::timeout(timeout, collect(&mut body, limit)).await {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
                 .await
         }
-        Ok(Err(e)) => {
-            let too_large = e
-                .into_inner()
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            if too_large {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_large",
-                    format!("the request body is larger than {limit} bytes"),
-                )
-                .into_response()
-            } else {
-                ApiError::bad_request("the request body could not be read").into_response()
-            }
+        Ok(Err(Collect::TooLarge)) => {
+            linger(body);
+            let mut response = ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("the request body is larger than {limit} bytes"),
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+        Ok(Err(Collect::Unreadable)) => {
+            ApiError::bad_request("the request body could not be read").into_response()
         }
         Err(_) => {
             let mut response = ApiError::new(
@@ -173,6 +174,56 @@ pub async fn read_whole(
             response
         }
     }
+}
+
+/// Why a body was not collected.
+enum Collect {
+    /// It is larger than the limit (the rest is still unread).
+    TooLarge,
+    /// The connection failed while it was read.
+    Unreadable,
+}
+
+/// The body, whole, when it is at most `limit` bytes; stops reading at the first byte beyond.
+async fn collect(body: &mut axum::body::Body, limit: usize) -> Result<bytes::Bytes, Collect> {
+    use http_body_util::BodyExt as _;
+    let mut whole = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| Collect::Unreadable)?;
+        if let Ok(data) = frame.into_data() {
+            if whole.len() + data.len() > limit {
+                return Err(Collect::TooLarge);
+            }
+            whole.extend_from_slice(&data);
+        }
+    }
+    Ok(whole.freeze())
+}
+
+/// How much of a refused body is still read and thrown away, and for how long, before the connection
+/// closes: a client sends its whole body before it reads the answer, and a connection closed under it
+/// would make it see a reset instead of the `413` (a lingering close, as web servers do).
+const LINGER_BYTES: usize = 64 * 1024 * 1024;
+/// See [`LINGER_BYTES`].
+const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads and drops the rest of a refused body, within [`LINGER_BYTES`] and [`LINGER_TIME`].
+fn linger(mut body: axum::body::Body) {
+    tokio::spawn(async move {
+        use http_body_util::BodyExt as _;
+        let drain = async {
+            let mut left = LINGER_BYTES;
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Ok(data) = frame.into_data() {
+                    if data.len() >= left {
+                        break;
+                    }
+                    left -= data.len();
+                }
+            }
+        };
+        let _ = tokio::time::timeout(LINGER_TIME, drain).await;
+    });
 }
 
 #[cfg(test)]
