@@ -226,7 +226,10 @@ pub(crate) fn register_one(
     let node_id = match (existing, enrolled) {
         (Some(node_id), enrolled) => {
             let node_id = id(node_id);
-            let mut bound = enrollments::is_bound(t, node_id)?;
+            // Known to be an enrolled server's node here; else asked only when it matters (below).
+            let mut bound = enrolled
+                .as_ref()
+                .is_some_and(|e| e.node_id == Some(node_id));
             match enrolled {
                 Some(e) if e.node_id.is_none() => {
                     // Discovered before it was enrolled: it becomes its enrollment's node now.
@@ -292,7 +295,9 @@ pub(crate) fn register_one(
 /// (the operator's record, or the enrollment's, stands).
 fn refresh(t: &dyn Tx, node_id: u64, reg: &NodeRegistration, kept: bool) -> StoreResult<()> {
     let node = one_node(t, node_id)?;
-    if kept || node.admission == NodeAdmission::Accepted {
+    // An accepted node's report is kept apart whatever it is; only a discovered one's asks whether it
+    // is an enrolled server's (one query fewer on every accepted node's registration).
+    if kept || node.admission == NodeAdmission::Accepted || enrollments::is_bound(t, node_id)? {
         let fields = with_reported(&node, reg);
         t.exec(
             "UPDATE nodes SET facts = $2, last_seen = $3, model = $4 WHERE id = $1",
