@@ -105,6 +105,10 @@ pub struct FileConfig {
     pub controller_cert: Option<PathBuf>,
     /// PEM file with CA certificates that verify the controller's certificate (instead of pinning).
     pub ca_cert: Option<PathBuf>,
+    /// The pin of the controller's TLS key, `sha256:<hex>` (as `plinth.tls=` gives it; instead of
+    /// `controller_cert` or `ca_cert`). A provisioned system gets the pin its discovery image booted
+    /// with.
+    pub controller_tls_key: Option<String>,
     /// State directory.
     pub state_dir: Option<PathBuf>,
     /// Working directory of tasks.
@@ -264,16 +268,20 @@ impl Settings {
             }
         };
 
-        let file_trust = match (file.controller_cert, file.ca_cert) {
-            (Some(pinned), None) => Some(ServerTrust::Pinned(pinned)),
-            (None, Some(ca)) => Some(ServerTrust::Ca(ca)),
-            (Some(_), Some(_)) => {
+        let file_trust = match (file.controller_cert, file.ca_cert, file.controller_tls_key) {
+            (Some(pinned), None, None) => Some(ServerTrust::Pinned(pinned)),
+            (None, Some(ca), None) => Some(ServerTrust::Ca(ca)),
+            (None, None, Some(pin)) => Some(ServerTrust::KeyPin(
+                signing::tls_key_pin_from_text(&pin)
+                    .map_err(|e| invalid("controller_tls_key", e.to_string()))?,
+            )),
+            (None, None, None) => None,
+            _ => {
                 return Err(invalid(
                     "controller_cert",
-                    "set either controller_cert (pinned) or ca_cert, not both".into(),
+                    "set one of controller_cert (pinned), ca_cert or controller_tls_key".into(),
                 ))
             }
-            (None, None) => None,
         };
         let trust =
             match (&cmdline.tls, file_trust) {
@@ -748,7 +756,7 @@ mod tests {
         let err = resolve(&both, &format!("plinth.tls={}", pin()))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("not both"), "{err}");
+        assert!(err.contains("set one of controller_cert"), "{err}");
     }
 
     #[test]

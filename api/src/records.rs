@@ -15,6 +15,10 @@ pub enum NodeStatus {
     Discover,
     /// Taking part in a running deployment.
     Deploying,
+    /// Writing an operating system image to its disk (a `provision` task runs).
+    Provisioning,
+    /// Its operating system is installed (see [`NodeModelFields::provisioned`]), its roles not deployed.
+    Provisioned,
     /// Its last deployment succeeded.
     Ready,
     /// Its last deployment failed.
@@ -27,6 +31,8 @@ impl NodeStatus {
         match self {
             NodeStatus::Discover => "discover",
             NodeStatus::Deploying => "deploying",
+            NodeStatus::Provisioning => "provisioning",
+            NodeStatus::Provisioned => "provisioned",
             NodeStatus::Ready => "ready",
             NodeStatus::Error => "error",
         }
@@ -96,6 +102,30 @@ pub struct NodeModelFields {
     /// (an accepted node's word is facts, not authority: operators see it apart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reported: Option<Reported>,
+    /// The operating system its last `provision` task installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioned: Option<ProvisionedImage>,
+}
+
+/// What a `provision` task installed on a node, as the agent reported it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default)]
+pub struct ProvisionedImage {
+    /// The image: the served file's path or the URL.
+    pub image: String,
+    /// The SHA-256 of the image as downloaded.
+    pub sha256: String,
+    /// Its format as recognised (`raw`, `qcow2`, with the compression: `qcow2+zstd`).
+    pub format: String,
+    /// The disk it was written to (`/dev/sda`), with the disk's serial when it has one.
+    pub disk: String,
+    /// The disk's serial number, when it reports one.
+    pub disk_serial: Option<String>,
+    /// When the installed system came up, in milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// The deployment that provisioned it.
+    pub deployment_id: u64,
 }
 
 /// What an agent said of itself at registration.

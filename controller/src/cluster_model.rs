@@ -291,6 +291,8 @@ fn node_fields(record: &NodeRecord) -> Node {
         status: match record.status {
             StoredStatus::Discover => NodeStatus::Discover,
             StoredStatus::Deploying => NodeStatus::Deploying,
+            StoredStatus::Provisioning => NodeStatus::Provisioning,
+            StoredStatus::Provisioned => NodeStatus::Provisioned,
             StoredStatus::Ready => NodeStatus::Ready,
             StoredStatus::Error => NodeStatus::Error,
         },

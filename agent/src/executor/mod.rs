@@ -10,6 +10,8 @@
 //! | [`copy_files`] | `copy_files` |
 //! | [`sync`] | `sync` |
 //! | [`reboot`] | `reboot` |
+//! | [`boot_device`] | `boot_device` |
+//! | [`move_to_bootstrap`] | `move_to_bootstrap` |
 //! | [`noop`] | `skipped`, `stage`, `group`, and every kind but `puppet` in a no-op deployment |
 //!
 //! Helpers: [`process`] (a command held by the agent's tracker, with timeout and capture), [`output`]
@@ -17,7 +19,9 @@
 //! [`services`] (what the agent lends executors: state directory, file source, journal), [`placement`]
 //! (writing files atomically with mode and owner), [`transfer`] (pulling a served file into place).
 
+pub mod boot_device;
 pub mod copy_files;
+pub mod move_to_bootstrap;
 pub mod nofollow;
 pub mod noop;
 pub mod output;
@@ -179,6 +183,15 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
         TaskKind::CopyFiles => copy_files::prepare(task)?,
         TaskKind::Sync => sync::prepare(task)?,
         TaskKind::Reboot => reboot::prepare(task)?,
+        TaskKind::BootDevice => boot_device::prepare(task)?,
+        TaskKind::MoveToBootstrap => move_to_bootstrap::prepare(task)?,
+        TaskKind::Provision | TaskKind::EraseNode => {
+            return Err(ParamError {
+                task: task.id.clone(),
+                field: "type".into(),
+                message: "not supported by this agent yet".into(),
+            })
+        }
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {

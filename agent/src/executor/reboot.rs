@@ -61,6 +61,9 @@ pub struct Marker {
     pub boot_id: String,
     /// When the reboot was asked for, milliseconds since the Unix epoch.
     pub requested_at_ms: i64,
+    /// Details the task's result carries once the node is back (a `provision` task's image and disk).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
 }
 
 impl Marker {
@@ -72,7 +75,12 @@ impl Marker {
     }
 }
 
-/// A prepared reboot task.
+/// Called with the written marker's path just before the reboot command runs (a `provision` task
+/// copies the agent's state, marker included, into the system the node boots next); an error fails the
+/// attempt.
+pub type BeforeReboot<'a> = Box<dyn FnOnce(&Path) -> Result<(), String> + Send + 'a>;
+
+/// A prepared reboot task; other types that end with a reboot (`provision`) use it too.
 #[derive(Debug, Clone)]
 pub struct Reboot {
     timeout: Duration,
@@ -95,7 +103,8 @@ pub fn boot_id(path: &Path) -> Result<String, String> {
         .map_err(|e| format!("cannot read the boot id from {}: {e}", path.display()))
 }
 
-fn marker_path(ctx: &AttemptContext) -> PathBuf {
+/// Where an attempt's reboot marker is.
+pub fn marker_path(ctx: &AttemptContext) -> PathBuf {
     ctx.services.state_dir.join(MARKER_FILE)
 }
 
@@ -119,18 +128,50 @@ fn remove_marker(path: &Path) {
 }
 
 impl Reboot {
+    /// A reboot that must be over within `timeout`.
+    pub fn new(timeout: Duration) -> Reboot {
+        Reboot { timeout }
+    }
+
     async fn run_attempt(&self, ctx: &AttemptContext) -> Outcome {
+        if let Some(resumed) = self.resume_if_marked(ctx).await {
+            return resumed;
+        }
+        self.reboot(ctx, serde_json::Value::Null, None).await
+    }
+
+    /// When this attempt asked for a reboot before the agent stopped: its outcome (succeeded when the
+    /// node rebooted since, with the marker's details; or the wait goes on). `None` when it did not.
+    pub async fn resume_if_marked(&self, ctx: &AttemptContext) -> Option<Outcome> {
         let path = marker_path(ctx);
-        let boot_id_path = &ctx.services.reboot.boot_id_path;
-        let now_boot = match boot_id(boot_id_path) {
+        let now_boot = match boot_id(&ctx.services.reboot.boot_id_path) {
+            Ok(id) => id,
+            Err(e) => return Some(Outcome::simple(ResultStatus::Failed, e)),
+        };
+        match read_marker(&path) {
+            Some(m) if m.is_for(ctx) => Some(self.resume(ctx, &path, &m, &now_boot).await),
+            Some(_) => {
+                remove_marker(&path);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Reboots the node now: waits for the `running` report's acknowledgement, writes the marker (with
+    /// `details` for the result after the reboot), calls `before` with the marker's path, and runs the
+    /// reboot command.
+    pub async fn reboot(
+        &self,
+        ctx: &AttemptContext,
+        details: serde_json::Value,
+        before: Option<BeforeReboot<'_>>,
+    ) -> Outcome {
+        let path = marker_path(ctx);
+        let now_boot = match boot_id(&ctx.services.reboot.boot_id_path) {
             Ok(id) => id,
             Err(e) => return Outcome::simple(ResultStatus::Failed, e),
         };
-        match read_marker(&path) {
-            Some(m) if m.is_for(ctx) => return self.resume(ctx, &path, &m, &now_boot).await,
-            Some(_) => remove_marker(&path),
-            None => {}
-        }
         self.wait_for_acknowledgement(ctx).await;
         if ctx.shutdown.is_triggered() {
             return Outcome::simple(
@@ -145,6 +186,7 @@ impl Reboot {
             attempt: ctx.attempt,
             boot_id: now_boot,
             requested_at_ms: crate::runner::now_ms(),
+            details,
         };
         let bytes = match serde_json::to_vec(&marker) {
             Ok(b) => b,
@@ -157,6 +199,12 @@ impl Reboot {
                 ResultStatus::Failed,
                 format!("cannot write the reboot marker {}: {e}", path.display()),
             );
+        }
+        if let Some(before) = before {
+            if let Err(e) = before(&path) {
+                remove_marker(&path);
+                return Outcome::simple(ResultStatus::Failed, e);
+            }
         }
         let command_line = &ctx.services.reboot.command;
         let Some((program, args)) = command_line.split_first() else {
@@ -235,11 +283,15 @@ impl Reboot {
                     ),
                 )
             };
-            outcome.details = serde_json::json!({
+            let mut details = serde_json::json!({
                 "boot_id_before": marker.boot_id,
                 "boot_id_after": now_boot,
                 "seconds": elapsed.as_secs_f64(),
             });
+            if let (Some(all), Some(more)) = (details.as_object_mut(), marker.details.as_object()) {
+                all.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            outcome.details = details;
             return outcome;
         }
         tracing::info!(task = %ctx.task_id, "the reboot has not happened yet; waiting for it");
@@ -411,6 +463,7 @@ mod tests {
             attempt: 1,
             boot_id: "boot-1".into(),
             requested_at_ms: crate::runner::now_ms() - 10_000,
+            details: serde_json::Value::Null,
         };
         std::fs::write(f.marker(), serde_json::to_vec(&marker).unwrap()).unwrap();
         let started = Instant::now();

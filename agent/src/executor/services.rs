@@ -83,6 +83,39 @@ impl FileSource for NoFiles {
     }
 }
 
+/// Why the controller did not set the node's boot device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootError {
+    /// The node is no enrolled server: the controller cannot choose how it boots.
+    #[error("{0}")]
+    NotEnrolled(String),
+    /// Anything else (its BMC failed, the controller could not be reached).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What the controller does for the node itself (`boot_device` and `move_to_bootstrap` tasks).
+pub trait NodeActions: Send + Sync {
+    /// Asks the controller to set where the node boots next.
+    fn boot<'a>(
+        &'a self,
+        request: &'a plinth_common::wire::BootRequest,
+    ) -> BoxFuture<'a, Result<plinth_common::wire::BootAnswer, BootError>>;
+}
+
+/// Node actions for an agent without a controller: every request fails.
+#[derive(Debug, Default)]
+pub struct NoActions;
+
+impl NodeActions for NoActions {
+    fn boot<'a>(
+        &'a self,
+        _request: &'a plinth_common::wire::BootRequest,
+    ) -> BoxFuture<'a, Result<plinth_common::wire::BootAnswer, BootError>> {
+        Box::pin(async { Err(BootError::Failed("no controller to ask".to_string())) })
+    }
+}
+
 /// How reboot tasks reboot the node and tell that it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RebootSettings {
@@ -121,6 +154,25 @@ pub struct Services {
     pub journal: Option<SharedJournal>,
     /// Holds and records the commands tasks run (see [`crate::tracking`]).
     pub tracker: Arc<Tracker>,
+    /// What the controller does for the node itself (its boot device).
+    pub node: Arc<dyn NodeActions>,
+    /// What a `provision` task puts into the installed system so it comes up as this node; `None`
+    /// where the agent runs without a controller.
+    pub install: Option<InstallSource>,
+}
+
+/// The agent's own settings, as a provisioned system needs them to reach the same controllers with
+/// the same trust (the node key and state are copied from the state directory).
+#[derive(Debug, Clone)]
+pub struct InstallSource {
+    /// The controllers' URLs.
+    pub controllers: Vec<String>,
+    /// The controller's task list signing key, as text.
+    pub public_key: String,
+    /// How the agent trusts the controller's TLS certificate.
+    pub trust: crate::config::ServerTrust,
+    /// The running agent's binary.
+    pub binary: PathBuf,
 }
 
 impl Services {
@@ -134,6 +186,8 @@ impl Services {
             reboot: RebootSettings::default(),
             files: Arc::new(NoFiles),
             journal: None,
+            node: Arc::new(NoActions),
+            install: None,
         }
     }
 }

@@ -148,6 +148,38 @@ impl FileSource for ControllerFiles {
     }
 }
 
+impl crate::executor::services::NodeActions for ControllerFiles {
+    fn boot<'a>(
+        &'a self,
+        request: &'a plinth_common::wire::BootRequest,
+    ) -> BoxFuture<'a, Result<plinth_common::wire::BootAnswer, crate::executor::services::BootError>>
+    {
+        use crate::executor::services::BootError;
+        Box::pin(async move {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let result = self.controller.boot(request).await;
+                if let Err(TransportError::Unauthorized) = &result {
+                    if tries < 2 && self.registrar.register().await.is_ok() {
+                        continue;
+                    }
+                }
+                return result.map_err(|e| match e {
+                    TransportError::Api {
+                        status: 404,
+                        message,
+                        ..
+                    } => BootError::NotEnrolled(message),
+                    other => BootError::Failed(format!(
+                        "the controller did not set the boot device: {other}"
+                    )),
+                });
+            }
+        })
+    }
+}
+
 /// Empties a partly written download so the next controller's bytes start at its beginning.
 async fn rewind(file: &mut tokio::fs::File) -> std::io::Result<()> {
     use tokio::io::AsyncSeekExt;

@@ -448,6 +448,10 @@ impl Agent {
                         "task list ended: every task succeeded"
                     ),
                 }
+                if crate::executor::move_to_bootstrap::take_reboot_request(&self.settings.state_dir)
+                {
+                    self.reboot_after_list().await;
+                }
                 Ok(After::Poll)
             }
             RunEnd::Stopped => {
@@ -460,19 +464,60 @@ impl Agent {
         }
     }
 
+    /// Reboots the node after a list whose `move_to_bootstrap` task asked for it, once the list's
+    /// results are acknowledged (a minute at most; they stay journaled otherwise, though the discovery
+    /// image the node boots starts with a new journal).
+    async fn reboot_after_list(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.journal.with(|j| j.unacked_count()) > 0 && std::time::Instant::now() < deadline {
+            if !self.shutdown.sleep(Duration::from_millis(200)).await {
+                return;
+            }
+        }
+        let Some((program, args)) = self.settings.reboot.command.split_first() else {
+            tracing::error!("the node should reboot into its discovery image, but no reboot command is configured");
+            return;
+        };
+        tracing::warn!(command = ?self.settings.reboot.command, "rebooting into the discovery image, as the list's move_to_bootstrap task asked");
+        match tokio::process::Command::new(program)
+            .args(args)
+            .status()
+            .await
+        {
+            Ok(status) if status.success() => {}
+            Ok(status) => tracing::error!(%status, "the reboot command failed"),
+            Err(e) => tracing::error!(error = %e, "cannot run the reboot command"),
+        }
+    }
+
     /// What executors borrow: the state directory, programs, the controller's files, the journal.
     fn services(&self) -> Services {
+        let controller = Arc::new(ControllerFiles {
+            controller: self.controller.clone(),
+            registrar: self.registrar.clone(),
+            backoff: Backoff::new(self.settings.backoff_min, self.settings.backoff_max),
+        });
         Services {
             state_dir: self.settings.state_dir.clone(),
             puppet: self.settings.puppet.clone(),
             reboot: self.settings.reboot.clone(),
-            files: Arc::new(ControllerFiles {
-                controller: self.controller.clone(),
-                registrar: self.registrar.clone(),
-                backoff: Backoff::new(self.settings.backoff_min, self.settings.backoff_max),
-            }),
+            files: controller.clone(),
             journal: Some(self.journal.clone()),
             tracker: self.tracker.clone(),
+            node: controller,
+            install: Some(crate::executor::services::InstallSource {
+                controllers: self
+                    .settings
+                    .controllers
+                    .iter()
+                    .map(|u| u.as_str().trim_end_matches('/').to_string())
+                    .collect(),
+                public_key: plinth_common::signing::public_key_to_text(
+                    &self.settings.controller_key,
+                ),
+                trust: self.settings.trust.clone(),
+                binary: std::env::current_exe().unwrap_or_else(|_| "/usr/bin/plinth-agent".into()),
+            }),
         }
     }
 

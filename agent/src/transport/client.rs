@@ -230,6 +230,18 @@ impl Controller {
         .await
     }
 
+    /// `POST /agent/v1/boot`: asks the controller to set where this node boots next.
+    pub async fn boot(
+        &self,
+        request: &plinth_common::wire::BootRequest,
+    ) -> Result<plinth_common::wire::BootAnswer, TransportError> {
+        self.on(|base| async move {
+            let response = self.post_json(&base, "boot", request).await?;
+            expect_json(response, StatusCode::OK).await
+        })
+        .await
+    }
+
     /// `POST /agent/v1/heartbeat`.
     pub async fn heartbeat(&self) -> Result<(), TransportError> {
         self.on(|base| async move {

@@ -294,12 +294,13 @@ pub(crate) fn compile_reusing<'g>(
         for r in names_exist(&compiled.index, &task.id, "requires", &task.requires)? {
             successors[r].push(i);
         }
-        for r in names_exist(
-            &compiled.index,
-            &task.id,
-            "required_for",
-            &task.required_for,
-        )? {
+        // A `required_for` naming no task orders nothing: Fuel drops it, and so does Plinth (the graph's
+        // check reports it as a warning, see `shape`).
+        for r in task
+            .required_for
+            .iter()
+            .filter_map(|n| compiled.index.get(n.as_str()).copied())
+        {
             successors[i].push(r);
         }
         if let Some(list) = &task.tasks {

@@ -29,6 +29,7 @@ mod dot;
 mod error;
 mod evaluate;
 mod finding;
+mod master_shell;
 mod merge;
 mod order;
 mod plan;
@@ -43,6 +44,7 @@ pub use dot::{to_dot, DotOptions};
 pub use error::ResolveError;
 pub use evaluate::{truthy, EvalContext, FieldEvaluator, NoExpressions};
 pub use finding::{Finding, Severity};
+pub use master_shell::copy_id as master_shell_copy_id;
 pub use merge::{
     merge, merge_for_cluster, GraphSource, MergedGraph, MergedTask, Origin, PluginOverlap,
 };

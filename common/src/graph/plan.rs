@@ -148,6 +148,12 @@ pub fn task_kind(task_type: &TaskType) -> Option<TaskKind> {
         TaskType::CopyFiles => TaskKind::CopyFiles,
         TaskType::Sync => TaskKind::Sync,
         TaskType::Reboot => TaskKind::Reboot,
+        TaskType::Provision => TaskKind::Provision,
+        TaskType::EraseNode => TaskKind::EraseNode,
+        TaskType::MoveToBootstrap => TaskKind::MoveToBootstrap,
+        TaskType::BootDevice => TaskKind::BootDevice,
+        // Placed on the controller's host by the resolver, where it is a shell command.
+        TaskType::MasterShell => TaskKind::Shell,
         TaskType::Group => TaskKind::Group,
         TaskType::Stage => TaskKind::Stage,
         TaskType::Skipped => TaskKind::Skipped,

@@ -9,6 +9,7 @@ use super::compile::{compile, Compiled};
 use super::compute::{compute_map, condition_skip_reason, Target};
 use super::error::ResolveError;
 use super::evaluate::FieldEvaluator;
+use super::master_shell::place_master_shells;
 use super::merge::MergedGraph;
 use super::plan::{FaultToleranceGroup, NodePlan, Plan, ResolvedTask};
 use super::schedule::schedule;
@@ -330,13 +331,15 @@ pub fn resolve(request: &ResolveRequest<'_>) -> Result<Plan, ResolveError> {
         }
     }
     nodes.sort_by_key(|n| n.node_id);
-    Ok(Plan {
+    let mut plan = Plan {
         graph_type: request.graph_type.to_string(),
         nodes,
         wait_sets: waits.sets,
         fault_tolerance_groups: fault_tolerance_groups(&graphs, &classes)?,
         primaries: tags.primaries,
-    })
+    };
+    place_master_shells(&mut plan);
+    Ok(plan)
 }
 
 /// The group a task runs in on a class: a group task is its own; otherwise its first group placed there.

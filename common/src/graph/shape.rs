@@ -16,15 +16,7 @@ use std::collections::{HashMap, VecDeque};
 /// Task types Fuel's graphs use that no Plinth agent runs (Astute ran them on the master or through
 /// cobbler and fuel-agent): known, so a warning where a node would get them; any other type is a
 /// misspelling.
-pub const FUEL_ONLY_TYPES: &[&str] = &[
-    "master_shell",
-    "erase_node",
-    "move_to_bootstrap",
-    "cobbler_sync",
-    "copy_files",
-    "upload_file",
-    "sync",
-];
+pub const FUEL_ONLY_TYPES: &[&str] = &["cobbler_sync", "copy_files", "upload_file", "sync"];
 
 /// Every type Plinth's agent runs or keeps for ordering.
 const PLINTH_TYPES: &[&str] = &[
@@ -34,6 +26,11 @@ const PLINTH_TYPES: &[&str] = &[
     "copy_files",
     "sync",
     "reboot",
+    "provision",
+    "erase_node",
+    "move_to_bootstrap",
+    "boot_device",
+    "master_shell",
     "group",
     "stage",
     "skipped",
@@ -53,7 +50,34 @@ pub fn check_shape(graph: &MergedGraph) -> Vec<Finding> {
         ));
     }
     let tasks: Vec<&Task> = graph.tasks.iter().map(|t| &t.task).collect();
+    out.extend(missing_required_for(&tasks));
     out.extend(check_tasks(&tasks));
+    out
+}
+
+/// Warnings for `required_for` entries naming no task of the graph. Such an entry orders nothing (no
+/// task waits for a task that does not exist), and Fuel's own graphs have them (`provision`'s
+/// `node_reboot` names `set_status_provisioned`): Fuel drops them silently, Plinth drops them and says
+/// so. A `requires` naming no task stays an error: the task would wait for something that never runs.
+fn missing_required_for(tasks: &[&Task]) -> Vec<Finding> {
+    let ids: std::collections::HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    let mut out = Vec::new();
+    for task in tasks {
+        for name in task
+            .required_for
+            .iter()
+            .filter(|n| !ids.contains(n.as_str()))
+        {
+            out.push(Finding::warning(
+                "unknown_task",
+                format!(
+                    "task {:?}: required_for names {name:?}, which is not a task of the merged graph; \
+                     the dependency orders nothing and is dropped",
+                    task.id
+                ),
+            ));
+        }
+    }
     out
 }
 
@@ -202,7 +226,7 @@ mod tests {
     fn a_misspelled_type_is_an_error_with_the_nearest_type_and_fuels_types_a_warning() {
         let g = graph(
             "- {id: a, type: shel, roles: [x]}\n\
-             - {id: b, type: master_shell, roles: [master]}\n",
+             - {id: b, type: cobbler_sync, roles: [master]}\n",
         );
         let findings = check_shape(&g);
         let typo = findings

@@ -234,13 +234,24 @@ pub enum TaskType {
     Sync,
     /// Reboot and wait for the node.
     Reboot,
+    /// Write an operating system image to the node's disk and reboot into it.
+    Provision,
+    /// Wipe the node's disk on the way out (Fuel's name).
+    EraseNode,
+    /// Make the node boot its discovery image next and reboot it (Fuel's name).
+    MoveToBootstrap,
+    /// Set the node's next boot device through its BMC.
+    BootDevice,
+    /// A shell command run on the controller's host once for each node the task targets, with that
+    /// node's data (Fuel's name).
+    MasterShell,
     /// A group of tasks for some roles (an ordering anchor; no-op on the node).
     Group,
     /// A stage anchor (`deploy_start`, ...; no-op on the node).
     Stage,
     /// A task kept only for ordering (no-op).
     Skipped,
-    /// Any other type, by name (`master_shell`, `erase_node`, ...).
+    /// Any other type, by name (`cobbler_sync`, ...).
     Other(String),
 }
 
@@ -261,6 +272,11 @@ impl TaskType {
             TaskType::CopyFiles => "copy_files",
             TaskType::Sync => "sync",
             TaskType::Reboot => "reboot",
+            TaskType::Provision => "provision",
+            TaskType::EraseNode => "erase_node",
+            TaskType::MoveToBootstrap => "move_to_bootstrap",
+            TaskType::BootDevice => "boot_device",
+            TaskType::MasterShell => "master_shell",
             TaskType::Group => "group",
             TaskType::Stage => "stage",
             TaskType::Skipped => "skipped",
@@ -277,6 +293,11 @@ impl TaskType {
             "copy_files" => TaskType::CopyFiles,
             "sync" => TaskType::Sync,
             "reboot" => TaskType::Reboot,
+            "provision" => TaskType::Provision,
+            "erase_node" => TaskType::EraseNode,
+            "move_to_bootstrap" => TaskType::MoveToBootstrap,
+            "boot_device" => TaskType::BootDevice,
+            "master_shell" => TaskType::MasterShell,
             "group" => TaskType::Group,
             "stage" => TaskType::Stage,
             "skipped" => TaskType::Skipped,

@@ -5,6 +5,7 @@
 //! on. The controller's answers to polls are [`crate::signing::SignedTaskList`] envelopes; everything else is
 //! plain JSON described here.
 
+mod boot;
 mod bounded;
 mod deployment;
 mod facts;
@@ -12,6 +13,7 @@ mod files;
 mod results;
 mod task_list;
 
+pub use boot::{BootAnswer, BootRequest, NextBoot};
 pub use deployment::{DeploymentEvent, DeploymentStatus, GroupStatus, NodeStatus};
 pub use facts::{normalize_mac, Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
 pub use files::{

@@ -161,6 +161,14 @@ pub enum TaskKind {
     Sync,
     /// Reboot the node and wait for it to come back.
     Reboot,
+    /// Write an operating system image to the node's disk and reboot into it (see PROVISIONING.md).
+    Provision,
+    /// Wipe a disk's signatures (or the whole disk) on the way out.
+    EraseNode,
+    /// Make the node boot its discovery image next, and reboot it.
+    MoveToBootstrap,
+    /// Set the node's next boot device through its BMC (the controller does it for the agent).
+    BootDevice,
     /// A task that was skipped on purpose: a no-op kept for ordering.
     Skipped,
     /// A stage anchor: a no-op kept for ordering.

@@ -112,7 +112,7 @@ fn a_clean_cluster_has_only_warnings() {
         .chain((4..=5).map(|i| Node::new(i, format!("node-{i}"), &["compute"])))
         .collect();
     let graph = merged(
-        "- {id: a, type: shell, role: ['*']}\n- {id: m, type: master_shell, role: ['/.*/']}\n",
+        "- {id: a, type: shell, role: ['*']}\n- {id: m, type: cobbler_sync, role: ['/.*/']}\n",
     );
     let r = release();
     let catalog = Catalog::new(&r, &[], None);
@@ -130,7 +130,7 @@ fn a_clean_cluster_has_only_warnings() {
         "{findings:#?}"
     );
     assert!(findings.iter().any(|f| f.code == "task_type"
-        && f.message == "task \"m\" of type \"master_shell\" is placed on node node-1, whose agent does not run that type"));
+        && f.message == "task \"m\" of type \"cobbler_sync\" is placed on node node-1, whose agent does not run that type"));
 }
 
 const GRAPH: &str = "\

@@ -206,61 +206,43 @@ fn fuel_release_graph_resolves_for_a_realistic_cluster() {
     assert_eq!(back, plan);
 }
 
-fn try_plan(release: &Release, graph_type: &str) -> Result<Plan, String> {
-    let origin = Origin::Release;
-    let merged = merge(&[GraphSource {
-        origin: &origin,
-        graph: &release.graphs[graph_type],
-    }])
-    .map_err(|e| e.to_string())?;
-    let catalog = Catalog::new(release, &[], None);
-    let nodes = cluster_nodes();
-    let ids: Vec<u64> = nodes.iter().map(|n| n.id).collect();
-    resolve(&ResolveRequest {
-        graph_type,
-        graph: &merged,
-        catalog: &catalog,
-        nodes: &nodes,
-        selection: Some(&ids),
-        evaluator: &Stub,
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// Asserts that `graph_type` is refused for naming `missing` (from `task`'s `required_for`), then removes
-/// the reference.
-fn refused_then_fixed(release: &mut Release, graph_type: &str, task: &str, missing: &str) {
-    assert_eq!(
-        try_plan(release, graph_type).unwrap_err(),
-        format!(
-            "task {task:?}: required_for names {missing:?}, which is not a task of the merged graph"
-        )
-    );
-    let graph = release.graphs.get_mut(graph_type).expect("graph");
-    for t in &mut graph.tasks {
-        t.required_for.0.retain(|r| r != missing);
-    }
-}
-
 #[test]
 fn fuel_task_graphs_resolve() {
-    let mut release = release();
-    // The deletion graph runs on the nodes only.
-    assert_eq!(plan_for(&release, "deletion").nodes.len(), 9);
-    // Fuel's provision and net-verification graphs each name a task that is in none of the graphs (Fuel
-    // skips such references silently): Plinth refuses them, by name.
-    refused_then_fixed(
-        &mut release,
-        "provision",
-        "node_reboot",
-        "set_status_provisioned",
-    );
-    refused_then_fixed(
-        &mut release,
-        "net-verification",
-        "v_upload_cluster_configuration",
-        "copy_cluster_configuration",
-    );
+    let release = release();
+    // The deletion graph runs on the nine nodes, and on the master its `cobbler_enable_netboot`
+    // (master_shell), once per node.
+    let deletion = plan_for(&release, "deletion");
+    assert_eq!(deletion.nodes.len(), 10);
+    assert_eq!(ids(&deletion, MASTER_NODE_ID).len(), 9);
+    // Fuel's provision and net-verification graphs each name, in a `required_for`, a task that is in
+    // none of the graphs: Fuel drops such a dependency silently, Plinth drops it and warns.
+    for (graph_type, task, missing) in [
+        ("provision", "node_reboot", "set_status_provisioned"),
+        (
+            "net-verification",
+            "v_upload_cluster_configuration",
+            "copy_cluster_configuration",
+        ),
+    ] {
+        let origin = Origin::Release;
+        let merged = merge(&[GraphSource {
+            origin: &origin,
+            graph: &release.graphs[graph_type],
+        }])
+        .expect("merges");
+        let findings: Vec<String> = plinth_common::graph::check_shape(&merged)
+            .iter()
+            .map(|f| format!("{:?}: {}", f.severity, f.message))
+            .collect();
+        assert_eq!(
+            findings,
+            [format!(
+                "Warning: task {task:?}: required_for names {missing:?}, which is not a task of the \
+                 merged graph; the dependency orders nothing and is dropped"
+            )],
+            "{graph_type}"
+        );
+    }
     assert_eq!(plan_for(&release, "net-verification").nodes.len(), 10);
     let plan = plan_for(&release, "provision");
     let node = ids(&plan, 4);
@@ -280,6 +262,37 @@ fn fuel_task_graphs_resolve() {
     let set = &plan.wait_sets[task.waits[0] as usize];
     assert_eq!(set.targets[0].task, "build_deploy_image");
     assert_eq!(set.targets[0].nodes, [MASTER_NODE_ID]);
+    // `cobbler_disable_netboot` (master_shell) runs on the master once per node, with that node's
+    // command, after the node's system_provision; the node's own entry waits for it.
+    let name = plan.node(4).expect("node 4").name.clone();
+    let copy = format!("cobbler_disable_netboot@{name}");
+    assert!(before(&master, "build_deploy_image", &copy), "{master:?}");
+    let on_master = plan
+        .node(MASTER_NODE_ID)
+        .and_then(|n| n.tasks.iter().find(|t| *t.id == *copy))
+        .expect("the master's copy");
+    let set = &plan.wait_sets[*on_master.waits.last().expect("a wait") as usize];
+    assert_eq!(set.targets[0].task, "system_provision");
+    assert_eq!(set.targets[0].nodes, [4]);
+    let stand_in = plan
+        .node(4)
+        .and_then(|n| n.tasks.iter().find(|t| &*t.id == "cobbler_disable_netboot"))
+        .expect("the node's entry");
+    assert_eq!(stand_in.task_type.as_str(), "stage");
+    let set = &plan.wait_sets[stand_in.waits[0] as usize];
+    assert_eq!(
+        (
+            set.targets[0].task.as_str(),
+            set.targets[0].nodes.as_slice()
+        ),
+        (copy.as_str(), &[MASTER_NODE_ID][..])
+    );
+    let specs = plan
+        .task_specs(plan.node(MASTER_NODE_ID).expect("master"))
+        .expect("specs");
+    let spec = specs.iter().find(|s| s.id == copy).expect("spec");
+    assert_eq!(spec.kind, plinth_common::wire::TaskKind::Shell);
+    assert!(spec.gated);
 }
 
 #[test]

@@ -105,9 +105,7 @@ fn computed_cross_depends_and_other_types_load() {
     let text = std::fs::read_to_string(corpus().join("fuel-library/graphs/deletion/tasks.yaml"))
         .expect("deletion");
     let tasks = parse_tasks(&text, "deletion").expect("loads");
-    assert!(tasks
-        .iter()
-        .any(|t| t.task_type == TaskType::Other("erase_node".into())));
+    assert!(tasks.iter().any(|t| t.task_type == TaskType::EraseNode));
 }
 
 #[test]

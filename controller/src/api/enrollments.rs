@@ -314,27 +314,91 @@ pub async fn boot_device(
     Json(req): Json<BootDeviceRequest>,
 ) -> Result<Json<EnrollmentRecord>, ApiError> {
     let (e, bmc) = connected(&state, name).await?;
-    let device = match req.device {
-        BootDevice::Pxe => plinth_bmc::BootDevice::Pxe,
-        BootDevice::Disk => plinth_bmc::BootDevice::Disk,
-    };
-    let mode = req.mode.or(e.profile.boot_mode).map(|m| match m {
-        BootMode::Uefi => plinth_bmc::BootMode::Uefi,
-        BootMode::Legacy => plinth_bmc::BootMode::Legacy,
-    });
-    bmc.set_boot_device(device, req.once, mode)
-        .await
-        .map_err(|err| power_error(err.into()))?;
+    let e = set_boot(&state, e, Some(bmc), &req).await?;
     tracing::info!(by = %op.name, server = %e.name, device = ?req.device, once = req.once, "boot device set");
-    // What the boot listener serves follows: the discovery image (whose agent makes a new key, so the
-    // server is open to one), or the local disk.
+    Ok(Json(e))
+}
+
+/// Sets where an enrolled server boots next: in its BMC (when given), and in what the boot listener
+/// answers it. Set to the network, the server is open to a new agent key: the discovery image it boots
+/// makes one.
+async fn set_boot(
+    state: &Arc<AppState>,
+    e: EnrollmentRecord,
+    bmc: Option<plinth_bmc::Bmc>,
+    req: &BootDeviceRequest,
+) -> Result<EnrollmentRecord, ApiError> {
+    if let Some(bmc) = bmc {
+        let device = match req.device {
+            BootDevice::Pxe => plinth_bmc::BootDevice::Pxe,
+            BootDevice::Disk => plinth_bmc::BootDevice::Disk,
+        };
+        let mode = req.mode.or(e.profile.boot_mode).map(|m| match m {
+            BootMode::Uefi => plinth_bmc::BootMode::Uefi,
+            BootMode::Legacy => plinth_bmc::BootMode::Legacy,
+        });
+        bmc.set_boot_device(device, req.once, mode)
+            .await
+            .map_err(|err| power_error(err.into()))?;
+    }
     let (rekey, target) = match req.device {
         BootDevice::Pxe => (true, BootTarget::Discovery),
         BootDevice::Disk => (e.rekey, BootTarget::Disk),
     };
     let name = e.name.clone();
-    let e = state
+    state
         .blocking(move |s| Ok(s.store.set_enrollment_boot(&name, rekey, Some(target))?))
-        .await?;
-    Ok(Json(e))
+        .await
+}
+
+/// `POST /agent/v1/boot`: a node's agent asks that its server boot from the network or its disk next
+/// (`boot_device` and `move_to_bootstrap` tasks). The server is the enrollment bound to the node; its
+/// BMC is set when it has one, and the boot listener's answer always. A node that is no enrolled
+/// server is refused (404): the controller cannot choose how it boots.
+pub async fn agent_boot(
+    State(state): State<Arc<AppState>>,
+    agent: crate::api::auth::Agent,
+    Json(req): Json<plinth_common::wire::BootRequest>,
+) -> Result<Json<plinth_common::wire::BootAnswer>, ApiError> {
+    let node_id = agent.node.id;
+    let e = state
+        .blocking(move |s| Ok(s.store.node_enrollment(node_id)?))
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "node {} is no enrolled server: the controller cannot choose how it boots (enroll it \
+                 with `plinthctl nodes enroll`, or boot it from the network first)",
+                agent.node.id
+            ))
+        })?;
+    let bmc = match e.bmc {
+        Some(_) => Some(connected(&state, e.name.clone()).await?.1),
+        None => None,
+    };
+    let has_bmc = bmc.is_some();
+    let device = match req.device {
+        plinth_common::wire::NextBoot::Pxe => BootDevice::Pxe,
+        plinth_common::wire::NextBoot::Disk => BootDevice::Disk,
+    };
+    let request = BootDeviceRequest {
+        device,
+        once: req.once,
+        mode: None,
+    };
+    let e = set_boot(&state, e, bmc, &request).await?;
+    let what = match req.device {
+        plinth_common::wire::NextBoot::Pxe => "the network (its discovery image)",
+        plinth_common::wire::NextBoot::Disk => "its disk",
+    };
+    let how = if has_bmc {
+        "through its BMC and the boot listener"
+    } else {
+        "through the boot listener's answer (no BMC enrolled)"
+    };
+    let once = if req.once { " for the next boot" } else { "" };
+    tracing::info!(node = node_id, server = %e.name, device = ?req.device, once = req.once, bmc = has_bmc, "a node's agent set its boot device");
+    Ok(Json(plinth_common::wire::BootAnswer {
+        bmc: has_bmc,
+        message: format!("{} boots from {what}{once}, set {how}", e.name),
+    }))
 }

@@ -161,6 +161,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/results", post(agent::results))
         .route("/refusals", post(agent::refusal))
         .route("/heartbeat", post(agent::heartbeat))
+        .route("/boot", post(enrollments::agent_boot))
         .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES))
         .layer(middleware::from_fn(|req, next| {
             body::read_whole(req, next, MAX_AGENT_REQUEST_BYTES, AGENT_BODY_TIMEOUT)

@@ -166,6 +166,85 @@ fn results_are_stored_once(s: &dyn Store) {
     assert_eq!(s.deployment_results(1).unwrap().len(), 2);
 }
 
+/// A provision task's results move its node through `provisioning` to `provisioned` (with what was
+/// installed, where and when), and the end of the deployment leaves it provisioned with its roles
+/// pending; other results leave the status alone.
+fn a_provision_tasks_results_tell_where_the_node_is_in_its_life(s: &dyn Store) {
+    use plinth_api::records::NodeStatus;
+    let (_, c) = release_and_cluster(s);
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    s.assign_nodes(
+        c.id,
+        &[plinth_api::records::NodeAssignment {
+            id: n.id,
+            roles: vec!["controller".into()],
+        }],
+    )
+    .unwrap();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: no_inputs(),
+            cluster_id: c.id,
+            graph_type: "provision".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: packed_state("{}"),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .unwrap();
+    s.store_results(n.id, &[result("other", 1, ResultStatus::Succeeded)])
+        .unwrap();
+    assert_eq!(s.get_node(n.id).unwrap().status, NodeStatus::Deploying);
+    let mut running = result("system_provision", 1, ResultStatus::Running);
+    running.details = serde_json::json!({"provision": {}});
+    s.store_results(n.id, &[running]).unwrap();
+    assert_eq!(s.get_node(n.id).unwrap().status, NodeStatus::Provisioning);
+    let mut done = result("system_provision", 1, ResultStatus::Succeeded);
+    done.started_at_ms = 1_000;
+    done.duration_ms = 500;
+    done.details = serde_json::json!({"boot_id_before": "a", "provision": {
+        "image": "images/debian.qcow2", "sha256": "ab", "format": "qcow2+zstd",
+        "disk": "/dev/sdb", "disk_serial": "S2"}});
+    s.store_results(n.id, &[done]).unwrap();
+    let node = s.get_node(n.id).unwrap();
+    assert_eq!(node.status, NodeStatus::Provisioned);
+    let p = node.model.provisioned.expect("the record");
+    assert_eq!(
+        (
+            p.image.as_str(),
+            p.disk.as_str(),
+            p.disk_serial.as_deref(),
+            p.at_ms,
+            p.deployment_id
+        ),
+        ("images/debian.qcow2", "/dev/sdb", Some("S2"), 1_500, d.id)
+    );
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::Success,
+            events: &[],
+            succeeded: &[n.id],
+            failed: &[],
+            untouched: &[],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    let node = s.get_node(n.id).unwrap();
+    assert_eq!(node.status, NodeStatus::Provisioned);
+    assert_eq!(
+        node.pending_roles,
+        ["controller"],
+        "its roles wait for the deployment that deploys them"
+    );
+}
+
 /// A deployment's inputs (every node of its cluster, facts and all) are kept compressed and read back
 /// as they were recorded, to retry or resume it.
 fn a_deployments_inputs_read_back_as_recorded(s: &dyn Store) {
@@ -1483,6 +1562,7 @@ suite!(
     many_nodes_written_at_once_end_as_one_at_a_time,
     registrations_written_together_end_as_one_at_a_time,
     enrolled_servers_become_their_agents_nodes_and_refuse_a_second_agent,
+    a_provision_tasks_results_tell_where_the_node_is_in_its_life,
 );
 
 /// A fresh PostgreSQL database on the shared scratch server, and a store on it.

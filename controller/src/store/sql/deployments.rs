@@ -12,6 +12,7 @@ use crate::store::{
     CompressedJson, DeploymentRecord, DeploymentStatus, Ending, Fence, NewDeployment, Progress,
     StoreError, StoreResult,
 };
+use plinth_api::records::NodeStatus;
 use plinth_common::wire::{DeploymentEvent, TaskList};
 
 /// A deployment's columns as [`deployment_from_row`] reads them: its orchestration state is `state_gz`
@@ -322,6 +323,11 @@ pub(crate) fn finish(
     for chunk in succeeded.chunks(NODES_PER_STATEMENT) {
         let (mut ids, mut roles, mut models) = (Vec::new(), Vec::new(), Vec::new());
         for node in nodes_by_id(t, chunk)? {
+            // A node the deployment provisioned has its system, not yet its roles: it stays
+            // `provisioned` with its roles pending, for the deployment that deploys them.
+            if node.status == NodeStatus::Provisioned {
+                continue;
+            }
             let mut all = node.roles.clone();
             for role in &node.pending_roles {
                 if !all.contains(role) {

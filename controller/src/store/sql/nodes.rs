@@ -64,6 +64,8 @@ fn node_record(r: &dyn Row, with_facts: bool) -> StoreResult<NodeRecord> {
         status: match status {
             "discover" => NodeStatus::Discover,
             "deploying" => NodeStatus::Deploying,
+            "provisioning" => NodeStatus::Provisioning,
+            "provisioned" => NodeStatus::Provisioned,
             "ready" => NodeStatus::Ready,
             "error" => NodeStatus::Error,
             other => return Err(StoreError::Corrupt(format!("node status {other:?}"))),

@@ -5,6 +5,8 @@ use super::access::{args, id, sql_id, sql_ids, to_json, Arg, Rows, Tx};
 use crate::store::{NewRefusal, RefusalRecord, StoreResult, Stored, MAX_REFUSALS_PER_NODE};
 use plinth_common::wire::TaskResult;
 
+mod lifecycle;
+
 /// Stores every batch's results in the caller's transaction (see
 /// [`crate::store::Store::store_results`]), in one bulk write: thousands of agents' reports arrive
 /// together. Each result is `New` when it went in now, else `Duplicate` when the same result is
@@ -46,10 +48,13 @@ pub(crate) fn store_batches(
     )?;
     let mut out = Vec::with_capacity(batches.len());
     let mut i = 0;
-    for (_, results) in batches {
+    for (node_id, results) in batches {
         let mut stored = Vec::with_capacity(results.len());
-        for _ in *results {
+        for r in *results {
             let new = inserted.get(i).copied().unwrap_or(false);
+            if new {
+                lifecycle::record(t, *node_id, r)?;
+            }
             stored.push(if new {
                 Stored::New
             } else if t.exists(
