@@ -720,11 +720,11 @@ graphs:
     assert!(out.contains("a -> b -> c -> a"), "{out}");
     assert!(out.contains("did you mean \"shell\""), "{out}");
 
-    // The same graph mended has only a warning (a task of Fuel's type `master_shell`, which no agent
+    // The same graph mended has only a warning (a task of Fuel's type `cobbler_sync`, which no agent
     // runs): it passes, but not under --strict, which a task author's CI uses.
     let mended = BROKEN
         .replace("requires: [c], ", "")
-        .replace("type: shel,", "type: master_shell,");
+        .replace("type: shel,", "type: cobbler_sync,");
     let f2 = files(&mended, NO_NODE);
     let check = |extra: &[&str]| {
         plinthctl(
