@@ -326,7 +326,7 @@ impl FileCatalog {
 }
 
 /// The sources a file task pulls, as paths relative to the files root (`copy_files`' `files[].src`,
-/// `sync`'s `src`), normalised as agents and [`check_relative`] read them.
+/// `sync`'s `src`, a `provision` task's served `image`), normalised as agents and [`check_relative`] read them.
 pub fn sources(task: &TaskSpec) -> Vec<String> {
     let norm = |s: &str| {
         s.split('/')
@@ -350,6 +350,14 @@ pub fn sources(task: &TaskSpec) -> Vec<String> {
             .filter_map(|f| f.get("src").and_then(|s| s.as_str()))
             .map(norm)
             .collect(),
+        // A served image (an `https://` URL carries its own checksum instead).
+        TaskKind::Provision => task
+            .parameters
+            .get("image")
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.contains("://"))
+            .map(|s| vec![norm(s)])
+            .unwrap_or_default(),
         _ => Vec::new(),
     }
     .into_iter()

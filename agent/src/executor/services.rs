@@ -54,6 +54,22 @@ pub trait FileSource: Send + Sync {
         max_size: u64,
         into: &'a mut tokio::fs::File,
     ) -> BoxFuture<'a, Result<Pulled, FileSourceError>>;
+
+    /// Streams a served file's bytes into `into` as they arrive, from one controller and without
+    /// starting over (what reads them cannot go back: an image written to a disk), failing as soon as
+    /// more than `max_size` bytes arrive.
+    fn stream<'a>(
+        &'a self,
+        path: &'a str,
+        _max_size: u64,
+        _into: &'a mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+    ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
+        Box::pin(async move {
+            Err(FileSourceError::Failed(format!(
+                "cannot stream {path}: this file source cannot"
+            )))
+        })
+    }
 }
 
 /// A file source for an agent without a controller: every request fails.

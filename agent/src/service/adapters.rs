@@ -104,6 +104,15 @@ impl ControllerFiles {
 }
 
 impl FileSource for ControllerFiles {
+    fn stream<'a>(
+        &'a self,
+        path: &'a str,
+        max_size: u64,
+        into: &'a mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+    ) -> BoxFuture<'a, Result<Pulled, FileSourceError>> {
+        Box::pin(self.stream_file(path, max_size, into))
+    }
+
     fn manifest<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Manifest, FileSourceError>> {
         Box::pin(async move {
             let mut backoff = self.backoff.clone();
@@ -177,6 +186,21 @@ impl crate::executor::services::NodeActions for ControllerFiles {
                 });
             }
         })
+    }
+}
+
+impl ControllerFiles {
+    /// See [`FileSource::stream`].
+    async fn stream_file(
+        &self,
+        path: &str,
+        max_size: u64,
+        into: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+    ) -> Result<Pulled, FileSourceError> {
+        self.controller
+            .pull_file(path, max_size, into)
+            .await
+            .map_err(|e| file_error(path, e))
     }
 }
 

@@ -316,7 +316,7 @@ impl Controller {
         &self,
         path: &str,
         max_size: u64,
-        into: &mut tokio::fs::File,
+        into: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
     ) -> Result<Pulled, TransportError> {
         self.on(|base| self.pull_from(base, path, max_size, into))
             .await
@@ -327,7 +327,7 @@ impl Controller {
         base: reqwest::Url,
         path: &str,
         max_size: u64,
-        into: &mut tokio::fs::File,
+        into: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
     ) -> Result<Pulled, TransportError> {
         use sha2::{Digest, Sha256};
         use tokio::io::AsyncWriteExt;
