@@ -314,6 +314,7 @@ fn image_inject(args: InjectArgs) -> u8 {
         cert: args.controller_cert,
         tags: args.tags,
         enrollment_token: args.enrollment_token,
+        tls_key: None,
     };
     let done = match &args.disk {
         Some(image) => plinth_agent::image::inject_disk(

@@ -222,7 +222,8 @@ impl<'a> Runner<'a> {
             if resumed.take().is_some() {
                 tracing::info!(task = %task.id, attempt, "resuming the attempt that was running when the agent stopped");
             } else if prepared.executor.does_work() {
-                let running = Outcome::simple(ResultStatus::Running, "");
+                let mut running = Outcome::simple(ResultStatus::Running, "");
+                running.details = prepared.executor.running_details();
                 self.record(list, task, attempt, running, false, started_ms, 0)?;
             }
             tracing::info!(task = %task.id, attempt, of = attempts, "task attempt starts");

@@ -150,6 +150,12 @@ pub trait TaskExecutor: Send + Sync {
         true
     }
 
+    /// Details the attempt's `running` report carries (a `provision` task marks its node as being
+    /// provisioned with them).
+    fn running_details(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
     /// True when an attempt that was running when the agent stopped goes on after a restart instead of
     /// being reported interrupted (a reboot: the agent stopping is part of the attempt).
     fn resumes_across_restart(&self) -> bool {

@@ -51,6 +51,9 @@ pub struct InjectOptions {
     pub tags: Vec<String>,
     /// An enrollment token that admits the nodes.
     pub enrollment_token: Option<String>,
+    /// The pin of the controller's TLS key (`sha256:<hex>`), instead of `cert` (a provisioned system
+    /// keeps the pin its discovery image booted with).
+    pub tls_key: Option<String>,
 }
 
 /// Why the image cannot be prepared.
@@ -125,6 +128,8 @@ pub fn config_text(opts: &InjectOptions) -> String {
     }
     if opts.cert.is_some() {
         text.push_str(&format!("controller_cert = {}\n", toml_string(CERT_PATH)));
+    } else if let Some(pin) = &opts.tls_key {
+        text.push_str(&format!("controller_tls_key = {}\n", toml_string(pin)));
     }
     if !opts.tags.is_empty() {
         let tags: Vec<String> = opts.tags.iter().map(|t| toml_string(t)).collect();
@@ -162,8 +167,10 @@ pub fn inject(opts: &InjectOptions) -> Result<Injected, ImageError> {
     })
 }
 
-/// Validates the options and writes the agent's files into `opts.root`; returns the paths written.
-fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
+/// Validates the options and writes the agent's files into `opts.root` (its binary, its enabled unit,
+/// its configuration and the controller's certificate); returns the paths written. Unlike [`inject`],
+/// a tree that holds a node's key and state is fine (a provisioned system gets the node's own).
+pub fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
     let root = &opts.root;
     // The configuration must load as the agent will load it (the controller, its key and its TLS pin
     // may come from the kernel command line, so placeholders stand in for missing ones).
@@ -182,9 +189,7 @@ fn write_agent(opts: &InjectOptions) -> Result<Vec<String>, ImageError> {
                 &plinth_common::signing::signing_key_from_seed([1; 32]).verifying_key(),
             )
         }),
-        tls: opts
-            .cert
-            .is_none()
+        tls: (opts.cert.is_none() && opts.tls_key.is_none())
             .then(|| plinth_common::signing::tls_key_pin(b"placeholder")),
         ..KernelCmdline::default()
     };
@@ -278,6 +283,7 @@ mod tests {
             cert: Some(cert),
             tags: vec!["compute".into(), "ssd".into()],
             enrollment_token: Some("tok\"en".into()),
+            tls_key: None,
         }
     }
 

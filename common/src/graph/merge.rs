@@ -141,11 +141,13 @@ pub fn merge(sources: &[GraphSource<'_>]) -> Result<MergedGraph, ResolveError> {
             node_filter.clone_from(&source.graph.node_filter);
         }
     }
-    Ok(MergedGraph {
+    let mut merged = MergedGraph {
         tasks: by_id.into_values().collect(),
         node_filter,
         plugin_overlaps: overlaps,
-    })
+    };
+    super::fuel_steps::map_fuel_steps(&mut merged);
+    Ok(merged)
 }
 
 /// Merges a cluster's graphs of `graph_type`: its release's, then its enabled plugins' (in `plugins`

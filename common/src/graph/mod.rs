@@ -29,6 +29,7 @@ mod dot;
 mod error;
 mod evaluate;
 mod finding;
+mod fuel_steps;
 mod master_shell;
 mod merge;
 mod order;

@@ -209,11 +209,8 @@ fn fuel_release_graph_resolves_for_a_realistic_cluster() {
 #[test]
 fn fuel_task_graphs_resolve() {
     let release = release();
-    // The deletion graph runs on the nine nodes, and on the master its `cobbler_enable_netboot`
-    // (master_shell), once per node.
-    let deletion = plan_for(&release, "deletion");
-    assert_eq!(deletion.nodes.len(), 10);
-    assert_eq!(ids(&deletion, MASTER_NODE_ID).len(), 9);
+    // The deletion graph runs on the nodes only (its cobbler step is the node's own boot_device).
+    assert_eq!(plan_for(&release, "deletion").nodes.len(), 9);
     // Fuel's provision and net-verification graphs each name, in a `required_for`, a task that is in
     // none of the graphs: Fuel drops such a dependency silently, Plinth drops it and warns.
     for (graph_type, task, missing) in [
@@ -262,37 +259,49 @@ fn fuel_task_graphs_resolve() {
     let set = &plan.wait_sets[task.waits[0] as usize];
     assert_eq!(set.targets[0].task, "build_deploy_image");
     assert_eq!(set.targets[0].nodes, [MASTER_NODE_ID]);
-    // `cobbler_disable_netboot` (master_shell) runs on the master once per node, with that node's
-    // command, after the node's system_provision; the node's own entry waits for it.
-    let name = plan.node(4).expect("node 4").name.clone();
-    let copy = format!("cobbler_disable_netboot@{name}");
-    assert!(before(&master, "build_deploy_image", &copy), "{master:?}");
-    let on_master = plan
-        .node(MASTER_NODE_ID)
-        .and_then(|n| n.tasks.iter().find(|t| *t.id == *copy))
-        .expect("the master's copy");
-    let set = &plan.wait_sets[*on_master.waits.last().expect("a wait") as usize];
-    assert_eq!(set.targets[0].task, "system_provision");
-    assert_eq!(set.targets[0].nodes, [4]);
-    let stand_in = plan
-        .node(4)
-        .and_then(|n| n.tasks.iter().find(|t| &*t.id == "cobbler_disable_netboot"))
-        .expect("the node's entry");
-    assert_eq!(stand_in.task_type.as_str(), "stage");
-    let set = &plan.wait_sets[stand_in.waits[0] as usize];
+    // Plinth's steps stand where Fuel called cobbler and fuel-agent: the image is written by a
+    // provision task, netboot is switched by boot_device tasks on the node itself, and fuel-agent's
+    // image build and input files are skipped.
+    let task = |plan: &Plan, node: u64, id: &str| {
+        plan.node(node)
+            .and_then(|n| n.tasks.iter().find(|t| &*t.id == id).cloned())
+            .unwrap_or_else(|| panic!("{id} on node {node}"))
+    };
+    let provision = task(&plan, 4, "system_provision");
+    assert_eq!(provision.task_type.as_str(), "provision");
+    let netboot = task(&plan, 4, "cobbler_disable_netboot");
+    assert_eq!(netboot.task_type.as_str(), "boot_device");
+    assert_eq!(netboot.parameters["device"], "disk");
+    assert_eq!(netboot.parameters["without_enrollment"], "skip");
     assert_eq!(
-        (
-            set.targets[0].task.as_str(),
-            set.targets[0].nodes.as_slice()
-        ),
-        (copy.as_str(), &[MASTER_NODE_ID][..])
+        task(&plan, MASTER_NODE_ID, "build_deploy_image")
+            .task_type
+            .as_str(),
+        "skipped"
     );
+    assert_eq!(
+        task(&plan, 4, "upload_provision_info").task_type.as_str(),
+        "skipped"
+    );
+    assert!(before(&node, "system_provision", "cobbler_disable_netboot"));
+    assert!(before(&node, "cobbler_disable_netboot", "node_reboot"));
     let specs = plan
-        .task_specs(plan.node(MASTER_NODE_ID).expect("master"))
-        .expect("specs");
-    let spec = specs.iter().find(|s| s.id == copy).expect("spec");
-    assert_eq!(spec.kind, plinth_common::wire::TaskKind::Shell);
-    assert!(spec.gated);
+        .task_specs(plan.node(4).expect("node 4"))
+        .expect("every task has a kind");
+    assert_eq!(
+        specs
+            .iter()
+            .find(|s| s.id == "system_provision")
+            .map(|s| s.kind),
+        Some(plinth_common::wire::TaskKind::Provision)
+    );
+    let deletion = plan_for(&release, "deletion");
+    let erase = task(&deletion, 4, "node_erase");
+    assert_eq!(erase.parameters["allow_running_system"], true);
+    assert_eq!(
+        task(&deletion, 4, "cobbler_enable_netboot").parameters["device"],
+        "pxe"
+    );
 }
 
 #[test]

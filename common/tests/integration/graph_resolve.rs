@@ -540,3 +540,67 @@ fn other_fields_are_computed_too() {
             .unwrap()
     );
 }
+
+/// A `master_shell` task runs on the controller's own host once for each node it is placed on, with
+/// that node's parameters, after the node's task before it; the node's own entry waits for it.
+#[test]
+fn master_shell_runs_on_the_master_once_per_node_between_the_nodes_tasks() {
+    let g = tasks(
+        "- {id: a, type: shell, role: [compute], parameters: {cmd: 'true'}}\n\
+         - {id: m, type: master_shell, role: [compute], requires: [a], parameters: {cmd: {yaql_exp: 'concat(\"echo \", $.node.name)'}}}\n\
+         - {id: b, type: shell, role: [compute], requires: [m], parameters: {cmd: 'true'}}\n",
+    );
+    let r = release(&[("compute", &["compute"])]);
+    let catalog = Catalog::new(&r, &[], None);
+    let nodes = [node(1, &["compute"]), node(2, &["compute"])];
+    struct NodeName;
+    impl FieldEvaluator for NodeName {
+        fn evaluate(&self, context: &EvalContext<'_>, _: &str) -> Result<Value, String> {
+            Ok(json!(format!("echo node-{}", context.node_id)))
+        }
+        fn node_filter(&self, _: &Node, _: &str) -> Result<bool, String> {
+            Ok(true)
+        }
+        fn cluster_expression(&self, _: &str) -> Result<Value, String> {
+            Ok(Value::Null)
+        }
+    }
+    let plan = run(&g, &catalog, &nodes, &NodeName).expect("resolves");
+    let master = plan.node(0).expect("the master has the copies");
+    let copies: Vec<(&str, &Value)> = master
+        .tasks
+        .iter()
+        .map(|t| (&*t.id, &t.parameters["cmd"]))
+        .collect();
+    assert_eq!(
+        copies,
+        [
+            ("m@node-1", &json!("echo node-1")),
+            ("m@node-2", &json!("echo node-2"))
+        ]
+    );
+    let specs = plan.task_specs(master).expect("specs");
+    assert_eq!(specs[0].kind, TaskKind::Shell);
+    assert_eq!(
+        specs[0].waits_for,
+        [CrossDependency {
+            node_id: 1,
+            task: "a".into()
+        }]
+    );
+    let on_node = plan
+        .task_specs(plan.node(1).expect("node 1"))
+        .expect("specs");
+    let m = on_node
+        .iter()
+        .find(|s| s.id == "m")
+        .expect("the node's entry");
+    assert_eq!(m.kind, TaskKind::Stage);
+    assert_eq!(
+        m.waits_for,
+        [CrossDependency {
+            node_id: 0,
+            task: "m@node-1".into()
+        }]
+    );
+}
