@@ -6,6 +6,7 @@ mod cpu;
 mod disks;
 mod dmi;
 mod memory;
+mod mounts;
 mod nics;
 mod sysfs;
 mod system;
