@@ -11,7 +11,7 @@ use std::fmt;
 pub struct Failure {
     /// The hint's name.
     pub hint: HintName,
-    /// The hint's expression as given.
+    /// The hint's expression as given, in JSON (`">= 100"`, `false`).
     pub written: String,
     /// What the disk has for it, as shown to people; `None` when it reports nothing.
     pub have: Option<String>,
@@ -19,7 +19,7 @@ pub struct Failure {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "fails {} {:?} (", self.hint, self.written)?;
+        write!(f, "fails {} {} (", self.hint, self.written)?;
         match &self.have {
             Some(have) => write!(f, "it has {have})"),
             None => write!(f, "it reports none)"),

@@ -94,7 +94,7 @@ pub(crate) enum Test {
 pub struct Hint {
     /// Its name.
     pub(crate) name: HintName,
-    /// The expression as given, for messages.
+    /// The expression as given, in JSON, for messages.
     pub(crate) written: String,
     /// What it asks.
     pub(crate) test: Test,
@@ -278,13 +278,9 @@ impl Hints {
                 HintName::Rotational => flag(name, value)?,
                 _ => text(name, value)?,
             };
-            let written = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
             hints.push(Hint {
                 name,
-                written,
+                written: value.to_string(),
                 test,
             });
         }
