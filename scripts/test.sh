@@ -57,6 +57,11 @@ export PLINTH_PYTHON38
 PLINTH_BMC_VENV="$(scripts/bmc-emulators.sh)"
 export PLINTH_BMC_VENV
 
+# plinth-agent's root device choice is compared with Ironic's own matcher (ironic-lib, and
+# ironic-python-agent's default choice), from a virtual environment this script makes once.
+PLINTH_IRONIC_VENV="$(scripts/ironic-venv.sh)"
+export PLINTH_IRONIC_VENV
+
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"

@@ -18,6 +18,7 @@
 //! | [`tracking`] | the cgroup or process group each task command runs in, its durable record, and ending what a killed agent left running |
 //! | [`fsutil`] | durable file writes (temp file, fsync, rename, fsync directory) |
 //! | [`image`] | putting the agent into a provisioning image's root file system |
+//! | [`root_device`] | choosing the disk an image is written to, by Ironic's root device hints |
 //!
 //! Architecture invariant: nothing from a task list runs before the list's signature, node key, revision,
 //! expiry and nonce are verified and its revision is durably persisted; no result is sent before it is in
@@ -31,6 +32,7 @@ pub mod fsutil;
 pub mod identity;
 pub mod image;
 pub mod journal;
+pub mod root_device;
 pub mod runner;
 pub mod sender;
 pub mod service;

@@ -48,6 +48,10 @@ enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Print the disk an image would be written to (`/dev/NAME`), chosen by root device hints in
+    /// Ironic's syntax, or by the default choice without hints. Exits 1 with the reason when no disk
+    /// fits, 2 on bad hints or a bad facts file.
+    RootDevice(RootDeviceArgs),
     /// Provisioning image commands.
     Image {
         #[command(subcommand)]
@@ -124,6 +128,16 @@ struct FactsArgs {
     compact: bool,
 }
 
+#[derive(Debug, Args)]
+struct RootDeviceArgs {
+    /// The hints as a JSON object, for example '{"size": ">= 100", "rotational": false}'.
+    #[arg(long)]
+    hints: Option<String>,
+    /// Facts as `plinth-agent facts` prints them (default: this machine's).
+    #[arg(long)]
+    facts: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 enum KeyCommand {
     /// Print the node key's fingerprint (the node's identity) and public key; makes the key on first use.
@@ -143,6 +157,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run(args),
         Command::Facts(args) => print_facts(args),
+        Command::RootDevice(args) => root_device(args),
         Command::Key {
             command: KeyCommand::Show { config, state_dir },
         } => key_show(&config, state_dir),
@@ -262,6 +277,48 @@ fn print_facts(args: FactsArgs) -> u8 {
         }
         Err(e) => {
             eprintln!("plinth-agent: cannot print facts: {e}");
+            1
+        }
+    }
+}
+
+fn root_device(args: RootDeviceArgs) -> u8 {
+    use plinth_agent::root_device::{choose, device_path, Hints};
+    let hints = match args
+        .hints
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+    {
+        None => None,
+        Some(Ok(value)) => match Hints::parse(&value) {
+            Ok(hints) => Some(hints),
+            Err(e) => {
+                eprintln!("plinth-agent: {e}");
+                return 2;
+            }
+        },
+        Some(Err(e)) => {
+            eprintln!("plinth-agent: the root device hints are not JSON: {e}");
+            return 2;
+        }
+    };
+    let facts = match &args.facts {
+        Some(path) => match facts::read_file(path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("plinth-agent: {e}");
+                return 2;
+            }
+        },
+        None => facts::collect(&facts::Sources::live(Default::default())),
+    };
+    match choose(&facts.disks, hints.as_ref()) {
+        Ok(disk) => {
+            println!("{}", device_path(disk));
+            0
+        }
+        Err(no_disk) => {
+            eprintln!("{no_disk}");
             1
         }
     }

@@ -40,9 +40,10 @@ fn own(value: &mut Value, seed: usize) {
             for (key, v) in map.iter_mut() {
                 match (key.as_str(), v.as_str()) {
                     ("mac", Some(mac)) => *v = json!(own_mac(mac, seed)),
-                    ("product_serial" | "board_serial" | "serial" | "wwn", Some(s)) => {
-                        *v = json!(format!("{s}-{seed:08x}"))
-                    }
+                    (
+                        "product_serial" | "board_serial" | "serial" | "wwn" | "wwn_with_extension",
+                        Some(s),
+                    ) => *v = json!(format!("{s}-{seed:08x}")),
                     ("product_uuid", Some(_)) => {
                         *v = json!(format!("00000000-0000-4000-8000-{seed:012x}"))
                     }

@@ -111,6 +111,7 @@ fn own_identities(value: &mut Value, i: usize) {
         "board_serial",
         "product_uuid",
         "wwn",
+        "wwn_with_extension",
     ];
     match value {
         Value::Object(map) => map.iter_mut().for_each(|(k, v)| match v {

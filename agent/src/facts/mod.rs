@@ -5,7 +5,9 @@
 mod cpu;
 mod disks;
 mod dmi;
+mod file;
 mod memory;
+mod mounts;
 mod nics;
 mod sysfs;
 mod system;
@@ -16,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use file::{read_file, FactsFileError};
 pub use nics::live_addresses;
 
 /// Where interface addresses come from.

@@ -63,6 +63,41 @@ fn fake_tree() -> tempfile::TempDir {
     for v in ["loop0", "ram0", "dm-0", "zram0"] {
         w(&format!("sys/block/{v}/size"), "8\n");
     }
+    // sda: an ATA disk behind a SCSI host, known to udev, with partitions: sda1 mounted, sda2 a volume
+    // group's physical volume whose volume (dm-0) is the root file system, sda3 swap.
+    w("sys/block/sda/dev", "8:0\n");
+    w("sys/block/sda/ro", "0\n");
+    w("sys/block/sda/device/vendor", "ATA     \n");
+    fs::create_dir_all(root.join("sys/block/sda/device/scsi_device/2:0:0:0")).unwrap();
+    w(
+        "run/udev/data/b8:0",
+        "S:disk/by-id/wwn-0x5000c5005e6f1a2b\nE:ID_WWN=0x5000c5005e6f1a2b\n\
+         E:ID_WWN_WITH_EXTENSION=0x5000c5005e6f1a2b\nE:ID_WWN_VENDOR_EXTENSION=\n\
+         E:ID_SERIAL_SHORT=Z1D2ABCD\nG:systemd\n",
+    );
+    for (part, number) in [("sda1", "8:1"), ("sda2", "8:2"), ("sda3", "8:3")] {
+        w(&format!("sys/block/sda/{part}/partition"), "1\n");
+        w(&format!("sys/block/sda/{part}/dev"), &format!("{number}\n"));
+    }
+    fs::create_dir_all(root.join("sys/block/sda/sda2/holders/dm-0")).unwrap();
+    w("sys/block/dm-0/dev", "253:0\n");
+    fs::create_dir_all(root.join("dev/mapper")).unwrap();
+    symlink("../dm-0", root.join("dev/mapper/vg-root")).unwrap();
+    // nvme0n1: read-only, its one btrfs file system mounted whole (an anonymous device number, so only
+    // the source names it).
+    w("sys/block/nvme0n1/dev", "259:0\n");
+    w("sys/block/nvme0n1/ro", "1\n");
+    w(
+        "proc/self/mountinfo",
+        "22 1 253:0 / / rw,relatime shared:1 - ext4 /dev/mapper/vg-root rw\n\
+         23 22 0:21 / /proc rw,relatime - proc proc rw\n\
+         24 22 8:1 / /boot/my\\040efi rw,relatime shared:2 - vfat /dev/sda1 rw\n\
+         25 22 0:45 /@srv /srv rw,relatime - btrfs /dev/nvme0n1 rw\n",
+    );
+    w(
+        "proc/swaps",
+        "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sda3                               partition\t2097148\t\t0\t\t-2\n",
+    );
     fs::create_dir_all(root.join("dev/disk/by-path")).unwrap();
     symlink(
         "../../sda",
@@ -163,11 +198,37 @@ fn fake_tree_reads_everything() {
     assert_eq!(nvme.wwn.as_deref(), Some("eui.0025388b71b2f3a4"));
     assert_eq!(nvme.model.as_deref(), Some("Samsung SSD 970 EVO 1TB"));
     assert_eq!(nvme.by_path, vec!["pci-0000:3b:00.0-nvme-1"]);
+    assert_eq!(nvme.vendor, None);
+    assert_eq!(nvme.hctl, None, "NVMe has no SCSI address");
+    assert_eq!(nvme.wwn_with_extension, None);
+    assert_eq!(nvme.read_only, Some(true));
+    assert_eq!(nvme.mounts, vec!["/srv"]);
     let sda = &f.disks[1];
     assert_eq!(sda.rotational, Some(true));
     assert_eq!(sda.removable, Some(false));
-    assert_eq!(sda.serial, None);
-    assert_eq!(sda.wwn.as_deref(), Some("naa.5000c5005e6f1a2b"));
+    assert_eq!(
+        sda.serial.as_deref(),
+        Some("Z1D2ABCD"),
+        "udev's serial when sysfs has none"
+    );
+    assert_eq!(
+        sda.wwn.as_deref(),
+        Some("0x5000c5005e6f1a2b"),
+        "udev's WWN before sysfs's wwid"
+    );
+    assert_eq!(
+        sda.wwn_with_extension.as_deref(),
+        Some("0x5000c5005e6f1a2b")
+    );
+    assert_eq!(sda.wwn_vendor_extension, None, "an empty value is absent");
+    assert_eq!(sda.vendor.as_deref(), Some("ATA"));
+    assert_eq!(sda.hctl.as_deref(), Some("2:0:0:0"));
+    assert_eq!(sda.read_only, Some(false));
+    assert_eq!(
+        sda.mounts,
+        vec!["/", "/boot/my efi", "[SWAP]"],
+        "through a partition, a volume built on one, and swap"
+    );
     assert_eq!(
         sda.by_path,
         vec!["pci-0000:00:17.0-ata-1"],
@@ -248,4 +309,90 @@ fn smoke_on_this_machine() {
     assert!(f.memory.map(|m| m.total_bytes > 0).unwrap_or(false));
     assert!(f.cpu.map(|c| c.threads > 0).unwrap_or(false));
     assert!(f.nics.iter().any(|n| n.name == "lo" && n.virtual_device));
+}
+
+/// A loop device over a file, detached when dropped, also when the test fails.
+struct Loop {
+    /// `loopN`.
+    name: String,
+}
+
+impl Loop {
+    fn attach(file: &Path, read_only: bool) -> Loop {
+        let mut cmd = std::process::Command::new("losetup");
+        cmd.args(["--find", "--show"]);
+        if read_only {
+            cmd.arg("--read-only");
+        }
+        let out = cmd.arg(file).output().expect("losetup runs");
+        assert!(out.status.success(), "losetup: {out:?}");
+        let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        Loop {
+            name: dev.trim_start_matches("/dev/").to_string(),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["--detach", &format!("/dev/{}", self.name)])
+            .status();
+    }
+}
+
+/// A mounted file system, unmounted when dropped.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn run(program: &str, args: &[&str]) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {out:?}");
+}
+
+/// Real block devices: a loop device with a file system mounted from it, and a read-only one. (Partitions
+/// and devices built on them are the fake tree's: not every kernel scans a loop device's partitions.)
+/// Needs root, losetup and mkfs.ext4.
+#[test]
+fn a_real_loop_device_reports_its_mounts_and_read_only_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let image = base.join("disk.img");
+    fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
+    run("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
+    let disk = Loop::attach(&image, false);
+    let point = base.join("mnt point");
+    fs::create_dir(&point).unwrap();
+    run(
+        "mount",
+        &[&format!("/dev/{}", disk.name), point.to_str().unwrap()],
+    );
+    let _mounted = Mounted(point.clone());
+
+    let ro_image = base.join("ro.img");
+    fs::File::create(&ro_image)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let ro = Loop::attach(&ro_image, true);
+
+    let live = Sources::live(cmdline::KernelCmdline::default());
+    let mounts = mounts::Mounts::read(&live);
+    let by_path = BTreeMap::new();
+    let d = disks::read_one(&live, &disk.name, &by_path, &mounts);
+    assert_eq!(d.size_bytes, 32 << 20);
+    assert_eq!(d.read_only, Some(false));
+    assert_eq!(d.mounts, vec![point.to_str().unwrap().to_string()]);
+    let r = disks::read_one(&live, &ro.name, &by_path, &mounts);
+    assert_eq!(r.size_bytes, 8 << 20);
+    assert_eq!(r.read_only, Some(true));
+    assert!(r.mounts.is_empty(), "{:?}", r.mounts);
 }

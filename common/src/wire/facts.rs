@@ -111,6 +111,21 @@ pub struct Disk {
     pub by_path: Vec<String>,
     /// Whether it is removable media.
     pub removable: Option<bool>,
+    /// The vendor the device reports (sysfs `device/vendor`, for example `ATA`).
+    pub vendor: Option<String>,
+    /// The SCSI address, `host:channel:target:lun` (sysfs `device/scsi_device/`); absent for devices
+    /// that are not SCSI (NVMe, virtio).
+    pub hctl: Option<String>,
+    /// The World Wide Name with the vendor extension appended (udev's `ID_WWN_WITH_EXTENSION`).
+    pub wwn_with_extension: Option<String>,
+    /// The vendor extension of the World Wide Name (udev's `ID_WWN_VENDOR_EXTENSION`).
+    pub wwn_vendor_extension: Option<String>,
+    /// Whether the kernel refuses writes to it (sysfs `ro`).
+    pub read_only: Option<bool>,
+    /// Where the running system uses it: the mount points of file systems on the disk, on its
+    /// partitions or on devices built on them (device-mapper, software RAID), and `[SWAP]` for swap
+    /// in use there. Empty when the system uses none of it.
+    pub mounts: Vec<String>,
 }
 
 /// One network interface.
