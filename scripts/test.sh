@@ -12,6 +12,15 @@ missing() {
   command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
   command -v qemu-img >/dev/null 2>&1 || need+=(qemu-utils)
   command -v debugfs >/dev/null 2>&1 || need+=(e2fsprogs)
+  # The agent's image writer (agent/src/imaging): disks made with sgdisk, mkswap, qemu-img and qemu-io,
+  # compressed with gzip, xz, zstd and bzip2, written to loop devices and checked with wipefs and blkid.
+  command -v sgdisk >/dev/null 2>&1 || need+=(gdisk)
+  command -v qemu-io >/dev/null 2>&1 || need+=(qemu-utils)
+  command -v xz >/dev/null 2>&1 || need+=(xz-utils)
+  command -v zstd >/dev/null 2>&1 || need+=(zstd)
+  command -v bzip2 >/dev/null 2>&1 || need+=(bzip2)
+  command -v losetup >/dev/null 2>&1 && command -v wipefs >/dev/null 2>&1 || need+=(mount util-linux)
+  command -v blkid >/dev/null 2>&1 || need+=(util-linux)
   # The web console's tests drive a headless browser.
   [ -x /usr/bin/chromium ] || need+=(chromium)
   [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)

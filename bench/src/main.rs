@@ -8,6 +8,8 @@
 //!   spread over several source addresses; memory, CPU and latency while they hold polls; `--deploy`.
 //! - `bootstorm`: iPXE clients fetching scripts and boot files from the boot listener all at once,
 //!   while agents poll.
+//! - `imaging`: the agent's image writer against `qemu-img convert` on a loop device, and its peak
+//!   memory streaming a larger image (as root).
 //! - `chaos`: a fault-injection soak against a controller it starts itself: agent and controller kills,
 //!   dropped and duplicated results, slow links; checks that nothing is lost.
 //!
@@ -24,6 +26,7 @@ mod chaos;
 mod facts;
 mod fleet;
 mod gate;
+mod imaging;
 mod phases;
 mod poll;
 mod sim;
@@ -58,17 +61,37 @@ enum Mode {
     /// A rack booting at once: iPXE clients fetching their script, kernel and initramfs from the boot
     /// listener while agents poll; files and bytes per second against the loopback, memory, latency.
     Bootstorm(bootstorm::BootstormArgs),
+    /// The agent's image writer against `qemu-img convert` writing the same images to the same loop
+    /// device, and its peak memory streaming a larger image (as root).
+    Imaging(imaging::ImagingArgs),
+    /// Streams one image and prints the process's peak memory (what `imaging` runs as its child).
+    #[command(hide = true)]
+    ImagingChild(imaging::ChildArgs),
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    let mode = Cli::parse().mode;
+    // The image writer's modes are blocking, and the child measures its own memory: no runtime.
+    let mode = match mode {
+        Mode::Imaging(args) => return imaging::run(args),
+        Mode::ImagingChild(args) => return imaging::child(args),
+        other => other,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(mode))
+}
+
+async fn run(mode: Mode) -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match Cli::parse().mode {
+    match mode {
         Mode::Poll(args) => poll::run(args).await,
         Mode::Phases(args) => phases::run(args).await,
         Mode::Chaos(args) => chaos::run(args).await,
         Mode::Gate(args) => gate::run(args).await,
         Mode::Fleet(args) => fleet::run(args).await,
         Mode::Bootstorm(args) => bootstorm::run(args).await,
+        Mode::Imaging(_) | Mode::ImagingChild(_) => Ok(()),
     }
 }

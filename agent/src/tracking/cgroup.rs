@@ -37,7 +37,7 @@ pub fn own_path(proc_cgroup: &str) -> Option<String> {
 }
 
 /// Mountinfo escapes space, tab, newline and backslash as `\ooo`.
-fn unescape(field: &str) -> String {
+pub(crate) fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
