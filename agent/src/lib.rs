@@ -18,6 +18,7 @@
 //! | [`tracking`] | the cgroup or process group each task command runs in, its durable record, and ending what a killed agent left running |
 //! | [`fsutil`] | durable file writes (temp file, fsync, rename, fsync directory) |
 //! | [`image`] | putting the agent into a provisioning image's root file system |
+//! | [`installed`] | preparing a system written to the disk: partition table, root file system, host name, network, keys, boot entry |
 //!
 //! Architecture invariant: nothing from a task list runs before the list's signature, node key, revision,
 //! expiry and nonce are verified and its revision is durably persisted; no result is sent before it is in
@@ -30,6 +31,7 @@ pub mod facts;
 pub mod fsutil;
 pub mod identity;
 pub mod image;
+pub mod installed;
 pub mod journal;
 pub mod runner;
 pub mod sender;
