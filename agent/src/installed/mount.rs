@@ -12,6 +12,7 @@ use super::table::{self, ESP_TYPE};
 use super::InstalledError;
 use crate::executor::nofollow::Dir;
 use nix::mount::{MntFlags, MsFlags};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -174,7 +175,10 @@ pub(crate) fn private_dir(what: &str) -> Result<PathBuf, InstalledError> {
         .map_err(|e| {
             InstalledError::io(std::env::temp_dir(), "cannot make a private directory", e)
         })?;
-    Ok(dir.keep())
+    let dir = dir.keep();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| InstalledError::io(&dir, "cannot make it private (mode 0700)", e))?;
+    Ok(dir)
 }
 
 /// Mounts the installed system's root file system on `partition` (read-write) on a private temporary
