@@ -537,7 +537,7 @@ fn host_name_network_and_keys_are_written_into_the_mounted_root_and_read_back() 
 
 #[test]
 fn paths_that_leave_the_root_or_go_through_links_are_refused() {
-    let (disk, root) = mounted_disk();
+    let (_disk, root) = mounted_disk();
     let at = root.path();
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), at.join("etc/escape")).unwrap();
