@@ -30,6 +30,16 @@ missing() {
   command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
   command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
   ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+  # Whole-disk images (make-image --format disk) and preparing the installed system on loop devices
+  # (agent/src/installed): partition tables, FAT, GRUB for BIOS and UEFI, UEFI firmware for qemu.
+  command -v sgdisk >/dev/null 2>&1 || need+=(gdisk)
+  command -v sfdisk >/dev/null 2>&1 || need+=(fdisk)
+  command -v mkfs.vfat >/dev/null 2>&1 || need+=(dosfstools)
+  command -v mcopy >/dev/null 2>&1 || need+=(mtools)
+  command -v grub-install >/dev/null 2>&1 || need+=(grub2-common)
+  [ -d /usr/lib/grub/i386-pc ] || need+=(grub-pc-bin)
+  [ -d /usr/lib/grub/x86_64-efi ] || need+=(grub-efi-amd64-bin)
+  [ -f /usr/share/OVMF/OVMF_CODE_4M.fd ] || need+=(ovmf)
   # Network boot: dnsmasq (DHCP, TFTP) and the iPXE binaries it hands to firmware.
   [ -x /usr/sbin/dnsmasq ] || need+=(dnsmasq-base)
   [ -f /usr/lib/ipxe/undionly.kpxe ] || need+=(ipxe)
@@ -96,8 +106,10 @@ fi
 # The slow booted-image tests: Debian's kernel under qemu without KVM (TCG), about half a minute; and a
 # network boot image built and booted under qemu (KVM when it works, else TCG), a few minutes; and a
 # rack of three libvirt domains powered on through sushy-tools (Redfish) and virtualbmc (IPMI), booting
-# from dnsmasq and the boot listener on a network of the test's own, two to three minutes.
+# from dnsmasq and the boot listener on a network of the test's own, two to three minutes; and a
+# whole-disk image booted by BIOS and UEFI, then written to a larger disk, prepared by the agent's
+# installed-system code and booted again, a few minutes each.
 # PLINTH_SKIP_SLOW=1 leaves them out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
-  cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot:: rack::
+  cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot:: rack:: disk_image::
 fi

@@ -20,6 +20,7 @@
 //! | [`image`] | putting the agent into a provisioning image's root file system |
 //! | [`root_device`] | choosing the disk an image is written to, by Ironic's root device hints |
 //! | [`imaging`] | writing an OS image onto a disk as it downloads (raw, qcow2; gzip, xz, zstd), wiping and erasing disks |
+//! | [`installed`] | preparing a system written to the disk: partition table, root file system, host name, network, keys, boot entry |
 //!
 //! Architecture invariant: nothing from a task list runs before the list's signature, node key, revision,
 //! expiry and nonce are verified and its revision is durably persisted; no result is sent before it is in
@@ -33,6 +34,7 @@ pub mod fsutil;
 pub mod identity;
 pub mod image;
 pub mod imaging;
+pub mod installed;
 pub mod journal;
 pub mod root_device;
 pub mod runner;

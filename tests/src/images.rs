@@ -42,9 +42,9 @@ pub fn base_rootfs() -> PathBuf {
 }
 
 /// Packages a network boot image's tree has besides systemd and iproute2: those `make-image --format
-/// netboot` adds itself (the kernel, udev, kmod, and tiny-initramfs, the smallest initramfs tool the
-/// kernel package accepts).
-pub const NETBOOT_INCLUDE: &str = "linux-image-amd64,tiny-initramfs,udev,kmod";
+/// netboot` adds itself (the kernel, udev, kmod, tiny-initramfs, the smallest initramfs tool the
+/// kernel package accepts, and what the agent runs to prepare an installed system).
+pub const NETBOOT_INCLUDE: &str = "linux-image-amd64,tiny-initramfs,udev,kmod,efibootmgr,e2fsprogs";
 
 /// The root file system of network boot images (Debian's kernel in it, no agent), built and cached as
 /// [`base_rootfs`] is.
@@ -67,6 +67,30 @@ pub fn netboot_image(out: &Path) -> String {
         "netboot",
         "--zstd-level",
         "3",
+        &out.display().to_string(),
+    ])
+}
+
+/// Packages a whole-disk image's tree has besides systemd and iproute2: those `make-image --format disk`
+/// adds itself (the kernel, initramfs-tools, udev, kmod, e2fsprogs).
+pub const DISK_INCLUDE: &str = "linux-image-amd64,initramfs-tools,udev,kmod,e2fsprogs";
+
+/// The root file system of whole-disk images (Debian's kernel in it, no agent), built and cached as
+/// [`base_rootfs`] is.
+pub fn disk_rootfs() -> PathBuf {
+    cached_rootfs("disk-rootfs", DISK_INCLUDE)
+}
+
+/// A whole-disk image (`packaging/make-image --format disk`, raw) of [`disk_rootfs`] without the agent,
+/// written to `out`. Returns what make-image said.
+pub fn disk_image(out: &Path) -> String {
+    let rootfs = disk_rootfs();
+    make_image(&[
+        "--from",
+        &rootfs.display().to_string(),
+        "--no-agent",
+        "--format",
+        "disk",
         &out.display().to_string(),
     ])
 }

@@ -348,6 +348,12 @@ impl Dir {
         Ok(out)
     }
 
+    /// Gives the directory `mode` (on the open descriptor: a link swapped in since cannot redirect it).
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        nix::sys::stat::fchmod(&self.fd, Mode::from_bits_truncate(mode))
+            .map_err(|e| at(&self.path, e))
+    }
+
     /// Fsyncs the directory, so renames and removals in it are durable.
     pub fn sync(&self) -> io::Result<()> {
         fsync(&self.fd).map_err(|e| at(&self.path, e))
