@@ -72,8 +72,9 @@ pub fn netboot_image(out: &Path) -> String {
 }
 
 /// Packages a whole-disk image's tree has besides systemd and iproute2: those `make-image --format disk`
-/// adds itself (the kernel, initramfs-tools, udev, kmod, e2fsprogs).
-pub const DISK_INCLUDE: &str = "linux-image-amd64,initramfs-tools,udev,kmod,e2fsprogs";
+/// adds itself (the kernel, initramfs-tools, udev, kmod, e2fsprogs), and puppet, which the provisioned
+/// system runs.
+pub const DISK_INCLUDE: &str = "linux-image-amd64,initramfs-tools,udev,kmod,e2fsprogs,puppet";
 
 /// The root file system of whole-disk images (Debian's kernel in it, no agent), built and cached as
 /// [`base_rootfs`] is.

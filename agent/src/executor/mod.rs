@@ -12,6 +12,8 @@
 //! | [`reboot`] | `reboot` |
 //! | [`boot_device`] | `boot_device` |
 //! | [`move_to_bootstrap`] | `move_to_bootstrap` |
+//! | [`provision`] | `provision` |
+//! | [`erase_node`] | `erase_node` |
 //! | [`noop`] | `skipped`, `stage`, `group`, and every kind but `puppet` in a no-op deployment |
 //!
 //! Helpers: [`process`] (a command held by the agent's tracker, with timeout and capture), [`output`]
@@ -21,6 +23,7 @@
 
 pub mod boot_device;
 pub mod copy_files;
+pub mod erase_node;
 pub mod move_to_bootstrap;
 pub mod nofollow;
 pub mod noop;
@@ -29,6 +32,7 @@ pub mod params;
 pub mod placement;
 pub mod policy;
 pub mod process;
+pub mod provision;
 pub mod puppet;
 pub mod reboot;
 pub mod services;
@@ -191,13 +195,8 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
         TaskKind::Reboot => reboot::prepare(task)?,
         TaskKind::BootDevice => boot_device::prepare(task)?,
         TaskKind::MoveToBootstrap => move_to_bootstrap::prepare(task)?,
-        TaskKind::Provision | TaskKind::EraseNode => {
-            return Err(ParamError {
-                task: task.id.clone(),
-                field: "type".into(),
-                message: "not supported by this agent yet".into(),
-            })
-        }
+        TaskKind::Provision => provision::prepare(task)?,
+        TaskKind::EraseNode => erase_node::prepare(task)?,
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {

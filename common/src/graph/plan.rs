@@ -237,10 +237,17 @@ impl Plan {
                     }));
                 }
                 gated |= !waits_for.is_empty();
+                let mut parameters = (*t.parameters).clone();
+                // An installed system is named as the controller names the node, unless told.
+                if kind == TaskKind::Provision && t.skip_reason.is_none() {
+                    parameters
+                        .entry("hostname")
+                        .or_insert_with(|| Value::String(node.name.clone()));
+                }
                 Ok(TaskSpec {
                     id: t.id.to_string(),
                     kind,
-                    parameters: (*t.parameters).clone(),
+                    parameters,
                     skip_reason: t.skip_reason.clone(),
                     waits_for,
                     gated,
