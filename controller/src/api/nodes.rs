@@ -62,7 +62,7 @@ pub struct NodesQuery {
     /// Nodes after this id (the previous page's `X-Next-Marker`).
     #[serde(default)]
     pub marker: Option<u64>,
-    /// Only nodes with this status (`discover`, `deploying`, `ready`, `error`).
+    /// Only nodes with this status (`discover`, `provisioning`, `provisioned`, `deploying`, `ready`, `error`).
     #[serde(default)]
     pub status: Option<NodeStatus>,
     /// Only `discovered` or `accepted` nodes.
@@ -89,7 +89,7 @@ pub struct NodesQuery {
     params(
         ("limit" = Option<u64>, Query, description = "at most this many (1,000 by default, at most 10,000)"),
         ("marker" = Option<u64>, Query, description = "nodes after this id: the previous page's X-Next-Marker"),
-        ("status" = Option<String>, Query, description = "discover, deploying, ready or error"),
+        ("status" = Option<String>, Query, description = "discover, provisioning, provisioned, deploying, ready or error"),
         ("admission" = Option<String>, Query, description = "discovered or accepted"),
         ("cluster_id" = Option<u64>, Query, description = "nodes of this cluster"),
         ("tag" = Option<String>, Query, description = "nodes holding this tag or role")

@@ -10,7 +10,7 @@ const PAGE = 2000;
 /** `#/nodes?status=&admission=&cluster_id=&tag=&name=`. */
 export async function nodesPage(main, params) {
   const field = (name, el) => { el.id = `filter-${name}`; el.value = params.get(name) || ''; return h('label', {}, `${name.replace('_', ' ')} `, el); };
-  const status = h('select', {}, ['', 'discover', 'deploying', 'ready', 'error'].map((s) => h('option', { value: s }, s || 'any')));
+  const status = h('select', {}, ['', 'discover', 'provisioning', 'provisioned', 'deploying', 'ready', 'error'].map((s) => h('option', { value: s }, s || 'any')));
   const admission = h('select', {}, ['', 'discovered', 'accepted'].map((s) => h('option', { value: s }, s || 'any')));
   const cluster = h('input', { size: 5 });
   const tag = h('input', { size: 12 });
@@ -92,9 +92,17 @@ async function showNode(box, id, reload) {
     h('dl', { class: 'facts' },
       h('dt', {}, 'Roles'), h('dd', {}, n.roles.join(', ') || '\u2014', n.pending_roles.length ? ` (pending: ${n.pending_roles.join(', ')})` : ''),
       h('dt', {}, 'Tags'), h('dd', { id: 'node-tags' }, (n.effective_tags || []).join(', ') || '\u2014'),
+      h('dt', {}, 'Installed'), h('dd', { id: 'node-provisioned' }, provisioned(n.model?.provisioned)),
       h('dt', {}, 'OS'), h('dd', {}, f.os?.pretty_name ?? '', ' ', f.kernel ?? ''),
       h('dt', {}, 'CPU'), h('dd', { id: 'node-cpu' }, f.cpu ? `${f.cpu.threads} threads, ${f.cpu.model ?? ''}` : '\u2014'),
       h('dt', {}, 'Memory'), h('dd', {}, bytes(f.memory?.total_bytes)),
       h('dt', {}, 'Disks'), h('dd', {}, h('table', {}, (f.disks || []).map((d) => h('tr', {}, h('td', {}, d.name), h('td', {}, bytes(d.size_bytes)), h('td', {}, d.model ?? ''))))),
       h('dt', {}, 'NICs'), h('dd', {}, h('table', {}, (f.nics || []).map((x) => h('tr', {}, h('td', {}, x.name), h('td', {}, x.mac ?? ''), h('td', {}, (x.addresses || []).join(' ')), h('td', {}, x.link_up ? 'up' : 'down'))))))));
+}
+
+/** What the node's last provision task installed: image, disk, when. */
+function provisioned(p) {
+  if (!p) return '\u2014';
+  const disk = p.disk_serial ? `${p.disk} (${p.disk_serial})` : p.disk;
+  return `${p.image} (${p.format}) on ${disk}, ${new Date(p.at_ms).toLocaleString()}`;
 }

@@ -179,3 +179,51 @@ pub fn read(task: &TaskSpec) -> Result<ProvisionParams, ParamError> {
         ssh_authorized_keys,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn task(params: Value) -> TaskSpec {
+        crate::testutil::task("p", plinth_common::wire::TaskKind::Provision, params)
+    }
+
+    fn refused(params: Value) -> String {
+        read(&task(params)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_served_image_needs_no_checksum_and_a_url_needs_one() {
+        let p = read(&task(json!({"image": "images/a.qcow2", "root_device": {"size": ">= 10"}})))
+            .unwrap();
+        assert!(matches!(p.image, ImageSource::Served(ref s) if s == "images/a.qcow2"));
+        assert!(p.hints.is_some());
+        let e = refused(json!({"image": "https://example.com/a.raw"}));
+        assert!(e.contains("`checksum`") && e.contains("sha256:"), "{e}");
+        let p = read(&task(json!({"image": "https://example.com/a.raw",
+            "checksum": format!("sha256:{}", "ab".repeat(32))})))
+        .unwrap();
+        assert!(matches!(p.image, ImageSource::Url { .. }));
+        let e = refused(json!({"image": "images/a.qcow2", "checksum": "sha256:00"}));
+        assert!(e.contains("sealed"), "{e}");
+    }
+
+    #[test]
+    fn bad_parameters_name_the_parameter_and_the_cause() {
+        let e = refused(json!({"image": "http://example.com/a.raw", "checksum": "sha256:00"}));
+        assert!(e.contains("`image`") && e.contains("https://"), "{e}");
+        let e = refused(json!({"image": "images/a.raw", "timout": 5}));
+        assert!(e.contains("`timout`") && e.contains("timeout"), "{e}");
+        let e = refused(json!({}));
+        assert!(e.contains("`image`") && e.contains("required"), "{e}");
+        let e = refused(json!({"image": "images/a.raw", "root_device": {"colour": "red"}}));
+        assert!(e.contains("`root_device`") && e.contains("colour"), "{e}");
+        let e = refused(json!({"image": "images/a.raw", "root_partition": 0}));
+        assert!(e.contains("`root_partition`"), "{e}");
+        let e = refused(json!({"image": "images/a.raw", "ssh_authorized_keys": "ssh-ed25519 AAAA"}));
+        assert!(e.contains("`ssh_authorized_keys`"), "{e}");
+        let e = refused(json!({"image": "images/a.raw", "network": {"interfaces": [{"mac": "52:54:00:00:00:01", "dchp": true}]}}));
+        assert!(e.contains("`network`") && e.contains("dchp"), "{e}");
+    }
+}
