@@ -1,7 +1,8 @@
 //! `plinth-agent`: the node agent's command line.
 //!
-//! Exit codes: 0 clean stop or success; 1 unexpected runtime failure; 2 bad usage or configuration;
-//! 3 state directory problem (node key, revision, journal); 4 TLS setup problem (certificates).
+//! Exit codes: 0 clean stop or success; 1 unexpected runtime failure (`root-device`: no disk fits); 2 bad
+//! usage or configuration; 3 state directory problem (node key, revision, journal); 4 TLS setup problem
+//! (certificates).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use plinth_agent::cmdline::DEFAULT_CMDLINE_PATH;

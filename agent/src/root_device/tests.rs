@@ -636,3 +636,49 @@ fn no_disk_says_why_in_one_sentence() {
         "no disk can be chosen without root device hints: the facts list no disks."
     );
 }
+
+#[test]
+fn no_expression_makes_it_panic() {
+    // Every string of up to four of these pieces, as every kind of hint, parsed and matched.
+    let pieces = [
+        "<or>",
+        "<all-in>",
+        "<range-in>",
+        "<in>",
+        "s==",
+        "s<",
+        "=",
+        "<",
+        "!",
+        " ",
+        "\u{1f}",
+        "é",
+        "a",
+        "0",
+        "-",
+        "(",
+        "/",
+    ];
+    let mut d = disk("sda", 10);
+    d.model = Some("é a".into());
+    d.hctl = Some("0:0:0:0".into());
+    d.by_path = vec!["a".into()];
+    let mut exprs = vec![String::new()];
+    for _ in 0..4 {
+        let longer: Vec<String> = exprs
+            .iter()
+            .flat_map(|e| pieces.iter().map(move |p| format!("{e}{p}")))
+            .collect();
+        exprs.extend(longer);
+        exprs.sort();
+        exprs.dedup();
+    }
+    assert!(exprs.len() > 80_000);
+    for expr in &exprs {
+        for hint in ["model", "size", "rotational", "name", "by_path"] {
+            if let Ok(hints) = Hints::parse(&json!({ hint: expr })) {
+                let _ = choose(std::slice::from_ref(&d), Some(&hints)).map_err(|e| e.to_string());
+            }
+        }
+    }
+}
