@@ -138,12 +138,25 @@ fn erase_all(
     }
     let mut done = Vec::new();
     for disk in &disks {
+        // A disk the running system uses cannot be opened exclusively; it is opened shared only when
+        // the task allows it (checked above).
+        let in_use = imaging::device_holds_running_system(disk);
         let result = if whole {
-            imaging::erase_with(disk, Some(cancel)).map(|r| {
+            let erased = if in_use {
+                imaging::erase_in_use(disk, Some(cancel))
+            } else {
+                imaging::erase_with(disk, Some(cancel))
+            };
+            erased.map(|r| {
                 json!({"disk": disk.display().to_string(), "erased": format!("{:?}", r.method), "bytes": r.bytes, "discarded": r.discarded})
             })
         } else {
-            imaging::wipe_signatures(disk).map(|r| {
+            let wiped = if in_use {
+                imaging::wipe_signatures_in_use(disk)
+            } else {
+                imaging::wipe_signatures(disk)
+            };
+            wiped.map(|r| {
                 json!({"disk": disk.display().to_string(), "wiped_ranges": r.ranges.len(), "partitions": r.partitions})
             })
         };

@@ -41,6 +41,16 @@ impl Disk {
     /// Opens a block device (exclusively: the kernel refuses while a partition of it is mounted) or a
     /// regular file, for reading and writing.
     pub(crate) fn open(path: &Path) -> Result<Disk, ImagingError> {
+        Disk::open_with(path, true)
+    }
+
+    /// Opens a block device even while a partition of it is mounted: for erasing the disk the running
+    /// system lives on, when the task says so.
+    pub(crate) fn open_shared(path: &Path) -> Result<Disk, ImagingError> {
+        Disk::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, exclusive: bool) -> Result<Disk, ImagingError> {
         let meta = std::fs::metadata(path)
             .map_err(|e| ImagingError::device(path, "read what it is", e))?;
         let kind = if meta.file_type().is_block_device() {
@@ -55,7 +65,7 @@ impl Disk {
         };
         let mut options = OpenOptions::new();
         options.read(true).write(true);
-        if kind == Kind::Block {
+        if kind == Kind::Block && exclusive {
             options.custom_flags(libc::O_EXCL);
         }
         let file = options.open(path).map_err(|e| {

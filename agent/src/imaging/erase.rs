@@ -44,7 +44,15 @@ pub fn erase(device: &Path) -> Result<EraseReport, ImagingError> {
 
 /// Erases the whole disk at `device`, stopping between pieces when `cancel` is triggered.
 pub fn erase_with(device: &Path, cancel: Option<&Shutdown>) -> Result<EraseReport, ImagingError> {
-    let disk = Disk::open(device)?;
+    erase_disk(&Disk::open(device)?, cancel)
+}
+
+/// Erases the whole disk at `device` while the running system uses it (not opened exclusively).
+pub fn erase_in_use(device: &Path, cancel: Option<&Shutdown>) -> Result<EraseReport, ImagingError> {
+    erase_disk(&Disk::open_shared(device)?, cancel)
+}
+
+fn erase_disk(disk: &Disk, cancel: Option<&Shutdown>) -> Result<EraseReport, ImagingError> {
     let size = disk.size();
     let check = || match cancel {
         Some(c) if c.is_triggered() => Err(ImagingError::Cancelled),

@@ -49,12 +49,12 @@ mod writer;
 mod tests;
 
 pub use detect::{Compression, ImageFormat};
-pub use erase::{erase, erase_with, EraseMethod, EraseReport};
+pub use erase::{erase, erase_in_use, erase_with, EraseMethod, EraseReport};
 pub use error::ImagingError;
 pub use guard::{device_holds_running_system, running_system_uses};
 pub use hash::{ExpectedDigest, HashAlgorithm};
 pub use qcow2::{ClusterCompression, Qcow2Error, Qcow2Summary};
-pub use wipe::{wipe_signatures, WipeReport};
+pub use wipe::{wipe_signatures, wipe_signatures_in_use, WipeReport};
 
 use crate::shutdown::Shutdown;
 use detect::Detected;

@@ -30,6 +30,13 @@ pub fn wipe_signatures(device: &Path) -> Result<WipeReport, ImagingError> {
     wipe_disk(&disk)
 }
 
+/// Wipes the signatures of the disk at `device` while the running system uses it (not opened
+/// exclusively): the system goes on from memory and boots no more from the disk.
+pub fn wipe_signatures_in_use(device: &Path) -> Result<WipeReport, ImagingError> {
+    let disk = Disk::open_shared(device)?;
+    wipe_disk(&disk)
+}
+
 /// Wipes the signatures of an open disk.
 pub(crate) fn wipe_disk(disk: &Disk) -> Result<WipeReport, ImagingError> {
     let size = disk.size();

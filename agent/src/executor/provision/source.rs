@@ -75,15 +75,7 @@ async fn write_served(
     let _ = tx.shutdown().await;
     drop(tx);
     let written = finish(engine, disk).await;
-    match (pulled, written) {
-        (Ok(_), Ok(report)) => Ok(describe(report)),
-        (Err(download), Err(engine)) => Err(format!(
-            "image {path}: the download failed ({download}); {}",
-            aborted_note(&engine, disk)
-        )),
-        (Err(download), Ok(_)) => Err(format!("image {path}: the download failed: {download}")),
-        (Ok(_), Err(engine)) => Err(format!("image {path}: {engine}")),
-    }
+    outcome(path, pulled.err().map(|e| e.to_string()), written, disk)
 }
 
 async fn write_url(
@@ -125,15 +117,7 @@ async fn write_url(
     let _ = tx.shutdown().await;
     drop(tx);
     let written = finish(engine, disk).await;
-    match (download, written) {
-        (Ok(()), Ok(report)) => Ok(describe(report)),
-        (Err(download), Err(engine)) => Err(format!(
-            "image {url}: the download stopped ({download}); {}",
-            aborted_note(&engine, disk)
-        )),
-        (Err(download), Ok(_)) => Err(format!("image {url}: the download stopped: {download}")),
-        (Ok(()), Err(engine)) => Err(format!("image {url}: {engine}")),
-    }
+    outcome(url.as_str(), download.err(), written, disk)
 }
 
 fn options(ctx: &AttemptContext, expected: ExpectedDigest, length: Option<u64>) -> WriteOptions {
@@ -166,15 +150,26 @@ async fn finish(engine: Engine, disk: &Path) -> Result<WriteReport, ImagingError
     })
 }
 
-/// What the engine's failure did to the disk, in words.
-fn aborted_note(engine: &ImagingError, disk: &Path) -> String {
-    if engine.disk_changed() {
-        format!(
-            "writing had started, so {}'s signatures were wiped: it cannot boot half an image ({engine})",
-            disk.display()
-        )
-    } else {
-        format!("nothing was written to {}", disk.display())
+/// The task's word on a write: the engine's error first (it names the cause and says whether the disk
+/// was wiped), the download's when it alone failed.
+fn outcome(
+    name: &str,
+    download: Option<String>,
+    written: Result<WriteReport, ImagingError>,
+    disk: &Path,
+) -> Result<Written, String> {
+    match (download, written) {
+        (None, Ok(report)) => Ok(describe(report)),
+        (Some(d), Ok(_)) => Err(format!("image {name}: the download failed: {d}")),
+        (download, Err(e)) => {
+            let nothing = if e.disk_changed() {
+                String::new()
+            } else {
+                format!("; nothing was written to {}", disk.display())
+            };
+            let also = download.map_or(String::new(), |d| format!(" (the download: {d})"));
+            Err(format!("image {name}: {e}{nothing}{also}"))
+        }
     }
 }
 

@@ -118,6 +118,14 @@ fn a_mounted_disk_holds_the_running_system_and_is_not_opened_for_writing() {
     assert!(e.to_string().contains("cannot open it exclusively"), "{e}");
     let e = erase(&dev.path).unwrap_err();
     assert!(e.to_string().contains("cannot open it exclusively"), "{e}");
+    // Told to (an erase_node task with allow_running_system), the signatures go all the same: blkid
+    // finds no file system on it any more.
+    wipe_signatures_in_use(&dev.path).unwrap();
+    let probe = Command::new("blkid")
+        .args(["-p", s(&dev.path)])
+        .output()
+        .unwrap();
+    assert_eq!(probe.status.code(), Some(2), "{probe:?}");
     drop(mount);
     assert!(!device_holds_running_system(&dev.path));
 }
