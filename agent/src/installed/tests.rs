@@ -572,3 +572,25 @@ fn paths_that_leave_the_root_or_go_through_links_are_refused() {
     assert!(place_file(at, Path::new("/"), b"x", 0o600).is_err());
     assert!(place_file(at, Path::new("/etc/x"), b"x", 0o17777).is_err());
 }
+
+#[test]
+fn a_table_with_gaps_in_its_numbers_is_refused_not_renumbered() {
+    require_root();
+    let small = Loop::holding(&[], 16 * MIB);
+    let d = small.path().display().to_string();
+    sh("sgdisk", &["--new=1:2048:+1M", "--new=3:0:+1M", &d]);
+    let image = std::fs::read(small.path()).unwrap();
+    drop(small);
+    let disk = Loop::holding(&image, 32 * MIB);
+    let before = std::fs::read(disk.path()).unwrap();
+    for e in [
+        relocate_backup_gpt(disk.path()).unwrap_err(),
+        grow_last_partition(disk.path()).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("gaps (1, 3)"), "{e}");
+    }
+    assert!(
+        std::fs::read(disk.path()).unwrap() == before,
+        "nothing was written"
+    );
+}
