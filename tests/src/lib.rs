@@ -10,6 +10,7 @@ pub mod images;
 pub mod needs;
 pub mod netns;
 pub mod rogue;
+pub mod vm;
 
 use anyhow::{bail, Context, Result};
 use plinth_common::signing;

@@ -153,6 +153,8 @@ impl MountedRoot {
                 first.get_or_insert(e);
             }
         }
+        // rmdir only: the mount point (left when mounting failed), then the private directory.
+        let _ = std::fs::remove_dir(self.home.join("root"));
         let _ = std::fs::remove_dir(&self.home);
         first.map_or(Ok(()), Err)
     }

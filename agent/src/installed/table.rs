@@ -222,23 +222,7 @@ pub fn relocate_backup_gpt(disk: &Path) -> Result<Relocation, InstalledError> {
             ),
         ));
     }
-    for (i, e) in table.entries.iter().enumerate() {
-        if usize::try_from(e.number).ok() != Some(i + 1) {
-            return Err(table_error(
-                disk,
-                format!(
-                    "partition numbers with gaps ({}): rewriting the GPT would renumber them",
-                    table
-                        .entries
-                        .iter()
-                        .map(|e| e.number.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
-    rewrite(disk, &mut file, table.sector, |_| {})?;
+    rewrite(disk, &mut file, &table, |_| {})?;
     // The old backup header, now inside the disk, must not be taken for a table.
     if table.backup_lba != last && table.backup_lba > 1 {
         let zero = vec![0u8; usize::try_from(table.sector).unwrap_or(512)];
@@ -281,14 +265,31 @@ fn cover_disk(disk: &Path, file: &mut File, sectors: u64) -> Result<(), Installe
 
 /// Writes the GPT again after `edit` changed its entries: both headers recomputed for the disk's size
 /// (the backup in the last sector, its entries before it, the last usable sector before them), both
-/// entry arrays, their CRCs.
+/// entry arrays, their CRCs. A table whose partition numbers have gaps is refused: the crate writes
+/// used entries one after another, which would renumber the partitions after a gap.
 fn rewrite(
     disk: &Path,
     file: &mut File,
-    sector: u64,
+    table: &Table,
     edit: impl FnOnce(&mut BTreeMap<u32, gpt::partition::Partition>),
 ) -> Result<(), InstalledError> {
-    let lb = block_size(disk, sector)?;
+    for (i, e) in table.entries.iter().enumerate() {
+        if usize::try_from(e.number).ok() != Some(i + 1) {
+            return Err(table_error(
+                disk,
+                format!(
+                    "partition numbers with gaps ({}): rewriting the GPT would renumber them",
+                    table
+                        .entries
+                        .iter()
+                        .map(|e| e.number.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    let lb = block_size(disk, table.sector)?;
     let mut gdisk = gpt::GptConfig::new()
         .writable(true)
         .logical_block_size(lb)
@@ -315,7 +316,7 @@ pub(crate) fn extend_to_end(disk: &Path, number: u32) -> Result<u64, InstalledEr
         ));
     }
     let end = table.last_usable;
-    rewrite(disk, &mut file, table.sector, |parts| {
+    rewrite(disk, &mut file, &table, |parts| {
         if let Some(p) = parts.get_mut(&number) {
             p.last_lba = end;
         }

@@ -10,6 +10,14 @@ use std::process::Command;
 
 const MIB: u64 = 1024 * 1024;
 
+/// Held by the tests that mount roots, so that one can tell the private directories it leaves from
+/// another test's.
+static MOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn mounting() -> std::sync::MutexGuard<'static, ()> {
+    MOUNTING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn require_root() {
     assert!(
         nix::unistd::geteuid().is_root(),
@@ -271,6 +279,7 @@ fn an_mbr_disk_is_left_as_it_is() {
 #[test]
 fn the_last_partition_and_its_ext4_file_system_grow_to_the_end_of_the_disk() {
     require_root();
+    let _one = mounting();
     let image = synthetic_disk(&DISK);
     let disk = Loop::holding(&image, 256 * MIB);
     let report = grow_last_partition(disk.path()).unwrap();
@@ -442,6 +451,7 @@ fn mounts() -> String {
 
 #[test]
 fn host_name_network_and_keys_are_written_into_the_mounted_root_and_read_back() {
+    let _one = mounting();
     let (disk, root) = mounted_disk();
     let at = root.path().to_path_buf();
     assert!(mounts().contains(&at.display().to_string()));
@@ -537,6 +547,7 @@ fn host_name_network_and_keys_are_written_into_the_mounted_root_and_read_back() 
 
 #[test]
 fn paths_that_leave_the_root_or_go_through_links_are_refused() {
+    let _one = mounting();
     let (_disk, root) = mounted_disk();
     let at = root.path();
     let outside = tempfile::tempdir().unwrap();
@@ -571,4 +582,47 @@ fn paths_that_leave_the_root_or_go_through_links_are_refused() {
     assert!(at.join("opt/plinth/deep/file").is_file());
     assert!(place_file(at, Path::new("/"), b"x", 0o600).is_err());
     assert!(place_file(at, Path::new("/etc/x"), b"x", 0o17777).is_err());
+}
+
+#[test]
+fn a_table_with_gaps_in_its_numbers_is_refused_not_renumbered() {
+    require_root();
+    let small = Loop::holding(&[], 16 * MIB);
+    let d = small.path().display().to_string();
+    sh("sgdisk", &["--new=1:2048:+1M", "--new=3:0:+1M", &d]);
+    let image = std::fs::read(small.path()).unwrap();
+    drop(small);
+    let disk = Loop::holding(&image, 32 * MIB);
+    let before = std::fs::read(disk.path()).unwrap();
+    for e in [
+        relocate_backup_gpt(disk.path()).unwrap_err(),
+        grow_last_partition(disk.path()).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("gaps (1, 3)"), "{e}");
+    }
+    assert!(
+        std::fs::read(disk.path()).unwrap() == before,
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_root_that_cannot_be_mounted_leaves_no_directory_behind() {
+    require_root();
+    let _one = mounting();
+    let disk = Loop::holding(&synthetic_disk(&DISK), 64 * MIB);
+    find_root_partition(disk.path(), &RootSelector::Auto).unwrap();
+    let ours = || -> Vec<PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().contains("plinth-root-"))
+            .collect()
+    };
+    let before = ours();
+    // The BIOS boot partition holds no file system.
+    let e = mount_root(&disk.part(1)).unwrap_err().to_string();
+    assert!(e.starts_with(&disk.part(1).display().to_string()), "{e}");
+    assert_eq!(ours(), before);
 }

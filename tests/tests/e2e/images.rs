@@ -487,7 +487,13 @@ fn make_image_refuses_bad_arguments_naming_what_is_wrong() {
     let (code, err) = run(&["--format", "zip", "out"]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("--format is dir, ext4, qcow2 or netboot, not zip"),
+        err.contains("--format is dir, ext4, qcow2, netboot or disk, not zip"),
+        "{err}"
+    );
+    let (code, err) = run(&["--format", "disk", "--disk-format", "vhd", "out"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--disk-format is raw or qcow2, not vhd"),
         "{err}"
     );
     let (code, err) = run(&["--no-agent"]);
@@ -502,6 +508,28 @@ fn make_image_refuses_bad_arguments_naming_what_is_wrong() {
     ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("is not a root file system tree"), "{err}");
+    // A disk needs a kernel in the tree.
+    let tree = empty.path().join("tree");
+    std::fs::create_dir_all(tree.join("etc")).unwrap();
+    std::fs::create_dir_all(tree.join("lib/systemd")).unwrap();
+    std::fs::write(tree.join("etc/os-release"), "ID=debian\n").unwrap();
+    std::fs::write(tree.join("lib/systemd/systemd"), "").unwrap();
+    std::fs::set_permissions(
+        tree.join("lib/systemd/systemd"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (code, err) = run(&[
+        "--no-agent",
+        "--from",
+        &tree.display().to_string(),
+        "--format",
+        "disk",
+        &empty.path().join("disk.raw").display().to_string(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("the tree has no kernel in /boot"), "{err}");
+    assert!(!empty.path().join("disk.raw").exists());
     let (code, err) = run(&["--bogus", "out"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown option --bogus"), "{err}");

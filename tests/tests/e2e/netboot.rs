@@ -12,9 +12,10 @@
 use plinth_common::signing;
 use plinth_e2e::images::{netboot_image, Scratch};
 use plinth_e2e::netns::{require_root, Guarded};
+use plinth_e2e::vm::Vm;
 use plinth_e2e::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -86,13 +87,6 @@ pub(crate) fn accelerator(kernel: &Path, scratch: &Path) -> &'static str {
     })
 }
 
-/// A machine booted from the image under qemu; killed on drop (on every path, failures included).
-struct Vm {
-    console: PathBuf,
-    _qemu: Guarded,
-    started: Instant,
-}
-
 /// How a machine boots.
 enum Boot<'a> {
     /// qemu loads the image itself, with this command line.
@@ -101,63 +95,30 @@ enum Boot<'a> {
     Network(&'a str),
 }
 
-impl Vm {
-    fn boot(home: &Path, name: &str, accel: &str, how: Boot<'_>) -> Vm {
-        let console = home.join(format!("{name}.console"));
-        let mut qemu = Command::new(plinth_e2e::needs::qemu());
-        qemu.args(["-accel", accel, "-m", "2048", "-smp", "2", "-no-reboot"])
-            .args(["-display", "none", "-monitor", "none"])
-            .arg("-serial")
-            .arg(format!("file:{}", console.display()));
-        match how {
-            Boot::Direct(image, cmdline) => {
-                qemu.arg("-kernel")
-                    .arg(image.join("vmlinuz"))
-                    .arg("-initrd")
-                    .arg(image.join("initrd.img"))
-                    .args(["-append", cmdline])
-                    .args(["-netdev", "user,id=n0"]);
-            }
-            Boot::Network(url) => {
-                qemu.args(["-boot", "n"])
-                    .args(["-netdev", &format!("user,id=n0,bootfile={url}")]);
-            }
+/// Boots a machine from the image under qemu (killed on drop).
+fn boot_vm(home: &Path, name: &str, accel: &str, how: Boot<'_>) -> Vm {
+    let mut qemu = Command::new(plinth_e2e::needs::qemu());
+    qemu.args(["-accel", accel, "-m", "2048", "-smp", "2", "-no-reboot"]);
+    match how {
+        Boot::Direct(image, cmdline) => {
+            qemu.arg("-kernel")
+                .arg(image.join("vmlinuz"))
+                .arg("-initrd")
+                .arg(image.join("initrd.img"))
+                .args(["-append", cmdline])
+                .args(["-netdev", "user,id=n0"]);
         }
-        qemu.args(["-device", &format!("virtio-net-pci,netdev=n0,mac={MAC}")])
-            .args([
-                "-smbios",
-                &format!("type=1,manufacturer=Plinth,product={PRODUCT},serial={SERIAL}"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(home.join(format!("{name}.qemu.err"))).unwrap());
-        let child = qemu.spawn().expect("qemu starts");
-        Vm {
-            console,
-            _qemu: Guarded::new(child, Duration::from_secs(5)),
-            started: Instant::now(),
+        Boot::Network(url) => {
+            qemu.args(["-boot", "n"])
+                .args(["-netdev", &format!("user,id=n0,bootfile={url}")]);
         }
     }
-
-    fn console(&self) -> String {
-        let text = std::fs::read(&self.console).unwrap_or_default();
-        // Without the terminal's colours.
-        let text = String::from_utf8_lossy(&text).replace("\u{1b}[0m", "");
-        text.split('\u{1b}')
-            .enumerate()
-            .map(|(i, part)| {
-                if i == 0 {
-                    part
-                } else {
-                    part.split_once('m').map_or(part, |(_, rest)| rest)
-                }
-            })
-            .collect()
-    }
-
-    fn tail(&self, lines: usize) -> String {
-        tail(&self.console(), lines)
-    }
+    qemu.args(["-device", &format!("virtio-net-pci,netdev=n0,mac={MAC}")])
+        .args([
+            "-smbios",
+            &format!("type=1,manufacturer=Plinth,product={PRODUCT},serial={SERIAL}"),
+        ]);
+    Vm::start(home, name, qemu)
 }
 
 #[test]
@@ -216,7 +177,7 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     let wrong = signing::tls_key_pin(b"the key of some other controller");
     {
         let wrong_cmdline = cmdline(&wrong);
-        let vm = Vm::boot(
+        let vm = boot_vm(
             work.path(),
             "wrong-pin",
             accel,
@@ -270,7 +231,7 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     assert_eq!(a.status, 201, "{}", a.body);
 
     // It boots from the network: iPXE, the script, the kernel and initramfs, all from the controller.
-    let vm = Vm::boot(
+    let vm = boot_vm(
         work.path(),
         "network",
         accel,
