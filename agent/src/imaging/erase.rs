@@ -68,11 +68,11 @@ fn erase_disk(disk: &Disk, cancel: Option<&Shutdown>) -> Result<EraseReport, Ima
             disk.sync()?;
             return Ok(report(EraseMethod::Hole, false));
         }
-        zeros(&disk, 0, &check)?;
+        zeros(disk, 0, &check)?;
         disk.sync()?;
         return Ok(report(EraseMethod::Zeros, false));
     }
-    let queue = Queue::of(device);
+    let queue = Queue::of(disk.path());
     let mut discarded = false;
     if queue.discard_max_bytes > 0 {
         discarded = true;
@@ -93,7 +93,7 @@ fn erase_disk(disk: &Disk, cancel: Option<&Shutdown>) -> Result<EraseReport, Ima
         check()?;
         let n = PIECE.min(size - at);
         if !disk.zero_out(at, n)? {
-            zeros(&disk, at, &check)?;
+            zeros(disk, at, &check)?;
             disk.sync()?;
             return Ok(report(EraseMethod::Zeros, discarded));
         }

@@ -15,6 +15,7 @@ mod computed_fields;
 mod console;
 mod console_api;
 mod custom_graphs;
+mod disk_image;
 mod enrollment;
 mod failover;
 mod fault_tolerance;

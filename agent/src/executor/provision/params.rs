@@ -195,8 +195,10 @@ mod tests {
 
     #[test]
     fn a_served_image_needs_no_checksum_and_a_url_needs_one() {
-        let p = read(&task(json!({"image": "images/a.qcow2", "root_device": {"size": ">= 10"}})))
-            .unwrap();
+        let p = read(&task(
+            json!({"image": "images/a.qcow2", "root_device": {"size": ">= 10"}}),
+        ))
+        .unwrap();
         assert!(matches!(p.image, ImageSource::Served(ref s) if s == "images/a.qcow2"));
         assert!(p.hints.is_some());
         let e = refused(json!({"image": "https://example.com/a.raw"}));
@@ -221,9 +223,12 @@ mod tests {
         assert!(e.contains("`root_device`") && e.contains("colour"), "{e}");
         let e = refused(json!({"image": "images/a.raw", "root_partition": 0}));
         assert!(e.contains("`root_partition`"), "{e}");
-        let e = refused(json!({"image": "images/a.raw", "ssh_authorized_keys": "ssh-ed25519 AAAA"}));
+        let e =
+            refused(json!({"image": "images/a.raw", "ssh_authorized_keys": "ssh-ed25519 AAAA"}));
         assert!(e.contains("`ssh_authorized_keys`"), "{e}");
-        let e = refused(json!({"image": "images/a.raw", "network": {"interfaces": [{"mac": "52:54:00:00:00:01", "dchp": true}]}}));
+        let e = refused(
+            json!({"image": "images/a.raw", "network": {"interfaces": [{"mac": "52:54:00:00:00:01", "dchp": true}]}}),
+        );
         assert!(e.contains("`network`") && e.contains("dchp"), "{e}");
     }
 }
