@@ -72,7 +72,7 @@ impl Vm {
                 "-device",
                 &format!(
                     "virtio-blk-pci,drive=d{i},serial={serial},bootindex={}",
-                    i + 1
+                    order[i]
                 ),
             ]);
         }
