@@ -14,6 +14,7 @@
 //! | [`move_to_bootstrap`] | `move_to_bootstrap` |
 //! | [`provision`] | `provision` |
 //! | [`erase_node`] | `erase_node` |
+//! | [`check_hardware`] | `check_hardware` |
 //! | [`noop`] | `skipped`, `stage`, `group`, and every kind but `puppet` in a no-op deployment |
 //!
 //! Helpers: [`process`] (a command held by the agent's tracker, with timeout and capture), [`output`]
@@ -22,6 +23,7 @@
 //! (writing files atomically with mode and owner), [`transfer`] (pulling a served file into place).
 
 pub mod boot_device;
+pub mod check_hardware;
 pub mod copy_files;
 pub mod erase_node;
 pub mod move_to_bootstrap;
@@ -197,6 +199,7 @@ pub fn prepare(task: &TaskSpec, noop: bool) -> Result<Prepared, ParamError> {
         TaskKind::MoveToBootstrap => move_to_bootstrap::prepare(task)?,
         TaskKind::Provision => provision::prepare(task)?,
         TaskKind::EraseNode => erase_node::prepare(task)?,
+        TaskKind::CheckHardware => check_hardware::prepare(task)?,
         TaskKind::Skipped | TaskKind::Stage | TaskKind::Group => return noop::prepare(task),
     };
     if noop {

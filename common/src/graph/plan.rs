@@ -150,6 +150,7 @@ pub fn task_kind(task_type: &TaskType) -> Option<TaskKind> {
         TaskType::Reboot => TaskKind::Reboot,
         TaskType::Provision => TaskKind::Provision,
         TaskType::EraseNode => TaskKind::EraseNode,
+        TaskType::CheckHardware => TaskKind::CheckHardware,
         TaskType::MoveToBootstrap => TaskKind::MoveToBootstrap,
         TaskType::BootDevice => TaskKind::BootDevice,
         // Placed on the controller's host by the resolver, where it is a shell command.

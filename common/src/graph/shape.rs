@@ -28,6 +28,7 @@ const PLINTH_TYPES: &[&str] = &[
     "reboot",
     "provision",
     "erase_node",
+    "check_hardware",
     "move_to_bootstrap",
     "boot_device",
     "master_shell",

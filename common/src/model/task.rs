@@ -238,6 +238,8 @@ pub enum TaskType {
     Provision,
     /// Wipe the node's disk on the way out (Fuel's name).
     EraseNode,
+    /// Compare the node's hardware with an expected profile.
+    CheckHardware,
     /// Make the node boot its discovery image next and reboot it (Fuel's name).
     MoveToBootstrap,
     /// Set the node's next boot device through its BMC.
@@ -274,6 +276,7 @@ impl TaskType {
             TaskType::Reboot => "reboot",
             TaskType::Provision => "provision",
             TaskType::EraseNode => "erase_node",
+            TaskType::CheckHardware => "check_hardware",
             TaskType::MoveToBootstrap => "move_to_bootstrap",
             TaskType::BootDevice => "boot_device",
             TaskType::MasterShell => "master_shell",
@@ -295,6 +298,7 @@ impl TaskType {
             "reboot" => TaskType::Reboot,
             "provision" => TaskType::Provision,
             "erase_node" => TaskType::EraseNode,
+            "check_hardware" => TaskType::CheckHardware,
             "move_to_bootstrap" => TaskType::MoveToBootstrap,
             "boot_device" => TaskType::BootDevice,
             "master_shell" => TaskType::MasterShell,

@@ -165,6 +165,8 @@ pub enum TaskKind {
     Provision,
     /// Wipe a disk's signatures (or the whole disk) on the way out.
     EraseNode,
+    /// Compare the node's hardware with an expected profile (CPUs, memory, disks, NICs, architecture).
+    CheckHardware,
     /// Make the node boot its discovery image next, and reboot it.
     MoveToBootstrap,
     /// Set the node's next boot device through its BMC (the controller does it for the agent).

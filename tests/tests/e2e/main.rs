@@ -23,6 +23,7 @@ mod fleet;
 mod fuel2;
 mod fuel_seeds;
 mod ha;
+mod hardware_profile;
 mod hostile;
 mod hostile_agent;
 mod hostile_files;
