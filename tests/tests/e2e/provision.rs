@@ -243,7 +243,27 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         ]},
         "deletion": {"tasks": fuel_graph("deletion")},
     });
-    let cluster = c.api.cluster_with_graph("provision", graphs, &[id]);
+    // Fuel's deletion graph places its tasks by role (`/.*/`): the node has one.
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(
+            &json!({"name": "provision", "version": "1", "graphs": graphs,
+            "roles_metadata": {"compute": {"name": "Compute"}}}),
+        ),
+    );
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "provision", "release_id": release["id"]})),
+    )["id"]
+        .as_u64()
+        .expect("the cluster's id");
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cluster}/nodes"),
+        Some(&json!({"nodes": [{"id": id, "roles": ["compute"]}]})),
+    );
 
     // Hints that match no disk: the task fails, naming the disks and why, before writing anything.
     let dep = c.api.deploy(cluster, "graph_type=unmatched");
