@@ -188,7 +188,7 @@ fn sha256_of(path: &Path) -> Result<String> {
 
 /// Discards the target and syncs, so every run starts alike.
 fn reset(target: &Path) -> Result<()> {
-    command("blkdiscard", &[path_str(target)?])?;
+    command("blkdiscard", &["-f", path_str(target)?])?;
     command("sync", &[])?;
     Ok(())
 }
@@ -297,10 +297,18 @@ pub fn run(args: ImagingArgs) -> Result<()> {
         );
     }
     drop(target);
+    remove(&[&disk, &raw, &qcow2, &target_file]);
     if args.rss_size_mib > 0 {
         peak_memory(&args)?;
     }
     Ok(())
+}
+
+/// Removes what a measure made (several GiB; the staged files stay for the next run).
+fn remove(files: &[&Path]) {
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// Streams a larger image in a child process and reports the child's peak resident memory.
@@ -354,6 +362,8 @@ fn peak_memory(args: &ImagingArgs) -> Result<()> {
             text.trim()
         );
     }
+    drop(target);
+    remove(&[&disk, &qcow2, &target_file]);
     Ok(())
 }
 

@@ -142,9 +142,10 @@ impl Disk {
         })
     }
 
-    /// Makes `len` bytes at `offset` read as zeros, as cheaply as the disk allows: BLKZEROOUT on a block
-    /// device (the device's write-zeroes command, or the kernel writing zeros), punching a hole in a
-    /// file; writing zeros where neither works, and at unaligned edges.
+    /// Makes `len` bytes at `offset` read as zeros, as cheaply as the disk allows: on a block device a
+    /// punched hole where the device guarantees zeros after it, else BLKZEROOUT (the device's
+    /// write-zeroes command, or the kernel writing zeros); a punched hole in a file; writing zeros
+    /// where nothing else works, and at unaligned edges.
     pub(crate) fn zero(&self, offset: u64, len: u64) -> Result<(), ImagingError> {
         if len == 0 {
             return Ok(());
@@ -161,11 +162,30 @@ impl Disk {
             return self.write_zeros(offset, len);
         }
         self.write_zeros(offset, start_a - offset)?;
-        let done = self.zero_out(start_a, end_a - start_a)?;
+        // On a block device, a punched hole first: the kernel zeroes the range by the device's
+        // write-zeroes command with unmapping allowed (thin storage gets the space back), and only
+        // where the device guarantees the range then reads as zeros; BLKZEROOUT where it cannot.
+        let done = (self.kind == Kind::Block && self.fallocate_hole(start_a, end_a - start_a))
+            || self.zero_out(start_a, end_a - start_a)?;
         if !done {
             self.write_zeros(start_a, end_a - start_a)?;
         }
         self.write_zeros(end_a, end - end_a)
+    }
+
+    /// Punches a hole, keeping the size (on a block device: zeroes by unmapping, where the device
+    /// guarantees zeros after it).
+    fn fallocate_hole(&self, offset: u64, len: u64) -> bool {
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: fallocate takes plain integers.
+        unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                mode,
+                offset as libc::off_t,
+                len as libc::off_t,
+            ) == 0
+        }
     }
 
     /// Punches a hole (the file keeps its size), or failing that zeroes the range in place.

@@ -62,36 +62,53 @@ impl<'d> DiskWriter<'d> {
     /// Writes `data` at `offset`; its all-zero blocks are zeroed instead.
     pub(crate) fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), ImagingError> {
         self.check_end(offset + data.len() as u64)?;
+        // Runs of blocks with data go out whole; each all-zero block between them is zeroed.
         let mut at = 0usize;
+        let mut span = 0usize;
         while at < data.len() {
             let here = offset + at as u64;
             let block_end = (here / ZERO_BLOCK + 1) * ZERO_BLOCK;
             let n = ((block_end - here) as usize).min(data.len() - at);
-            let piece = &data[at..at + n];
-            if is_zero(piece) {
+            if is_zero(&data[at..at + n]) {
+                self.data(offset + span as u64, &data[span..at])?;
                 self.zero(here, n as u64)?;
-            } else {
-                self.data(here, piece)?;
+                span = at + n;
             }
             at += n;
         }
-        Ok(())
+        self.data(offset + span as u64, &data[span..])
     }
 
-    fn data(&mut self, offset: u64, piece: &[u8]) -> Result<(), ImagingError> {
-        if self.run.is_empty() {
-            self.run_offset = offset;
-        } else if self.run_offset + self.run.len() as u64 != offset
-            || self.run.len() + piece.len() > RUN
-        {
-            self.flush_run()?;
-            self.run_offset = offset;
+    fn data(&mut self, offset: u64, span: &[u8]) -> Result<(), ImagingError> {
+        if span.is_empty() {
+            return Ok(());
+        }
+        let follows = self.run_offset + self.run.len() as u64 == offset;
+        if !self.run.is_empty() && follows && self.run.len() + span.len() <= RUN {
+            self.run.extend_from_slice(span);
+            return Ok(());
+        }
+        self.flush_run()?;
+        if span.len() >= RUN / 2 {
+            // Large enough to go out as it is, without a copy.
+            self.touched = true;
+            self.disk.write_at(offset, span)?;
+            self.count_written(span.len() as u64);
+            return Ok(());
         }
         if self.run.capacity() == 0 {
             self.run.reserve_exact(RUN);
         }
-        self.run.extend_from_slice(piece);
+        self.run_offset = offset;
+        self.run.extend_from_slice(span);
         Ok(())
+    }
+
+    fn count_written(&mut self, n: u64) {
+        self.written += n;
+        if let Some(p) = self.progress {
+            p.add_written(n);
+        }
     }
 
     /// Makes `len` bytes at `offset` read as zeros.
@@ -117,10 +134,7 @@ impl<'d> DiskWriter<'d> {
         }
         self.touched = true;
         self.disk.write_at(self.run_offset, &self.run)?;
-        self.written += self.run.len() as u64;
-        if let Some(p) = self.progress {
-            p.add_written(self.run.len() as u64);
-        }
+        self.count_written(self.run.len() as u64);
         self.run.clear();
         Ok(())
     }
