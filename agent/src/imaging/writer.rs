@@ -1,44 +1,90 @@
 //! Writing an image's content to a disk at offsets: data in large writes (adjacent pieces gathered into
 //! one), all-zero blocks and ranges the image says are zero never written but zeroed (adjacent ranges
-//! gathered into one call), nothing past the image's end touched.
+//! gathered into one call), nothing past the image's end touched. The writes themselves happen on a
+//! thread of their own, so that reading, decompressing and writing overlap; at most [`POOL`] buffers
+//! of [`RUN`] bytes exist.
 
 use super::device::Disk;
 use super::error::ImagingError;
 use super::Progress;
+use std::io;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// The largest write the writer makes.
 const RUN: usize = 4 << 20;
+/// Buffers of data: one being filled, the others queued for or being written.
+const POOL: usize = 4;
 /// The granularity of zero detection in data: a block of this size (aligned on the disk) that is all
 /// zeros is zeroed rather than written.
 pub(crate) const ZERO_BLOCK: u64 = 64 * 1024;
 
-/// Gathers writes and zeroed ranges and sends them to the disk.
+/// What the writing thread does.
+enum Op {
+    Write(u64, Vec<u8>),
+    Zero(u64, u64),
+}
+
+/// Gathers writes and zeroed ranges and hands them to the writing thread.
 pub(crate) struct DiskWriter<'d> {
     disk: &'d Disk,
     progress: Option<&'d Progress>,
     run: Vec<u8>,
     run_offset: u64,
     zeros: Option<(u64, u64)>,
-    /// True once anything was sent to the disk.
+    /// True once anything was handed to the writing thread.
     touched: bool,
     written: u64,
     zeroed: u64,
+    ops: SyncSender<Op>,
+    pool: Receiver<Vec<u8>>,
+    allocated: usize,
 }
 
-impl<'d> DiskWriter<'d> {
-    pub(crate) fn new(disk: &'d Disk, progress: Option<&'d Progress>) -> Self {
-        DiskWriter {
-            disk,
-            progress,
-            run: Vec::new(),
-            run_offset: 0,
-            zeros: None,
-            touched: false,
-            written: 0,
-            zeroed: 0,
-        }
-    }
+/// Starts the writing thread on `scope`; the writer hands it work, and joining it gives the first
+/// error a write met.
+pub(crate) fn start<'scope, 'd: 'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    disk: &'d Disk,
+    progress: Option<&'d Progress>,
+) -> io::Result<(
+    DiskWriter<'d>,
+    ScopedJoinHandle<'scope, Result<(), ImagingError>>,
+)> {
+    let (ops, ops_rx) = mpsc::sync_channel::<Op>(POOL - 1);
+    let (pool_tx, pool) = mpsc::sync_channel::<Vec<u8>>(POOL);
+    let handle = std::thread::Builder::new()
+        .name("image-write".into())
+        .spawn_scoped(scope, move || {
+            for op in ops_rx {
+                match op {
+                    Op::Write(offset, mut buf) => {
+                        disk.write_at(offset, &buf)?;
+                        buf.clear();
+                        let _ = pool_tx.try_send(buf);
+                    }
+                    Op::Zero(offset, len) => disk.zero(offset, len)?,
+                }
+            }
+            Ok(())
+        })?;
+    let writer = DiskWriter {
+        disk,
+        progress,
+        run: Vec::new(),
+        run_offset: 0,
+        zeros: None,
+        touched: false,
+        written: 0,
+        zeroed: 0,
+        ops,
+        pool,
+        allocated: 0,
+    };
+    Ok((writer, handle))
+}
 
+impl DiskWriter<'_> {
     /// True once anything reached (or was about to reach) the disk.
     pub(crate) fn touched(&self) -> bool {
         self.touched || !self.run.is_empty() || self.zeros.is_some()
@@ -59,56 +105,64 @@ impl<'d> DiskWriter<'d> {
         Ok(())
     }
 
+    /// The error when the writing thread stopped (it failed: joining it gives why).
+    fn stopped(&self) -> ImagingError {
+        ImagingError::device(
+            self.disk.path(),
+            "write",
+            io::Error::other("the writing thread stopped"),
+        )
+    }
+
+    fn send(&mut self, op: Op) -> Result<(), ImagingError> {
+        self.touched = true;
+        self.ops.send(op).map_err(|_| self.stopped())
+    }
+
     /// Writes `data` at `offset`; its all-zero blocks are zeroed instead.
     pub(crate) fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), ImagingError> {
         self.check_end(offset + data.len() as u64)?;
-        // Runs of blocks with data go out whole; each all-zero block between them is zeroed.
         let mut at = 0usize;
-        let mut span = 0usize;
         while at < data.len() {
             let here = offset + at as u64;
             let block_end = (here / ZERO_BLOCK + 1) * ZERO_BLOCK;
             let n = ((block_end - here) as usize).min(data.len() - at);
-            if is_zero(&data[at..at + n]) {
-                self.data(offset + span as u64, &data[span..at])?;
+            let piece = &data[at..at + n];
+            if is_zero(piece) {
                 self.zero(here, n as u64)?;
-                span = at + n;
+            } else {
+                self.data(here, piece)?;
             }
             at += n;
         }
-        self.data(offset + span as u64, &data[span..])
-    }
-
-    fn data(&mut self, offset: u64, span: &[u8]) -> Result<(), ImagingError> {
-        if span.is_empty() {
-            return Ok(());
-        }
-        let follows = self.run_offset + self.run.len() as u64 == offset;
-        if !self.run.is_empty() && follows && self.run.len() + span.len() <= RUN {
-            self.run.extend_from_slice(span);
-            return Ok(());
-        }
-        self.flush_run()?;
-        if span.len() >= RUN / 2 {
-            // Large enough to go out as it is, without a copy.
-            self.touched = true;
-            self.disk.write_at(offset, span)?;
-            self.count_written(span.len() as u64);
-            return Ok(());
-        }
-        if self.run.capacity() == 0 {
-            self.run.reserve_exact(RUN);
-        }
-        self.run_offset = offset;
-        self.run.extend_from_slice(span);
         Ok(())
     }
 
-    fn count_written(&mut self, n: u64) {
-        self.written += n;
-        if let Some(p) = self.progress {
-            p.add_written(n);
+    fn data(&mut self, offset: u64, piece: &[u8]) -> Result<(), ImagingError> {
+        let follows = self.run_offset + self.run.len() as u64 == offset;
+        if !self.run.is_empty() && (!follows || self.run.len() + piece.len() > RUN) {
+            self.flush_run()?;
         }
+        if self.run.is_empty() {
+            if self.run.capacity() == 0 {
+                self.run = self.buffer()?;
+            }
+            self.run_offset = offset;
+        }
+        self.run.extend_from_slice(piece);
+        Ok(())
+    }
+
+    /// An empty buffer: one the writing thread gave back, a new one while fewer than [`POOL`] exist.
+    fn buffer(&mut self) -> Result<Vec<u8>, ImagingError> {
+        if let Ok(buf) = self.pool.try_recv() {
+            return Ok(buf);
+        }
+        if self.allocated < POOL {
+            self.allocated += 1;
+            return Ok(Vec::with_capacity(RUN));
+        }
+        self.pool.recv().map_err(|_| self.stopped())
     }
 
     /// Makes `len` bytes at `offset` read as zeros.
@@ -132,17 +186,19 @@ impl<'d> DiskWriter<'d> {
         if self.run.is_empty() {
             return Ok(());
         }
-        self.touched = true;
-        self.disk.write_at(self.run_offset, &self.run)?;
-        self.count_written(self.run.len() as u64);
-        self.run.clear();
+        let run = std::mem::take(&mut self.run);
+        let n = run.len() as u64;
+        self.send(Op::Write(self.run_offset, run))?;
+        self.written += n;
+        if let Some(p) = self.progress {
+            p.add_written(n);
+        }
         Ok(())
     }
 
     fn flush_zeros(&mut self) -> Result<(), ImagingError> {
         if let Some((start, end)) = self.zeros.take() {
-            self.touched = true;
-            self.disk.zero(start, end - start)?;
+            self.send(Op::Zero(start, end - start))?;
             self.zeroed += end - start;
             if let Some(p) = self.progress {
                 p.add_written(end - start);
@@ -151,7 +207,7 @@ impl<'d> DiskWriter<'d> {
         Ok(())
     }
 
-    /// Sends everything gathered to the disk (without syncing).
+    /// Hands everything gathered to the writing thread (without syncing).
     pub(crate) fn flush(&mut self) -> Result<(), ImagingError> {
         self.flush_run()?;
         self.flush_zeros()
