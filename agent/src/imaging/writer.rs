@@ -4,7 +4,7 @@
 //! thread of their own, so that reading, decompressing and writing overlap; at most [`POOL`] buffers
 //! of [`RUN`] bytes exist.
 
-use super::device::Disk;
+use super::device::{Disk, DIRECT_ALIGN};
 use super::error::ImagingError;
 use super::Progress;
 use std::io;
@@ -21,15 +21,44 @@ pub(crate) const ZERO_BLOCK: u64 = 64 * 1024;
 
 /// What the writing thread does.
 enum Op {
-    Write(u64, Vec<u8>),
+    Write(u64, Buffer),
     Zero(u64, u64),
+}
+
+/// A buffer of up to [`RUN`] bytes starting at an address aligned for direct I/O.
+struct Buffer {
+    memory: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Buffer {
+    fn new() -> Buffer {
+        let memory = vec![0u8; RUN + DIRECT_ALIGN];
+        let start = memory.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        Buffer {
+            memory,
+            start,
+            len: 0,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.memory[self.start..self.start + self.len]
+    }
+
+    fn push(&mut self, piece: &[u8]) {
+        let at = self.start + self.len;
+        self.memory[at..at + piece.len()].copy_from_slice(piece);
+        self.len += piece.len();
+    }
 }
 
 /// Gathers writes and zeroed ranges and hands them to the writing thread.
 pub(crate) struct DiskWriter<'d> {
     disk: &'d Disk,
     progress: Option<&'d Progress>,
-    run: Vec<u8>,
+    run: Option<Buffer>,
     run_offset: u64,
     zeros: Option<(u64, u64)>,
     /// True once anything was handed to the writing thread.
@@ -37,7 +66,7 @@ pub(crate) struct DiskWriter<'d> {
     written: u64,
     zeroed: u64,
     ops: SyncSender<Op>,
-    pool: Receiver<Vec<u8>>,
+    pool: Receiver<Buffer>,
     allocated: usize,
 }
 
@@ -52,15 +81,15 @@ pub(crate) fn start<'scope, 'd: 'scope>(
     ScopedJoinHandle<'scope, Result<(), ImagingError>>,
 )> {
     let (ops, ops_rx) = mpsc::sync_channel::<Op>(POOL - 1);
-    let (pool_tx, pool) = mpsc::sync_channel::<Vec<u8>>(POOL);
+    let (pool_tx, pool) = mpsc::sync_channel::<Buffer>(POOL);
     let handle = std::thread::Builder::new()
         .name("image-write".into())
         .spawn_scoped(scope, move || {
             for op in ops_rx {
                 match op {
                     Op::Write(offset, mut buf) => {
-                        disk.write_at(offset, &buf)?;
-                        buf.clear();
+                        disk.write_data_at(offset, buf.bytes())?;
+                        buf.len = 0;
                         let _ = pool_tx.try_send(buf);
                     }
                     Op::Zero(offset, len) => disk.zero(offset, len)?,
@@ -71,7 +100,7 @@ pub(crate) fn start<'scope, 'd: 'scope>(
     let writer = DiskWriter {
         disk,
         progress,
-        run: Vec::new(),
+        run: None,
         run_offset: 0,
         zeros: None,
         touched: false,
@@ -87,7 +116,7 @@ pub(crate) fn start<'scope, 'd: 'scope>(
 impl DiskWriter<'_> {
     /// True once anything reached (or was about to reach) the disk.
     pub(crate) fn touched(&self) -> bool {
-        self.touched || !self.run.is_empty() || self.zeros.is_some()
+        self.touched || self.run_len() > 0 || self.zeros.is_some()
     }
 
     /// Bytes of data written, bytes zeroed.
@@ -138,29 +167,36 @@ impl DiskWriter<'_> {
         Ok(())
     }
 
+    fn run_len(&self) -> usize {
+        self.run.as_ref().map_or(0, |r| r.len)
+    }
+
     fn data(&mut self, offset: u64, piece: &[u8]) -> Result<(), ImagingError> {
-        let follows = self.run_offset + self.run.len() as u64 == offset;
-        if !self.run.is_empty() && (!follows || self.run.len() + piece.len() > RUN) {
+        let len = self.run_len();
+        let follows = self.run_offset + len as u64 == offset;
+        if len > 0 && (!follows || len + piece.len() > RUN) {
             self.flush_run()?;
         }
-        if self.run.is_empty() {
-            if self.run.capacity() == 0 {
-                self.run = self.buffer()?;
-            }
+        let run = match self.run.take() {
+            Some(run) => run,
+            None => self.buffer()?,
+        };
+        if run.len == 0 {
             self.run_offset = offset;
         }
-        self.run.extend_from_slice(piece);
+        let run = self.run.insert(run);
+        run.push(piece);
         Ok(())
     }
 
     /// An empty buffer: one the writing thread gave back, a new one while fewer than [`POOL`] exist.
-    fn buffer(&mut self) -> Result<Vec<u8>, ImagingError> {
+    fn buffer(&mut self) -> Result<Buffer, ImagingError> {
         if let Ok(buf) = self.pool.try_recv() {
             return Ok(buf);
         }
         if self.allocated < POOL {
             self.allocated += 1;
-            return Ok(Vec::with_capacity(RUN));
+            return Ok(Buffer::new());
         }
         self.pool.recv().map_err(|_| self.stopped())
     }
@@ -183,11 +219,10 @@ impl DiskWriter<'_> {
     }
 
     fn flush_run(&mut self) -> Result<(), ImagingError> {
-        if self.run.is_empty() {
+        let Some(run) = self.run.take_if(|r| r.len > 0) else {
             return Ok(());
-        }
-        let run = std::mem::take(&mut self.run);
-        let n = run.len() as u64;
+        };
+        let n = run.len as u64;
         self.send(Op::Write(self.run_offset, run))?;
         self.written += n;
         if let Some(p) = self.progress {
