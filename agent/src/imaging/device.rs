@@ -17,6 +17,9 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 const BLKSSZGET: libc::c_ulong = 0x1268;
 const BLKRRPART: libc::c_ulong = 0x125f;
 
+/// The memory alignment direct I/O asks of a buffer (a page covers every device's).
+pub(crate) const DIRECT_ALIGN: usize = 4096;
+
 /// A zero buffer for writing zeros where nothing cheaper works.
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 
@@ -31,6 +34,9 @@ pub(crate) enum Kind {
 #[derive(Debug)]
 pub(crate) struct Disk {
     file: File,
+    /// The same block device opened with O_DIRECT, for aligned writes of data: they go to the device
+    /// without filling the page cache (which a loop device, for one, drains slowly).
+    direct: Option<File>,
     path: PathBuf,
     kind: Kind,
     size: u64,
@@ -103,8 +109,17 @@ impl Disk {
                 (size, sector)
             }
         };
+        let direct = match kind {
+            Kind::Block => OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+                .ok(),
+            Kind::File => None,
+        };
         Ok(Disk {
             file,
+            direct,
             path: path.to_path_buf(),
             kind,
             size,
@@ -141,6 +156,24 @@ impl Disk {
         })
     }
 
+    /// Writes all of `data` at `offset`, with direct I/O when the disk has it and the write is aligned
+    /// (the offset and length on the sector size, the memory on [`DIRECT_ALIGN`]).
+    pub(crate) fn write_data_at(&self, offset: u64, data: &[u8]) -> Result<(), ImagingError> {
+        let aligned = offset % self.sector == 0
+            && data.len() as u64 % self.sector == 0
+            && (data.as_ptr() as usize) % DIRECT_ALIGN == 0;
+        match &self.direct {
+            Some(direct) if aligned => direct.write_all_at(data, offset).map_err(|e| {
+                ImagingError::device(
+                    &self.path,
+                    format!("write {} bytes at byte {offset} (direct I/O)", data.len()),
+                    e,
+                )
+            }),
+            _ => self.write_at(offset, data),
+        }
+    }
+
     /// Reads exactly `out.len()` bytes at `offset`.
     pub(crate) fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<(), ImagingError> {
         self.file.read_exact_at(out, offset).map_err(|e| {
@@ -152,9 +185,10 @@ impl Disk {
         })
     }
 
-    /// Makes `len` bytes at `offset` read as zeros, as cheaply as the disk allows: BLKZEROOUT on a block
-    /// device (the device's write-zeroes command, or the kernel writing zeros), punching a hole in a
-    /// file; writing zeros where neither works, and at unaligned edges.
+    /// Makes `len` bytes at `offset` read as zeros, as cheaply as the disk allows: on a block device a
+    /// punched hole where the device guarantees zeros after it, else BLKZEROOUT (the device's
+    /// write-zeroes command, or the kernel writing zeros); a punched hole in a file; writing zeros
+    /// where nothing else works, and at unaligned edges.
     pub(crate) fn zero(&self, offset: u64, len: u64) -> Result<(), ImagingError> {
         if len == 0 {
             return Ok(());
@@ -171,11 +205,30 @@ impl Disk {
             return self.write_zeros(offset, len);
         }
         self.write_zeros(offset, start_a - offset)?;
-        let done = self.zero_out(start_a, end_a - start_a)?;
+        // On a block device, a punched hole first: the kernel zeroes the range by the device's
+        // write-zeroes command with unmapping allowed (thin storage gets the space back), and only
+        // where the device guarantees the range then reads as zeros; BLKZEROOUT where it cannot.
+        let done = (self.kind == Kind::Block && self.fallocate_hole(start_a, end_a - start_a))
+            || self.zero_out(start_a, end_a - start_a)?;
         if !done {
             self.write_zeros(start_a, end_a - start_a)?;
         }
         self.write_zeros(end_a, end - end_a)
+    }
+
+    /// Punches a hole, keeping the size (on a block device: zeroes by unmapping, where the device
+    /// guarantees zeros after it).
+    fn fallocate_hole(&self, offset: u64, len: u64) -> bool {
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: fallocate takes plain integers.
+        unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                mode,
+                offset as libc::off_t,
+                len as libc::off_t,
+            ) == 0
+        }
     }
 
     /// Punches a hole (the file keeps its size), or failing that zeroes the range in place.

@@ -178,22 +178,27 @@ pub fn write_image<R: Read + Send>(
             after: 0,
             source: e,
         })?;
-        let mut writer = DiskWriter::new(&disk, options.progress.as_deref());
-        let streamed = stream(feed, &state, &disk, &mut writer, options);
+        let (mut writer, writing) = writer::start(scope, &disk, options.progress.as_deref())
+            .map_err(|e| ImagingError::device(device, "start the writing thread", e))?;
+        let streamed = stream(feed, &state, &disk, &mut writer, options)
+            .and_then(|streamed| writer.flush().map(|()| streamed));
+        let touched = writer.touched();
+        let totals = writer.totals();
+        // Closing the writer's channel lets the writing thread finish what it was handed.
+        drop(writer);
+        let wrote = writing.join().map_err(|_| thread_died("writing"));
         let downloaded = download.reader.join();
         let digest = download.hasher.map(|h| h.join());
-        let result = streamed.and_then(|streamed| {
-            let downloaded = downloaded.map_err(|_| thread_died("reader"))?;
-            let digest = digest.transpose().map_err(|_| thread_died("hasher"))?;
-            finish(&disk, &mut writer, options, streamed, downloaded, digest)
-        });
-        result.map_err(|cause| {
-            if writer.touched() {
-                abort(&disk, cause)
-            } else {
-                cause
-            }
-        })
+        // A write that failed is the cause of anything else failing after it.
+        let result = wrote
+            .and_then(|wrote| wrote)
+            .and(streamed)
+            .and_then(|streamed| {
+                let downloaded = downloaded.map_err(|_| thread_died("reader"))?;
+                let digest = digest.transpose().map_err(|_| thread_died("hasher"))?;
+                finish(&disk, options, streamed, downloaded, digest, totals)
+            });
+        result.map_err(|cause| if touched { abort(&disk, cause) } else { cause })
     })
 }
 
@@ -204,14 +209,14 @@ fn thread_died(which: &str) -> ImagingError {
     }
 }
 
-/// The checks at the end: length, digest; then everything to the disk and synced.
+/// The checks at the end: length, digest; then everything synced.
 fn finish(
     disk: &Disk,
-    writer: &mut DiskWriter<'_>,
     options: &WriteOptions,
     streamed: Streamed,
     downloaded: u64,
     digest: Option<String>,
+    (written, zeroed): (u64, u64),
 ) -> Result<WriteReport, ImagingError> {
     if let Some(expected) = options.expected_length {
         if downloaded != expected {
@@ -232,10 +237,8 @@ fn finish(
             });
         }
     }
-    writer.flush()?;
     disk.sync()?;
     disk.reread_partitions();
-    let (written, zeroed) = writer.totals();
     Ok(WriteReport {
         compression: streamed.compression,
         format: streamed.format,
