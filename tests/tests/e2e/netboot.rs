@@ -201,20 +201,7 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     }
 
     // The boot listener, as servers on qemu's network reach it; the controller restarted with it.
-    let boot = reserve_port();
-    let boot_port = boot.port;
-    std::fs::write(
-        &config,
-        format!(
-            "[netboot]\nlisten = \"127.0.0.1:{boot_port}\"\nurl = \"http://10.0.2.2:{boot_port}\"\n\
-             controller_url = \"https://10.0.2.2:{port}\"\nimages = {:?}\n\
-             kernel_args = \"console=ttyS0\"\npass_enrollment_token = true\n",
-            image.display().to_string()
-        ),
-    )
-    .unwrap();
-    boot.release();
-    c.restart();
+    let boot_port = with_boot_listener(&mut c, &config, &image);
     // The machine is enrolled by its MAC (as Ironic's file names it) before it ever boots.
     let enrollment = format!(
         r#"{{"nodes": [{{"name": "nb-01", "driver": "ipmi",
@@ -292,4 +279,31 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
         out.contains("initrd=initrd.img BOOTIF=01-52-54-00-9e-70-01"),
         "{task:#}"
     );
+}
+
+/// Restarts `c` with its boot listener on (its configuration file `config`, boot files in `images`), as
+/// machines on qemu's user-mode network reach it (the host is 10.0.2.2 there); returns the listener's
+/// port.
+pub(crate) fn with_boot_listener(c: &mut Controller, config: &Path, images: &Path) -> u16 {
+    let port = c
+        .url
+        .rsplit(':')
+        .next()
+        .expect("the controller's port")
+        .to_string();
+    let boot = reserve_port();
+    let boot_port = boot.port;
+    std::fs::write(
+        config,
+        format!(
+            "[netboot]\nlisten = \"127.0.0.1:{boot_port}\"\nurl = \"http://10.0.2.2:{boot_port}\"\n\
+             controller_url = \"https://10.0.2.2:{port}\"\nimages = {:?}\n\
+             kernel_args = \"console=ttyS0\"\npass_enrollment_token = true\n",
+            images.display().to_string()
+        ),
+    )
+    .expect("the controller's configuration");
+    boot.release();
+    c.restart();
+    boot_port
 }

@@ -162,21 +162,7 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         built.elapsed().as_secs_f64()
     );
 
-    let port = c.url.rsplit(':').next().expect("port").to_string();
-    let boot = reserve_port();
-    let boot_port = boot.port;
-    std::fs::write(
-        &config,
-        format!(
-            "[netboot]\nlisten = \"127.0.0.1:{boot_port}\"\nurl = \"http://10.0.2.2:{boot_port}\"\n\
-             controller_url = \"https://10.0.2.2:{port}\"\nimages = {:?}\n\
-             kernel_args = \"console=ttyS0\"\npass_enrollment_token = true\n",
-            netboot.display().to_string()
-        ),
-    )
-    .unwrap();
-    boot.release();
-    c.restart();
+    let boot_port = crate::netboot::with_boot_listener(&mut c, &config, &netboot);
     let enrollment = format!("nodes:\n  - name: pv-01\n    macs: [\"{MAC}\"]\n    rack: r1\n");
     let a = c.api.raw(
         "POST",
