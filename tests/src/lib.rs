@@ -812,6 +812,14 @@ pub fn task_line<'a>(report: &'a Value, node: &str, task: &str) -> Option<&'a Va
         .find(|t| t["id"] == task)
 }
 
+/// A strategy report's group line (panics naming the group when it has none).
+pub fn group<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["groups"]
+        .as_array()
+        .and_then(|groups| groups.iter().find(|g| g["name"] == name))
+        .unwrap_or_else(|| panic!("no group {name} in the report: {report:#}"))
+}
+
 /// The report's node line.
 pub fn node_line<'a>(report: &'a Value, node: &str) -> Option<&'a Value> {
     report["nodes"]

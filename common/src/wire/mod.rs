@@ -22,6 +22,7 @@ pub use files::{
 pub use results::{
     json_len, Refusal, ResultAck, ResultKey, ResultStatus, ResultVerdict, ResultsBatch, TaskResult,
     Verdict, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, OUTPUT_TAIL_BYTES,
+    PROVISION_DETAILS_KEY,
 };
 pub use task_list::{CrossDependency, TaskKind, TaskList, TaskSpec, Tasks, TASK_LIST_FORMAT};
 

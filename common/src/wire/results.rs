@@ -55,6 +55,10 @@ pub struct ResultKey {
     pub status: ResultStatus,
 }
 
+/// The key of `TaskResult::details` under which a `provision` task reports what it installed (the
+/// image, its digest and format, the disk); the controller reads a node's place in its life from it.
+pub const PROVISION_DETAILS_KEY: &str = "provision";
+
 /// One attempt's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

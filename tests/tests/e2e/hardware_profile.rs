@@ -82,15 +82,6 @@ fn graphs() -> Value {
     })
 }
 
-fn group<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == name)
-        .unwrap()
-}
-
 fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["steps"]
         .as_array()

@@ -107,15 +107,6 @@ fn site(failures: &[(&str, &str)]) -> Site {
     Site { c, agents, cluster }
 }
 
-fn group<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == name)
-        .unwrap()
-}
-
 fn names(v: &Value) -> Vec<String> {
     let mut n: Vec<String> = v
         .as_array()

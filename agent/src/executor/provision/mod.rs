@@ -38,7 +38,7 @@ pub const DEFAULTS: RetryPolicy = RetryPolicy {
 
 /// The key of the details a provision task's results carry (the controller reads where the node is in
 /// its life from them).
-pub const DETAILS_KEY: &str = "provision";
+pub use plinth_common::wire::PROVISION_DETAILS_KEY as DETAILS_KEY;
 
 /// Reads a provision task's parameters.
 pub fn prepare(task: &TaskSpec) -> Result<Prepared, ParamError> {

@@ -8,14 +8,11 @@ use super::super::access::{args, sql_id, to_json, Tx};
 use super::super::nodes::nodes_by_id;
 use crate::store::StoreResult;
 use plinth_api::records::ProvisionedImage;
-use plinth_common::wire::{ResultStatus, TaskResult};
-
-/// The key of a provision task's details.
-pub const DETAILS_KEY: &str = "provision";
+use plinth_common::wire::{ResultStatus, TaskResult, PROVISION_DETAILS_KEY};
 
 /// Records what `r` (a new result of node `node_id`) says of the node's life, if anything.
 pub(crate) fn record(t: &dyn Tx, node_id: u64, r: &TaskResult) -> StoreResult<()> {
-    let Some(details) = r.details.get(DETAILS_KEY) else {
+    let Some(details) = r.details.get(PROVISION_DETAILS_KEY) else {
         return Ok(());
     };
     match r.status {
