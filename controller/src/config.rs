@@ -31,6 +31,9 @@ pub struct FileConfig {
     pub auto_accept: Option<bool>,
     /// A secret that admits the nodes presenting it at registration.
     pub enrollment_token: Option<String>,
+    /// The name of the node whose agent runs on the controller's own host and takes the tasks a graph
+    /// places on `master` (Fuel's master node).
+    pub master_node: Option<String>,
     /// After how long without a poll or heartbeat a node counts as offline, in seconds.
     pub offline_after_secs: Option<u64>,
     /// How long a signed task list stays valid after it is fetched, in seconds.
@@ -79,6 +82,8 @@ pub struct Config {
     pub auto_accept: bool,
     /// Enrollment token, if any.
     pub enrollment_token: Option<String>,
+    /// The node whose agent takes the tasks placed on `master`, by name; `None`: no agent does.
+    pub master_node: Option<String>,
     /// Offline threshold.
     pub offline_after: Duration,
     /// Task list validity.
@@ -233,6 +238,8 @@ pub struct Overrides {
     pub auto_accept: Option<bool>,
     /// `--enrollment-token` / `PLINTH_ENROLLMENT_TOKEN`.
     pub enrollment_token: Option<String>,
+    /// `--master-node` / `PLINTH_MASTER_NODE`.
+    pub master_node: Option<String>,
     /// `--phase-timeout` / `PLINTH_PHASE_TIMEOUT`.
     pub phase_timeout_secs: Option<u64>,
     /// `--offline-after` / `PLINTH_OFFLINE_AFTER`.
@@ -328,6 +335,11 @@ impl Config {
                 .enrollment_token
                 .or(file.enrollment_token)
                 .filter(|t| !t.is_empty()),
+            master_node: over
+                .master_node
+                .or(file.master_node)
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty()),
             offline_after: positive(
                 "offline_after_secs",
                 over.offline_after_secs

@@ -109,6 +109,10 @@ enum Command {
         /// A secret that admits nodes presenting it.
         #[arg(long, env = "PLINTH_ENROLLMENT_TOKEN", hide_env_values = true)]
         enrollment_token: Option<String>,
+        /// The node (by name) whose agent runs on this host and takes the tasks graphs place on
+        /// `master`, such as Fuel's `master_shell` commands.
+        #[arg(long, env = "PLINTH_MASTER_NODE")]
+        master_node: Option<String>,
         /// Phase timeout in seconds.
         #[arg(long, env = "PLINTH_PHASE_TIMEOUT")]
         phase_timeout: Option<u64>,
@@ -282,6 +286,7 @@ fn main() -> Result<()> {
             advertise_url,
             auto_accept,
             enrollment_token,
+            master_node,
             phase_timeout,
             offline_after,
             lists_per_write,
@@ -299,6 +304,7 @@ fn main() -> Result<()> {
                 advertise_url: advertise_url.clone(),
                 auto_accept: auto_accept.then_some(true),
                 enrollment_token: enrollment_token.clone(),
+                master_node: master_node.clone(),
                 phase_timeout_secs: *phase_timeout,
                 offline_after_secs: *offline_after,
                 lists_per_write: *lists_per_write,

@@ -52,6 +52,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
         )),
     ));
     engine.set_lists_per_write(config.lists_per_write);
+    engine.set_master_node(config.master_node.clone());
     let shared = config.database_url.is_some();
     let ha = crate::ha::Membership::new(
         data.load_or_create_controller_id()?,

@@ -40,6 +40,7 @@ impl AppState {
         self.engine
             .set_timing(config.list_ttl, config.phase_timeout);
         self.engine.set_lists_per_write(config.lists_per_write);
+        self.engine.set_master_node(config.master_node.clone());
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 

@@ -46,6 +46,7 @@ pub(super) struct Live {
     strategy: Option<String>,
     chosen_by: Option<String>,
     action: Option<String>,
+    master: Option<u64>,
     /// Every node's reference to its state, stored at the start (and again, identically, at a resume).
     states: TaskStates,
     deploys: bool,
@@ -58,6 +59,7 @@ impl Live {
             strategy: state.strategy.clone(),
             chosen_by: state.chosen_by.clone(),
             action: state.action.clone(),
+            master: state.master,
             states,
             deploys: state.deploys(),
         }
@@ -70,6 +72,7 @@ impl Live {
             strategy: self.strategy.as_deref(),
             chosen_by: self.chosen_by.as_deref(),
             action: self.action.as_deref(),
+            master: self.master,
         }
     }
 
@@ -79,6 +82,7 @@ impl Live {
             strategy: self.strategy.clone(),
             chosen_by: self.chosen_by.clone(),
             action: self.action.clone(),
+            master: self.master,
         }
     }
 
@@ -427,6 +431,9 @@ impl Engine {
                     continue;
                 }
             };
+            if let Some(master) = state.master {
+                super::master::reassign(&mut resolved, master);
+            }
             let plan = run_plan(id, &nodes, &resolved, noop, state.strategy.is_some());
             let states = std::mem::take(&mut resolved.states);
             drop((nodes, resolved));

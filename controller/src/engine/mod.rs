@@ -13,6 +13,7 @@
 
 pub mod events;
 mod live;
+mod master;
 pub mod plan;
 pub mod report;
 mod states;
@@ -27,6 +28,7 @@ use events::EventHub;
 use plinth_api::deployments::StartedDeployment;
 use plinth_common::run::{Run, RunNode, RunPlan, RunState};
 use plinth_common::snapshot::{ResolutionError, Resolved, Snapshot};
+use plinth_common::strategy::InventoryNode;
 use plinth_common::wire::{DeploymentEvent, DeploymentStatus, NodeStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -101,6 +103,9 @@ pub struct EngineState {
     /// Shipyard's action this deployment runs, if one was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// The node that takes the tasks placed on `master`, when one does ([`master`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master: Option<u64>,
 }
 
 /// [`EngineState`] borrowed from where it lives, serialized as [`EngineState`] is (it is how
@@ -120,6 +125,9 @@ pub struct EngineStateRef<'a> {
     /// See [`EngineState::action`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<&'a str>,
+    /// See [`EngineState::master`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master: Option<u64>,
 }
 
 impl EngineStateRef<'_> {
@@ -144,6 +152,7 @@ impl EngineState {
             strategy: self.strategy.as_deref(),
             chosen_by: self.chosen_by.as_deref(),
             action: self.action.as_deref(),
+            master: self.master,
         }
     }
 
@@ -190,6 +199,8 @@ pub struct Engine {
     lists_per_write: AtomicUsize,
     /// The files root: file tasks' sources are sealed into their lists when published.
     pub files: Arc<crate::file_catalog::FileCatalog>,
+    /// The name of the node whose agent takes the tasks placed on `master` (`master_node`).
+    master_node: Mutex<Option<String>>,
 }
 
 impl Engine {
@@ -218,6 +229,7 @@ impl Engine {
             published: AtomicU64::new(0),
             lists_per_write: AtomicUsize::new(crate::config::DEFAULT_LISTS_PER_WRITE),
             files,
+            master_node: Mutex::new(None),
         }
     }
 
@@ -244,6 +256,12 @@ impl Engine {
         );
         self.phase_timeout_secs
             .store(phase_timeout.as_secs(), Ordering::Relaxed);
+    }
+
+    /// Names the node whose agent takes the tasks placed on `master` in the deployments that start
+    /// from now on (`None`: no agent does).
+    pub fn set_master_node(&self, name: Option<String>) {
+        *self.master_node.lock().unwrap_or_else(|p| p.into_inner()) = name;
     }
 
     /// Changes how many of a phase's lists are stored in one transaction, then handed out (at least 1).
@@ -384,17 +402,35 @@ impl Engine {
         let began = std::time::Instant::now();
         let Request {
             chosen,
-            nodes,
+            mut nodes,
             snapshot,
             graph_types,
         } = self.read_request(req)?;
         // Every node resolves for every phase, or nothing starts.
         let (inputs, mut resolved) = self.resolve_keeping_inputs(snapshot, &graph_types)?;
         let resolved_at = began.elapsed();
-        let inventory: Vec<_> = nodes
+        let configured = self
+            .master_node
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let master = master::place(
+            self.store.as_ref(),
+            configured.as_deref(),
+            &mut resolved,
+            &nodes,
+        )?;
+        let mut inventory: Vec<_> = nodes
             .iter()
             .map(|n| plan::inventory_node(n, &resolved.tags))
             .collect();
+        let master_id = master.as_ref().map(|m| m.id);
+        if let Some(m) = master {
+            let node = InventoryNode::new(m.name.clone()).with_tag(plinth_common::tags::MASTER_TAG);
+            master::check_selected(&chosen.strategy, &node)?;
+            inventory.push(node);
+            nodes.push(m);
+        }
         let run = Run::new(
             run_plan(
                 0,
@@ -412,6 +448,7 @@ impl Engine {
             strategy: chosen.name.clone(),
             chosen_by: Some(chosen.chosen_by),
             action: req.action.as_ref().map(|a| a.name().to_string()),
+            master: master_id,
         };
         let primaries: Vec<(u64, Vec<String>)> = nodes
             .iter()
@@ -613,6 +650,12 @@ impl Engine {
         let mut graphs = serde_json::Map::new();
         for (graph_type, phase) in &resolved.phases {
             let mut by_node = serde_json::Map::new();
+            if let Some(specs) = phase.specs.get(&plinth_common::graph::MASTER_NODE_ID) {
+                by_node.insert(
+                    plinth_common::tags::MASTER_TAG.to_string(),
+                    serde_json::to_value(&**specs).unwrap_or_default(),
+                );
+            }
             for node in &nodes {
                 if let Some(specs) = phase.specs.get(&node.id) {
                     by_node.insert(
@@ -696,12 +739,13 @@ mod tests {
             deadlines: [("all/deploy".to_string(), 5_000)].into(),
             phase_graph: [("deploy".to_string(), "default".to_string())].into(),
         };
-        for (strategy, chosen_by, action) in [
-            (None, None, None),
+        for (strategy, chosen_by, action, master) in [
+            (None, None, None, None),
             (
                 Some("s"),
                 Some("named by the operator"),
                 Some("deploy_site"),
+                Some(7),
             ),
         ] {
             let borrowed = EngineStateRef {
@@ -709,12 +753,14 @@ mod tests {
                 strategy,
                 chosen_by,
                 action,
+                master,
             };
             let text = serde_json::to_string(&borrowed).unwrap();
             let back: EngineState = borrowed.compressed().unwrap().decode().unwrap();
             assert_eq!(back.strategy.as_deref(), strategy);
             assert_eq!(back.chosen_by.as_deref(), chosen_by);
             assert_eq!(back.action.as_deref(), action);
+            assert_eq!(back.master, master);
             assert_eq!(back.run.sequencer, run.sequencer);
             assert_eq!(back.run.deadlines, run.deadlines);
             assert_eq!(back.run.phase_graph, run.phase_graph);

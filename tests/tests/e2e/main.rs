@@ -28,6 +28,7 @@ mod hostile;
 mod hostile_agent;
 mod hostile_files;
 mod images;
+mod master;
 mod netboot;
 mod packages;
 mod plinthctl;

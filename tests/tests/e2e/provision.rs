@@ -3,9 +3,12 @@
 //! boot listener and registers as its enrolled name. Then, from the discovery image:
 //! - a provision task whose hints match no disk fails, naming every disk and why, and writes nothing;
 //! - a provision task whose image is no disk image fails before writing;
-//! - a provision task writes a real Debian image (qcow2 with zstd-compressed clusters, served by the
-//!   controller, its digest sealed into the signed list) onto the disk the hints choose, grows its
-//!   root, and reboots; the installed system's agent, with the same key, reports the task done.
+//! - Fuel's provision graph from the corpus, as written, with the cluster's `provision` settings:
+//!   the master's tasks (the image build, fuel-agent's input) go to the agent on the controller's
+//!   host (`--master-node`), and the node's `system_provision` writes a real Debian image (qcow2 with
+//!   zstd-compressed clusters, served by the controller, its digest sealed into the signed list) onto
+//!   the disk the hints choose, grows its root, and reboots; the installed system's agent, with the
+//!   same key, reports the task done, and the graph's netboot switch and reboot follow.
 //!
 //! The node is then `provisioned` (which image, which disk), and a deployment runs a puppet task and a
 //! shell task in the installed system, whose root is on the hinted disk. Last, Fuel's deletion graph
@@ -127,9 +130,19 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
     let mut c = Controller::start_with(&[
         "--enrollment-token",
         token,
+        "--master-node",
+        "ctl",
         "--config",
         config.to_str().unwrap(),
     ]);
+    // The agent on the controller's own host, which takes the tasks Fuel's graphs place on `master`.
+    let _master = Agent::start_with(
+        &c,
+        "ctl",
+        &[],
+        &c.public_key(),
+        &format!("enrollment_token = \"{token}\""),
+    );
     let files = c.data_dir().join("files/images");
     std::fs::create_dir_all(&files).unwrap();
     let built = Instant::now();
@@ -218,7 +231,7 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
     let graphs = json!({
         "unmatched": {"tasks": [provision_task("provision", "images/debian.qcow2", json!({"serial": "NO-SUCH-DISK"}))]},
         "bad-image": {"tasks": [provision_task("provision", "images/not-an-image.html", json!({"serial": "PL-ROOT-3"}))]},
-        "provision": {"tasks": [provision_task("provision", "images/debian.qcow2", json!({"serial": "s== PL-ROOT-3", "size": ">= 7"}))]},
+        "provision": {"tasks": fuel_graph("provision")},
         "default": {"tasks": [
             {"id": "manifest", "type": "upload_file", "tags": ["*"], "parameters": {
                 "path": "/root/motd.pp",
@@ -249,6 +262,22 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         "PUT",
         &format!("/clusters/{cluster}/nodes"),
         Some(&json!({"nodes": [{"id": id, "roles": ["compute"]}]})),
+    );
+    // What Fuel's `system_provision` takes (`$.provision.*`), as the cluster's settings.
+    let settings = provision_task(
+        "",
+        "images/debian.qcow2",
+        json!({"serial": "s== PL-ROOT-3", "size": ">= 7"}),
+    )["parameters"]
+        .as_object()
+        .expect("parameters")
+        .iter()
+        .map(|(k, v)| (k.clone(), json!({ "value": v })))
+        .collect::<serde_json::Map<_, _>>();
+    c.api.ok(
+        "PATCH",
+        &format!("/clusters/{cluster}/attributes"),
+        Some(&json!({"editable": {"provision": settings}})),
     );
 
     // Hints that match no disk: the task fails, naming the disks and why, before writing anything.
@@ -295,7 +324,7 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         "provisioned and back in the installed system in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let line = task_line(&report, "pv-01", "provision").expect("the task's line");
+    let line = task_line(&report, "pv-01", "system_provision").expect("the task's line");
     let details = &line["details"]["provision"];
     eprintln!(
         "steps: image written in {:.1} s ({} bytes written, {} zeroed); reboot asked to the installed \
@@ -307,6 +336,19 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
     );
     assert_eq!(details["disk"], "/dev/vdc", "{line:#}");
     assert_eq!(details["format"], "qcow2", "{line:#}");
+    for (node, task, status) in [
+        ("ctl", "build_deploy_image", "skipped"),
+        ("ctl", "upload_provision_info_master", "skipped"),
+        ("pv-01", "move_to_bootstrap", "succeeded"),
+        ("pv-01", "cobbler_disable_netboot", "succeeded"),
+        ("pv-01", "node_reboot", "succeeded"),
+    ] {
+        assert_eq!(
+            task_line(&report, node, task).map(|t| t["status"].clone()),
+            Some(json!(status)),
+            "{node}: {task}: {report:#}"
+        );
+    }
     let after = node(&c, id);
     assert_eq!(after["node_key"], key, "the same key: {after:#}");
     assert_eq!(after["status"], "provisioned", "{after:#}");
