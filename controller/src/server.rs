@@ -175,6 +175,17 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         ));
     }
     tracing::info!(listen = %listener.local_addr()?, data_dir = %data.root().display(), "controller ready");
+    // READY=1 says the process serves; whether it can serve now is `/readyz`'s to say (a database
+    // that blinks must not make systemd restart the controller). It was migrated above, so only a
+    // database gone since makes this check fail.
+    let ready = crate::api::probes::readiness(state.store.as_ref(), state.engine.is_sequencing());
+    if !ready.ready {
+        tracing::warn!(
+            database = ready.database,
+            migrations = ready.migrations,
+            "not ready yet: /readyz answers 503 until the database answers"
+        );
+    }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     spawn_background(state.clone());
     crate::power::poller::spawn(state.clone());

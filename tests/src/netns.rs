@@ -2,8 +2,8 @@
 //! on a network of their own: traffic goes only between the namespaces a test makes and the bridge, and
 //! everything is removed when its guard is dropped, also when the test fails. Needs root.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `ip` with arguments; panics with its error output when it fails.
@@ -38,11 +38,11 @@ pub fn unique(n: u32) -> String {
     format!("{:x}{n}", std::process::id() % 0xfffff)
 }
 
-/// The third octet of a subnet `10.213.X.0/24` for this test process's bridge number `index` (0 to 3):
+/// The third octet of a subnet `10.213.X.0/24` for this test process's bridge number `index` (0 to 5):
 /// `X` comes from the process id, so two test binaries running at once, and the tests of one binary, do
 /// not share one.
 pub fn subnet_octet(index: u8) -> u8 {
-    u8::try_from(std::process::id() % 55 * 4 + 20 + u32::from(index % 4)).unwrap_or(20)
+    u8::try_from(std::process::id() % 36 * 6 + 20 + u32::from(index % 6)).unwrap_or(20)
 }
 
 /// A network namespace, deleted on drop.
@@ -188,5 +188,123 @@ impl Guarded {
 impl Drop for Guarded {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A tap interface on a bridge, for a virtual machine's NIC (`-netdev tap,ifname=<name>`), deleted on
+/// drop.
+pub struct Tap {
+    /// The interface's name.
+    pub name: String,
+}
+
+impl Tap {
+    /// Makes the tap `name` and plugs it into `bridge`.
+    pub fn new(name: &str, bridge: &Bridge) -> Tap {
+        let _ = run("ip", &["link", "delete", name]);
+        ip(&["tuntap", "add", "dev", name, "mode", "tap"]);
+        let tap = Tap {
+            name: name.to_string(),
+        };
+        ip(&["link", "set", name, "master", &bridge.name]);
+        ip(&["link", "set", name, "up"]);
+        tap
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        let _ = run("ip", &["link", "delete", &self.name]);
+    }
+}
+
+/// dnsmasq running in a namespace with a configuration of the test's, stopped on drop. Its files
+/// (configuration, log, leases, errors) are `<dir>/<name>.*`.
+pub struct Dnsmasq {
+    /// The process.
+    pub process: Guarded,
+    /// Its log (`--log-facility`): the DHCP and TFTP answers it gave.
+    pub log: PathBuf,
+    errors: PathBuf,
+    /// The configuration it runs with.
+    pub conf: String,
+}
+
+impl Dnsmasq {
+    /// Starts `program` in `ns` with `conf`, in the foreground, and checks that it keeps running.
+    pub fn start(ns: &Netns, program: &Path, dir: &Path, name: &str, conf: &str) -> Dnsmasq {
+        let file = |ext: &str| dir.join(format!("{name}.{ext}"));
+        std::fs::write(file("conf"), conf).expect("dnsmasq's configuration");
+        let errors = file("err");
+        let child = ns
+            .command(program)
+            .arg("--keep-in-foreground")
+            .arg(format!("--conf-file={}", file("conf").display()))
+            // As root, dnsmasq serves world-readable files over TFTP (the TFTP root's are).
+            .arg("--user=root")
+            .arg(format!("--pid-file={}", file("pid").display()))
+            .arg(format!("--dhcp-leasefile={}", file("leases").display()))
+            .arg(format!("--log-facility={}", file("log").display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&errors).expect("dnsmasq's error file"))
+            .spawn()
+            .expect("dnsmasq starts");
+        let mut d = Dnsmasq {
+            process: Guarded::new(child, Duration::from_secs(5)),
+            log: file("log"),
+            errors,
+            conf: conf.to_string(),
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        let running = d
+            .process
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        assert!(running, "dnsmasq runs: {}\n{conf}", d.said());
+        d
+    }
+
+    /// dnsmasq in `ns` as `plinth-controller netboot dnsmasq-config` configures it for `c`'s boot
+    /// listener at `boot_url`: addresses `.100` to `.150` of `bridge` on `interface`, the boot script
+    /// over TFTP from `<dir>/tftp`.
+    pub fn for_boot(
+        c: &crate::Controller,
+        ns: &Netns,
+        program: &Path,
+        (bridge, interface): (&Bridge, &str),
+        boot_url: &str,
+        dir: &Path,
+    ) -> Dnsmasq {
+        let tftp = dir.join("tftp");
+        let (ok, conf, err) = c.command(&[
+            "netboot",
+            "dnsmasq-config",
+            "--interface",
+            interface,
+            "--dhcp-range",
+            &format!("{},{},255.255.255.0,1h", bridge.host(100), bridge.host(150)),
+            "--boot-url",
+            boot_url,
+            "--tftp-root",
+            &tftp.display().to_string(),
+        ]);
+        assert!(ok, "dnsmasq-config: {err}");
+        Dnsmasq::start(ns, program, dir, "dnsmasq", &conf)
+    }
+
+    /// What it said: its errors and its log's last lines.
+    pub fn said(&self) -> String {
+        format!(
+            "{}{}",
+            std::fs::read_to_string(&self.errors).unwrap_or_default(),
+            crate::tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), 40)
+        )
+    }
+
+    /// Stops it now.
+    pub fn stop(&mut self) {
+        self.process.stop();
     }
 }

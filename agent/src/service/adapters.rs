@@ -157,6 +157,11 @@ impl FileSource for ControllerFiles {
     }
 }
 
+/// The first wait before asking the controller again for a boot device it could not be asked for.
+const BOOT_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(500);
+/// The longest wait between two such questions.
+const BOOT_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl crate::executor::services::NodeActions for ControllerFiles {
     fn boot<'a>(
         &'a self,
@@ -166,6 +171,7 @@ impl crate::executor::services::NodeActions for ControllerFiles {
         use crate::executor::services::BootError;
         Box::pin(async move {
             let mut tries = 0;
+            let mut wait = BOOT_RETRY_FIRST;
             loop {
                 tries += 1;
                 let result = self.controller.boot(request).await;
@@ -173,6 +179,21 @@ impl crate::executor::services::NodeActions for ControllerFiles {
                     if tries < 2 && self.registrar.register().await.is_ok() {
                         continue;
                     }
+                }
+                // A controller out of reach for now (a system that just booted may not have its
+                // address yet; a controller restarting answers 502-504): asked again, until the
+                // task's own timeout ends it.
+                if let Err(
+                    e @ (TransportError::Network(_)
+                    | TransportError::Api {
+                        status: 502..=504, ..
+                    }),
+                ) = &result
+                {
+                    tracing::warn!(error = %e, retry_in = ?wait, "cannot ask the controller for the boot device yet; asking again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(BOOT_RETRY_MAX);
+                    continue;
                 }
                 return result.map_err(|e| match e {
                     TransportError::Api {

@@ -18,6 +18,7 @@ pub mod nailgun;
 pub mod nodes;
 pub mod openapi;
 pub mod plugins;
+pub mod probes;
 pub mod releases;
 pub mod strategies;
 pub mod tags;
@@ -181,6 +182,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_AGENT_REQUEST_BYTES));
 
     Router::new()
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
         .nest("/api/v1", ops)
         .nest("/agent/v1", agents)
         .nest("/internal/v1", peers)

@@ -470,6 +470,12 @@ pub trait Store: Send + Sync + 'static {
     /// Returns how many were revoked.
     fn revoke_token(&self, name: &str, now_ms: i64) -> StoreResult<usize>;
 
+    // --- Health ------------------------------------------------------------------------------------
+
+    /// The database answers a read: the schema version it has and the one this controller knows (equal
+    /// once its migrations are applied; a newer controller's migrations make the first larger).
+    fn schema_versions(&self) -> StoreResult<SchemaVersions>;
+
     // --- Several controllers ----------------------------------------------------------------------
 
     /// Records a controller's heartbeat (and forgets controllers silent for an hour).

@@ -349,3 +349,12 @@ impl Published {
         }
     }
 }
+
+/// The database's schema version against this controller's ([`super::Store::schema_versions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaVersions {
+    /// How many migrations the database has applied.
+    pub database: usize,
+    /// How many this controller knows.
+    pub controller: usize,
+}

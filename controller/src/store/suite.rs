@@ -88,6 +88,12 @@ pub(crate) fn release_and_cluster(s: &dyn Store) -> (ReleaseRecord, ClusterRecor
     (rel, c)
 }
 
+fn the_schema_is_the_controllers_once_opened(s: &dyn Store) {
+    let v = s.schema_versions().unwrap();
+    assert!(v.controller > 0);
+    assert_eq!(v.database, v.controller, "every migration applied: {v:?}");
+}
+
 fn registration_is_idempotent_per_key(s: &dyn Store) {
     let a = s
         .register_node(&reg("k1"), NodeAdmission::Discovered)
@@ -1544,6 +1550,7 @@ macro_rules! suite {
 }
 
 suite!(
+    the_schema_is_the_controllers_once_opened,
     registration_is_idempotent_per_key,
     results_are_stored_once,
     one_running_deployment_per_cluster_and_failed_writes_change_nothing,

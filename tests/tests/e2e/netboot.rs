@@ -201,7 +201,7 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     }
 
     // The boot listener, as servers on qemu's network reach it; the controller restarted with it.
-    let boot_port = with_boot_listener(&mut c, &config, &image);
+    let boot_port = with_boot_listener(&mut c, &config, &image, "127.0.0.1", "10.0.2.2");
     // The machine is enrolled by its MAC (as Ironic's file names it) before it ever boots.
     let enrollment = format!(
         r#"{{"nodes": [{{"name": "nb-01", "driver": "ipmi",
@@ -281,10 +281,17 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
     );
 }
 
-/// Restarts `c` with its boot listener on (its configuration file `config`, boot files in `images`), as
-/// machines on qemu's user-mode network reach it (the host is 10.0.2.2 there); returns the listener's
-/// port.
-pub(crate) fn with_boot_listener(c: &mut Controller, config: &Path, images: &Path) -> u16 {
+/// Restarts `c` with its boot listener on (serving `images`, the discovery image), listening on
+/// `listen` (an address of this machine), for machines that reach this machine at `reach` (`10.0.2.2`
+/// on qemu's user-mode network, a bridge's address on a network of the test's own); returns the
+/// listener's port.
+pub(crate) fn with_boot_listener(
+    c: &mut Controller,
+    config: &Path,
+    images: &Path,
+    listen: &str,
+    reach: &str,
+) -> u16 {
     let port = c
         .url
         .rsplit(':')
@@ -296,8 +303,8 @@ pub(crate) fn with_boot_listener(c: &mut Controller, config: &Path, images: &Pat
     std::fs::write(
         config,
         format!(
-            "[netboot]\nlisten = \"127.0.0.1:{boot_port}\"\nurl = \"http://10.0.2.2:{boot_port}\"\n\
-             controller_url = \"https://10.0.2.2:{port}\"\nimages = {:?}\n\
+            "[netboot]\nlisten = \"{listen}:{boot_port}\"\nurl = \"http://{reach}:{boot_port}\"\n\
+             controller_url = \"https://{reach}:{port}\"\nimages = {:?}\n\
              kernel_args = \"console=ttyS0\"\npass_enrollment_token = true\n",
             images.display().to_string()
         ),

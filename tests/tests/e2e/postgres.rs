@@ -81,3 +81,48 @@ fn a_database_url_that_is_not_postgresql_is_refused_with_its_setting_named() {
     assert!(err.contains("database_url"), "names the setting: {err}");
     assert!(!err.contains("mysql://db"), "never repeats the URL: {err}");
 }
+
+/// The probes, as a load balancer asks them (no token): `/healthz` while the process answers,
+/// `/readyz` 200 while PostgreSQL answers with this controller's schema, 503 naming the database
+/// while it is down, and 200 again once it is back.
+#[test]
+fn readyz_follows_the_database_and_healthz_the_process() {
+    let pg = plinth_e2e::needs::postgres();
+    let url = pg.fresh_database().expect("a database");
+    let c = Controller::start_with(&["--database-url", &url]);
+    let probe = |path: &str| {
+        let resp = c
+            .api
+            .http()
+            .get(format!("{}{path}", c.url))
+            .send()
+            .expect("the controller answers");
+        let status = resp.status().as_u16();
+        (status, resp.text().unwrap_or_default())
+    };
+    assert_eq!(probe("/healthz"), (200, "ok\n".to_string()));
+    let (status, body) = probe("/readyz");
+    assert_eq!(status, 200, "{body}");
+    let ready: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        ready,
+        json!({"ready": true, "database": "ok", "migrations": "applied", "sequencing": true})
+    );
+
+    pg.kill().expect("PostgreSQL stops");
+    let (status, body) = probe("/readyz");
+    assert_eq!(status, 503, "{body}");
+    let down: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(down["ready"], false, "{body}");
+    assert_ne!(down["database"], "ok", "{body}");
+    assert!(
+        !body.contains("postgres://"),
+        "no connection details: {body}"
+    );
+    assert_eq!(probe("/healthz").0, 200, "the process still answers");
+
+    pg.restart().expect("PostgreSQL starts again");
+    wait_until("/readyz answers 200 again", LONG, || {
+        probe("/readyz").0 == 200
+    });
+}

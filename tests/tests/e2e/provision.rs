@@ -1,6 +1,9 @@
 //! Provisioning end to end, with a real virtual machine: it has three empty disks of different sizes
-//! and serials and boots from the network first. It boots the discovery image from the controller's
-//! boot listener and registers as its enrolled name. Then, from the discovery image:
+//! and serials and boots from the network first, on a network of the test's own (a bridge with the
+//! controller on its address, the machine's NIC on a tap, dnsmasq in a namespace, configured by
+//! `plinth-controller netboot dnsmasq-config`; all removed on every path). Its firmware's iPXE gets
+//! an address and the boot script from dnsmasq, boots the discovery image from the controller's boot
+//! listener, and the agent registers as its enrolled name. Then, from the discovery image:
 //! - a provision task whose hints match no disk fails, naming every disk and why, and writes nothing;
 //! - a provision task whose image is no disk image fails before writing;
 //! - Fuel's provision graph from the corpus, as written, with the cluster's `provision` settings:
@@ -13,11 +16,11 @@
 //! The node is then `provisioned` (which image, which disk), and a deployment runs a puppet task and a
 //! shell task in the installed system, whose root is on the hinted disk. Last, Fuel's deletion graph
 //! from the corpus, as written, erases the disk and sends the node back to the discovery image, where
-//! it registers again as the same node with a new key. Needs root (to build the images) and qemu;
-//! KVM when it works here, else TCG.
+//! it registers again as the same node with a new key. Needs root (to build the images and the
+//! network), qemu and dnsmasq; KVM when it works here, else TCG.
 
 use plinth_e2e::images::{disk_image, netboot_image, Scratch};
-use plinth_e2e::netns::{require_root, Guarded};
+use plinth_e2e::netns::{require_root, unique, Bridge, Dnsmasq, Guarded, Netns, Tap};
 use plinth_e2e::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -45,7 +48,9 @@ struct Vm {
 }
 
 impl Vm {
-    fn boot(home: &Path, accel: &str, boot_url: &str) -> Vm {
+    /// Boots the machine with its NIC on `tap` (the test's bridge): its firmware's iPXE asks dnsmasq
+    /// for an address and a boot file.
+    fn boot(home: &Path, accel: &str, tap: &str) -> Vm {
         let console = home.join("vm.console");
         let mut qemu = Command::new(plinth_e2e::needs::qemu());
         qemu.args(["-accel", accel, "-m", "2048", "-smp", "2"])
@@ -53,7 +58,10 @@ impl Vm {
             .arg("-serial")
             .arg(format!("file:{}", console.display()))
             .args(["-boot", "order=nc"])
-            .args(["-netdev", &format!("user,id=n0,bootfile={boot_url}")])
+            .args([
+                "-netdev",
+                &format!("tap,id=n0,ifname={tap},script=no,downscript=no"),
+            ])
             .args([
                 "-device",
                 &format!("virtio-net-pci,netdev=n0,mac={MAC},bootindex=0"),
@@ -127,14 +135,26 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
     let config = work.path().join("controller.toml");
     std::fs::write(&config, "").unwrap();
     let token = "provision-enrol-7c2d";
-    let mut c = Controller::start_with(&[
-        "--enrollment-token",
-        token,
-        "--master-node",
-        "ctl",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
+    // The network: a bridge (the controller on its address, the machine's NIC on it through a tap)
+    // and a namespace plugged into it for dnsmasq.
+    let dnsmasq_bin = crate::power::bmc_support::program("dnsmasq", "dnsmasq-base");
+    let u = unique(4);
+    let bridge = Bridge::new(&format!("plpv{u}"), 4);
+    let ns = Netns::new(&format!("plinth-pv-{u}"));
+    let inner = format!("plvi{u}");
+    bridge.plug(&ns, &format!("plvo{u}"), &inner, Some(2));
+    let tap = Tap::new(&format!("plvt{u}"), &bridge);
+    let mut c = Controller::start_listening(
+        &bridge.address,
+        &[
+            "--enrollment-token",
+            token,
+            "--master-node",
+            "ctl",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
     // The agent on the controller's own host, which takes the tasks Fuel's graphs place on `master`.
     let _master = Agent::start_with(
         &c,
@@ -175,7 +195,21 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         built.elapsed().as_secs_f64()
     );
 
-    let boot_port = crate::netboot::with_boot_listener(&mut c, &config, &netboot);
+    let boot_port = crate::netboot::with_boot_listener(
+        &mut c,
+        &config,
+        &netboot,
+        &bridge.address,
+        &bridge.address,
+    );
+    let dnsmasq = Dnsmasq::for_boot(
+        &c,
+        &ns,
+        &dnsmasq_bin,
+        (&bridge, &inner),
+        &format!("http://{}:{boot_port}", bridge.address),
+        work.path(),
+    );
     let enrollment = format!("nodes:\n  - name: pv-01\n    macs: [\"{MAC}\"]\n    rack: r1\n");
     let a = c.api.raw(
         "POST",
@@ -195,11 +229,7 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
         assert!(out.success());
     }
     let accel = crate::netboot::accelerator(&netboot.join("vmlinuz"), work.path());
-    let vm = Vm::boot(
-        work.path(),
-        accel,
-        &format!("http://10.0.2.2:{boot_port}/boot/ipxe"),
-    );
+    let vm = Vm::boot(work.path(), accel, &tap.name);
     let mut id = 0;
     let registered = wait_for(BOOT, || {
         id = c
@@ -210,7 +240,12 @@ fn slow_a_vm_is_provisioned_from_its_discovery_image_runs_puppet_installed_and_i
             .map_or(0, |(_, id)| *id);
         id != 0
     });
-    assert!(registered, "the machine registers: {}", vm.tail(80));
+    assert!(
+        registered,
+        "the machine registers: {}\ndnsmasq: {}",
+        vm.tail(80),
+        dnsmasq.said()
+    );
     eprintln!(
         "the discovery image registered {:.1} s after power-on ({accel})",
         vm.started.elapsed().as_secs_f64()

@@ -20,11 +20,10 @@
 
 use super::power::bmc_support::{self, virsh, Libvirt, Sushy, VirtualBmc, USER};
 use plinth_e2e::images::{netboot_image, Scratch};
-use plinth_e2e::netns::{require_root, unique, Bridge, Guarded, Netns};
+use plinth_e2e::netns::{require_root, unique, Bridge, Dnsmasq, Netns};
 use plinth_e2e::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Long enough for three TCG boots at once on a busy two-core machine.
@@ -244,62 +243,13 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     c.restart();
 
     // dnsmasq in the namespace, with the configuration and TFTP root the controller writes.
-    let tftp = work.path().join("tftp");
-    let (ok, dnsmasq_conf, err) = c.command(&[
-        "netboot",
-        "dnsmasq-config",
-        "--interface",
-        &inner,
-        "--dhcp-range",
-        &format!("{},{},255.255.255.0,1h", bridge.host(100), bridge.host(150)),
-        "--boot-url",
+    let mut dnsmasq = Dnsmasq::for_boot(
+        &c,
+        &ns,
+        &dnsmasq_bin,
+        (&bridge, &inner),
         &boot_url,
-        "--tftp-root",
-        tftp.to_str().unwrap(),
-    ]);
-    assert!(ok, "dnsmasq-config: {err}");
-    let conf = work.path().join("dnsmasq.conf");
-    std::fs::write(&conf, &dnsmasq_conf).unwrap();
-    let dnsmasq_log = work.path().join("dnsmasq.log");
-    let child = ns
-        .command(&dnsmasq_bin)
-        .arg("--keep-in-foreground")
-        .arg(format!("--conf-file={}", conf.display()))
-        // As root, dnsmasq serves world-readable files over TFTP (the TFTP root's are).
-        .arg("--user=root")
-        .arg(format!(
-            "--pid-file={}",
-            work.path().join("dnsmasq.pid").display()
-        ))
-        .arg(format!(
-            "--dhcp-leasefile={}",
-            work.path().join("dnsmasq.leases").display()
-        ))
-        .arg(format!("--log-facility={}", dnsmasq_log.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(work.path().join("dnsmasq.err")).unwrap())
-        .spawn()
-        .expect("dnsmasq starts");
-    let mut dnsmasq = Guarded::new(child, Duration::from_secs(5));
-    let dnsmasq_said = || {
-        format!(
-            "{}{}",
-            std::fs::read_to_string(work.path().join("dnsmasq.err")).unwrap_or_default(),
-            tail(
-                &std::fs::read_to_string(&dnsmasq_log).unwrap_or_default(),
-                40
-            )
-        )
-    };
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        dnsmasq
-            .child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None))),
-        "dnsmasq runs: {}\n{dnsmasq_conf}",
-        dnsmasq_said()
+        work.path(),
     );
 
     // Three servers, their BMCs: Redfish (sushy's libvirt driver) for all, IPMI (virtualbmc) for one.
@@ -392,7 +342,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
             .map(|d| format!("{} ({}):\n{}", d.name, d.state(), d.tail(30)))
             .collect::<Vec<_>>()
             .join("\n"),
-        dnsmasq_said()
+        dnsmasq.said()
     );
     eprintln!(
         "the three registered {:.1} s after they were powered on",
@@ -428,7 +378,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
         ids.push(id);
     }
     // dnsmasq handed out the addresses and iPXE fetched its script over TFTP.
-    let log = std::fs::read_to_string(&dnsmasq_log).unwrap_or_default();
+    let log = std::fs::read_to_string(&dnsmasq.log).unwrap_or_default();
     for d in &domains {
         assert!(
             log.contains(&format!("DHCPACK({inner})")) && log.contains(&d.mac),
@@ -517,36 +467,17 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     // key) and powered on: it boots again through the proxy, and its new agent takes its node.
     let before = c.api.get(&format!("/nodes/{}", ids[2])).unwrap()["node_key"].clone();
     dnsmasq.stop();
-    let plain_log = work.path().join("dhcp.log");
-    let child = ns
-        .command(&dnsmasq_bin)
-        .arg("--keep-in-foreground")
-        .arg("--conf-file=/dev/null")
-        .arg("--port=0")
-        .arg(format!("--interface={inner}"))
-        .arg("--bind-interfaces")
-        .arg(format!(
-            "--dhcp-range={},{},255.255.255.0,1h",
+    let plain = Dnsmasq::start(
+        &ns,
+        &dnsmasq_bin,
+        work.path(),
+        "dhcp",
+        &format!(
+            "port=0\ninterface={inner}\nbind-interfaces\ndhcp-range={},{},255.255.255.0,1h\nlog-dhcp\n",
             bridge.host(160),
             bridge.host(199)
-        ))
-        .arg("--user=root")
-        .arg(format!(
-            "--pid-file={}",
-            work.path().join("dhcp.pid").display()
-        ))
-        .arg(format!(
-            "--dhcp-leasefile={}",
-            work.path().join("dhcp.leases").display()
-        ))
-        .arg(format!("--log-facility={}", plain_log.display()))
-        .arg("--log-dhcp")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dnsmasq starts");
-    let _plain = Guarded::new(child, Duration::from_secs(5));
+        ),
+    );
     let proxy_ns = Netns::new(&format!("plinth-rackp-{u}"));
     let proxy_inner = format!("plpi{u}");
     bridge.plug(&proxy_ns, &format!("plpo{u}"), &proxy_inner, Some(3));
@@ -563,25 +494,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
         work.path().join("tftp-proxy").to_str().unwrap(),
     ]);
     assert!(ok, "dnsmasq-config --proxy: {err}");
-    let proxy_conf_path = work.path().join("dnsmasq-proxy.conf");
-    std::fs::write(&proxy_conf_path, &proxy_conf).unwrap();
-    let proxy_log = work.path().join("proxy.log");
-    let child = proxy_ns
-        .command(&dnsmasq_bin)
-        .arg("--keep-in-foreground")
-        .arg(format!("--conf-file={}", proxy_conf_path.display()))
-        .arg("--user=root")
-        .arg(format!(
-            "--pid-file={}",
-            work.path().join("proxy.pid").display()
-        ))
-        .arg(format!("--log-facility={}", proxy_log.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("dnsmasq starts");
-    let _proxy = Guarded::new(child, Duration::from_secs(5));
+    let proxy = Dnsmasq::start(&proxy_ns, &dnsmasq_bin, work.path(), "proxy", &proxy_conf);
     let (ok, out, err) = said.plinthctl(
         &c,
         &[
@@ -611,8 +524,8 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     let logs = || {
         format!(
             "DHCP: {}\nproxy: {}",
-            tail(&std::fs::read_to_string(&plain_log).unwrap_or_default(), 30),
-            tail(&std::fs::read_to_string(&proxy_log).unwrap_or_default(), 30)
+            tail(&std::fs::read_to_string(&plain.log).unwrap_or_default(), 30),
+            tail(&std::fs::read_to_string(&proxy.log).unwrap_or_default(), 30)
         )
     };
     assert!(
@@ -627,7 +540,7 @@ fn slow_a_rack_of_libvirt_domains_powers_on_through_its_bmcs_boots_from_the_netw
     );
     assert_eq!(shown["name"], "rack-03", "{shown:#}");
     assert_eq!(c.api.node_ids().len(), 3, "still three nodes");
-    let proxied = std::fs::read_to_string(&proxy_log).unwrap_or_default();
+    let proxied = std::fs::read_to_string(&proxy.log).unwrap_or_default();
     assert!(
         proxied.contains(&domains[2].mac) && proxied.contains("plinth.ipxe"),
         "{}",

@@ -240,6 +240,8 @@ impl Postgres {
 
 impl Backend for Postgres {
     const SHARED: bool = true;
+    const MIGRATIONS: usize = schema::MIGRATIONS.len();
+    const SCHEMA_VERSION: &'static str = "SELECT version FROM plinth_schema";
 
     fn run<T>(&self, kind: TxKind, f: &mut dyn FnMut(&dyn Tx) -> StoreResult<T>) -> StoreResult<T> {
         match kind {

@@ -384,6 +384,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether several controllers may share this database, so that a recorded step must check the
     /// sequencing lease's fence (see [`crate::store::Store::set_fence`]).
     const SHARED: bool;
+    /// The migrations this controller knows (its schema version).
+    const MIGRATIONS: usize;
+    /// The query answering the schema version the database has (how many migrations were applied).
+    const SCHEMA_VERSION: &'static str;
     /// Runs `f` in one transaction of `kind`: committed when it returns `Ok`, rolled back otherwise
     /// (and, where the database may refuse to serialize it, run again from the start).
     fn run<T>(&self, kind: TxKind, f: &mut dyn FnMut(&dyn Tx) -> StoreResult<T>) -> StoreResult<T>;

@@ -520,6 +520,14 @@ impl<B: Backend> Store for SqlStore<B> {
         self.write(|t| controllers::release(t, holder, token))
     }
 
+    fn schema_versions(&self) -> StoreResult<SchemaVersions> {
+        let database = self.read(|t| t.int(B::SCHEMA_VERSION, access::args![]))?;
+        Ok(SchemaVersions {
+            database: usize::try_from(database).unwrap_or(0),
+            controller: B::MIGRATIONS,
+        })
+    }
+
     fn lease(&self) -> StoreResult<Option<LeaseRecord>> {
         self.read(|t| controllers::lease(t, false))
     }

@@ -87,6 +87,8 @@ impl Sqlite {
 
 impl Backend for Sqlite {
     const SHARED: bool = false;
+    const MIGRATIONS: usize = MIGRATIONS.len();
+    const SCHEMA_VERSION: &'static str = "SELECT user_version FROM pragma_user_version";
 
     fn run<T>(&self, kind: TxKind, f: &mut dyn FnMut(&dyn Tx) -> StoreResult<T>) -> StoreResult<T> {
         // A write takes the database's write lock as it begins (waiting for it up to the busy
