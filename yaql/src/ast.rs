@@ -3,6 +3,8 @@
 //! cheap copyable views of it. The canonical text form (`Display`) parses back to the same tree.
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
 
 use crate::json::Json as J;
 
@@ -82,6 +84,29 @@ impl Stored {
     }
 }
 
+/// One word per node of a tree, made on first use: what evaluations remember about each node
+/// (see `memo`).
+#[derive(Debug, Default)]
+pub(crate) struct Memo(OnceLock<Box<[AtomicU64]>>);
+
+impl Clone for Memo {
+    /// A copy of a tree starts with nothing remembered.
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl Memo {
+    /// The word of node `id` of a tree of `len` entries.
+    #[inline]
+    pub(crate) fn word(&self, id: u32, len: usize) -> &AtomicU64 {
+        let words = self
+            .0
+            .get_or_init(|| (0..len).map(|_| AtomicU64::new(0)).collect());
+        &words[id as usize]
+    }
+}
+
 /// The nodes of one expression and the arguments of its calls, in one vector, with the strings
 /// and folded constants they use.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +118,7 @@ pub struct Tree {
     consts: Vec<J>,
     root: u32,
     /// What evaluations remember per node (made on the first evaluation).
-    memo: super::memo::Memo,
+    memo: Memo,
 }
 
 impl Tree {
@@ -107,7 +132,7 @@ impl Tree {
             nodes: Vec::with_capacity(source.len() / 3 + 4),
             consts: Vec::new(),
             root: 0,
-            memo: super::memo::Memo::default(),
+            memo: Memo::default(),
         }
     }
 

@@ -3,9 +3,9 @@
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock};
 
-use super::engine::Expression;
 use super::errors::ParseError;
 use super::hashindex::PrehashedMap;
+use super::parser::Expression;
 use super::value::FxHasher;
 
 /// Hashes a text once (texts come from graphs an operator loaded, not from the network: a fast

@@ -156,3 +156,29 @@ pub enum ExprError {
     #[error(transparent)]
     Eval(#[from] EvalError),
 }
+
+/// An evaluation failure and, once known, where it happened.
+#[derive(Debug, Clone)]
+pub struct Fail {
+    /// What went wrong (boxed: keeps results small on the hot path).
+    pub kind: Box<EvalErrorKind>,
+    /// Byte offset of the failing operation, filled in by the innermost node that knows it.
+    pub pos: Option<usize>,
+}
+
+impl From<EvalErrorKind> for Fail {
+    fn from(kind: EvalErrorKind) -> Self {
+        Fail {
+            kind: Box::new(kind),
+            pos: None,
+        }
+    }
+}
+
+/// Result of evaluator and library operations.
+pub type R<T> = Result<T, Fail>;
+
+/// Shorthand for a type error.
+pub fn type_err<T>(msg: impl Into<String>) -> R<T> {
+    Err(EvalErrorKind::Type(msg.into()).into())
+}

@@ -1,192 +1,26 @@
 //! The evaluator: walks the syntax tree with a stack of variables, resolves calls through the
-//! engine's registry and enforces the limits.
+//! engine's registry and enforces the limits. Its functions are the methods of [`Interp`] (defined
+//! with the calling convention in `registry`, so the library names it without importing this
+//! module). `Fail`, `R`, the states and `Interp` are defined below it (`errors`, `states`,
+//! `registry`) and re-exported here.
 
 use std::rc::Rc;
 
 use crate::json::Json as J;
 
 use super::ast::{Arg, Args, BinOp, Kind, Node, UnOp};
-use super::engine::{Call, Engine, Entry, Imp, Slot};
 use super::errors::EvalErrorKind;
 use super::library::operators;
-use super::limits::Limits;
-use super::value::{seq_items, to_json, Gen, Lambda, Name, Value, View};
+use super::registry::{Call, Entry, Imp, Slot};
+use super::states::layered_get_at;
+use super::value::{seq_items, to_json, Lambda, Name, Value, View};
 
-/// An evaluation failure and, once known, where it happened.
-#[derive(Debug, Clone)]
-pub struct Fail {
-    /// What went wrong (boxed: keeps results small on the hot path).
-    pub kind: Box<EvalErrorKind>,
-    /// Byte offset of the failing operation, filled in by the innermost node that knows it.
-    pub pos: Option<usize>,
-}
-
-impl From<EvalErrorKind> for Fail {
-    fn from(kind: EvalErrorKind) -> Self {
-        Fail {
-            kind: Box::new(kind),
-            pos: None,
-        }
-    }
-}
-
-/// Result of evaluator and library operations.
-pub type R<T> = Result<T, Fail>;
-
-/// Shorthand for a type error.
-pub fn type_err<T>(msg: impl Into<String>) -> R<T> {
-    Err(EvalErrorKind::Type(msg.into()).into())
-}
-
-/// The deployment helpers' view of the states.
-#[derive(Debug, Clone)]
-pub struct States<'a> {
-    /// The current state (`$` at the top of the evaluation).
-    pub new: Option<Value<'a>>,
-    /// The last deployed state, if any.
-    pub old: Option<Value<'a>>,
-    /// Forced deployment: everything counts as changed.
-    pub forced: bool,
-}
-
-/// A JSON object.
-pub type Map = crate::json::Object;
-
-/// A state given as two layers: the cluster part and the node's keys over it. Nothing is merged
-/// unless an expression needs the whole state as one value.
-#[derive(Debug, Clone, Copy)]
-pub struct Layers<'a> {
-    /// The current state: (cluster part, node part).
-    pub new: (&'a Map, &'a Map),
-    /// The last deployed state, if any, as two layers.
-    pub old: Option<(&'a Map, &'a Map)>,
-    /// Whether the current and last cluster parts agree on every key that is not one of the
-    /// node's own (listed), when known.
-    pub same_outside: Option<(bool, &'a [String])>,
-}
-
-/// Looks a key up in two layers, the top first.
-#[inline]
-pub fn layered_get<'a>((base, top): (&'a Map, &'a Map), key: &str) -> Option<&'a J> {
-    super::value::json_get(top, key).or_else(|| super::value::json_get(base, key))
-}
-
-/// [`layered_get`] for the constant key of node `at` (large layers read where the key was
-/// found last: see `memo`).
-#[inline]
-pub(crate) fn layered_get_at<'a>(
-    (base, top): (&'a Map, &'a Map),
-    key: &str,
-    at: Node<'_>,
-) -> Option<&'a J> {
-    use super::memo::json_get_at;
-    json_get_at(top, key, at).or_else(|| json_get_at(base, key, at))
-}
-
-/// Two layers merged into one dictionary value.
-pub fn merge_layers<'a>((base, top): (&'a Map, &'a Map)) -> Value<'a> {
-    let mut out: indexmap::IndexMap<Value<'a>, Value<'a>> =
-        indexmap::IndexMap::with_capacity(base.len() + top.len());
-    for (k, v) in base.iter().chain(top.iter()) {
-        out.insert(Value::Text(k), Value::from_json(v));
-    }
-    Value::Dict(Rc::new(out))
-}
-
-/// A state root a deployment helper binds `$` to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateRoot {
-    /// The current state.
-    New,
-    /// The last deployed state.
-    Old,
-}
-
-/// The variables in scope, innermost last. (A vector: kept inline, four of them made an
-/// evaluation a few hundred bytes larger, and copying that cost more than the allocation.)
-pub type Vars<'a> = Vec<(Name<'a>, Value<'a>)>;
-
-/// One evaluation in progress.
-pub struct Interp<'a> {
-    /// The engine (registry and limits).
-    pub engine: &'a Engine,
-    /// Variables in scope, innermost last.
-    pub vars: Vars<'a>,
-    /// The limits.
-    pub limits: Limits,
-    /// Old state for the deployment helpers.
-    pub states: States<'a>,
-    /// Sort keys of lists made by `orderBy`, for `thenBy`.
-    #[allow(clippy::type_complexity)]
-    pub orderings: Vec<(Rc<Vec<Value<'a>>>, Vec<Vec<(Value<'a>, bool)>>)>,
-    /// Values of the expression's node-independent parts, computed once (see `shared`).
-    pub(crate) shared: &'a [super::shared::Part],
-    /// `changed(x)` of node-independent `x`, computed once: (address of `x`, changed).
-    pub(crate) changed: &'a [(usize, bool)],
-    /// Indexes for `where($.key = Y)` over kept lists.
-    pub(crate) joins: &'a [super::shared::Join],
-    /// Indexes for `X in P` over kept lists.
-    #[allow(clippy::type_complexity)]
-    pub(crate) members: &'a [(usize, usize, super::hashindex::HashIndex)],
-    /// The bits of the nodes with a kept value or an index (`Shared::kept`).
-    pub(crate) kept: u64,
-    /// The states as layers, when given so; `$` (and `$data`) at `root_slots` stand for
-    /// `layers.new` and are merged only when needed.
-    pub(crate) layers: Option<Layers<'a>>,
-    pub(crate) root_slots: (usize, usize),
-    root_new: std::cell::OnceCell<Value<'a>>,
-    root_old: std::cell::OnceCell<Value<'a>>,
-    /// Variables that stand for a layered state's root, bound by the deployment helpers without
-    /// merging the layers: (slot, which state, scope they were bound in).
-    state_slots: Vec<(usize, StateRoot, u32)>,
-    /// The variable scope in use: a lambda call runs in a scope of its own.
-    scope: u32,
-    scopes: u32,
-    steps: u64,
-    depth: usize,
-}
+pub use crate::errors::{type_err, Fail, R};
+pub use crate::registry::{bind_args, Interp, Vars};
+pub use crate::states::{layered_get, merge_layers, Layers, Map, StateRoot, States};
+pub use crate::value::gen_take;
 
 impl<'a> Interp<'a> {
-    /// A new evaluation with the given variables.
-    #[inline]
-    pub fn new(engine: &'a Engine, vars: Vars<'a>, states: States<'a>) -> Self {
-        Self::with(engine, vars, states, None, (usize::MAX, usize::MAX), None)
-    }
-
-    /// A new evaluation with its layers and kept values, built in one piece (in the caller's
-    /// place: an `Interp` is a few hundred bytes, and built then changed, it was copied).
-    #[inline]
-    pub(crate) fn with(
-        engine: &'a Engine,
-        vars: Vars<'a>,
-        states: States<'a>,
-        layers: Option<Layers<'a>>,
-        root_slots: (usize, usize),
-        shared: Option<&'a super::shared::Shared>,
-    ) -> Self {
-        Interp {
-            engine,
-            vars,
-            limits: engine.limits(),
-            states,
-            orderings: Vec::new(),
-            shared: shared.map_or(&[], |s| &s.parts),
-            changed: shared.map_or(&[], |s| &s.changed),
-            joins: shared.map_or(&[], |s| &s.joins),
-            members: shared.map_or(&[], |s| &s.members),
-            kept: shared.map_or(0, |s| s.kept),
-            layers,
-            root_slots,
-            root_new: std::cell::OnceCell::new(),
-            root_old: std::cell::OnceCell::new(),
-            state_slots: Vec::new(),
-            scope: 0,
-            scopes: 0,
-            steps: 0,
-            depth: 0,
-        }
-    }
-
     /// Counts `n` steps against the budget.
     pub fn tick(&mut self, n: u64) -> R<()> {
         self.steps += n;
@@ -1300,19 +1134,6 @@ fn is_binder(node: Node<'_>) -> bool {
     }
 }
 
-/// Binds `$` (also `$1`), `$2`, ... and `$name` for a lambda call.
-pub fn bind_args<'a>(scope: &mut Vars<'a>, pos: &[Value<'a>], named: &[(&'a str, Value<'a>)]) {
-    if let Some(first) = pos.first() {
-        scope.push((Name::Dollar, first.clone()));
-    }
-    for (i, v) in pos.iter().enumerate().skip(1) {
-        scope.push((Name::Pos(i + 1), v.clone()));
-    }
-    for (k, v) in named {
-        scope.push((Name::Named(k), v.clone()));
-    }
-}
-
 /// The items an index finds, two kept inline.
 type Found<'a> = smallvec::SmallVec<[Value<'a>; 2]>;
 
@@ -1321,17 +1142,4 @@ enum Stage<'n> {
     Where(Node<'n>),
     Select(Node<'n>),
     Key(&'n str),
-}
-
-/// The first `n` items of a lazy sequence.
-pub fn gen_take<'a>(g: &Gen<'a>, n: usize) -> Vec<Value<'a>> {
-    match g {
-        Gen::Count(start, step) => (0..n as i64)
-            .map_while(|i| i.checked_mul(*step).and_then(|d| d.checked_add(*start)))
-            .map(Value::Int)
-            .collect(),
-        Gen::Repeat(v) => vec![v.clone(); n],
-        Gen::Cycle(items) if items.is_empty() => Vec::new(),
-        Gen::Cycle(items) => items.iter().cycle().take(n).cloned().collect(),
-    }
 }

@@ -63,7 +63,7 @@ pub fn compile(node: Node<'_>, calls: bool) -> Option<Fast<'_>> {
             let Kind::Str(pattern) = p.kind() else {
                 return None;
             };
-            let re = super::library::regex::compile(pattern, "").ok()?;
+            let re = super::pattern::compile(pattern, "").ok()?;
             Fast::Matches(Box::new(compile(recv)?), re)
         }
         Kind::Null => Fast::Lit(Value::Null),

@@ -10,10 +10,10 @@ use std::rc::Rc;
 use indexmap::IndexMap;
 
 use super::ast::{Kind, Node};
-use super::engine::{Call, Engine, Form, Slot, Spec};
-use super::errors::EvalErrorKind;
-use super::eval::{Interp, Map, StateRoot, R};
+use super::errors::{EvalErrorKind, R};
 use super::library::{need, this_items};
+use super::registry::{Call, Engine, Form, Interp, Slot, Spec};
+use super::states::{Map, StateRoot};
 use super::value::{dict_items, equal, seq_items, to_json, Value, View};
 
 /// Registers the deployment helpers.
@@ -50,7 +50,7 @@ fn layered_key<'a>(
     };
     match (recv.kind(), rhs.kind()) {
         (Kind::Var(v), Kind::Word(k)) if v.is_empty() || v == "1" => {
-            Some(super::eval::layered_get_at(layers, k, *n).map(Value::from_json))
+            Some(super::states::layered_get_at(layers, k, *n).map(Value::from_json))
         }
         _ => None,
     }
@@ -74,7 +74,7 @@ fn new_value<'a>(it: &mut Interp<'a>, c: &Call<'a>, i: usize) -> R<Value<'a>> {
 
 /// The argument evaluated against the old state; undefined when that is impossible.
 /// The error `$.key` gives when the key is missing.
-fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
+fn key_missing(slot: &Slot<'_>) -> super::errors::Fail {
     let (key, pos) = match slot {
         Slot::Ast(n) => match n.kind() {
             Kind::Member { rhs, .. } => match rhs.kind() {
@@ -85,7 +85,7 @@ fn key_missing(slot: &Slot<'_>) -> super::eval::Fail {
         },
         _ => (String::new(), None),
     };
-    let mut f: super::eval::Fail = EvalErrorKind::KeyNotFound(key).into();
+    let mut f: super::errors::Fail = EvalErrorKind::KeyNotFound(key).into();
     f.pos = pos;
     f
 }
@@ -171,8 +171,8 @@ fn root_changed(it: &Interp<'_>, node: Node<'_>) -> Option<bool> {
     }
     Some(keys.iter().any(|k| {
         match (
-            super::eval::layered_get(l.new, k),
-            super::eval::layered_get(old, k),
+            super::states::layered_get(l.new, k),
+            super::states::layered_get(old, k),
         ) {
             (None, None) => false,
             (Some(a), Some(b)) => !equal(&Value::from_json(a), &Value::from_json(b)),

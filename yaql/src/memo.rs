@@ -12,34 +12,11 @@
 //! checked before use, so a stale or concurrent one costs a lookup, never a wrong answer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 use crate::json::{Json as J, Object as Map};
 
 use super::ast::Node;
 use super::value::{json_get, str_eq};
-
-/// One word per node of a tree, made on first use.
-#[derive(Debug, Default)]
-pub(crate) struct Memo(OnceLock<Box<[AtomicU64]>>);
-
-impl Clone for Memo {
-    /// A copy of a tree starts with nothing remembered.
-    fn clone(&self) -> Self {
-        Memo::default()
-    }
-}
-
-impl Memo {
-    /// The word of node `id` of a tree of `len` entries.
-    #[inline]
-    pub(crate) fn word(&self, id: u32, len: usize) -> &AtomicU64 {
-        let words = self
-            .0
-            .get_or_init(|| (0..len).map(|_| AtomicU64::new(0)).collect());
-        &words[id as usize]
-    }
-}
 
 /// A word's two top bits say what it holds.
 const TAG_MASK: u64 = 3 << 62;

@@ -1,9 +1,11 @@
 //! The parser: YAQL's grammar and operator table, tightest first: `.` `?.`; indexer; unary `+ -`;
 //! `=~ !~`; `* / mod`; `+ -`; comparisons and `in`; `not`; `and`; `or`; `->` (right-associative).
+//! Its result, [`Expression`], is what callers parse once and evaluate many times.
 
 use std::cell::Cell;
+use std::fmt;
 
-use super::ast::{BinOp, Flat, FlatArg, Span, Sym, Tree, UnOp};
+use super::ast::{BinOp, Flat, FlatArg, Node, Span, Sym, Tree, UnOp};
 use super::errors::{ParseError, ParseErrorKind};
 use super::lexer::{Lexer, Tok, P};
 
@@ -12,6 +14,42 @@ pub const MAX_DEPTH: usize = 64;
 
 /// Trees taller than this are refused (keeps printing, comparing and dropping them bounded).
 pub const MAX_HEIGHT: usize = 256;
+
+/// A parsed expression. Its `Display` is the canonical text, which parses back to the same tree.
+#[derive(Debug, Clone)]
+pub struct Expression {
+    tree: Tree,
+}
+
+impl Expression {
+    /// Parses an expression.
+    pub fn parse(text: &str) -> Result<Expression, ParseError> {
+        Ok(Expression { tree: parse(text)? })
+    }
+
+    /// The text it was parsed from.
+    pub fn source(&self) -> &str {
+        self.tree.source()
+    }
+
+    /// The syntax tree's root.
+    pub fn root(&self) -> Node<'_> {
+        self.tree.root()
+    }
+}
+
+impl PartialEq for Expression {
+    /// Same syntax tree (positions and spelling aside).
+    fn eq(&self, other: &Self) -> bool {
+        self.root() == other.root()
+    }
+}
+
+impl fmt::Display for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root().fmt(f)
+    }
+}
 
 struct Parser<'t> {
     text: &'t str,

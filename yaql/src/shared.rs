@@ -16,9 +16,9 @@ use std::sync::Arc;
 use crate::json::Json as J;
 
 use super::ast::{Arg, Args, Kind, Node};
-use super::engine::Expression;
-use super::eval::StateRoot;
 use super::hashindex::{HashIndex, Names};
+use super::parser::Expression;
+use super::states::StateRoot;
 use super::value::{Value, View};
 
 /// Functions whose arguments are evaluated against the current or the last deployed state, with

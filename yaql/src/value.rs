@@ -32,6 +32,19 @@ pub enum Gen<'a> {
     Cycle(Vec<Value<'a>>),
 }
 
+/// The first `n` items of a lazy sequence.
+pub fn gen_take<'a>(g: &Gen<'a>, n: usize) -> Vec<Value<'a>> {
+    match g {
+        Gen::Count(start, step) => (0..n as i64)
+            .map_while(|i| i.checked_mul(*step).and_then(|d| d.checked_add(*start)))
+            .map(Value::Int)
+            .collect(),
+        Gen::Repeat(v) => vec![v.clone(); n],
+        Gen::Cycle(items) if items.is_empty() => Vec::new(),
+        Gen::Cycle(items) => items.iter().cycle().take(n).cloned().collect(),
+    }
+}
+
 /// A variable name in scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Name<'a> {
@@ -618,9 +631,14 @@ fn to_json_at(v: &Value<'_>, depth: usize) -> Option<Out> {
         }
         Value::Regex(r) => Out::String(r.as_str().to_string()),
         Value::Lambda(_) | Value::Gen(_) => return None,
-        Value::DateTime(d) => Out::String(super::library::datetime::datetime_text(d)),
+        Value::DateTime(d) => Out::String(datetime_text(d)),
         Value::Span(us) => Out::from(*us as f64 / 1e6),
     })
+}
+
+/// The JSON form of a datetime: ISO 8601 with the offset, microseconds when there are any.
+pub fn datetime_text(dt: &chrono::DateTime<chrono::FixedOffset>) -> String {
+    dt.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }
 
 /// Python's `str()` as YAQL's `str` shows it (`null`, `true`, JSON for collections).
@@ -634,7 +652,7 @@ pub fn display_string(v: &Value<'_>) -> String {
         View::Regex(r) => r.as_str().to_string(),
         View::Lambda => "<lambda>".into(),
         View::Gen => "<sequence>".into(),
-        View::DateTime(d) => super::library::datetime::datetime_text(&d),
+        View::DateTime(d) => datetime_text(&d),
         _ => to_json(v).map(|j| j.to_string()).unwrap_or_default(),
     }
 }

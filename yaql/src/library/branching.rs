@@ -1,8 +1,8 @@
 //! Branching: switch, selectCase, selectAllCases, examine, switchCase, coalesce.
 
 use super::need;
-use crate::engine::{Call, Engine, Form, Spec};
-use crate::eval::{Interp, R};
+use crate::errors::R;
+use crate::registry::{Call, Engine, Form, Interp, Spec};
 use crate::value::Value;
 
 /// Registers the branching functions.

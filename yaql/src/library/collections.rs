@@ -5,8 +5,8 @@ use std::rc::Rc;
 use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items};
-use crate::engine::{Call, Engine, Form, Spec};
-use crate::eval::{type_err, Interp, R};
+use crate::errors::{type_err, R};
+use crate::registry::{Call, Engine, Form, Interp, Spec};
 use crate::value::{dict_items, Value, View};
 
 /// Registers the collection functions.

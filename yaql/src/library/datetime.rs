@@ -10,12 +10,13 @@ use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTim
 use chrono::{Timelike, Utc};
 
 use crate::ast::BinOp;
-use crate::engine::{Call, Engine, Form, Spec};
-use crate::errors::EvalErrorKind;
-use crate::eval::{Interp, R};
+use crate::errors::{EvalErrorKind, R};
+use crate::registry::{Call, Engine, Form, Interp, Spec};
 use crate::value::{Value, View};
 
 use super::{get, need, str_arg};
+
+pub use crate::value::datetime_text;
 
 /// Microseconds in a second.
 const SEC: i64 = 1_000_000;
@@ -73,7 +74,7 @@ pub fn register(e: &mut Engine) {
     );
 }
 
-fn bad(msg: impl Into<String>) -> crate::eval::Fail {
+fn bad(msg: impl Into<String>) -> crate::errors::Fail {
     EvalErrorKind::Value(msg.into()).into()
 }
 
@@ -511,9 +512,4 @@ fn set_part(
         }
     }
     Ok(())
-}
-
-/// The JSON form of a datetime: ISO 8601 with the offset, microseconds when there are any.
-pub fn datetime_text(dt: &DateTime<FixedOffset>) -> String {
-    dt.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
 }

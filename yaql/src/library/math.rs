@@ -3,9 +3,8 @@
 use std::cmp::Ordering;
 
 use super::{int_or, need};
-use crate::engine::{Call, Engine, Form, Spec};
-use crate::errors::EvalErrorKind;
-use crate::eval::{type_err, Interp, R};
+use crate::errors::{type_err, EvalErrorKind, R};
+use crate::registry::{Call, Engine, Form, Interp, Spec};
 use crate::value::{compare, Value, View};
 
 /// Registers the math functions.

@@ -10,8 +10,8 @@ pub mod regex;
 pub mod strings;
 pub mod system;
 
-use crate::engine::{Call, Engine};
-use crate::eval::{Interp, R};
+use crate::errors::R;
+use crate::registry::{Call, Engine, Interp};
 use crate::value::Value;
 
 /// Registers every area's functions.

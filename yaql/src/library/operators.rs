@@ -6,8 +6,8 @@ use std::rc::Rc;
 use indexmap::IndexSet;
 
 use crate::ast::BinOp;
-use crate::errors::EvalErrorKind;
-use crate::eval::{type_err, Interp, R};
+use crate::errors::{type_err, EvalErrorKind, R};
+use crate::registry::Interp;
 use crate::value::{compare, dict_items, equal, seq_items, Value, View};
 
 fn op_err<T>(op: BinOp, l: &Value<'_>, r: &Value<'_>) -> R<T> {

@@ -7,10 +7,9 @@ use indexmap::{IndexMap, IndexSet};
 
 use super::{get, int_or, need, this_items, truth};
 use crate::ast::BinOp;
-use crate::engine::{Call, Engine, Form, Slot, Spec};
-use crate::errors::EvalErrorKind;
-use crate::eval::{type_err, Interp, R};
+use crate::errors::{type_err, EvalErrorKind, R};
 use crate::fastpath;
+use crate::registry::{Call, Engine, Form, Interp, Slot, Spec};
 use crate::value::{compare, dict_items, Gen, Value, View};
 
 /// Registers the queries.
@@ -265,14 +264,14 @@ fn all<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     Ok(Value::Bool(true))
 }
 
-fn empty_seq() -> crate::eval::Fail {
+fn empty_seq() -> crate::errors::Fail {
     EvalErrorKind::Sequence("the collection is empty".into()).into()
 }
 
 fn first<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let this = c.this()?.clone();
     if let Value::Gen(g) = &this {
-        if let Some(v) = crate::eval::gen_take(g, 1).pop() {
+        if let Some(v) = crate::value::gen_take(g, 1).pop() {
             return Ok(v);
         }
     }
@@ -452,7 +451,7 @@ fn skip<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 fn take<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let n = count_arg(it, c)?;
     if let Some(Value::Gen(g)) = &c.recv {
-        let out = crate::eval::gen_take(g, n.min(it.limits.max_collection + 1));
+        let out = crate::value::gen_take(g, n.min(it.limits.max_collection + 1));
         return it.new_iter(out);
     }
     let items = this_items(it, c)?;

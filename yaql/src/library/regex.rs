@@ -1,16 +1,15 @@
 //! Regular expressions: regex(), matches, search, searchAll, split, replace, replaceBy, `=~`.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use indexmap::IndexMap;
 
 use super::{get, int_or, need, str_arg, this_str};
-use crate::engine::{Call, Engine, Form, Spec};
-use crate::errors::EvalErrorKind;
-use crate::eval::{Interp, R};
+use crate::errors::R;
+use crate::registry::{Call, Engine, Form, Interp, Spec};
 use crate::value::Value;
+
+pub use crate::pattern::compile;
 
 /// Registers the regex functions.
 pub fn register(e: &mut Engine) {
@@ -51,40 +50,6 @@ pub fn register(e: &mut Engine) {
         Spec::new(&["value"], 1),
         is_regex,
     );
-}
-
-thread_local! {
-    static CACHE: RefCell<HashMap<String, Rc<regex::Regex>>> = RefCell::new(HashMap::new());
-}
-
-/// Compiles a pattern with inline flags (`i`, `m`, `s`), reusing recent compilations.
-pub fn compile(pattern: &str, flags: &str) -> R<Rc<regex::Regex>> {
-    if flags.is_empty() {
-        if let Some(re) = CACHE.with(|c| c.borrow().get(pattern).cloned()) {
-            return Ok(re);
-        }
-    }
-    let full = if flags.is_empty() {
-        pattern.to_string()
-    } else {
-        format!("(?{flags}){pattern}")
-    };
-    if let Some(re) = CACHE.with(|c| c.borrow().get(&full).cloned()) {
-        return Ok(re);
-    }
-    let re = regex::RegexBuilder::new(&full)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| EvalErrorKind::Value(format!("bad regular expression: {e}")))?;
-    let re = Rc::new(re);
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.len() > 256 {
-            c.clear();
-        }
-        c.insert(full, re.clone());
-    });
-    Ok(re)
 }
 
 fn regex_fn<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {

@@ -3,8 +3,8 @@
 use std::rc::Rc;
 
 use super::{get, int_or, need, str_arg, this_str};
-use crate::engine::{Call, Engine, Form, Slot, Spec};
-use crate::eval::{Interp, R};
+use crate::errors::R;
+use crate::registry::{Call, Engine, Form, Interp, Slot, Spec};
 use crate::value::{dict_items, display_string, Value, View};
 
 /// Registers the string functions.
@@ -234,7 +234,7 @@ fn trim_right<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
 /// The call with its `name => value` pairs moved to their parameters' places.
 fn named_params<'a>(c: &Call<'a>, params: &[&str]) -> R<Call<'a>> {
     let mut out = Call {
-        maps: crate::engine::Pairs::default(),
+        maps: crate::registry::Pairs::default(),
         ..c.clone()
     };
     for (k, v) in &c.maps {

@@ -4,9 +4,8 @@ use std::rc::Rc;
 
 use super::{need, this_items};
 use crate::ast::Kind;
-use crate::engine::{Call, Engine, Form, Slot, Spec};
-use crate::errors::EvalErrorKind;
-use crate::eval::{bind_args, Interp, R};
+use crate::errors::{EvalErrorKind, R};
+use crate::registry::{bind_args, Call, Engine, Form, Interp, Slot, Spec};
 use crate::value::{dict_items, Lambda, Name, Value};
 
 /// Registers the system functions.
@@ -97,7 +96,7 @@ fn call<'a>(it: &mut Interp<'a>, c: &Call<'a>) -> R<Value<'a>> {
     let args = need(it, c, 1)?;
     let kwargs = need(it, c, 2)?;
     let method = c.has(3);
-    let fail = |why: &str| -> crate::eval::Fail {
+    let fail = |why: &str| -> crate::errors::Fail {
         EvalErrorKind::NoMatchingFunction("call".into(), why.into()).into()
     };
     let Some(pos) = it.items(&args)? else {
