@@ -406,6 +406,28 @@ impl Config {
     }
 }
 
+/// The configuration in force while the controller runs, shared by what reads it: SIGHUP replaces it
+/// whole, and each reader takes the one of its moment.
+#[derive(Debug)]
+pub struct LiveConfig(std::sync::RwLock<Config>);
+
+impl LiveConfig {
+    /// The configuration the controller starts with.
+    pub fn new(config: Config) -> LiveConfig {
+        LiveConfig(std::sync::RwLock::new(config))
+    }
+
+    /// The configuration in force now.
+    pub fn get(&self) -> Config {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Puts a reloaded configuration in force.
+    pub fn set(&self, config: Config) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! | [`datadir`] | what lives in the data directory and its modes |
 //! | [`tls`] | the server certificate and the agent client-certificate check |
 //! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
+//! | [`state`] | what the HTTP handlers share; only [`api`] and [`server`] hold it whole, the other modules are given the parts they use |
 //! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
 //! | [`api`] | HTTP handlers (operators and agents), auth, errors, OpenAPI |
 //! | [`store`] | the storage interface and its two backends, SQLite and PostgreSQL |

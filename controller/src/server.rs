@@ -2,7 +2,7 @@
 //! clean stop on SIGTERM.
 
 use crate::api::auth::token_hash;
-use crate::config::Config;
+use crate::config::{Config, LiveConfig};
 use crate::datadir::{random_bytes, write_new_file, DataDir};
 use crate::engine::Engine;
 use crate::intake::board::Board;
@@ -71,19 +71,36 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
             tracing::info!(deployments = resumed, "resumed running deployments");
         }
     }
+    let workers = crate::workers::Workers::default();
+    let agents =
+        crate::intake::AgentSide::new(store.clone(), engine.clone(), nodes, board, workers.clone());
     let state = Arc::new(AppState {
-        config: std::sync::RwLock::new(config),
+        config: Arc::new(LiveConfig::new(config)),
         store,
         signer,
-        agents: crate::intake::AgentSide::new(nodes, board),
+        agents,
         engine,
         exprs,
-        workers: Default::default(),
-        ha,
+        workers,
+        ha: Arc::new(ha),
     });
-    crate::ha::lease::step(&state);
-    crate::ha::lease::keep_up(&state);
+    let (ha, store, engine) = (&state.ha, state.store.as_ref(), &state.engine);
+    crate::ha::lease::step(ha, store, engine, &state.agents.connections);
+    crate::ha::lease::keep_up(ha, store, engine, &state.agents.board);
     Ok(state)
+}
+
+/// What keeping in step with the other controllers touches, for the beat's thread and the notices'
+/// task.
+fn ha_parts(state: &AppState) -> crate::ha::Parts {
+    crate::ha::Parts {
+        membership: state.ha.clone(),
+        store: state.store.clone(),
+        engine: state.engine.clone(),
+        board: state.agents.board.clone(),
+        registry: state.agents.registry.clone(),
+        connections: state.agents.connections.clone(),
+    }
 }
 
 /// Reads the configuration again (for SIGHUP); the same sources, in the same order, as at start.
@@ -162,7 +179,12 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         None => None,
     };
     let netboot_addr = match config.netboot.clone() {
-        Some(settings) => Some(crate::netboot::start(state.clone(), settings)?),
+        Some(settings) => Some(crate::netboot::start(
+            state.config.clone(),
+            state.store.clone(),
+            &state.signer.verifying_key(),
+            settings,
+        )?),
         None => None,
     };
     data.record_listening(listener.local_addr()?, nailgun_addr, netboot_addr)?;
@@ -187,11 +209,21 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         );
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
-    spawn_background(state.clone());
-    crate::power::poller::spawn(state.clone());
-    crate::ha::lease::spawn(state.clone())?;
+    spawn_background(
+        state.config.clone(),
+        state.engine.clone(),
+        state.agents.registry.clone(),
+        state.store.clone(),
+    );
+    crate::power::poller::spawn(
+        state.config.clone(),
+        state.store.clone(),
+        state.engine.clone(),
+        Arc::new(crate::enrollment::secrets::Sealer::new(&state.signer)),
+    );
+    crate::ha::lease::spawn(ha_parts(&state))?;
     if let Some(notices) = state.store.listen() {
-        tokio::spawn(crate::ha::notices::run(state.clone(), notices));
+        tokio::spawn(crate::ha::notices::run(ha_parts(&state), notices));
     }
 
     let shutdown = shutdown_signal();
@@ -224,7 +256,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
                 let listening = crate::intake::connections::Listener {
                     acceptor: acceptor.clone(),
                     router: router.clone(),
-                    state: state.clone(),
+                    registry: state.agents.registry.clone(),
                     closing: close_rx.clone(),
                 };
                 tokio::spawn(crate::intake::connections::serve(listening, tcp, peer, ticket));
@@ -235,9 +267,18 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     data.forget_listening();
     let _ = close_tx.send(true);
-    flush_last_seen(&state, Flush::Everything).await;
+    flush_last_seen(
+        &state.config,
+        &state.agents.registry,
+        &state.store,
+        Flush::Everything,
+    )
+    .await;
     let s = state.clone();
-    let _ = tokio::task::spawn_blocking(move || crate::ha::lease::release(&s)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        crate::ha::lease::release(&s.ha, s.store.as_ref(), &s.engine)
+    })
+    .await;
     Ok(())
 }
 
@@ -253,18 +294,25 @@ enum Flush {
     Everything,
 }
 
-async fn flush_last_seen(state: &Arc<AppState>, which: Flush) {
+/// Writes the last-seen times `registry` holds to `store` (how far they must have moved is from
+/// `offline_after` in the configuration in force).
+async fn flush_last_seen(
+    config: &LiveConfig,
+    registry: &Arc<NodeRegistry>,
+    store: &Arc<dyn Store>,
+    which: Flush,
+) {
     let step_ms = match which {
         Flush::Periodic => {
-            i64::try_from(state.config().offline_after.as_millis() / 4).unwrap_or(i64::MAX)
+            i64::try_from(config.get().offline_after.as_millis() / 4).unwrap_or(i64::MAX)
         }
         Flush::Everything => 0,
     };
-    let s = state.clone();
+    let (registry, store) = (registry.clone(), store.clone());
     let _ = tokio::task::spawn_blocking(move || {
-        let seen = s.agents.registry.take_unflushed(step_ms);
+        let seen = registry.take_unflushed(step_ms);
         if !seen.is_empty() {
-            if let Err(e) = s.store.touch_nodes(&seen) {
+            if let Err(e) = store.touch_nodes(&seen) {
                 tracing::warn!(error = %e, "cannot record when nodes were last seen");
             }
         }
@@ -272,8 +320,14 @@ async fn flush_last_seen(state: &Arc<AppState>, which: Flush) {
     .await;
 }
 
-/// Phase timeouts every second, last-seen times every five, the systemd watchdog.
-fn spawn_background(state: Arc<AppState>) {
+/// Phase timeouts every second (`engine`), last-seen times every five (from `registry` to `store`), the
+/// systemd watchdog.
+fn spawn_background(
+    config: Arc<LiveConfig>,
+    engine: Arc<Engine>,
+    registry: Arc<NodeRegistry>,
+    store: Arc<dyn Store>,
+) {
     let mut usec = 0u64;
     let watchdog =
         sd_notify::watchdog_enabled(false, &mut usec).then(|| Duration::from_micros(usec / 2));
@@ -283,10 +337,10 @@ fn spawn_background(state: Arc<AppState>) {
         loop {
             tick.tick().await;
             n += 1;
-            let s = state.clone();
-            let _ = tokio::task::spawn_blocking(move || s.engine.tick()).await;
+            let e = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || e.tick()).await;
             if n % 5 == 0 {
-                flush_last_seen(&state, Flush::Periodic).await;
+                flush_last_seen(&config, &registry, &store, Flush::Periodic).await;
             }
             if let Some(period) = watchdog {
                 if n % period.as_secs().max(1) == 0 {

@@ -110,7 +110,11 @@ pub async fn register(
         max_discovered: config.limits.max_discovered_nodes,
         identity,
     };
-    let node = crate::intake::enrol::Enrol::submit(&state, record, admission, token_ok).await?;
+    let node = state
+        .agents
+        .enrol
+        .submit(record, admission, token_ok)
+        .await?;
     if let Some(Extension(ticket)) = ticket {
         ticket.trust();
     }
@@ -185,9 +189,11 @@ pub async fn results(
     agent: Agent,
     Json(batch): Json<ResultsBatch>,
 ) -> Result<Json<ResultAck>, ApiError> {
-    let verdicts =
-        crate::intake::results::Intake::submit(&state, agent.node.id, agent.node.accepted(), batch)
-            .await?;
+    let verdicts = state
+        .agents
+        .results
+        .submit(agent.node.id, agent.node.accepted(), batch)
+        .await?;
     Ok(Json(ResultAck { verdicts }))
 }
 
@@ -226,7 +232,8 @@ pub async fn refusal(
         .blocking(move |s| {
             s.store
                 .record_refusals(node_id, std::slice::from_ref(&row))?;
-            crate::intake::judge::note_refusal_events(s, node_id, std::slice::from_ref(&row));
+            let (store, engine, rows) = (s.store.as_ref(), &s.engine, std::slice::from_ref(&row));
+            crate::intake::judge::note_refusal_events(store, engine, node_id, rows);
             Ok(())
         })
         .await?;

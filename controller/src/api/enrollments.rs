@@ -230,7 +230,11 @@ async fn connected(
     name: String,
 ) -> Result<(EnrollmentRecord, plinth_bmc::Bmc), ApiError> {
     state
-        .blocking(move |s| power::connect(s, &name).map_err(power_error))
+        .blocking(move |s| {
+            let timeout = s.config().power.timeout;
+            power::connect(s.store.as_ref(), &Sealer::new(&s.signer), timeout, &name)
+                .map_err(power_error)
+        })
         .await
 }
 

@@ -4,10 +4,12 @@
 //! reach the database for longer than the lease lasts stops sequencing on its own, and in every case
 //! the fencing token makes the database refuse its steps once another controller holds the lease.
 
-use super::{BEAT_EVERY, LEASE_TTL};
+use super::{Membership, Parts, BEAT_EVERY, LEASE_TTL};
 use crate::clock::now_ms;
-use crate::state::AppState;
-use crate::store::{ControllerBeat, Fence};
+use crate::engine::Engine;
+use crate::intake::board::Board;
+use crate::limits::ConnectionGate;
+use crate::store::{ControllerBeat, Fence, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +24,7 @@ const LATE: std::time::Duration = std::time::Duration::from_secs(2);
 /// while this one is only slow. The beat itself is short (two small transactions on a connection of its
 /// own); taking running deployments on after the lease was won, and the holder's and followers'
 /// periodic checks, run on the blocking pool beside it, one at a time.
-pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
+pub fn spawn(parts: Parts) -> std::io::Result<()> {
     let handle = tokio::runtime::Handle::current();
     let busy = Arc::new(AtomicBool::new(false));
     std::thread::Builder::new()
@@ -31,7 +33,7 @@ pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
             let mut due = Instant::now();
             loop {
                 let started = Instant::now();
-                if !beat(&state) {
+                if !beat(&parts) {
                     return;
                 }
                 let late = started.saturating_duration_since(due) + started.elapsed();
@@ -43,9 +45,9 @@ pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
                     );
                 }
                 if !busy.swap(true, Ordering::AcqRel) {
-                    let (s, busy) = (state.clone(), busy.clone());
+                    let (p, busy) = (parts.clone(), busy.clone());
                     handle.spawn_blocking(move || {
-                        keep_up(&s);
+                        keep_up(&p.membership, p.store.as_ref(), &p.engine, &p.board);
                         busy.store(false, Ordering::Release);
                     });
                 }
@@ -58,12 +60,13 @@ pub fn spawn(state: Arc<AppState>) -> std::io::Result<()> {
 }
 
 /// One beat unless the controller is stopping; false once it is.
-fn beat(s: &AppState) -> bool {
-    let _one = s.ha.beating.lock().unwrap_or_else(|p| p.into_inner());
-    if s.ha.stopping.load(Ordering::Acquire) {
+fn beat(p: &Parts) -> bool {
+    let m = &p.membership;
+    let _one = m.beating.lock().unwrap_or_else(|p| p.into_inner());
+    if m.stopping.load(Ordering::Acquire) {
         return false;
     }
-    step(s);
+    step(m, p.store.as_ref(), &p.engine, &p.connections);
     true
 }
 
@@ -71,18 +74,18 @@ fn ttl_ms() -> i64 {
     i64::try_from(LEASE_TTL.as_millis()).unwrap_or(5_000)
 }
 
-/// One beat: record this controller, then renew, take or let go of the lease. Blocking.
-pub fn step(s: &AppState) {
-    let m = &s.ha;
+/// One beat: record this controller (with how many agents are connected to it), then renew, take or
+/// let go of the lease, turning the engine's sequencing on or off with it. Blocking.
+pub fn step(m: &Membership, store: &dyn Store, engine: &Engine, connections: &ConnectionGate) {
     let beat = ControllerBeat {
         id: m.id.clone(),
         name: m.name.clone(),
         url: m.url.clone(),
         started_ms: m.started_ms,
         now_ms: now_ms(),
-        agents: s.agents.connections.connected_keys() as u64,
+        agents: connections.connected_keys() as u64,
     };
-    if let Err(e) = s.store.beat_controller(&beat) {
+    if let Err(e) = store.beat_controller(&beat) {
         tracing::warn!(error = %e, "cannot record this controller's heartbeat");
     }
     if !m.shared {
@@ -90,25 +93,25 @@ pub fn step(s: &AppState) {
     }
     let held = m.held();
     let now = now_ms();
-    match s.store.claim_lease(&m.id, held, now, ttl_ms()) {
+    match store.claim_lease(&m.id, held, now, ttl_ms()) {
         Ok(Some(token)) => {
             m.renewed_ms.store(now, Ordering::Release);
             if held != Some(token) {
                 m.set_held(Some(token));
-                s.store.set_fence(Some(Fence {
+                store.set_fence(Some(Fence {
                     holder: m.id.clone(),
                     token,
                 }));
                 tracing::info!(controller = %m.id, token, "took the sequencing lease: this controller sequences deployments now");
                 // The running deployments are taken on by `keep_up`, beside the beat.
-                s.engine.start_sequencing();
+                engine.start_sequencing();
             }
         }
         Ok(None) => {
             if held.is_some() {
                 // The fence stays as it was: a step still in flight under the old token is refused.
                 m.set_held(None);
-                s.engine.step_down();
+                engine.step_down();
                 tracing::warn!(controller = %m.id, "lost the sequencing lease to another controller");
             }
         }
@@ -116,7 +119,7 @@ pub fn step(s: &AppState) {
             tracing::warn!(error = %e, "cannot renew or take the sequencing lease");
             if held.is_some() && now - m.renewed_ms.load(Ordering::Acquire) > ttl_ms() {
                 m.set_held(None);
-                s.engine.step_down();
+                engine.step_down();
                 tracing::warn!(controller = %m.id, "the sequencing lease expired while the database was unreachable; stopped sequencing");
             }
         }
@@ -125,38 +128,38 @@ pub fn step(s: &AppState) {
 
 /// What each controller does besides the beat: the holder takes on running deployments it does not
 /// run yet (all of them just after it won the lease; those started elsewhere whose notice was lost)
-/// and cancels what was asked elsewhere; a follower looks for lists published since its last look.
-/// Blocking.
-pub fn keep_up(s: &AppState) {
-    if !s.ha.shared {
+/// and cancels what was asked elsewhere; a follower looks for lists published since its last look and
+/// puts them on `board`. Blocking.
+pub fn keep_up(m: &Membership, store: &dyn Store, engine: &Engine, board: &Board) {
+    if !m.shared {
         return;
     }
-    if s.engine.is_sequencing() {
-        match s.engine.resume() {
+    if engine.is_sequencing() {
+        match engine.resume() {
             Ok(n) if n > 0 => tracing::info!(deployments = n, "took running deployments on"),
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "cannot take running deployments on; trying again")
             }
         }
-        if let Err(e) = s.engine.cancel_requested() {
+        if let Err(e) = engine.cancel_requested() {
             tracing::warn!(error = %e, "cannot look for cancel requests");
         }
-    } else if let Err(e) = s.ha.follower.sync(s.store.as_ref(), &s.agents.board) {
+    } else if let Err(e) = m.follower.sync(store, board) {
         tracing::warn!(error = %e, "cannot read the lists published by the sequencing controller");
     }
 }
 
-/// Gives the lease up at a clean stop, so another controller takes over at once.
-pub fn release(s: &AppState) {
-    let m = &s.ha;
+/// Gives the lease up at a clean stop (the engine stops sequencing first), so another controller takes
+/// over at once.
+pub fn release(m: &Membership, store: &dyn Store, engine: &Engine) {
     // No beat after this one: a beat in flight ends first, and none takes the lease back.
     m.stopping.store(true, Ordering::Release);
     drop(m.beating.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some(token) = m.held() {
-        s.engine.step_down();
+        engine.step_down();
         m.set_held(None);
-        if let Err(e) = s.store.release_lease(&m.id, token) {
+        if let Err(e) = store.release_lease(&m.id, token) {
             tracing::warn!(error = %e, "cannot give the sequencing lease up");
         } else {
             tracing::info!("gave the sequencing lease up");

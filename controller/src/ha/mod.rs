@@ -19,9 +19,13 @@ pub mod notices;
 pub mod peer;
 
 use crate::clock::now_ms;
+use crate::engine::Engine;
+use crate::intake::board::Board;
+use crate::intake::registry::NodeRegistry;
+use crate::limits::ConnectionGate;
 use crate::store::{ControllerRecord, LeaseRecord, Store, StoreResult};
 use plinth_api::controllers::{ClusterStatus, ControllerView, LeaseView};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long the sequencing lease lasts unless renewed.
@@ -30,6 +34,24 @@ pub const LEASE_TTL: Duration = Duration::from_secs(5);
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
 /// A controller silent for longer is shown as not live.
 pub const LIVE_WITHIN: Duration = Duration::from_secs(5);
+
+/// What keeping in step with the other controllers touches (the beat and the lease on their thread,
+/// the notices on theirs), each part shared with the rest of the controller.
+#[derive(Clone)]
+pub struct Parts {
+    /// This controller among the others.
+    pub membership: Arc<Membership>,
+    /// The database the beat, the lease and the notices go through.
+    pub store: Arc<dyn Store>,
+    /// The engine, which sequences while the lease is held and takes on what other controllers ask.
+    pub engine: Arc<Engine>,
+    /// The board a follower keeps in step with the lists published elsewhere.
+    pub board: Arc<Board>,
+    /// The node keys, changed by other controllers' notices.
+    pub registry: Arc<NodeRegistry>,
+    /// The agents' connections, counted in each beat.
+    pub connections: Arc<ConnectionGate>,
+}
 
 /// This controller among the others.
 pub struct Membership {

@@ -1,21 +1,22 @@
 //! Acting on the notices other controllers send through the database (see [`crate::store::Notice`]).
 //! Notices that arrive together are handled as one batch, on the blocking pool.
 
-use crate::state::AppState;
+use super::Parts;
 use crate::store::{Notice, StoreError};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Handles notices until the store stops sending them.
-pub async fn run(state: Arc<AppState>, mut notices: UnboundedReceiver<Notice>) {
+/// Handles notices until the store stops sending them: node keys changed in `parts.registry`,
+/// deployments taken on, cancelled and results folded in by `parts.engine` while it sequences, else
+/// the board followed.
+pub async fn run(parts: Parts, mut notices: UnboundedReceiver<Notice>) {
     while let Some(first) = notices.recv().await {
         let mut batch = vec![first];
         while let Ok(more) = notices.try_recv() {
             batch.push(more);
         }
-        let s = state.clone();
-        let _ = tokio::task::spawn_blocking(move || handle(&s, &batch)).await;
+        let p = parts.clone();
+        let _ = tokio::task::spawn_blocking(move || handle(&p, &batch)).await;
     }
 }
 
@@ -52,21 +53,21 @@ fn asks(batch: &[Notice]) -> Asks {
     a
 }
 
-fn handle(s: &AppState, batch: &[Notice]) {
+fn handle(s: &Parts, batch: &[Notice]) {
     let a = asks(batch);
     if let Err(e) = act(s, &a) {
         tracing::warn!(error = %e, "cannot act on notices from other controllers; the periodic checks catch up");
     }
 }
 
-fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
+fn act(s: &Parts, a: &Asks) -> Result<(), StoreError> {
     if a.reconnected {
-        s.agents.registry.replace_all(&s.store.list_nodes()?);
+        s.registry.replace_all(&s.store.list_nodes()?);
     } else {
         for id in &a.nodes {
             match s.store.get_node(*id) {
-                Ok(node) => s.agents.registry.upsert(&node),
-                Err(StoreError::NotFound { .. }) => s.agents.registry.remove_id(*id),
+                Ok(node) => s.registry.upsert(&node),
+                Err(StoreError::NotFound { .. }) => s.registry.remove_id(*id),
                 Err(e) => return Err(e),
             }
         }
@@ -87,7 +88,7 @@ fn act(s: &AppState, a: &Asks) -> Result<(), StoreError> {
             }
         }
     } else if a.board || a.reconnected {
-        s.ha.follower.sync(s.store.as_ref(), &s.agents.board)?;
+        s.membership.follower.sync(s.store.as_ref(), &s.board)?;
     }
     Ok(())
 }

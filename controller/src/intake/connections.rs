@@ -9,8 +9,8 @@
 //! without the boxes it held the handshake's TLS session, the connection and a moved copy of it side by
 //! side (4.7 KiB a connection).
 
+use super::registry::NodeRegistry;
 use crate::limits::{ConnectionTicket, PeerAddr, Trust};
-use crate::state::AppState;
 use crate::tls;
 use axum::extract::Request;
 use hyper_util::rt::TokioIo;
@@ -40,8 +40,8 @@ pub struct Listener {
     pub acceptor: tokio_rustls::TlsAcceptor,
     /// The router every request goes through.
     pub router: axum::Router,
-    /// The controller's state: the node registry and the connection limits.
-    pub state: Arc<AppState>,
+    /// The node keys, which tell how far a connection's key is trusted.
+    pub registry: Arc<NodeRegistry>,
     /// Turns true when the controller stops.
     pub closing: tokio::sync::watch::Receiver<bool>,
 }
@@ -56,7 +56,7 @@ pub async fn serve(
     let Listener {
         acceptor,
         router,
-        state,
+        registry,
         mut closing,
     } = listener;
     // In a block: the TLS stream, once moved into the connection, must not keep a place of its own in
@@ -86,7 +86,7 @@ pub async fn serve(
             .and_then(tls::node_key_of)
             .map(|k| Arc::new((fingerprint(&k), k)));
         if let Some(key) = &peer_key {
-            let trust = match state.agents.registry.get(&key.0) {
+            let trust = match registry.get(&key.0) {
                 Some(n) if n.accepted() => Trust::Accepted,
                 Some(_) => Trust::Discovered,
                 None => Trust::Unknown,

@@ -6,9 +6,10 @@
 //! own refusal, exactly as when they were written one by one.
 
 use super::groups::{Answer, Groups};
+use super::registry::NodeRegistry;
 use super::IntakeError;
-use crate::state::AppState;
-use crate::store::{NodeAdmission, NodeRecord, NodeRegistration};
+use crate::store::{NodeAdmission, NodeRecord, NodeRegistration, Store};
+use crate::workers::Workers;
 use std::sync::Arc;
 
 /// The most registrations written in one transaction.
@@ -23,32 +24,41 @@ struct Enrolment {
     answer: Answer<NodeRecord>,
 }
 
-/// The registrations committer.
-pub struct Enrol {
-    groups: Groups<Enrolment>,
+/// What registrations are written with: the database, and the node keys each registered node is put in.
+struct Parts {
+    store: Arc<dyn Store>,
+    registry: Arc<NodeRegistry>,
 }
 
-impl Default for Enrol {
-    fn default() -> Enrol {
-        Enrol {
-            groups: Groups::new("registrations", MAX_GROUP, commit),
-        }
-    }
+/// The registrations committer.
+pub struct Enrol {
+    groups: Groups<Parts, Enrolment>,
 }
 
 impl Enrol {
+    /// The committer writing registrations to `store`, as `workers`' jobs, and putting the nodes in
+    /// `registry`.
+    pub fn new(store: Arc<dyn Store>, registry: Arc<NodeRegistry>, workers: Workers) -> Enrol {
+        Enrol {
+            groups: Groups::new(
+                "registrations",
+                MAX_GROUP,
+                Parts { store, registry },
+                workers,
+                commit,
+            ),
+        }
+    }
+
     /// Registers one node (with the others waiting at that moment); answers its record.
     pub async fn submit(
-        state: &Arc<AppState>,
+        &self,
         record: NodeRegistration,
         admission: NodeAdmission,
         token_ok: bool,
     ) -> Result<NodeRecord, IntakeError> {
-        state
-            .agents
-            .enrol
-            .groups
-            .ask(state, |answer| Enrolment {
+        self.groups
+            .ask(|answer| Enrolment {
                 record,
                 admission,
                 token_ok,
@@ -58,7 +68,7 @@ impl Enrol {
     }
 }
 
-fn commit(s: &AppState, group: Vec<Enrolment>) {
+fn commit(s: &Parts, group: Vec<Enrolment>) {
     let regs: Vec<(&NodeRegistration, NodeAdmission)> =
         group.iter().map(|e| (&e.record, e.admission)).collect();
     let written = s.store.register_nodes(&regs);
@@ -84,7 +94,7 @@ fn commit(s: &AppState, group: Vec<Enrolment>) {
             Ok(node)
         });
         if let Ok(node) = &node {
-            s.agents.registry.upsert(node);
+            s.registry.upsert(node);
             notices.push(crate::store::Notice::Node { id: node.id });
         }
         answers.push((item.answer, node.map_err(IntakeError::from)));

@@ -5,50 +5,62 @@
 //! channel, and the commit answers every item of its group.
 
 use super::IntakeError;
-use crate::state::AppState;
+use crate::workers::Workers;
 use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::{mpsc, oneshot};
 
 /// Items waiting for a committer before senders wait to queue theirs.
 const QUEUE: usize = 8_192;
 
-/// Writes one group on the blocking pool; it answers every item of the group.
-pub type Commit<T> = fn(&AppState, Vec<T>);
+/// Writes one group on the blocking pool with what the committer writes with (`C`: the parts of the
+/// controller it touches); it answers every item of the group.
+pub type Commit<C, T> = fn(&C, Vec<T>);
 
 /// Where a committer sends an item's answer.
 pub type Answer<R> = oneshot::Sender<Result<R, IntakeError>>;
 
 /// One committer's queue (its task starts with the first item).
-pub struct Groups<T> {
+pub struct Groups<C, T> {
     queue: OnceLock<mpsc::Sender<T>>,
     /// The most items written in one transaction.
     max: usize,
-    commit: Commit<T>,
+    commit: Commit<C, T>,
+    /// What `commit` writes with; the committer's task holds it only while it writes a group, so it
+    /// stops once this queue is dropped.
+    parts: Arc<C>,
+    /// The blocking jobs a group is written among.
+    workers: Workers,
     /// What the committer writes, for its log lines and errors ("results", "registrations").
     what: &'static str,
 }
 
-impl<T: Send + 'static> Groups<T> {
-    /// A committer of groups of at most `max` items, each group written by `commit`.
-    pub fn new(what: &'static str, max: usize, commit: Commit<T>) -> Groups<T> {
+impl<C: Send + Sync + 'static, T: Send + 'static> Groups<C, T> {
+    /// A committer of groups of at most `max` items, each group written by `commit` with `parts`, as
+    /// one of `workers`' jobs.
+    pub fn new(
+        what: &'static str,
+        max: usize,
+        parts: C,
+        workers: Workers,
+        commit: Commit<C, T>,
+    ) -> Groups<C, T> {
         Groups {
             queue: OnceLock::new(),
             max: max.max(1),
             commit,
+            parts: Arc::new(parts),
+            workers,
             what,
         }
     }
 
     /// Queues the item `make` builds around its answer channel, and waits for the committer's answer.
-    pub async fn ask<R>(
-        &self,
-        state: &Arc<AppState>,
-        make: impl FnOnce(Answer<R>) -> T,
-    ) -> Result<R, IntakeError> {
+    pub async fn ask<R>(&self, make: impl FnOnce(Answer<R>) -> T) -> Result<R, IntakeError> {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
             let (max, commit, what) = (self.max, self.commit, self.what);
-            tokio::spawn(commit_loop(Arc::downgrade(state), max, commit, what, rx));
+            let (parts, workers) = (Arc::downgrade(&self.parts), self.workers.clone());
+            tokio::spawn(commit_loop(parts, workers, max, commit, what, rx));
             tx
         });
         let (answer, answered) = oneshot::channel();
@@ -61,15 +73,16 @@ impl<T: Send + 'static> Groups<T> {
     }
 }
 
-async fn commit_loop<T: Send + 'static>(
-    state: Weak<AppState>,
+async fn commit_loop<C: Send + Sync + 'static, T: Send + 'static>(
+    parts: Weak<C>,
+    workers: Workers,
     max: usize,
-    commit: Commit<T>,
+    commit: Commit<C, T>,
     what: &'static str,
     mut queue: mpsc::Receiver<T>,
 ) {
     while let Some(first) = queue.recv().await {
-        let Some(s) = state.upgrade() else { return };
+        let Some(p) = parts.upgrade() else { return };
         let mut group = vec![first];
         while group.len() < max {
             match queue.try_recv() {
@@ -77,8 +90,7 @@ async fn commit_loop<T: Send + 'static>(
                 Err(_) => break,
             }
         }
-        let workers = s.workers.clone();
-        if let Err(e) = workers.run(move || commit(&s, group)).await {
+        if let Err(e) = workers.run(move || commit(&p, group)).await {
             tracing::error!(error = %e, what, "a group committer's job failed");
         }
     }

@@ -2,9 +2,10 @@
 //! large, comes from a node that is not accepted, or names a task that was never issued to its node;
 //! what was refused is recorded on the node and in the events of the deployment it claims.
 
+use super::board::Board;
 use crate::clock::now_ms;
-use crate::state::AppState;
-use crate::store::{NewRefusal, StoreResult};
+use crate::engine::Engine;
+use crate::store::{NewRefusal, Store, StoreResult};
 use plinth_common::wire::{
     json_len, DeploymentEvent, ResultVerdict, TaskResult, Verdict, MAX_RESULT_BYTES,
 };
@@ -12,10 +13,13 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// Judges a report's results before storing: each refused one gets its verdict now; the indexes of
-/// the others are to store.
+/// the others are to store. A result is checked against the engine's running deployments, else against
+/// the lists issued to the node (on the board, else in the store).
 #[allow(clippy::type_complexity)]
 pub fn judge(
-    s: &AppState,
+    store: &dyn Store,
+    engine: &Engine,
+    board: &Board,
     node_id: u64,
     accepted: bool,
     results: &[TaskResult],
@@ -23,9 +27,14 @@ pub fn judge(
     let mut verdicts: Vec<Option<ResultVerdict>> = vec![None; results.len()];
     let mut candidates = Vec::new();
     // A report's results mostly come from one list: each revision is looked up once.
-    let mut lists = IssuedLists::default();
+    let mut lists = IssuedLists {
+        store,
+        board,
+        node_id,
+        known: Default::default(),
+    };
     for (i, r) in results.iter().enumerate() {
-        match refusal_reason(s, node_id, accepted, r, &mut lists)? {
+        match refusal_reason(engine, &mut lists, node_id, accepted, r)? {
             Some(reason) => verdicts[i] = Some(refused(r, reason)),
             None => candidates.push(i),
         }
@@ -36,11 +45,11 @@ pub fn judge(
 /// Why a result is refused before storing, if it is: too large, from a node that is not accepted, or for
 /// a task that was never issued to this node.
 fn refusal_reason(
-    s: &AppState,
+    engine: &Engine,
+    lists: &mut IssuedLists,
     node_id: u64,
     accepted: bool,
     r: &TaskResult,
-    lists: &mut IssuedLists,
 ) -> StoreResult<Option<String>> {
     if !accepted {
         return Ok(Some("this node is not accepted".into()));
@@ -51,10 +60,10 @@ fn refusal_reason(
             "the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES}"
         )));
     }
-    if s.engine.owns(node_id, r) {
+    if engine.owns(node_id, r) {
         return Ok(None);
     }
-    let issued = lists.get(s, node_id, r.revision)?.is_some_and(|l| {
+    let issued = lists.get(r.revision)?.is_some_and(|l| {
         l.deployment_id == r.deployment_id && l.tasks.iter().any(|t| t.id == r.task_id)
     });
     Ok((!issued).then(|| {
@@ -68,29 +77,28 @@ fn refusal_reason(
 /// The lists a node was issued, by revision, as one report's results are judged: the node's list on
 /// the board when it has that revision (a controller that does not sequence the deployment keeps the
 /// published lists there too), else the store's record, each revision read once.
-#[derive(Default)]
-struct IssuedLists(std::collections::HashMap<u64, Option<Arc<plinth_common::wire::TaskList>>>);
+struct IssuedLists<'a> {
+    store: &'a dyn Store,
+    board: &'a Board,
+    node_id: u64,
+    known: std::collections::HashMap<u64, Option<Arc<plinth_common::wire::TaskList>>>,
+}
 
-impl IssuedLists {
-    fn get(
-        &mut self,
-        s: &AppState,
-        node_id: u64,
-        revision: u64,
-    ) -> StoreResult<Option<Arc<plinth_common::wire::TaskList>>> {
-        if let Some(known) = self.0.get(&revision) {
+impl IssuedLists<'_> {
+    fn get(&mut self, revision: u64) -> StoreResult<Option<Arc<plinth_common::wire::TaskList>>> {
+        if let Some(known) = self.known.get(&revision) {
             return Ok(known.clone());
         }
-        let list = match s
-            .agents
+        let node_id = self.node_id;
+        let list = match self
             .board
             .current(node_id)
             .filter(|l| l.revision == revision)
         {
             Some(list) => Some(list),
-            None => s.store.issued_list(node_id, revision)?.map(Arc::new),
+            None => self.store.issued_list(node_id, revision)?.map(Arc::new),
         };
-        self.0.insert(revision, list.clone());
+        self.known.insert(revision, list.clone());
         Ok(list)
     }
 }
@@ -116,7 +124,8 @@ pub fn refused(r: &TaskResult, reason: String) -> ResultVerdict {
 /// Makes refused results visible: recorded on the node, and in the events of a running deployment they
 /// claim. A failure to record is logged; it never changes the verdicts.
 pub fn record_refused_results(
-    s: &AppState,
+    store: &dyn Store,
+    engine: &Engine,
     node_id: u64,
     results: &[TaskResult],
     verdicts: &[ResultVerdict],
@@ -150,16 +159,16 @@ pub fn record_refused_results(
     if rows.is_empty() {
         return;
     }
-    if let Err(e) = s.store.record_refusals(node_id, &rows) {
+    if let Err(e) = store.record_refusals(node_id, &rows) {
         tracing::error!(node = node_id, error = %e, "cannot record refused results");
     }
-    note_refusal_events(s, node_id, &rows);
+    note_refusal_events(store, engine, node_id, &rows);
 }
 
-/// Adds refusals to the events of the running deployments they concern.
-pub fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
-    let name = s
-        .store
+/// Adds refusals to the events of the running deployments they concern (the node's name read from
+/// `store`).
+pub fn note_refusal_events(store: &dyn Store, engine: &Engine, node_id: u64, rows: &[NewRefusal]) {
+    let name = store
         .get_node(node_id)
         .map(|n| n.name)
         .unwrap_or_else(|_| format!("node-{node_id}"));
@@ -181,7 +190,7 @@ pub fn note_refusal_events(s: &AppState, node_id: u64, rows: &[NewRefusal]) {
                 detail,
             }
         };
-        if let Err(e) = s.engine.note_events(dep, &[event]) {
+        if let Err(e) = engine.note_events(dep, &[event]) {
             tracing::error!(deployment = dep, error = %e, "cannot record a refusal event");
         }
     }

@@ -21,10 +21,13 @@ pub mod judge;
 pub mod registry;
 pub mod results;
 
-use crate::store::StoreError;
+use crate::engine::Engine;
+use crate::store::{Store, StoreError};
+use crate::workers::Workers;
 use std::sync::Arc;
 
-/// The agent side of the controller's state, one part of [`crate::state::AppState`].
+/// The agent side of the controller: node keys, connections, registrations, the board and the
+/// committers of what agents send.
 pub struct AgentSide {
     /// Known node keys.
     pub registry: Arc<registry::NodeRegistry>,
@@ -41,15 +44,22 @@ pub struct AgentSide {
 }
 
 impl AgentSide {
-    /// The agent side of a controller with these node keys and this board.
-    pub fn new(registry: Arc<registry::NodeRegistry>, board: Arc<board::Board>) -> AgentSide {
+    /// The agent side of a controller with these node keys and this board, writing to `store` as
+    /// `workers`' jobs and folding results into `engine`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        engine: Arc<Engine>,
+        registry: Arc<registry::NodeRegistry>,
+        board: Arc<board::Board>,
+        workers: Workers,
+    ) -> AgentSide {
         AgentSide {
-            registry,
             connections: Default::default(),
             registrations: Default::default(),
+            results: results::Intake::new(store.clone(), engine, board.clone(), workers.clone()),
+            enrol: enrol::Enrol::new(store, registry.clone(), workers),
+            registry,
             board,
-            results: Default::default(),
-            enrol: Default::default(),
         }
     }
 }

@@ -5,11 +5,13 @@
 //! while a commit runs make up the next group. Each agent is answered after its results are stored and
 //! folded in, exactly as when they were handled one by one. The grouping itself is `groups`.
 
+use super::board::Board;
 use super::groups::{Answer, Groups};
 use super::judge::{judge, record_refused_results, refused, verdict};
 use super::IntakeError;
-use crate::state::AppState;
-use crate::store::{Notice, Stored};
+use crate::engine::Engine;
+use crate::store::{Notice, Store, Stored};
+use crate::workers::Workers;
 use plinth_common::wire::{ResultVerdict, ResultsBatch, TaskResult, Verdict};
 use std::sync::Arc;
 
@@ -24,32 +26,52 @@ struct Report {
     answer: Answer<Vec<ResultVerdict>>,
 }
 
-/// The results committer.
-pub struct Intake {
-    groups: Groups<Report>,
+/// What results are judged, stored and folded in with: the database, the engine that runs the
+/// deployments, and the board of the lists issued.
+struct Parts {
+    store: Arc<dyn Store>,
+    engine: Arc<Engine>,
+    board: Arc<Board>,
 }
 
-impl Default for Intake {
-    fn default() -> Intake {
-        Intake {
-            groups: Groups::new("results", MAX_GROUP, commit),
-        }
-    }
+/// The results committer.
+pub struct Intake {
+    groups: Groups<Parts, Report>,
 }
 
 impl Intake {
+    /// The committer judging results against `engine`'s deployments and `board`'s lists, storing them
+    /// in `store` as `workers`' jobs, and folding them into `engine`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        engine: Arc<Engine>,
+        board: Arc<Board>,
+        workers: Workers,
+    ) -> Intake {
+        Intake {
+            groups: Groups::new(
+                "results",
+                MAX_GROUP,
+                Parts {
+                    store,
+                    engine,
+                    board,
+                },
+                workers,
+                commit,
+            ),
+        }
+    }
+
     /// Judges, stores and folds in one agent's report; answers its verdicts, in order.
     pub async fn submit(
-        state: &Arc<AppState>,
+        &self,
         node_id: u64,
         accepted: bool,
         batch: ResultsBatch,
     ) -> Result<Vec<ResultVerdict>, IntakeError> {
-        state
-            .agents
-            .results
-            .groups
-            .ask(state, |answer| Report {
+        self.groups
+            .ask(|answer| Report {
                 node_id,
                 accepted,
                 batch,
@@ -67,10 +89,19 @@ struct Judged {
     candidates: Vec<usize>,
 }
 
-fn commit(s: &AppState, group: Vec<Report>) {
+fn commit(s: &Parts, group: Vec<Report>) {
+    let (store, engine) = (s.store.as_ref(), s.engine.as_ref());
     let mut judged = Vec::with_capacity(group.len());
     for report in group {
-        match judge(s, report.node_id, report.accepted, &report.batch.results) {
+        let (node, accepted) = (report.node_id, report.accepted);
+        match judge(
+            store,
+            engine,
+            &s.board,
+            node,
+            accepted,
+            &report.batch.results,
+        ) {
             Ok((verdicts, candidates)) => judged.push(Judged {
                 report,
                 verdicts,
@@ -95,7 +126,7 @@ fn commit(s: &AppState, group: Vec<Report>) {
         .zip(&to_store)
         .map(|(j, rs)| (j.report.node_id, rs.as_slice()))
         .collect();
-    let stored = match s.store.store_result_batches(&batches) {
+    let stored = match store.store_result_batches(&batches) {
         Ok(stored) => stored,
         Err(e) => {
             let e = IntakeError::from(e);
@@ -105,7 +136,7 @@ fn commit(s: &AppState, group: Vec<Report>) {
             return;
         }
     };
-    let sequencing = s.engine.is_sequencing();
+    let sequencing = engine.is_sequencing();
     let mut fresh: Vec<(u64, Vec<TaskResult>)> = Vec::new();
     let mut answers = Vec::with_capacity(judged.len());
     // Nodes whose results the controller that sequences must fold in, by deployment.
@@ -137,7 +168,7 @@ fn commit(s: &AppState, group: Vec<Report>) {
             });
         }
         let verdicts: Vec<ResultVerdict> = j.verdicts.into_iter().flatten().collect();
-        record_refused_results(s, node_id, &j.report.batch.results, &verdicts);
+        record_refused_results(store, engine, node_id, &j.report.batch.results, &verdicts);
         if !new.is_empty() {
             fresh.push((node_id, new));
         }
@@ -153,10 +184,10 @@ fn commit(s: &AppState, group: Vec<Report>) {
             });
         }
     }
-    s.store.notify_all(&notices);
+    store.notify_all(&notices);
     if !fresh.is_empty() {
         let started = std::time::Instant::now();
-        let published = s.engine.on_result_batches(&fresh);
+        let published = engine.on_result_batches(&fresh);
         if published > 0 {
             tracing::info!(
                 agents = fresh.len(),

@@ -13,7 +13,8 @@ pub mod dnsmasq;
 pub mod files;
 pub mod script;
 
-use crate::state::AppState;
+use crate::config::LiveConfig;
+use crate::store::Store;
 use anyhow::{Context, Result};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -86,7 +87,12 @@ struct Snapshot {
 
 /// The listener's shared state.
 struct Boot {
-    app: Arc<AppState>,
+    /// The configuration in force: the controller's URL and TLS certificate, the enrollment token.
+    config: Arc<LiveConfig>,
+    /// Where enrollments are read.
+    store: Arc<dyn Store>,
+    /// The controller's public signing key, as the kernel command line gives it to agents.
+    signing_key: String,
     settings: Netboot,
     boot_url: String,
     files: files::BootFiles,
@@ -106,8 +112,15 @@ pub fn boot_url(settings: &Netboot, bound: SocketAddr) -> Result<String> {
 }
 
 /// Binds the boot listener and serves it on a thread of its own until the process ends; answers the
-/// address bound.
-pub fn start(app: Arc<AppState>, settings: Netboot) -> Result<SocketAddr> {
+/// address bound. Scripts are made from the configuration in force, the enrollments in `store` and
+/// the controller's public signing key.
+pub fn start(
+    config: Arc<LiveConfig>,
+    store: Arc<dyn Store>,
+    signing_key: &ed25519_dalek::VerifyingKey,
+    settings: Netboot,
+) -> Result<SocketAddr> {
+    let signing_key = plinth_common::signing::public_key_to_text(signing_key);
     let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("netboot".into())
@@ -148,7 +161,9 @@ pub fn start(app: Arc<AppState>, settings: Netboot) -> Result<SocketAddr> {
                 };
                 let boot = Arc::new(Boot {
                     files: files::BootFiles::new(&settings.images),
-                    app,
+                    config,
+                    store,
+                    signing_key,
                     settings,
                     boot_url,
                     snapshot: Mutex::new(None),
@@ -315,8 +330,7 @@ async fn snapshot(boot: &Arc<Boot>) -> Result<Arc<Snapshot>> {
 }
 
 fn read_snapshot(boot: &Boot) -> Result<Snapshot> {
-    let app = &boot.app;
-    let config = app.config();
+    let config = boot.config.get();
     let controller_url = boot
         .settings
         .controller_url
@@ -328,7 +342,7 @@ fn read_snapshot(boot: &Boot) -> Result<Snapshot> {
     let params = BootParams {
         boot_url: boot.boot_url.clone(),
         controller_url,
-        signing_key: plinth_common::signing::public_key_to_text(&app.signer.verifying_key()),
+        signing_key: boot.signing_key.clone(),
         tls_pin: crate::tls::key_pin(&cert)?,
         token: config
             .enrollment_token
@@ -337,7 +351,7 @@ fn read_snapshot(boot: &Boot) -> Result<Snapshot> {
         kernel_args: boot.settings.kernel_args.clone(),
     };
     let mut macs = HashMap::new();
-    for e in app.store.list_enrollments()? {
+    for e in boot.store.list_enrollments()? {
         for mac in &e.macs {
             macs.insert(mac.clone(), (e.name.clone(), e.boot));
         }

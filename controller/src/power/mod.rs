@@ -68,8 +68,7 @@ pub mod poller;
 
 use crate::enrollment::secrets::Sealer;
 use crate::enrollment::{bmc_config, StoredBmcError};
-use crate::state::AppState;
-use crate::store::{EnrollmentRecord, PowerReading, StoreError};
+use crate::store::{EnrollmentRecord, PowerReading, Store, StoreError};
 use plinth_api::enrollment::{PowerState, PowerView};
 use plinth_bmc::{Bmc, BmcError};
 
@@ -87,17 +86,27 @@ pub enum PowerError {
     Bmc(#[from] BmcError),
 }
 
-/// An enrolled server's BMC, ready to drive with the configured timeout (reads the store: call it
-/// off the async workers).
-pub fn connect(state: &AppState, name: &str) -> Result<(EnrollmentRecord, Bmc), PowerError> {
-    let (e, sealed) = state.store.enrollment_secret(name)?;
-    let bmc = driver(state, &e, sealed.as_deref())?;
+/// An enrolled server's BMC, its password opened by `sealer`, ready to drive with `timeout` (the
+/// configured `power.timeout_secs`); reads the store: call it off the async workers.
+pub fn connect(
+    store: &dyn Store,
+    sealer: &Sealer,
+    timeout: Duration,
+    name: &str,
+) -> Result<(EnrollmentRecord, Bmc), PowerError> {
+    let (e, sealed) = store.enrollment_secret(name)?;
+    let bmc = driver(sealer, timeout, &e, sealed.as_deref())?;
     Ok((e, bmc))
 }
 
-fn driver(state: &AppState, e: &EnrollmentRecord, sealed: Option<&str>) -> Result<Bmc, PowerError> {
-    let config = bmc_config(&e.name, e.bmc.as_ref(), sealed, &Sealer::new(&state.signer))?;
-    Ok(Bmc::new(config)?.with_timeout(state.config().power.timeout))
+fn driver(
+    sealer: &Sealer,
+    timeout: Duration,
+    e: &EnrollmentRecord,
+    sealed: Option<&str>,
+) -> Result<Bmc, PowerError> {
+    let config = bmc_config(&e.name, e.bmc.as_ref(), sealed, sealer)?;
+    Ok(Bmc::new(config)?.with_timeout(timeout))
 }
 
 /// What a read of a BMC gives: its state, or `unknown` with the error (which never holds the

@@ -6,8 +6,10 @@
 
 use super::{driver, read_state, reading};
 use crate::clock::now_ms;
-use crate::state::AppState;
-use crate::store::PowerReading;
+use crate::config::LiveConfig;
+use crate::engine::Engine;
+use crate::enrollment::secrets::Sealer;
+use crate::store::{PowerReading, Store};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,18 +34,25 @@ fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.8 + 0.4 * r)
 }
 
-/// Starts the loop when the configuration has an interval.
-pub fn spawn(state: Arc<AppState>) {
+/// Starts the loop, which reads BMCs while the configuration in force has an interval and `engine`
+/// sequences: the enrollments from `store`, their passwords opened by `sealer`, what was read
+/// written back to `store`.
+pub fn spawn(
+    config: Arc<LiveConfig>,
+    store: Arc<dyn Store>,
+    engine: Arc<Engine>,
+    sealer: Arc<Sealer>,
+) {
     tokio::spawn(async move {
         let mut failing: HashMap<u64, Backoff> = HashMap::new();
         loop {
-            let settings = state.config().power;
+            let settings = config.get().power;
             let Some(interval) = settings.interval else {
                 tokio::time::sleep(Duration::from_secs(60)).await;
                 continue;
             };
-            if state.engine.is_sequencing() {
-                round(&state, interval, &mut failing).await;
+            if engine.is_sequencing() {
+                round(&config, &store, &sealer, interval, &mut failing).await;
             }
             tokio::time::sleep(jittered(interval)).await;
         }
@@ -51,10 +60,15 @@ pub fn spawn(state: Arc<AppState>) {
 }
 
 /// Reads every due BMC once, and records what was read in one write.
-async fn round(state: &Arc<AppState>, interval: Duration, failing: &mut HashMap<u64, Backoff>) {
-    let s = state.clone();
-    let servers = match tokio::task::spawn_blocking(move || s.store.list_enrollment_secrets()).await
-    {
+async fn round(
+    config: &Arc<LiveConfig>,
+    store: &Arc<dyn Store>,
+    sealer: &Arc<Sealer>,
+    interval: Duration,
+    failing: &mut HashMap<u64, Backoff>,
+) {
+    let s = store.clone();
+    let servers = match tokio::task::spawn_blocking(move || s.list_enrollment_secrets()).await {
         Ok(Ok(servers)) => servers,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "the power loop cannot read enrollments");
@@ -63,20 +77,19 @@ async fn round(state: &Arc<AppState>, interval: Duration, failing: &mut HashMap<
         Err(_) => return,
     };
     let now = Instant::now();
-    let limit = Arc::new(tokio::sync::Semaphore::new(
-        state.config().power.concurrency,
-    ));
+    let limit = Arc::new(tokio::sync::Semaphore::new(config.get().power.concurrency));
     let mut reads = tokio::task::JoinSet::new();
     for (e, sealed) in servers {
         if e.bmc.is_none() || failing.get(&e.id).is_some_and(|b| b.next > now) {
             continue;
         }
-        let (state, limit) = (state.clone(), limit.clone());
+        let (config, sealer, limit) = (config.clone(), sealer.clone(), limit.clone());
         reads.spawn(async move {
             let Ok(_permit) = limit.acquire_owned().await else {
                 return None;
             };
-            let read = match driver(&state, &e, sealed.as_deref()) {
+            let timeout = config.get().power.timeout;
+            let read = match driver(&sealer, timeout, &e, sealed.as_deref()) {
                 Ok(bmc) => read_state(&bmc).await.map_err(|e| e.to_string()),
                 Err(err) => Err(err.to_string()),
             };
@@ -102,8 +115,8 @@ async fn round(state: &Arc<AppState>, interval: Duration, failing: &mut HashMap<
     if readings.is_empty() {
         return;
     }
-    let s = state.clone();
-    let written = tokio::task::spawn_blocking(move || s.store.record_power(&readings)).await;
+    let s = store.clone();
+    let written = tokio::task::spawn_blocking(move || s.record_power(&readings)).await;
     if let Ok(Err(e)) = written {
         tracing::warn!(error = %e, "the power loop cannot record power states");
     }
