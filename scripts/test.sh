@@ -108,9 +108,11 @@ fi
 # rack of three libvirt domains powered on through sushy-tools (Redfish) and virtualbmc (IPMI), booting
 # from dnsmasq and the boot listener on a network of the test's own, two to three minutes; and a
 # whole-disk image booted by BIOS and UEFI, then written to a larger disk, prepared by the agent's
-# installed-system code and booted again, a few minutes each; and a virtual machine with three disks
-# provisioned from its discovery image (a Debian image onto the disk its hints choose, puppet in the
-# installed system, then Fuel's deletion graph sending it back), ten minutes or so under TCG.
+# installed-system code and booted again, a few minutes each; and a virtual machine with three disks,
+# booting from dnsmasq on a network of the test's own, provisioned from its discovery image by Fuel's
+# provision graph as written (a Debian image onto the disk its hints choose, the master's tasks on an
+# agent beside the controller), puppet in the installed system, then Fuel's deletion graph sending it
+# back, ten minutes or so under TCG.
 # PLINTH_SKIP_SLOW=1 leaves them out.
 if [ -z "${PLINTH_SKIP_SLOW:-}" ]; then
   cargo test -p plinth-e2e --test e2e --locked -- --ignored images:: netboot:: rack:: disk_image:: provision::
