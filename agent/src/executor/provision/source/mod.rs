@@ -85,6 +85,17 @@ async fn write_url(
     disk: &Path,
 ) -> Result<Written, String> {
     let client = web_client().map_err(|e| format!("image {url}: {e}"))?;
+    download(ctx, &client, url, checksum, disk).await
+}
+
+/// Streams the image at `url` through `client` onto `disk`, checked against `checksum`.
+async fn download(
+    ctx: &AttemptContext,
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    checksum: &ExpectedDigest,
+    disk: &Path,
+) -> Result<Written, String> {
     let mut response = client
         .get(url.clone())
         .send()
@@ -196,6 +207,11 @@ fn web_client() -> Result<reqwest::Client, String> {
     if roots.is_empty() {
         return Err("this system has no CA certificates to check the server with".into());
     }
+    client_trusting(roots)
+}
+
+/// A client checking servers against `roots`.
+fn client_trusting(roots: rustls::RootCertStore) -> Result<reqwest::Client, String> {
     let config = rustls::ClientConfig::builder_with_provider(crate::transport::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
@@ -207,3 +223,6 @@ fn web_client() -> Result<reqwest::Client, String> {
         .build()
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests;
