@@ -54,8 +54,12 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     engine.set_lists_per_write(config.lists_per_write);
     engine.set_master_node(config.master_node.clone());
     let shared = config.database_url.is_some();
+    let id = data.load_or_create_controller_id()?;
+    if shared {
+        crate::ha::identity::check_unique(store.as_ref(), &id, std::thread::sleep)?;
+    }
     let ha = crate::ha::Membership::new(
-        data.load_or_create_controller_id()?,
+        id,
         crate::ha::host_name().unwrap_or_else(|| "controller".into()),
         crate::ha::advertised_url(config.advertise_url.as_deref(), config.listen),
         shared,

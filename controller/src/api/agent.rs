@@ -259,10 +259,64 @@ pub async fn gate(
             "nonce must be 16 to 64 lowercase hex characters",
         ));
     }
-    if !state.engine.is_sequencing() {
-        return forward_gate(&state, &agent, &q).await;
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs(q.wait.min(MAX_POLL_WAIT_SECS));
+    // While the sequencing lease changes hands, no controller may answer for a while: this one holds
+    // the question (asking again each second, and answering itself once it sequences) rather than
+    // answering 503, which agents take as a reason to leave for another controller.
+    loop {
+        if state.engine.is_sequencing() {
+            let mut q = q;
+            q.wait = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .as_secs();
+            return answer_gate(&state, agent.node.id, agent.node_key.clone(), q).await;
+        }
+        let why = match forward_gate(&state, &agent, &q).await {
+            Ok(answer) => return Ok(answer),
+            Err(Forward::Answer(e)) => return Err(e),
+            Err(Forward::Unavailable(why)) => why,
+        };
+        if tokio::time::Instant::now() + HANDOVER_RETRY >= deadline {
+            return Ok(not_yet(
+                &state,
+                &agent.node_key,
+                q,
+                format!("the sequencing controller ({why}); asking again"),
+            ));
+        }
+        tokio::time::sleep(HANDOVER_RETRY).await;
     }
-    answer_gate(&state, agent.node.id, agent.node_key.clone(), q).await
+}
+
+/// How long a controller that is taking a deployment on waits before looking at it again.
+const TAKING_ON_RETRY: Duration = Duration::from_millis(250);
+
+/// How long a controller waits before asking the sequencer again while the lease changes hands.
+const HANDOVER_RETRY: Duration = Duration::from_secs(1);
+
+/// A signed gate answer saying the task may not start yet, and why (the agent asks again).
+fn not_yet(state: &AppState, node_key: &str, q: GateQuery, why: String) -> Json<SignedEnvelope> {
+    Json(sign_gate_answer(
+        &state.signer,
+        &GateAnswer {
+            node_key: node_key.to_string(),
+            deployment: q.deployment,
+            task: q.task,
+            nonce: q.nonce,
+            ready: false,
+            blocked: false,
+            waiting_for: vec![why],
+        },
+    ))
+}
+
+/// Why a forwarded gate question got no answer.
+enum Forward {
+    /// An answer to pass on as it is (the task is not running, say).
+    Answer(ApiError),
+    /// No controller sequences now, or the one that does cannot be reached: worth asking again.
+    Unavailable(String),
 }
 
 /// Asks the sequencing controller the agent's gate question.
@@ -270,15 +324,14 @@ async fn forward_gate(
     state: &Arc<AppState>,
     agent: &Agent,
     q: &GateQuery,
-) -> Result<Json<SignedEnvelope>, ApiError> {
+) -> Result<Json<SignedEnvelope>, Forward> {
     let holder = state
         .blocking(|s| Ok(crate::ha::sequencer_url(s.store.as_ref())?))
-        .await?
+        .await
+        .map_err(|e| Forward::Unavailable(e.message))?
         .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no_sequencer",
-                "no controller sequences deployments right now (one takes over within seconds); ask again",
+            Forward::Unavailable(
+                "no controller sequences right now: one takes over within seconds".into(),
             )
         })?;
     let wait = q.wait.min(MAX_POLL_WAIT_SECS);
@@ -298,12 +351,10 @@ async fn forward_gate(
         .gate(&state.signer, &holder, &path, Duration::from_secs(wait))
         .await
         .map_err(|e| match e {
-            crate::ha::peer::PeerError::Refused { status: 404, body } => ApiError::not_found(body),
-            other => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sequencer_unreachable",
-                other.to_string(),
-            ),
+            crate::ha::peer::PeerError::Refused { status: 404, body } => {
+                Forward::Answer(ApiError::not_found(body))
+            }
+            other => Forward::Unavailable(format!("{holder}: {other}")),
         })?;
     Ok(Json(answer))
 }
@@ -399,10 +450,30 @@ async fn answer_gate(
         }
         let Some((ready, blocked, waiting_for)) = state.engine.gate(node_id, q.deployment, &q.task)
         else {
-            return Err(ApiError::not_found(format!(
-                "task {} of deployment {} is not running on this node",
-                q.task, q.deployment
-            )));
+            // Running in the database but not yet here: this controller has just taken the
+            // sequencing over and is taking the deployment on (within a tick). Not a 404.
+            let id = q.deployment;
+            let taking_on = !state.engine.is_running(id)
+                && state
+                    .blocking(move |s| {
+                        Ok(s.store.get_deployment(id).is_ok_and(|d| {
+                            d.status == plinth_common::wire::DeploymentStatus::Running
+                        }))
+                    })
+                    .await
+                    .unwrap_or(false);
+            if !taking_on {
+                return Err(ApiError::not_found(format!(
+                    "task {} of deployment {} is not running on this node",
+                    q.task, q.deployment
+                )));
+            }
+            if tokio::time::Instant::now() + TAKING_ON_RETRY >= deadline {
+                let why = format!("deployment {id} is being taken on by this controller");
+                return Ok(not_yet(state, &node_key, q, why));
+            }
+            tokio::time::sleep(TAKING_ON_RETRY).await;
+            continue;
         };
         if ready || blocked || tokio::time::Instant::now() >= deadline {
             let answer = GateAnswer {

@@ -14,6 +14,7 @@
 //! With the embedded SQLite database one controller is alone and always sequences.
 
 pub mod follow;
+pub mod identity;
 pub mod lease;
 pub mod notices;
 pub mod peer;

@@ -198,6 +198,14 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
     );
     let refs: Vec<&Agent> = agents.iter().collect();
     assert_complete_once(&url, &b, dep, &refs);
+    // The agent that works with the live controller first stayed with it through the hand-over: its
+    // gate questions were held there, not answered 503 (which would send it to the dead one).
+    let stayed = agents[1].log();
+    assert!(
+        !stayed.contains(&format!("switching to controller {}/", a.url)),
+        "ha-2 never left the live controller for the dead one: {}",
+        tail(&stayed, 40)
+    );
     let lease = &status(&b)["lease"];
     assert!(
         lease["token"].as_u64() >= Some(2),
