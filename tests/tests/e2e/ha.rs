@@ -349,3 +349,41 @@ fn only_a_controller_holding_the_signing_key_may_ask_for_a_gate_answer() {
     // The genuine header passes the check: the unknown node is what is refused then.
     assert_eq!(ask(Some(genuine), path), 404);
 }
+
+/// A whole data directory copied to start a second controller carries the first one's
+/// `controller-id`: the second is refused at start, naming the first's URL and what to do, and the
+/// first keeps the lease.
+#[test]
+fn a_controller_started_with_a_running_ones_id_is_refused() {
+    let pg = plinth_e2e::needs::postgres();
+    let url = pg.fresh_database().expect("a database");
+    let a = Controller::start_with(&["--database-url", url.as_str()]);
+    wait_until("the first controller sequences", LONG, || {
+        sequencer(&a).is_some()
+    });
+    let copy = tempfile::tempdir().expect("a directory");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(a.data_dir())
+        .arg(copy.path().join("data"))
+        .status()
+        .expect("cp runs");
+    assert!(status.success());
+    let out = std::process::Command::new(bin("plinth-controller"))
+        .arg("--data-dir")
+        .arg(copy.path().join("data"))
+        .args(["--database-url", &url, "serve", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("the controller runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {err}");
+    assert!(
+        err.contains("controller-id") && err.contains(&a.url),
+        "says why and names the other: {err}"
+    );
+    assert_eq!(
+        sequencer(&a),
+        Some(own_id(&a)),
+        "the first one keeps the lease"
+    );
+}
