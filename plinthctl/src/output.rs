@@ -306,3 +306,21 @@ pub fn failed_output(r: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_keeps_the_last_lines() {
+        let text: String = (1..=25).map(|i| format!("line {i}\n")).collect();
+        let t = tail("stderr", &text);
+        assert!(t.starts_with("    stderr (last 10 of 25 lines):\n"), "{t}");
+        assert!(
+            t.contains("      line 16\n") && t.ends_with("      line 25\n"),
+            "{t}"
+        );
+        assert!(!t.contains("line 15\n"), "{t}");
+        assert_eq!(tail("stdout", "one\n"), "    stdout:\n      one\n");
+    }
+}

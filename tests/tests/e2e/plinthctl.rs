@@ -441,12 +441,15 @@ fn any_controller(c: &Controller, f: impl Fn(&Value) -> bool) -> bool {
     })
 }
 
-#[test]
-fn watch_outlives_the_controller_it_follows_being_killed_and_another_taking_over() {
-    let pg = plinth_e2e::needs::postgres();
+/// Two controllers sharing a fresh database of `pg` (the first sequences), two agents given both, and a
+/// deployment of [`slow_graph`] started at the first; `plinthctl deploy watch` follows it through the
+/// first (the second given too) once a first task ended. (first, second, agents, deployment, watcher)
+fn watched_on_two_controllers(
+    pg: &plinth_controller::store::postgres::scratch::ScratchPostgres,
+) -> (Controller, Controller, Vec<Agent>, u64, std::process::Child) {
     let url = pg.fresh_database().expect("a database");
     let flags = ["--auto-accept", "--database-url", url.as_str()];
-    let mut a = Controller::start_with(&flags);
+    let a = Controller::start_with(&flags);
     wait_until(
         "the first controller sequences",
         Duration::from_secs(60),
@@ -459,13 +462,38 @@ fn watch_outlives_the_controller_it_follows_being_killed_and_another_taking_over
     let ids = wait_named_nodes(&b, 2);
     let cid = b.api.cluster_with_graph("w", slow_graph(), &ids);
     let dep = a.api.deploy(cid, "");
-    // Watching through the first controller (the sequencer), the second given too.
     let child = watching(&a, &format!("{},{}", a.url, b.url), dep);
     wait_until("a first task ended", Duration::from_secs(60), || {
         b.api.get(&format!("/deployments/{dep}")).is_ok_and(|r| {
             task_line(&r, "w-1", "slow-1").is_some_and(|t| t["status"] == "succeeded")
         })
     });
+    (a, b, agents, dep, child)
+}
+
+#[test]
+fn watch_outlives_the_database_going_away() {
+    let pg = plinth_e2e::needs::postgres();
+    let (a, _b, agents, _dep, child) = watched_on_two_controllers(&pg);
+    pg.kill().expect("the database stops at once");
+    std::thread::sleep(Duration::from_secs(6));
+    pg.restart().expect("the database starts again");
+    let (code, out, err) = ended(child);
+    assert_eq!(code, 0, "{out}\n{err}\n{}", a.log());
+    assert!(out.contains("SUCCESS"), "{out}");
+    // The stream may stay open through the outage; a report read that failed is waited out.
+    assert_eq!(
+        err.contains("lost the controller"),
+        err.contains("reconnected"),
+        "{err}"
+    );
+    drop(agents);
+}
+
+#[test]
+fn watch_outlives_the_controller_it_follows_being_killed_and_another_taking_over() {
+    let pg = plinth_e2e::needs::postgres();
+    let (mut a, b, agents, _dep, child) = watched_on_two_controllers(&pg);
     a.kill();
     let (code, out, err) = ended(child);
     assert_eq!(code, 0, "the deployment's real outcome:\n{out}\n{err}");
