@@ -58,7 +58,7 @@ counts as not set.
 
 Exit codes:
   0  done
-  1  what was asked ran and failed: a deployment failed or was cancelled, a check found errors, a BMC failed
+  1  what was asked ran and failed: a deployment followed did not fully succeed (`deploy report`: it failed), a check found errors, a BMC failed
   2  usage: the command line, or a file or expression it names, is wrong
   3  refused by the controller (400, 403, 409, 422, ...: its message says why)
   4  not found: the id or name given does not exist (404)

@@ -239,7 +239,7 @@ enum StreamEnd {
     /// The controller ended it before the deployment finished (it stopped, or gave up the stream).
     Closed,
     /// It broke: the connection was lost.
-    Broken(anyhow::Error),
+    Broken,
 }
 
 /// Reads a deployment's events, printing their lines and refreshing the bars, until the stream ends;
@@ -261,7 +261,7 @@ async fn follow_stream(
             Ok(Some(chunk)) => chunk,
             Ok(None) if finished => return StreamEnd::Finished,
             Ok(None) => return StreamEnd::Closed,
-            Err(e) => return StreamEnd::Broken(anyhow::Error::new(e)),
+            Err(_) => return StreamEnd::Broken,
         };
         buf.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(pos) = buf.find('\n') {
@@ -349,7 +349,11 @@ pub async fn watch(client: &Client, id: u64, show_bars: bool) -> Result<Report> 
                 let e = anyhow::anyhow!("{} ended the event stream", client.current());
                 conn.lost(&bars, e).await?
             }
-            StreamEnd::Broken(e) => conn.lost(&bars, e).await?,
+            StreamEnd::Broken => {
+                // Its cause (a connection reset, a TLS end) says less than this.
+                let e = anyhow::anyhow!("the event stream from {} broke", client.current());
+                conn.lost(&bars, e).await?
+            }
         }
     }
 }

@@ -496,6 +496,8 @@ fn watch_outlives_the_controller_it_follows_being_killed_and_another_taking_over
     let (mut a, b, agents, _dep, child) = watched_on_two_controllers(&pg);
     a.kill();
     let (code, out, err) = ended(child);
+    // What the operator reads (printed with --nocapture).
+    eprintln!("plinthctl deploy watch, standard error:\n{err}");
     assert_eq!(code, 0, "the deployment's real outcome:\n{out}\n{err}");
     assert!(out.contains("SUCCESS"), "{out}");
     assert!(err.contains("lost the controller"), "said once: {err}");
