@@ -248,7 +248,7 @@ impl Client {
                         short(&e)
                     );
                 }
-                Err(e) => return Err(self.unreachable(&url, e)),
+                Err(e) => return Err(self.unreachable(&self.bases[index], e)),
             }
         }
         // The loop returns on its last attempt.

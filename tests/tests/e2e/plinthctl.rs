@@ -511,6 +511,7 @@ fn watch_outlives_the_controller_it_follows_being_killed_and_another_taking_over
     );
     let (code, out, err) = ctl_at(&b, &[], &["controllers"]);
     assert_eq!(code, 0, "{err}");
+    eprintln!("plinthctl controllers:\n{out}");
     let dead = out
         .lines()
         .find(|l| l.contains("not live"))
