@@ -901,8 +901,11 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
                         Err(e) => failures.push((*id, e)),
                     }
                 }
-                if !accepted.is_empty() {
-                    rows::print(f, &accepted);
+                match accepted.as_slice() {
+                    // One id asked for: one record, as before lists of ids were taken.
+                    [one] if ids.len() == 1 => rows::print_one(f, one),
+                    [] => {}
+                    all => rows::print(f, all),
                 }
                 each_failed("accepted", failures, ids.len())?;
             }
