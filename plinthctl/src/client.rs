@@ -475,14 +475,28 @@ impl Client {
             .transpose()
             .context("cannot encode the request")?;
         let v = self.call(method.clone(), path, body.as_ref()).await?;
-        serde_json::from_value(v).with_context(|| format!("unexpected answer to {method} {path}"))
+        decode(v, &method, path)
     }
 
     /// GET and decode.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let v = self.call(Method::GET, path, None).await?;
-        serde_json::from_value(v).with_context(|| format!("unexpected answer to GET {path}"))
+        decode(v, &Method::GET, path)
     }
+}
+
+/// Reads an answer into its type; an answer of another shape is the controller's (exit 5), with what to
+/// do about it.
+fn decode<T: DeserializeOwned>(v: Value, method: &Method, path: &str) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| {
+        failed(
+            Failure::Unavailable,
+            format!(
+                "unexpected answer to {method} {path} ({e}): is the controller of another version? \
+                 use the plinthctl of the controller's release"
+            ),
+        )
+    })
 }
 
 /// An error's causes on one line, without reqwest's own outermost words (which repeat the URL).

@@ -62,7 +62,7 @@ Exit codes:
   2  usage: the command line, or a file or expression it names, is wrong
   3  refused by the controller (400, 403, 409, 422, ...: its message says why)
   4  not found: the id or name given does not exist (404)
-  5  no controller could be reached or serve (connection, TLS, 5xx)
+  5  no controller could be reached or serve (connection, TLS, 5xx, an answer it cannot read)
   6  unauthorized: no token, or one the controller does not know (401)";
 
 #[derive(Parser)]
