@@ -205,7 +205,7 @@ impl Client {
         })
     }
 
-    /// The controller requests go to now.
+    /// The controller requests go to now. `bases` is never empty: [`Client::new`] refuses an empty list.
     pub fn current(&self) -> &str {
         &self.bases[self.current.load(Ordering::Relaxed) % self.bases.len()]
     }
