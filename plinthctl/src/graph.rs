@@ -521,6 +521,10 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
                 .with_context(|| format!("unexpected answer to PUT {path}"))?;
             let id = dep.record.id;
             if watch {
+                eprintln!(
+                    "deployment {id} of graph {graph_type:?} started on cluster {env}; following it \
+                     (`plinthctl deploy watch {id}` follows it again)"
+                );
                 return crate::finish_watch(client, id, format).await;
             }
             match format {

@@ -4,8 +4,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use plinth_common::model::{
-    parse_release_fixture, parse_tasks, Cluster, Graph, Node, Plugin, Release, Task,
-    DEFAULT_GRAPH_TYPE,
+    parse_release_fixture, parse_release_fixture_named, parse_tasks, release_fixture_names,
+    Cluster, Graph, Node, Plugin, Release, Task, DEFAULT_GRAPH_TYPE,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -103,6 +103,54 @@ pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<
             .tasks = tasks;
     }
     Ok(release)
+}
+
+/// Reads the release `name` of Nailgun's fixture (a list of entries; `openstack.yaml` holds several).
+/// Without a name the file must hold one named release: with several, the error lists them and asks
+/// for `--name`.
+pub fn load_fixture_release(path: &Path, name: Option<&str>) -> Result<Release> {
+    let text = read_text(path)?;
+    let source = self::name(path);
+    let releases = release_fixture_names(&text, &source).map_err(|e| anyhow!("{e}"))?;
+    if let Some(wanted) = name {
+        if !releases.iter().any(|r| r.name == wanted) {
+            bail!(
+                "{source} holds no release named {wanted:?}; it holds {}",
+                fixture_list(&releases)
+            );
+        }
+    } else if releases.len() > 1 {
+        bail!(
+            "{source} holds {} releases: {}; choose one with --name",
+            releases.len(),
+            fixture_list(&releases)
+        );
+    }
+    parse_release_fixture_named(&text, &source, name).map_err(|e| anyhow!("{e}"))
+}
+
+/// A fixture's releases in words: `"A" (newton-10.0, unavailable), "B" (newton-10.0)`.
+fn fixture_list(releases: &[plinth_common::model::FixtureRelease]) -> String {
+    if releases.is_empty() {
+        return "no named release".into();
+    }
+    releases
+        .iter()
+        .map(|r| {
+            let about: Vec<&str> = r
+                .version
+                .iter()
+                .chain(r.state.iter().filter(|s| s.as_str() != "available"))
+                .map(String::as_str)
+                .collect();
+            if about.is_empty() {
+                format!("{:?}", r.name)
+            } else {
+                format!("{:?} ({})", r.name, about.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The part of a plugin file that is not [`Plugin`]: Fuel's `deployment_tasks.yaml`.

@@ -48,31 +48,34 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `--help`'s description, with the exit codes.
+const LONG_ABOUT: &str = "Drive a Plinth controller, and check task graphs offline.
+
+The commands that talk to a controller take --controller (one URL, or several controllers of one site, \
+comma-separated: a request that cannot reach one, or that it answers 502, 503 or 504, goes to the next), \
+--token or --token-file, and --ca-cert, before the command or after it. An empty environment variable \
+counts as not set.
+
+Exit codes:
+  0  done
+  1  what was asked ran and failed: a deployment followed did not fully succeed (`deploy report`: it failed), a check found errors, a BMC failed
+  2  usage: the command line, or a file or expression it names, is wrong
+  3  refused by the controller (400, 403, 409, 422, ...: its message says why)
+  4  not found: the id or name given does not exist (404)
+  5  no controller could be reached or serve (connection, TLS, 5xx, an answer it cannot read)
+  6  unauthorized: no token, or one the controller does not know (401)";
+
 #[derive(Parser)]
 #[command(
     name = "plinthctl",
     version,
-    about = "Drive a Plinth controller, and check task graphs offline"
+    about = "Drive a Plinth controller, and check task graphs offline",
+    long_about = LONG_ABOUT
 )]
 struct Cli {
-    /// The controller's URL.
-    #[arg(
-        long,
-        env = "PLINTH_CONTROLLER",
-        global = true,
-        default_value = "https://127.0.0.1:7443"
-    )]
-    controller: String,
-    /// An operator token.
-    #[arg(long, env = "PLINTH_TOKEN", global = true, hide_env_values = true)]
-    token: Option<String>,
-    /// A file holding the operator token (for example the controller's admin.token).
-    #[arg(long, env = "PLINTH_TOKEN_FILE", global = true)]
-    token_file: Option<PathBuf>,
-    /// The controller's certificate (PEM) to trust; its self-signed one is in its data directory.
-    #[arg(long, env = "PLINTH_CA_CERT", global = true)]
-    ca_cert: Option<PathBuf>,
-    /// Output format.
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Output format: `table` for people, `json` for scripts.
     #[arg(short = 'o', long, value_enum, global = true, default_value = "table")]
     output: Format,
     #[command(subcommand)]
@@ -145,6 +148,159 @@ enum Command {
     },
 }
 
+/// How to reach the controllers: options of the commands that talk to one (and of `plinthctl` itself,
+/// before the command).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Controller")]
+struct ServerArgs {
+    /// The controller's URL; several controllers of one site comma-separated (or repeated), tried in
+    /// turn when one cannot be reached or answers 502, 503 or 504.
+    #[arg(
+        long,
+        env = "PLINTH_CONTROLLER",
+        value_name = "URL",
+        value_delimiter = ',',
+        default_value = "https://127.0.0.1:7443"
+    )]
+    controller: Vec<String>,
+    /// An operator token (prefer --token-file: a command line is seen by every user of the host).
+    #[arg(long, env = "PLINTH_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A file holding the operator token (for example the controller's admin.token).
+    #[arg(long, env = "PLINTH_TOKEN_FILE", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The controller's certificate (PEM) to trust; its self-signed one is tls/cert.pem in its data
+    /// directory.
+    #[arg(long, env = "PLINTH_CA_CERT", value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
+}
+
+/// The environment variables of [`ServerArgs`]: an empty one counts as not set.
+const SERVER_ENV: [&str; 4] = [
+    "PLINTH_CONTROLLER",
+    "PLINTH_TOKEN",
+    "PLINTH_TOKEN_FILE",
+    "PLINTH_CA_CERT",
+];
+
+/// The commands that work offline (no controller): they take no controller options.
+fn offline(path: &[&str]) -> bool {
+    matches!(
+        path,
+        ["graph", "resolve" | "check"]
+            | ["strategy", "check" | "simulate"]
+            | ["expr", ..]
+            | ["quickstart"]
+            | ["help", ..]
+    )
+}
+
+/// Gives every command that talks to a controller the controller options, so that they may follow it
+/// (`plinthctl nodes list --controller URL`) and show in its help; offline commands have none.
+fn with_server_options(cmd: clap::Command, path: &mut Vec<String>) -> clap::Command {
+    use clap::Args;
+    let leaf = cmd.get_subcommands().next().is_none();
+    if leaf {
+        let names: Vec<&str> = path.iter().map(String::as_str).collect();
+        if names.is_empty() || offline(&names) {
+            return cmd;
+        }
+        let options = ServerArgs::augment_args(clap::Command::new("server"));
+        return cmd.args(options.get_arguments().cloned());
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    names.into_iter().fold(cmd, |cmd, name| {
+        path.push(name.clone());
+        let cmd = cmd.mut_subcommand(&name, |sub| with_server_options(sub, path));
+        path.pop();
+        cmd
+    })
+}
+
+/// The command line's definition: [`Cli`] with the controller options on every online command.
+fn cli_command() -> clap::Command {
+    use clap::CommandFactory;
+    with_server_options(Cli::command(), &mut Vec::new())
+}
+
+impl ServerArgs {
+    /// The options in effect: those given after the command win over those before it, which win over
+    /// the environment and the defaults.
+    fn effective(top: &ServerArgs, matches: &clap::ArgMatches) -> Result<ServerArgs> {
+        use clap::FromArgMatches;
+        let mut leaf = matches;
+        while let Some((_, sub)) = leaf.subcommand() {
+            leaf = sub;
+        }
+        if std::ptr::eq(leaf, matches) || leaf.try_get_raw("controller").is_err() {
+            return Ok(top.clone());
+        }
+        let after = ServerArgs::from_arg_matches(leaf).context("reading the controller options")?;
+        let given =
+            |id: &str| leaf.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        // The value after the command when given there, else the one before it (or the environment's).
+        fn pick<T: Clone>(given: bool, after: T, before: &T) -> T {
+            if given {
+                after
+            } else {
+                before.clone()
+            }
+        }
+        Ok(ServerArgs {
+            controller: pick(given("controller"), after.controller, &top.controller),
+            token: pick(given("token"), after.token, &top.token),
+            token_file: pick(given("token_file"), after.token_file, &top.token_file),
+            ca_cert: pick(given("ca_cert"), after.ca_cert, &top.ca_cert),
+        })
+    }
+}
+
+/// An error in what the operator gave (exit 2): a file, a value.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// The exit code for an error (see [`LONG_ABOUT`]).
+fn exit_code(e: &anyhow::Error) -> u8 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<client::ApiError>())
+        .map_or(2, |a| a.kind.exit_code())
+}
+
+/// Runs one call per id, printing each failure; fails, with the first failure's kind, when any did.
+fn each_failed(what: &str, failures: Vec<(u64, anyhow::Error)>, total: usize) -> Result<()> {
+    let Some((_, first)) = failures.first() else {
+        return Ok(());
+    };
+    let kind = first
+        .chain()
+        .find_map(|c| c.downcast_ref::<client::ApiError>())
+        .map(|a| a.kind);
+    for (id, e) in &failures {
+        eprintln!("plinthctl: {id}: {e:#}");
+    }
+    let ids: Vec<u64> = failures.iter().map(|(id, _)| *id).collect();
+    let message = format!(
+        "{} of {total} not {what}: {} (the lines above say why)",
+        failures.len(),
+        output::list(&ids)
+    );
+    Err(match kind {
+        Some(kind) => anyhow::Error::new(client::ApiError { kind, message }),
+        None => anyhow::Error::new(Usage(message)),
+    })
+}
+
 /// The data options of the expression commands.
 #[derive(clap::Args, Debug, Clone)]
 struct ExprData {
@@ -171,7 +327,7 @@ impl ExprData {
 
 #[derive(Subcommand)]
 enum ExprCommand {
-    /// Evaluate an expression; print the result as JSON (a parse or evaluation error exits 2).
+    /// Evaluate an expression; print the result as JSON (a parse or evaluation error exits 2, with a caret under the place).
     Eval {
         /// The expression.
         expression: String,
@@ -188,10 +344,14 @@ enum ExprCommand {
 #[derive(Subcommand)]
 enum StrategyCommand {
     /// List a cluster's strategies.
-    List { cluster: u64 },
+    List {
+        /// The cluster's id.
+        cluster: u64,
+    },
     /// Store a strategy (YAML or JSON; Shipyard's document, the plain form, or a site design stream whose
     /// layered DeploymentStrategy is taken) for a cluster.
     Create {
+        /// The cluster's id.
         cluster: u64,
         /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
         #[arg(required_unless_present = "file_opts")]
@@ -205,7 +365,9 @@ enum StrategyCommand {
     },
     /// Replace a stored strategy.
     Replace {
+        /// The cluster's id.
         cluster: u64,
+        /// The strategy's name.
         name: String,
         /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
         #[arg(required_unless_present = "file_opts")]
@@ -216,16 +378,24 @@ enum StrategyCommand {
     },
     /// Show a stored strategy as uploaded (or `--plain`: the normalised form).
     Show {
+        /// The cluster's id.
         cluster: u64,
+        /// The strategy's name.
         name: String,
         /// The normalised form instead of the document as uploaded.
         #[arg(long)]
         plain: bool,
     },
     /// Delete a stored strategy.
-    Delete { cluster: u64, name: String },
+    Delete {
+        /// The cluster's id.
+        cluster: u64,
+        /// The strategy's name.
+        name: String,
+    },
     /// Validate a strategy against a cluster's nodes on the controller (stores nothing).
     Validate {
+        /// The cluster's id.
         cluster: u64,
         /// The files (`-` for standard input): one document, or a site design's layers (global, site, ...).
         #[arg(required_unless_present = "file_opts")]
@@ -267,15 +437,22 @@ enum StrategyCommand {
 enum ConfigCommand {
     /// Store (create or replace) the cluster's deployment configuration.
     Set {
+        /// The cluster's id.
         cluster: u64,
         /// The files (`-` for standard input): the document, or a site design holding one.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
     /// Show the cluster's deployment configuration: what Plinth uses, and the document as uploaded.
-    Show { cluster: u64 },
+    Show {
+        /// The cluster's id.
+        cluster: u64,
+    },
     /// Delete the cluster's deployment configuration.
-    Delete { cluster: u64 },
+    Delete {
+        /// The cluster's id.
+        cluster: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -283,11 +460,22 @@ enum NodesCommand {
     /// List nodes.
     List,
     /// Show a node with its facts.
-    Show { id: u64 },
-    /// Accept a discovered node.
-    Accept { id: u64 },
-    /// Delete a node.
-    Delete { id: u64 },
+    Show {
+        /// The node's id (`nodes list` shows them).
+        id: u64,
+    },
+    /// Accept discovered nodes: `nodes accept 1 2 3`.
+    Accept {
+        /// The nodes' ids.
+        #[arg(required = true)]
+        ids: Vec<u64>,
+    },
+    /// Delete nodes: `nodes delete 4 5`.
+    Delete {
+        /// The nodes' ids.
+        #[arg(required = true)]
+        ids: Vec<u64>,
+    },
     /// Enroll servers before they boot, from Plinth's enrollment YAML or Ironic's
     /// (`openstack baremetal create` files, YAML or JSON): all of the file's servers, or none.
     Enroll {
@@ -305,9 +493,15 @@ enum NodesCommand {
     },
     /// Let the next agent claiming an enrolled server take its node with a new key (a reinstalled
     /// server, or one booted into a fresh discovery image by hand).
-    Release { name: String },
+    Release {
+        /// The enrolled server's name.
+        name: String,
+    },
     /// Forget an enrolled server and its BMC password (its node, if any, stays).
-    Unenroll { name: String },
+    Unenroll {
+        /// The enrolled server's name.
+        name: String,
+    },
     /// Power enrolled servers on, off (at once), soft-off (the OS shuts down) or reset through their
     /// BMCs, or read their power state (`status`). Exits 1 when any BMC failed.
     Power {
@@ -339,8 +533,15 @@ enum NodesCommand {
 enum ReleaseCommand {
     /// List releases.
     List,
-    /// Create a release (name, version, roles_metadata, tags_metadata, graphs) from a YAML or JSON file.
-    Create { file: PathBuf },
+    /// Create a release (name, version, roles_metadata, tags_metadata, graphs) from a YAML or JSON file,
+    /// or from Nailgun's fixture (`openstack.yaml`, which holds several: choose one with --name).
+    Create {
+        /// The file (YAML or JSON).
+        file: PathBuf,
+        /// Which release of a Nailgun fixture holding several (the error lists them).
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -349,14 +550,18 @@ enum ClusterCommand {
     List,
     /// Create a cluster.
     Create {
+        /// The cluster's name.
         #[arg(long)]
         name: String,
+        /// The release's id (`release list` shows them); the cluster starts with its settings.
         #[arg(long)]
         release: u64,
     },
     /// Add nodes to a cluster: `--node 3` or `--node 3:controller,mongo` (pending roles).
     AddNodes {
+        /// The cluster's id.
         cluster: u64,
+        /// A node's id, with its roles after a colon: `3` or `3:controller,mongo` (repeatable).
         #[arg(long = "node", required = true)]
         nodes: Vec<String>,
     },
@@ -367,6 +572,7 @@ enum ClusterCommand {
     },
     /// The controller's pre-deployment checks of a graph type (exit 1 when a deployment would be refused).
     Check {
+        /// The cluster's id.
         cluster: u64,
         /// The graph type.
         #[arg(
@@ -386,24 +592,33 @@ enum ClusterCommand {
 enum SettingsCommand {
     /// Print the settings (or one section) as YAML.
     Get {
+        /// The cluster's id.
         cluster: u64,
+        /// One section (`storage`), else all.
         section: Option<String>,
     },
     /// Change settings: `storage.osd_pool_size=2 additional_components.ceilometer=true`.
     Set {
+        /// The cluster's id.
         cluster: u64,
+        /// `section.key=value` (the value read as YAML: `2`, `true`, `[a, b]`).
         #[arg(required = true)]
         assignments: Vec<String>,
     },
     /// Edit the settings in $VISUAL or $EDITOR; saved with PUT when changed.
-    Edit { cluster: u64 },
+    Edit {
+        /// The cluster's id.
+        cluster: u64,
+    },
 }
 
 #[derive(Subcommand)]
 enum DeployCommand {
     /// Deploy a graph type on a cluster (all its nodes, or some).
     Start {
+        /// The cluster's id.
         cluster: u64,
+        /// The graph type (`default` unless a strategy or action chooses).
         #[arg(long)]
         graph_type: Option<String>,
         /// Node ids, comma-separated.
@@ -425,20 +640,32 @@ enum DeployCommand {
         /// Treat the last deployed state as empty.
         #[arg(long)]
         force: bool,
-        /// Follow it until it ends.
+        /// Follow it until it ends (its id is printed first), then print its report.
         #[arg(long)]
         watch: bool,
     },
-    /// Follow a deployment with progress bars, then print its report.
-    Watch { id: u64 },
+    /// Follow a deployment with progress bars, then print its report. A lost controller, a takeover
+    /// or a database outage is waited out: it reconnects and goes on from the last event it saw.
+    Watch {
+        /// The deployment's id.
+        id: u64,
+    },
     /// Print a deployment's report.
-    Report { id: u64 },
+    Report {
+        /// The deployment's id.
+        id: u64,
+    },
     /// List deployments.
     List,
-    /// Stop a running deployment: nothing new starts, running tasks are ended (SIGTERM, then SIGKILL).
-    Cancel { id: u64 },
+    /// Stop running deployments: nothing new starts, running tasks are ended (SIGTERM, then SIGKILL).
+    Cancel {
+        /// The deployments' ids.
+        #[arg(required = true)]
+        ids: Vec<u64>,
+    },
     /// Deploy again the failed and not-started nodes of an ended deployment, with the same inputs.
     Retry {
+        /// The ended deployment's id.
         id: u64,
         /// Follow it until it ends.
         #[arg(long)]
@@ -493,7 +720,7 @@ fn joined(files: &[PathBuf], file_opts: &[PathBuf]) -> Vec<PathBuf> {
     files.iter().chain(file_opts).cloned().collect()
 }
 
-async fn run(cli: Cli) -> Result<bool> {
+async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
     match &cli.command {
         Command::Quickstart { keep } => return quickstart::run(*keep, cli.output).await,
         Command::Strategy {
@@ -528,20 +755,26 @@ async fn run(cli: Cli) -> Result<bool> {
         }
         _ => {}
     }
-    let token = match (&cli.token, &cli.token_file) {
+    let token = match (&server.token, &server.token_file) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(f)) => Some(
             std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read {}", f.display()))?
+                .with_context(|| {
+                    format!(
+                        "cannot read the token file {} (--token-file or PLINTH_TOKEN_FILE): give a \
+                         file holding an operator token, such as the controller's admin.token",
+                        f.display()
+                    )
+                })?
                 .trim()
                 .to_string(),
         ),
         (None, None) => None,
     };
     let client = Client::new(&Target {
-        url: cli.controller.clone(),
+        urls: server.controller.clone(),
         token,
-        ca_cert: cli.ca_cert.clone(),
+        ca_cert: server.ca_cert.clone(),
     })?;
     let f = cli.output;
     match cli.command {
@@ -622,11 +855,20 @@ async fn run(cli: Cli) -> Result<bool> {
                     output::json(&serde_json::to_value(&status).unwrap_or_default())
                 }
                 output::Format::Table => {
-                    rows::print(f, &status.controllers);
+                    let now = rows::now_ms();
+                    let table = rows::controller_rows(&status.controllers, now);
+                    output::table(rows::CONTROLLER_HEADER, &table);
+                    let answered = status
+                        .controllers
+                        .iter()
+                        .find(|c| c.id == status.answered_by)
+                        .map_or(status.answered_by.clone(), |c| {
+                            format!("{} ({})", c.id, c.url)
+                        });
                     println!(
                         "database {}; answered by {}; {}",
                         status.database,
-                        status.answered_by,
+                        answered,
                         match &status.lease {
                             Some(l) if l.held =>
                                 format!("sequencing lease held by {} (token {})", l.holder, l.token),
@@ -647,17 +889,38 @@ async fn run(cli: Cli) -> Result<bool> {
                     .call(Method::GET, &format!("/nodes/{id}"), None)
                     .await?,
             ),
-            NodesCommand::Accept { id } => rows::print_one(
-                f,
-                &client
-                    .send::<(), NodeView>(Method::POST, &format!("/nodes/{id}/accept"), None)
-                    .await?,
-            ),
-            NodesCommand::Delete { id } => {
-                client
-                    .call(Method::DELETE, &format!("/nodes/{id}"), None)
-                    .await?;
-                eprintln!("node {id} deleted");
+            NodesCommand::Accept { ids } => {
+                let mut accepted = Vec::new();
+                let mut failures = Vec::new();
+                for id in &ids {
+                    match client
+                        .send::<(), NodeView>(Method::POST, &format!("/nodes/{id}/accept"), None)
+                        .await
+                    {
+                        Ok(n) => accepted.push(n),
+                        Err(e) => failures.push((*id, e)),
+                    }
+                }
+                match accepted.as_slice() {
+                    // One id asked for: one record, as before lists of ids were taken.
+                    [one] if ids.len() == 1 => rows::print_one(f, one),
+                    [] => {}
+                    all => rows::print(f, all),
+                }
+                each_failed("accepted", failures, ids.len())?;
+            }
+            NodesCommand::Delete { ids } => {
+                let mut failures = Vec::new();
+                for id in &ids {
+                    match client
+                        .call(Method::DELETE, &format!("/nodes/{id}"), None)
+                        .await
+                    {
+                        Ok(_) => eprintln!("node {id} deleted"),
+                        Err(e) => failures.push((*id, e)),
+                    }
+                }
+                each_failed("deleted", failures, ids.len())?;
             }
             NodesCommand::Enroll { file, format } => {
                 enroll::enroll(&client, &file, format.as_deref(), f).await?
@@ -679,12 +942,21 @@ async fn run(cli: Cli) -> Result<bool> {
             ReleaseCommand::List => {
                 rows::print(f, &client.get::<Vec<ReleaseRecord>>("/releases").await?)
             }
-            ReleaseCommand::Create { file } => {
+            ReleaseCommand::Create { file, name } => {
                 let mut body = read_doc(&file)?;
                 if body.is_array() {
-                    // Nailgun's fixture (`openstack.yaml`): read as the offline commands read it.
-                    let release = inputs::load_release(&file, &[], "default")?;
+                    // Nailgun's fixture (`openstack.yaml`): the release chosen by name.
+                    let release = inputs::load_fixture_release(&file, name.as_deref())?;
                     body = release_body(&release, &file)?;
+                } else if let Some(name) = &name {
+                    let own = body.get("name").and_then(Value::as_str).unwrap_or_default();
+                    if own != name {
+                        anyhow::bail!(
+                            "{} holds one release, named {own:?}, not {name:?}: leave out --name, or \
+                             give the file that holds {name:?}",
+                            file.display()
+                        );
+                    }
                 }
                 rows::print_one(
                     f,
@@ -801,6 +1073,12 @@ async fn run(cli: Cli) -> Result<bool> {
                     eprint!("{}", strategy::describe_start(&dep));
                 }
                 if follow {
+                    // First, so that the operator can follow it again should this command end.
+                    eprintln!(
+                        "deployment {} started; following it (`plinthctl deploy watch {}` follows it \
+                         again)",
+                        dep.record.id, dep.record.id
+                    );
                     return finish_watch(&client, dep.record.id, f).await;
                 }
                 rows::print_one(f, &dep);
@@ -818,20 +1096,47 @@ async fn run(cli: Cli) -> Result<bool> {
                 f,
                 &client.get::<Vec<DeploymentRecord>>("/deployments").await?,
             ),
-            DeployCommand::Cancel { id } => {
-                let d: DeploymentRecord = client
-                    .send::<(), _>(Method::POST, &format!("/deployments/{id}/cancel"), None)
-                    .await?;
-                match f {
-                    Format::Json => output::json_of(&d),
-                    Format::Table => println!("deployment {id} {}", d.status),
+            DeployCommand::Cancel { ids } => {
+                let mut failures = Vec::new();
+                let mut cancelled = Vec::new();
+                for id in &ids {
+                    match client
+                        .send::<(), DeploymentRecord>(
+                            Method::POST,
+                            &format!("/deployments/{id}/cancel"),
+                            None,
+                        )
+                        .await
+                    {
+                        Ok(d) => {
+                            if f == Format::Table {
+                                println!("deployment {id} {}", d.status);
+                            }
+                            cancelled.push(d);
+                        }
+                        Err(e) => failures.push((*id, e)),
+                    }
                 }
+                if f == Format::Json {
+                    match cancelled.as_slice() {
+                        [one] if ids.len() == 1 => output::json_of(one),
+                        all => output::json_of(&all),
+                    }
+                }
+                each_failed("cancelled", failures, ids.len())?;
             }
             DeployCommand::Retry { id, watch } => {
                 let d: DeploymentRecord = client
                     .send::<(), _>(Method::POST, &format!("/deployments/{id}/retry"), None)
                     .await?;
                 if watch {
+                    eprintln!(
+                        "deployment {} started: nodes {} of deployment {id} again; following it \
+                         (`plinthctl deploy watch {}` follows it again)",
+                        d.id,
+                        output::list(&d.node_ids),
+                        d.id
+                    );
                     return finish_watch(&client, d.id, f).await;
                 }
                 match f {
@@ -859,7 +1164,25 @@ pub(crate) async fn finish_watch(client: &Client, id: u64, f: Format) -> Result<
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    for name in SERVER_ENV {
+        // An empty variable (`PLINTH_TOKEN_FILE=`) counts as not set, not as an empty value. Nothing
+        // else runs yet: no thread reads the environment meanwhile.
+        if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(name);
+        }
+    }
+    let matches = cli_command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let server = match ServerArgs::effective(&cli.server, &matches) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("plinthctl: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -871,12 +1194,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, server)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("plinthctl: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit_code(&e))
         }
     }
 }
@@ -901,11 +1224,123 @@ async fn all_nodes(client: &client::Client) -> Result<Vec<NodeView>> {
 
 #[cfg(test)]
 mod tests {
-    use super::Cli;
-    use clap::CommandFactory;
+    use super::*;
 
     #[test]
     fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
+        cli_command().debug_assert();
+    }
+
+    /// Every command's path and definition, depth first.
+    fn all(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, clap::Command)>) {
+        out.push((path.clone(), cmd.clone()));
+        for sub in cmd.get_subcommands() {
+            let mut p = path.clone();
+            p.push(sub.get_name().to_string());
+            all(sub, p, out);
+        }
+    }
+
+    #[test]
+    fn every_option_and_argument_has_help() {
+        let mut cmds = Vec::new();
+        all(&cli_command(), Vec::new(), &mut cmds);
+        let mut missing = Vec::new();
+        for (path, cmd) in &cmds {
+            for arg in cmd.get_arguments() {
+                if ["help", "version"].contains(&arg.get_id().as_str()) {
+                    continue;
+                }
+                if arg.get_help().is_none() {
+                    missing.push(format!("{} {}", path.join(" "), arg.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
+
+    #[test]
+    fn offline_commands_take_no_controller_options() {
+        let mut cmds = Vec::new();
+        all(&cli_command(), Vec::new(), &mut cmds);
+        let has = |cmd: &clap::Command| cmd.get_arguments().any(|a| a.get_id() == "controller");
+        for (path, cmd) in &cmds {
+            if path.is_empty() || cmd.get_subcommands().next().is_some() {
+                continue;
+            }
+            let names: Vec<&str> = path.iter().map(String::as_str).collect();
+            assert_eq!(has(cmd), !offline(&names), "{names:?}");
+        }
+        for offline in [
+            vec!["graph", "resolve"],
+            vec!["strategy", "check"],
+            vec!["expr", "eval"],
+        ] {
+            assert!(cmds.iter().any(|(p, _)| p == &offline), "{offline:?}");
+        }
+    }
+
+    #[test]
+    fn controller_options_after_the_command_win() {
+        let parse = |args: &[&str]| {
+            let m = cli_command().try_get_matches_from(args).unwrap();
+            let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
+            ServerArgs::effective(&cli.server, &m).unwrap()
+        };
+        let s = parse(&["plinthctl", "--controller", "https://a:1", "nodes", "list"]);
+        assert_eq!(s.controller, ["https://a:1"]);
+        let s = parse(&[
+            "plinthctl",
+            "--controller",
+            "https://a:1",
+            "--token",
+            "t",
+            "nodes",
+            "list",
+            "--controller",
+            "https://b:2,https://c:3",
+        ]);
+        assert_eq!(s.controller, ["https://b:2", "https://c:3"]);
+        assert_eq!(s.token.as_deref(), Some("t"));
+        assert!(cli_command()
+            .try_get_matches_from(["plinthctl", "expr", "eval", "1", "--controller", "x"])
+            .is_err());
+    }
+
+    #[test]
+    fn lists_of_ids_are_taken() {
+        let m = cli_command()
+            .try_get_matches_from(["plinthctl", "nodes", "accept", "1", "2", "3"])
+            .unwrap();
+        let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
+        let Command::Nodes {
+            command: NodesCommand::Accept { ids },
+        } = cli.command
+        else {
+            panic!("not nodes accept");
+        };
+        assert_eq!(ids, [1, 2, 3]);
+    }
+
+    #[test]
+    fn the_exit_codes_are_documented_and_distinct() {
+        let codes: Vec<&str> = LONG_ABOUT
+            .lines()
+            .skip_while(|l| !l.starts_with("Exit codes"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(codes, ["0", "1", "2", "3", "4", "5", "6"]);
+        let e = |kind| {
+            anyhow::Error::new(client::ApiError {
+                kind,
+                message: String::new(),
+            })
+        };
+        assert_eq!(exit_code(&e(client::Failure::Refused)), 3);
+        assert_eq!(exit_code(&e(client::Failure::NotFound)), 4);
+        assert_eq!(exit_code(&e(client::Failure::Unavailable).context("x")), 5);
+        assert_eq!(exit_code(&e(client::Failure::Unauthorized)), 6);
+        assert_eq!(exit_code(&anyhow::anyhow!("bad file")), 2);
     }
 }

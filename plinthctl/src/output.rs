@@ -2,7 +2,7 @@
 
 use plinth_api::deployments::Report;
 use plinth_common::strategy::SuccessCriteria;
-use plinth_common::wire::DeploymentEvent;
+use plinth_common::wire::{DeploymentEvent, ResultStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -219,6 +219,12 @@ pub fn report(r: &Report) {
         ],
         &rows,
     );
+    // The end of what each failed task printed: the first thing an operator reads a failure for.
+    let failed = failed_output(r);
+    if !failed.is_empty() {
+        println!();
+        print!("{failed}");
+    }
     // Warnings, why it stopped or who cancelled it, and what its nodes sent that was refused.
     let notices: Vec<String> = r
         .notices
@@ -236,5 +242,85 @@ pub fn report(r: &Report) {
         for line in notices {
             println!("{line}");
         }
+    }
+}
+
+/// How many lines of a failed task's output the report shows, per stream.
+const TAIL_LINES: usize = 10;
+
+/// The last `TAIL_LINES` lines of a text, each indented under `label`.
+fn tail(label: &str, text: &str) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str(&format!(
+            "    {label} (last {TAIL_LINES} of {} lines):\n",
+            lines.len()
+        ));
+    } else {
+        out.push_str(&format!("    {label}:\n"));
+    }
+    for line in &lines[start..] {
+        out.push_str(&format!("      {line}\n"));
+    }
+    out
+}
+
+/// The failed, timed-out and interrupted tasks with the tail of their output (standard error first).
+pub fn failed_output(r: &Report) -> String {
+    let mut out = String::new();
+    for n in &r.nodes {
+        for t in &n.tasks {
+            if !matches!(
+                t.status,
+                ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
+            ) {
+                continue;
+            }
+            if out.is_empty() {
+                out.push_str("Failed tasks' output:\n");
+            }
+            let exit = t
+                .exit_code
+                .map(|c| format!(", exit {c}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {} {}/{} ({}{exit}):\n",
+                n.name,
+                t.phase,
+                t.id,
+                word(&t.status)
+            ));
+            let (stderr, stdout) = (t.stderr_tail.trim(), t.stdout_tail.trim());
+            if stderr.is_empty() && stdout.is_empty() {
+                out.push_str("    (no output)\n");
+            }
+            if !stderr.is_empty() {
+                out.push_str(&tail("stderr", stderr));
+            }
+            if !stdout.is_empty() {
+                out.push_str(&tail("stdout", stdout));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_keeps_the_last_lines() {
+        let text: String = (1..=25).map(|i| format!("line {i}\n")).collect();
+        let t = tail("stderr", &text);
+        assert!(t.starts_with("    stderr (last 10 of 25 lines):\n"), "{t}");
+        assert!(
+            t.contains("      line 16\n") && t.ends_with("      line 25\n"),
+            "{t}"
+        );
+        assert!(!t.contains("line 15\n"), "{t}");
+        assert_eq!(tail("stdout", "one\n"), "    stdout:\n      one\n");
     }
 }

@@ -120,7 +120,7 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
     eprintln!("  the controller listens on {url}");
     let token = std::fs::read_to_string(&token_path)?.trim().to_string();
     let client = Client::new(&Target {
-        url: url.clone(),
+        urls: vec![url.clone()],
         token: Some(token),
         ca_cert: Some(cert_path.clone()),
     })?;

@@ -37,20 +37,88 @@ pub fn print_one<T: Row>(format: Format, item: &T) {
     }
 }
 
-impl Row for plinth_api::controllers::ControllerView {
-    const HEADER: &'static [&'static str] =
-        &["id", "name", "url", "live", "sequencer", "agents", "seen"];
-    fn cells(&self) -> Vec<String> {
-        vec![
-            self.id.clone(),
-            self.name.clone(),
-            self.url.clone(),
-            self.live.to_string(),
-            self.sequencer.to_string(),
-            self.agents.to_string(),
-            self.seen_ms.to_string(),
-        ]
+/// Now, in milliseconds since the epoch (0 if the clock is before it).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A moment relative to now, in words: `3 s ago`, `4 min ago`, `2 h ago`, `5 d ago` (`-` when unknown).
+pub fn ago(then_ms: i64, now_ms: i64) -> String {
+    if then_ms <= 0 {
+        return "-".into();
     }
+    let secs = (now_ms - then_ms).max(0) / 1000;
+    match secs {
+        0..=119 => format!("{secs} s ago"),
+        120..=7199 => format!("{} min ago", secs / 60),
+        7200..=172_799 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
+/// The columns of `plinthctl controllers`.
+pub const CONTROLLER_HEADER: &[&str] = &[
+    "id",
+    "name",
+    "url",
+    "state",
+    "sequencer",
+    "agents",
+    "started",
+    "last seen",
+];
+
+/// The controllers as rows: times relative to `now_ms`, agents only for live controllers (a dead
+/// one's count is its last heartbeat's, stale), and names made distinct: controllers on one host share
+/// its name, so a shared name is followed by the controller's address (or its id).
+pub fn controller_rows(
+    controllers: &[plinth_api::controllers::ControllerView],
+    now_ms: i64,
+) -> Vec<Vec<String>> {
+    let count = |f: &dyn Fn(&plinth_api::controllers::ControllerView) -> String, v: &str| {
+        controllers.iter().filter(|c| f(c) == v).count()
+    };
+    let authority = |c: &plinth_api::controllers::ControllerView| {
+        reqwest::Url::parse(&c.url)
+            .ok()
+            .and_then(|u| {
+                u.host_str()
+                    .map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0)))
+            })
+            .unwrap_or_else(|| c.url.clone())
+    };
+    controllers
+        .iter()
+        .map(|c| {
+            let name = if count(&|o| o.name.clone(), &c.name) < 2 {
+                c.name.clone()
+            } else if count(
+                &|o| format!("{} {}", o.name, authority(o)),
+                &format!("{} {}", c.name, authority(c)),
+            ) < 2
+            {
+                format!("{} ({})", c.name, authority(c))
+            } else {
+                format!("{} ({})", c.name, c.id)
+            };
+            vec![
+                c.id.clone(),
+                name,
+                c.url.clone(),
+                if c.live { "live" } else { "not live" }.into(),
+                if c.sequencer { "yes" } else { "" }.into(),
+                if c.live {
+                    c.agents.to_string()
+                } else {
+                    "-".into()
+                },
+                ago(c.started_ms, now_ms),
+                ago(c.seen_ms, now_ms),
+            ]
+        })
+        .collect()
 }
 
 impl Row for NodeView {
@@ -167,5 +235,65 @@ impl Row for StartedDeployment {
     const HEADER: &'static [&'static str] = DeploymentRecord::HEADER;
     fn cells(&self) -> Vec<String> {
         self.record.cells()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plinth_api::controllers::ControllerView;
+
+    fn view(id: &str, name: &str, url: &str, live: bool, agents: u64) -> ControllerView {
+        ControllerView {
+            id: id.into(),
+            name: name.into(),
+            url: url.into(),
+            live,
+            sequencer: live,
+            agents,
+            started_ms: 1_000_000,
+            seen_ms: 1_057_000,
+        }
+    }
+
+    #[test]
+    fn times_read_as_words() {
+        let now = 100_000_000;
+        assert_eq!(ago(now - 3_000, now), "3 s ago");
+        assert_eq!(ago(now - 600_000, now), "10 min ago");
+        assert_eq!(ago(now - 3 * 3_600_000, now), "3 h ago");
+        assert_eq!(ago(now + 5_000, now), "0 s ago");
+        assert_eq!(ago(0, now), "-");
+    }
+
+    #[test]
+    fn controllers_read_well() {
+        let now = 1_060_000;
+        let rows = controller_rows(
+            &[
+                view("a1", "host", "https://127.0.0.1:7001", true, 3),
+                view("b2", "host", "https://127.0.0.1:7002", false, 5),
+                view("c3", "other", "https://other:7443", true, 1),
+            ],
+            now,
+        );
+        assert_eq!(rows[0][1], "host (127.0.0.1:7001)");
+        assert_eq!(rows[1][1], "host (127.0.0.1:7002)");
+        assert_eq!(rows[2][1], "other");
+        // A dead controller's agent count is stale: not shown.
+        assert_eq!(rows[0][5], "3");
+        assert_eq!(rows[1][5], "-");
+        assert_eq!(rows[1][3], "not live");
+        assert_eq!(rows[0][6], "60 s ago");
+        assert_eq!(rows[0][7], "3 s ago");
+        // The same name and address: the ids tell them apart.
+        let rows = controller_rows(
+            &[
+                view("a1", "host", "https://h:1", true, 0),
+                view("b2", "host", "https://h:1", true, 0),
+            ],
+            now,
+        );
+        assert_ne!(rows[0][1], rows[1][1]);
     }
 }

@@ -150,20 +150,71 @@ pub fn parse_graph(text: &str, source_name: &str) -> Result<Graph, LoadError> {
 /// named entry whose `state` is not `unavailable` (else the first named one): its name, version, roles,
 /// tags, volumes and `attributes_metadata` (`editable` and `generated`, a new cluster's settings).
 pub fn parse_release_fixture(text: &str, source_name: &str) -> Result<Release, LoadError> {
+    parse_release_fixture_named(text, source_name, None)
+}
+
+/// One release a Nailgun fixture holds: its name, version and state (`available`, `unavailable`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixtureRelease {
+    /// The release's name.
+    pub name: String,
+    /// Its version, if it has one.
+    pub version: Option<String>,
+    /// Its state, if it has one.
+    pub state: Option<String>,
+}
+
+/// The entries of a fixture, each with the fields of the entries it extends merged under its own.
+fn fixture_entries(text: &str, source_name: &str) -> Result<Vec<Value>, LoadError> {
     let value: Value =
         serde_yaml_ng::from_str(text).map_err(|e| LoadError::from_yaml(source_name, &e))?;
     let entries = value
         .as_array()
         .ok_or_else(|| LoadError::plain(source_name, "a release fixture is a list of entries"))?;
-    let all: Vec<Value> = entries.iter().map(|e| entry_fields(e, 0)).collect();
-    let named = |f: &&Value| f.get("name").and_then(Value::as_str).is_some();
-    let chosen = all
+    Ok(entries.iter().map(|e| entry_fields(e, 0)).collect())
+}
+
+/// The named releases of a Nailgun fixture (`openstack.yaml` holds several), in the file's order.
+pub fn release_fixture_names(
+    text: &str,
+    source_name: &str,
+) -> Result<Vec<FixtureRelease>, LoadError> {
+    let word = |f: &Value, key: &str| f.get(key).and_then(Value::as_str).map(str::to_string);
+    Ok(fixture_entries(text, source_name)?
         .iter()
-        .filter(named)
-        .find(|f| f.get("state").and_then(Value::as_str) != Some("unavailable"))
-        .or_else(|| all.iter().find(named))
-        .or_else(|| all.iter().find(|f| f.get("roles_metadata").is_some()))
-        .ok_or_else(|| LoadError::plain(source_name, "no entry holds roles_metadata"))?;
+        .filter_map(|f| {
+            Some(FixtureRelease {
+                name: word(f, "name")?,
+                version: word(f, "version"),
+                state: word(f, "state"),
+            })
+        })
+        .collect())
+}
+
+/// [`parse_release_fixture`], or with `name` the named entry of that name.
+pub fn parse_release_fixture_named(
+    text: &str,
+    source_name: &str,
+    name: Option<&str>,
+) -> Result<Release, LoadError> {
+    let all = fixture_entries(text, source_name)?;
+    let named = |f: &&Value| f.get("name").and_then(Value::as_str).is_some();
+    let chosen = match name {
+        Some(wanted) => all
+            .iter()
+            .find(|f| f.get("name").and_then(Value::as_str) == Some(wanted))
+            .ok_or_else(|| {
+                LoadError::plain(source_name, format!("no release is named {wanted:?}"))
+            })?,
+        None => all
+            .iter()
+            .filter(named)
+            .find(|f| f.get("state").and_then(Value::as_str) != Some("unavailable"))
+            .or_else(|| all.iter().find(named))
+            .or_else(|| all.iter().find(|f| f.get("roles_metadata").is_some()))
+            .ok_or_else(|| LoadError::plain(source_name, "no entry holds roles_metadata"))?,
+    };
     if chosen.get("roles_metadata").is_none() {
         return Err(LoadError::plain(
             source_name,

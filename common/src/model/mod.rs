@@ -42,7 +42,10 @@ pub use computed::{contains_expression, yaql_expression, YAQL_KEY};
 pub use graph::{default_node_filter, Graph, DEFAULT_GRAPH_TYPE, DEFAULT_NODE_FILTER};
 pub use legacy_tasks::convert_legacy_tasks;
 pub use list::StringList;
-pub use load::{parse_graph, parse_release_fixture, parse_tasks, LoadError};
+pub use load::{
+    parse_graph, parse_release_fixture, parse_release_fixture_named, parse_tasks,
+    release_fixture_names, FixtureRelease, LoadError,
+};
 pub use node::{Node, NodeStatus};
 pub use plugin::Plugin;
 pub use release::{

@@ -266,7 +266,7 @@ fn a_site_design_with_its_configuration_deploys_through_shipyards_actions() {
         0
     );
     let (code, _, err) = ctl(&c, &["deploy", "start", &cl]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 3, "refused by the controller: {err}");
     assert!(
         err.contains("names strategy \"stl2-strategy\"") && err.contains("does not have"),
         "{err}"

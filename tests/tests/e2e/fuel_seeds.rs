@@ -42,7 +42,7 @@ fn ctl(c: &Controller, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Loads Fuel's release through `plinthctl release create openstack.yaml`; its id.
+/// Loads Fuel's release through `plinthctl release create openstack.yaml --name ...`; its id.
 fn fuel_release(c: &Controller) -> u64 {
     let fixture = corpus().join("fuel-web/openstack.yaml");
     let (code, out, err) = ctl(
@@ -53,6 +53,8 @@ fn fuel_release(c: &Controller) -> u64 {
             "release",
             "create",
             fixture.to_str().expect("a UTF-8 path"),
+            "--name",
+            "Newton on Ubuntu 16.04",
         ],
     );
     assert_eq!(code, 0, "release create: {out}{err}");

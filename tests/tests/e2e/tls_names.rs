@@ -64,7 +64,7 @@ fn names_given_at_serve_are_in_the_certificate_and_a_mismatch_is_one_sentence() 
 
     // Reached at an address the certificate does not name: one sentence that says what to do.
     let (code, out, err) = plinthctl(&ns, &data, "https://127.0.0.2:7443");
-    assert_eq!(code, 2, "{out}\n{err}\n{}", controller_log());
+    assert_eq!(code, 5, "{out}\n{err}\n{}", controller_log());
     let err = err.trim();
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(
