@@ -230,6 +230,11 @@ impl Controller {
         c
     }
 
+    /// The port it listens on (the one it bound, once started).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")

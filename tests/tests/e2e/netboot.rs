@@ -156,12 +156,7 @@ fn slow_a_netboot_image_takes_its_controller_key_and_tls_pin_from_the_kernel_com
         "--config",
         config.to_str().unwrap(),
     ]);
-    let port = c
-        .url
-        .rsplit(':')
-        .next()
-        .expect("the controller's port")
-        .to_string();
+    let port = c.port();
     let key = c.public_key();
     let pin = controller_pin(&c);
     // qemu's user-mode network: the host's loopback is 10.0.2.2 from inside.
@@ -292,12 +287,7 @@ pub(crate) fn with_boot_listener(
     listen: &str,
     reach: &str,
 ) -> u16 {
-    let port = c
-        .url
-        .rsplit(':')
-        .next()
-        .expect("the controller's port")
-        .to_string();
+    let port = c.port();
     let boot = reserve_port();
     let boot_port = boot.port;
     std::fs::write(
