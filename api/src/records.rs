@@ -98,6 +98,13 @@ pub struct NodeModelFields {
     pub pending_deletion: bool,
     /// What failed last (`deploy`), when its status is `error`.
     pub error_type: Option<String>,
+    /// Why, in one line (`task boom failed in phase deploy`), when its status is `error`: the reason
+    /// its deployment's report gives for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_msg: Option<String>,
+    /// The deployment that failed it, when its status is `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_deployment_id: Option<u64>,
     /// What the agent last said of its name, tags, labels and rack where that differs from the record
     /// (an accepted node's word is facts, not authority: operators see it apart).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,6 +112,22 @@ pub struct NodeModelFields {
     /// The operating system its last `provision` task installed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provisioned: Option<ProvisionedImage>,
+}
+
+impl NodeModelFields {
+    /// Marks the node in error: what failed (`deploy`), why, and in which deployment.
+    pub fn set_error(&mut self, kind: &str, why: Option<String>, deployment: u64) {
+        self.error_type = Some(kind.to_string());
+        self.error_msg = why;
+        self.error_deployment_id = Some(deployment);
+    }
+
+    /// The node is no longer in error for what failed before.
+    pub fn clear_error(&mut self) {
+        self.error_type = None;
+        self.error_msg = None;
+        self.error_deployment_id = None;
+    }
 }
 
 /// What a `provision` task installed on a node, as the agent reported it.

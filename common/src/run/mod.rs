@@ -93,6 +93,8 @@ pub struct Finish {
     pub succeeded: Vec<u64>,
     /// Nodes that failed a phase.
     pub failed: Vec<u64>,
+    /// Why each failed node failed ([`strategy::NodeReport::failure_reason`]), by node.
+    pub reasons: BTreeMap<u64, String>,
     /// Nodes not started, not finished, or selected by no group.
     pub untouched: Vec<u64>,
     /// Every task that succeeded on a node that succeeded, as (node, task): what the task's state is
@@ -169,12 +171,7 @@ impl Current {
         {
             return None;
         }
-        let failed = self.finals.iter().any(|(_, s)| {
-            matches!(
-                s,
-                ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
-            )
-        });
+        let failed = self.finals.iter().any(|(_, s)| s.is_failure());
         Some(if failed {
             NodeOutcome::Failed
         } else {
@@ -931,6 +928,7 @@ impl Run {
     /// Ends the deployment with this status.
     fn end(&mut self, status: DeploymentStatus, fx: &mut Effects) {
         let (succeeded, failed, untouched) = self.node_outcomes();
+        let reasons = self.failure_reasons();
         let mut succeeded_tasks = Vec::new();
         for node in &succeeded {
             for by_node in self.done.by_graph.values() {
@@ -955,6 +953,7 @@ impl Run {
             status,
             succeeded,
             failed,
+            reasons,
             untouched,
             succeeded_tasks,
         });
@@ -984,6 +983,29 @@ impl Run {
                 .filter_map(|n| self.ids.get(n).copied()),
         );
         (succeeded, failed, untouched)
+    }
+
+    /// Why each failed node failed, in the words every view uses
+    /// ([`strategy::NodeReport::failure_reason`]): the first task of its list that failed it.
+    fn failure_reasons(&self) -> BTreeMap<u64, String> {
+        let report = self.state.sequencer.report();
+        let mut reasons = BTreeMap::new();
+        for n in report.nodes.iter().filter(|n| n.failed_phase.is_some()) {
+            let Some(id) = self.ids.get(&n.name).copied() else {
+                continue;
+            };
+            // The first task of its list, in the list's order, whose last word fails it.
+            let task = self.plan.graphs.iter().find_map(|(graph_type, graph)| {
+                graph.specs.get(&id)?.iter().find_map(|t| {
+                    let status = self.done.get(graph_type, id, &t.id)?;
+                    status.is_failure().then_some((t.id.as_str(), status))
+                })
+            });
+            if let Some(reason) = n.failure_reason(task) {
+                reasons.insert(id, reason);
+            }
+        }
+        reasons
     }
 
     /// Whether the failed nodes of a fault tolerance group of `graph_type` are more than it allows; the

@@ -9,6 +9,7 @@ use super::model::SuccessCriteria;
 use super::status::{
     DeploymentStatus, FailureReason, GroupStatus, NodeOutcome, NodeStatus, PhaseOutcome, SkipCause,
 };
+use crate::wire::ResultStatus;
 
 /// Where a deployment stands, or how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +102,30 @@ pub struct NodeReport {
     /// How it failed, in words (`timed out after 60 s` when its phase reached its timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_detail: Option<String>,
+}
+
+impl NodeReport {
+    /// Why the node failed, in one line (`task boom failed in phase deploy`, `timed out after 60 s in
+    /// phase deploy`), given the task that failed it when one did; `None` when it did not fail. Every
+    /// view that says why a node failed (the report, the summary, the node's record) says it with this.
+    pub fn failure_reason(&self, failed_task: Option<(&str, ResultStatus)>) -> Option<String> {
+        let phase = self.failed_phase.as_ref()?;
+        Some(match (failed_task, self.failure, &self.failure_detail) {
+            // The phase reached its timeout: "timed out after N s".
+            (_, _, Some(detail)) => format!("{detail} in phase {phase}"),
+            (Some((task, status)), _, None) => {
+                let how = match status {
+                    ResultStatus::Failed => "failed",
+                    ResultStatus::TimedOut => "timed out",
+                    ResultStatus::Interrupted => "was interrupted",
+                    _ => "ended",
+                };
+                format!("task {task} {how} in phase {phase}")
+            }
+            (None, Some(outcome), None) => format!("{outcome} in phase {phase}"),
+            (None, None, None) => format!("failed phase {phase}"),
+        })
+    }
 }
 
 /// One step of a deployment as Shipyard's `describe action` lists them: a phase of a group, in the order

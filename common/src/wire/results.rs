@@ -38,6 +38,14 @@ impl ResultStatus {
     pub fn is_terminal(self) -> bool {
         !matches!(self, ResultStatus::Running)
     }
+
+    /// True when this status fails its task (failed, timed out or interrupted).
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
+        )
+    }
 }
 
 /// The identity of a result, which makes storing it idempotent.

@@ -135,6 +135,9 @@ fn render(out: &mut String, names: &Names, fx: &Effects) {
             names.list(&f.untouched),
             tasks.join(", ")
         );
+        for (n, why) in &f.reasons {
+            let _ = writeln!(out, "    {}: {why}", names.of(*n));
+        }
     }
     if fx.waits_changed {
         let _ = writeln!(out, "  waits changed");

@@ -302,6 +302,13 @@ impl Engine {
             Some(f) => live.task_states(&f.succeeded_tasks),
             None => Vec::new(),
         };
+        // Each failed node with why, for its record.
+        let failed: Vec<(u64, String)> = fx.finish.as_ref().map_or_else(Vec::new, |f| {
+            f.failed
+                .iter()
+                .map(|n| (*n, f.reasons.get(n).cloned().unwrap_or_default()))
+                .collect()
+        });
         if lists.is_empty() && state.is_none() && fx.events.is_empty() && rows.is_empty() {
             return Ok(stated);
         }
@@ -315,7 +322,7 @@ impl Engine {
                 end: fx.finish.as_ref().map(|f| Ending {
                     status: f.status,
                     succeeded: &f.succeeded,
-                    failed: &f.failed,
+                    failed: &failed,
                     untouched: &f.untouched,
                     deploys: live.deploys,
                 }),

@@ -115,24 +115,15 @@ pub fn build_with(
             (Some(s), None) => s,
             (None, None) => NodeStatus::NotStarted,
         };
+        // The first task of the failed phase's list, in the list's order, that failed the node: the
+        // same words the run wrote on the node's record when the deployment ended.
         let reason = planned.and_then(|p| {
             let failed = p.failed_phase.as_ref()?;
-            let task = tasks.iter().rev().find(|t| {
-                &t.phase == failed
-                    && matches!(
-                        t.status,
-                        ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted
-                    )
-            });
-            Some(match (task, p.failure, &p.failure_detail) {
-                // The phase reached its timeout: "timed out after N s".
-                (_, _, Some(detail)) => format!("{detail} in phase {failed}"),
-                (Some(t), _, None) => {
-                    format!("task {} {} in phase {failed}", t.id, status_word(t))
-                }
-                (None, Some(outcome), None) => format!("{outcome} in phase {failed}"),
-                (None, None, None) => format!("failed phase {failed}"),
-            })
+            let task = tasks
+                .iter()
+                .find(|t| &t.phase == failed && t.status.is_failure())
+                .map(|t| (t.id.as_str(), t.status));
+            p.failure_reason(task)
         });
         nodes.push(NodeLine {
             id: *node_id,
@@ -189,14 +180,4 @@ pub fn build_with(
             .filter(DeploymentEvent::is_notice)
             .collect(),
     })
-}
-
-/// How a failed task ended, in the words of a node's reason.
-fn status_word(t: &TaskLine) -> &'static str {
-    match t.status {
-        ResultStatus::Failed => "failed",
-        ResultStatus::TimedOut => "timed out",
-        ResultStatus::Interrupted => "was interrupted",
-        _ => "ended",
-    }
 }

@@ -190,8 +190,9 @@ pub struct DeploymentEnd<'a> {
     pub events: &'a [DeploymentEvent],
     /// Nodes that finished every phase: pending roles become roles; status ready.
     pub succeeded: &'a [u64],
-    /// Nodes that failed: status error.
-    pub failed: &'a [u64],
+    /// Nodes that failed, each with why ([`plinth_common::strategy::NodeReport::failure_reason`]):
+    /// status error, and the reason on the node's record.
+    pub failed: &'a [(u64, String)],
     /// Nodes never attempted or left half-way: back to their status before the deployment.
     pub untouched: &'a [u64],
     /// Whether the deployment ran a graph type that deploys (`default`): only then do succeeded nodes
@@ -276,8 +277,8 @@ pub struct Ending<'a> {
     pub status: DeploymentStatus,
     /// Nodes that finished every phase.
     pub succeeded: &'a [u64],
-    /// Nodes that failed.
-    pub failed: &'a [u64],
+    /// Nodes that failed, each with why.
+    pub failed: &'a [(u64, String)],
     /// Nodes never attempted or left half-way.
     pub untouched: &'a [u64],
     /// Whether the deployment deploys.

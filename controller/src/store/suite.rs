@@ -581,7 +581,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             end: Some(Ending {
                 status: DeploymentStatus::Failed,
                 succeeded: &[],
-                failed: &[again.id],
+                failed: &[(again.id, "task boom failed in phase deploy".into())],
                 untouched: &[],
                 deploys: true,
             }),
@@ -1238,7 +1238,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
             status: DeploymentStatus::SuccessWithFailures,
             events: &[started("four")],
             succeeded: &[n[0], n[1]],
-            failed: &[n[2]],
+            failed: &[(n[2], "task boom failed in phase deploy".into())],
             untouched: &[n[3]],
             deploys: true,
         },
@@ -1253,6 +1253,12 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     let failed = s.get_node(n[2]).unwrap();
     assert_eq!(failed.status, NodeStatus::Error);
     assert_eq!(failed.model.error_type.as_deref(), Some("deploy"));
+    assert_eq!(
+        failed.model.error_msg.as_deref(),
+        Some("task boom failed in phase deploy"),
+        "the record says why"
+    );
+    assert_eq!(failed.model.error_deployment_id, Some(d.id));
     assert_eq!(s.get_node(n[3]).unwrap().status, NodeStatus::Discover);
     assert_eq!(s.get_node(n[4]).unwrap().status, NodeStatus::Discover);
     let groups: Vec<String> = s

@@ -14,6 +14,7 @@ use crate::store::{
 };
 use plinth_api::records::NodeStatus;
 use plinth_common::wire::{DeploymentEvent, TaskList};
+use std::collections::HashMap;
 
 /// A deployment's columns as [`deployment_from_row`] reads them: its orchestration state is `state_gz`
 /// (compressed) where it was written so, else the text in `state`.
@@ -336,7 +337,7 @@ pub(crate) fn finish(
             }
             let mut fields = node.model;
             fields.pending_addition = false;
-            fields.error_type = None;
+            fields.clear_error();
             ids.push(sql_id(node.id));
             roles.push(to_json(&all));
             models.push(to_json(&fields));
@@ -357,11 +358,20 @@ pub(crate) fn finish(
         )?;
     }
     for chunk in end.failed.chunks(NODES_PER_STATEMENT) {
-        let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, chunk)?
+        let reasons: HashMap<u64, &str> = chunk.iter().map(|(n, r)| (*n, r.as_str())).collect();
+        let ids: Vec<u64> = chunk.iter().map(|(n, _)| *n).collect();
+        let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, &ids)?
             .into_iter()
             .map(|node| {
                 let mut fields = node.model;
-                fields.error_type = Some("deploy".into());
+                fields.set_error(
+                    "deploy",
+                    reasons
+                        .get(&node.id)
+                        .filter(|r| !r.is_empty())
+                        .map(|r| r.to_string()),
+                    dep_id,
+                );
                 (sql_id(node.id), to_json(&fields))
             })
             .unzip();

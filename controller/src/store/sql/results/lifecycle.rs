@@ -36,7 +36,7 @@ pub(crate) fn record(t: &dyn Tx, node_id: u64, r: &TaskResult) -> StoreResult<()
             let mut model = node.model;
             model.provisioned = Some(image);
             // A node provisioned now is no longer in error for what failed before.
-            model.error_type = None;
+            model.clear_error();
             t.exec(
                 "UPDATE nodes SET status = 'provisioned', model = $2 WHERE id = $1",
                 args![sql_id(node_id), &to_json(&model)],
