@@ -89,7 +89,7 @@ pub struct TaskLine {
     pub attempts: u32,
     /// Exit code of the latest attempt.
     pub exit_code: Option<i32>,
-    /// Duration of the latest attempt (ms).
+    /// Duration of the latest attempt (ms); while it runs, the time since it started.
     pub duration_ms: u64,
     /// Explanation.
     pub message: String,
@@ -126,6 +126,12 @@ pub struct NodeLine {
     pub total_tasks: usize,
     /// Of those, tasks with a final result.
     pub finished_tasks: usize,
+    /// Of those, tasks that succeeded.
+    #[serde(default)]
+    pub succeeded_tasks: usize,
+    /// The task that failed it (the one its `reason` names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_task: Option<String>,
     /// Every task of every list it was given, with its latest result.
     pub tasks: Vec<TaskLine>,
 }
@@ -167,6 +173,12 @@ pub struct GroupLine {
     pub failed: Vec<String>,
     /// Nodes never sent.
     pub not_started: Vec<String>,
+    /// Nodes running one of its phases now.
+    #[serde(default)]
+    pub running: Vec<String>,
+    /// Nodes that were running when the deployment was cancelled.
+    #[serde(default)]
+    pub cancelled: Vec<String>,
 }
 
 /// The whole report; `GET /deployments/{id}/`.
@@ -236,9 +248,16 @@ pub struct NodeBrief {
     pub total_tasks: usize,
     /// Of those, finished.
     pub finished_tasks: usize,
-    /// The task running now, or the last one reported.
+    /// Of those, succeeded.
+    #[serde(default)]
+    pub succeeded_tasks: usize,
+    /// The task that matters now: the one running, else the one that failed the node, else the last
+    /// one reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_task: Option<String>,
+    /// The task that failed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_task: Option<String>,
 }
 
 /// One group's line: its state and how many of its nodes are where.
@@ -268,6 +287,12 @@ pub struct GroupBrief {
     pub failed: usize,
     /// Nodes never sent.
     pub not_started: usize,
+    /// Nodes running one of its phases now.
+    #[serde(default)]
+    pub running: usize,
+    /// Nodes that were running when the deployment was cancelled.
+    #[serde(default)]
+    pub cancelled: usize,
 }
 
 /// `GET /deployments/{id}/summary/`: the report without task output, so a page watching a thousand
@@ -312,13 +337,11 @@ pub struct Summary {
 
 impl From<NodeLine> for NodeBrief {
     fn from(n: NodeLine) -> NodeBrief {
-        let last_task = n
-            .tasks
-            .iter()
-            .rev()
-            .find(|t| !t.status.is_terminal())
-            .or(n.tasks.last())
-            .map(|t| t.id.clone());
+        let running = n.tasks.iter().rev().find(|t| !t.status.is_terminal());
+        let last_task = running
+            .map(|t| t.id.clone())
+            .or_else(|| n.failed_task.clone())
+            .or_else(|| n.tasks.last().map(|t| t.id.clone()));
         NodeBrief {
             id: n.id,
             name: n.name,
@@ -327,7 +350,9 @@ impl From<NodeLine> for NodeBrief {
             reason: n.reason,
             total_tasks: n.total_tasks,
             finished_tasks: n.finished_tasks,
+            succeeded_tasks: n.succeeded_tasks,
             last_task,
+            failed_task: n.failed_task,
         }
     }
 }
@@ -362,6 +387,8 @@ impl From<Report> for Summary {
                     prepared: g.prepared.len(),
                     failed: g.failed.len(),
                     not_started: g.not_started.len(),
+                    running: g.running.len(),
+                    cancelled: g.cancelled.len(),
                 })
                 .collect(),
             counts,

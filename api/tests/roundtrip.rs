@@ -135,20 +135,22 @@ fn a_report() -> Value {
              "depends_on": [],
              "success_criteria": {"percent_successful_nodes": 90, "maximum_failed_nodes": 0},
              "nodes": ["n-1", "n-2"], "succeeded": ["n-1"], "prepared": [], "failed": ["n-2"],
-             "not_started": []},
+             "not_started": [], "running": [], "cancelled": []},
             {"name": "web", "critical": false, "state": "failed", "current_phase": "prepare",
              "reason": "due to dependency ntp",
              "failure": {"kind": "dependency", "dependency": "ntp", "root": "ntp"},
              "depends_on": ["ntp"], "nodes": ["n-3"], "succeeded": [], "prepared": [],
-             "failed": [], "not_started": ["n-3"]}
+             "failed": [], "not_started": ["n-3"], "running": [], "cancelled": []}
         ],
         "nodes": [
             {"id": 1, "name": "n-1", "status": "success", "total_tasks": 1, "finished_tasks": 1,
+             "succeeded_tasks": 1,
              "tasks": [{"phase": "deploy", "id": "puppet", "status": "succeeded", "attempts": 1,
                         "exit_code": 0, "duration_ms": 1200, "message": "", "stdout_tail": "ok\n",
                         "stderr_tail": "", "details": {"changed": 3, "failed": 0}}]},
             {"id": 2, "name": "n-2", "status": "failure", "failed_phase": "deploy",
              "reason": "timed out after 30 s in phase deploy", "total_tasks": 2, "finished_tasks": 1,
+             "succeeded_tasks": 0, "failed_task": "sync",
              "tasks": [{"phase": "deploy", "id": "sync", "status": "failed", "attempts": 3,
                         "exit_code": 2, "duration_ms": 40, "message": "exit 2\nsecond line",
                         "stdout_tail": "", "stderr_tail": "no route"},
@@ -156,7 +158,7 @@ fn a_report() -> Value {
                         "exit_code": null, "duration_ms": 0, "message": "", "stdout_tail": "",
                         "stderr_tail": ""}]},
             {"id": 3, "name": "n-3", "status": "not_started", "total_tasks": 0,
-             "finished_tasks": 0, "tasks": []}
+             "finished_tasks": 0, "succeeded_tasks": 0, "tasks": []}
         ],
         "unselected_nodes": ["n-4"],
         "notices": [

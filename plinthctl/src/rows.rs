@@ -133,9 +133,17 @@ impl Row for NodeView {
         "reported tags",
         "roles",
         "pending",
+        "why",
     ];
     fn cells(&self) -> Vec<String> {
         let n = &self.node;
+        // Why a node is in error, and the deployment whose report tells the rest.
+        let why = match (&n.model.error_msg, n.model.error_deployment_id) {
+            (Some(msg), Some(dep)) => format!("{msg} (deployment {dep})"),
+            (Some(msg), None) => msg.clone(),
+            (None, Some(dep)) => format!("deployment {dep} failed"),
+            (None, None) => String::new(),
+        };
         vec![
             n.id.to_string(),
             n.name.clone(),
@@ -147,6 +155,7 @@ impl Row for NodeView {
             list(&n.tags),
             list(&n.roles),
             list(&n.pending_roles),
+            why,
         ]
     }
 }

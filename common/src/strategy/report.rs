@@ -1,6 +1,7 @@
 //! The deployment report: overall status, each group's state, reason and nodes, each node's status; as
 //! serde data and as text (the seed's processing diagram followed by tables) for `plinthctl`.
 
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
@@ -68,6 +69,13 @@ pub struct GroupReport {
     pub failed: Vec<String>,
     /// Its nodes never attempted.
     pub not_started: Vec<String>,
+    /// Its nodes running a phase now (only [`Report::as_seen`] fills it: the sequencer keeps the status
+    /// a node had before its phase).
+    #[serde(default)]
+    pub running: Vec<String>,
+    /// Its nodes that were running when the deployment was cancelled (see [`Report::as_seen`]).
+    #[serde(default)]
+    pub cancelled: Vec<String>,
 }
 
 /// One phase of one group in the report.
@@ -160,6 +168,7 @@ impl Report {
                     let state = match &phase.outcome {
                         PhaseOutcome::Pending => "pending",
                         PhaseOutcome::Running => "running",
+                        PhaseOutcome::Cancelled => "cancelled",
                         PhaseOutcome::Succeeded { .. } => "success",
                         PhaseOutcome::Failed { .. } => "failed",
                         PhaseOutcome::Skipped { .. } => "skipped",
@@ -177,6 +186,61 @@ impl Report {
                 detail: phase_text(&phase.outcome),
             })
             .collect()
+    }
+
+    /// The report as every view shows it (the API's report and summary, `plinthctl`, the console), so
+    /// that none can disagree with another: a node holding a list of a phase not ended (`in_flight`:
+    /// node → phase) is `running`, or `cancelled` when the deployment was cancelled under it; each
+    /// group's nodes are sorted by those statuses; a cancelled deployment's pending and running groups
+    /// are `cancelled`, its running phases `CANCELLED` and its pending ones skipped.
+    pub fn as_seen(mut self, in_flight: &HashMap<String, String>, cancelled: bool) -> Report {
+        for node in &mut self.nodes {
+            if in_flight.contains_key(&node.name) && !node.status.is_final() {
+                node.status = if cancelled {
+                    NodeStatus::Cancelled
+                } else {
+                    NodeStatus::Running
+                };
+            }
+        }
+        let status: HashMap<&str, NodeStatus> = self
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.status))
+            .collect();
+        for group in &mut self.groups {
+            let (mut succeeded, mut prepared, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut not_started, mut running, mut stopped) = (Vec::new(), Vec::new(), Vec::new());
+            for name in &group.nodes {
+                let bucket = match status.get(name.as_str()) {
+                    Some(NodeStatus::Success) => &mut succeeded,
+                    Some(NodeStatus::Prepared) => &mut prepared,
+                    Some(NodeStatus::Failure) => &mut failed,
+                    Some(NodeStatus::Running) => &mut running,
+                    Some(NodeStatus::Cancelled) => &mut stopped,
+                    Some(NodeStatus::NotStarted) | None => &mut not_started,
+                };
+                bucket.push(name.clone());
+            }
+            (group.succeeded, group.prepared, group.failed) = (succeeded, prepared, failed);
+            (group.not_started, group.running, group.cancelled) = (not_started, running, stopped);
+            if cancelled && matches!(group.state, GroupStatus::Pending | GroupStatus::Running) {
+                group.state = GroupStatus::Cancelled;
+                group.current_phase = None;
+                for phase in &mut group.phases {
+                    match phase.outcome {
+                        PhaseOutcome::Running => phase.outcome = PhaseOutcome::Cancelled,
+                        PhaseOutcome::Pending => {
+                            phase.outcome = PhaseOutcome::Skipped {
+                                cause: SkipCause::Cancelled,
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self
     }
 
     /// The group with this name.
@@ -256,6 +320,7 @@ fn phase_text(outcome: &PhaseOutcome) -> String {
     match outcome {
         PhaseOutcome::Pending => "PENDING".to_string(),
         PhaseOutcome::Running => "RUNNING".to_string(),
+        PhaseOutcome::Cancelled => "CANCELLED while running".to_string(),
         PhaseOutcome::Succeeded { .. } => "SUCCESS".to_string(),
         PhaseOutcome::Failed {
             failures,
@@ -288,6 +353,9 @@ fn phase_text(outcome: &PhaseOutcome) -> String {
         PhaseOutcome::Skipped {
             cause: SkipCause::DependencyFailed { dependency },
         } => format!("FAILED, due to dependency ({dependency})"),
+        PhaseOutcome::Skipped {
+            cause: SkipCause::Cancelled,
+        } => "SKIPPED, the deployment was cancelled".to_string(),
     }
 }
 

@@ -141,6 +141,8 @@ pub enum SkipCause {
         /// The group in `depends_on` that failed.
         dependency: String,
     },
+    /// The deployment was cancelled before the phase began.
+    Cancelled,
 }
 
 /// How one phase of one group went.
@@ -176,6 +178,8 @@ pub enum PhaseOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
     },
+    /// Its nodes were running it when the deployment was cancelled.
+    Cancelled,
     /// The phase was not run.
     Skipped {
         /// Why.

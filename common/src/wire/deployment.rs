@@ -26,6 +26,9 @@ pub enum NodeStatus {
     Success,
     /// Failed a phase (failed, timed out or never reported); it is not sent again in this deployment.
     Failure,
+    /// Was running a phase when the deployment was cancelled; its tasks were ended (only reports say
+    /// it, as `running`).
+    Cancelled,
 }
 
 impl NodeStatus {
@@ -37,12 +40,16 @@ impl NodeStatus {
             NodeStatus::Prepared => "prepared",
             NodeStatus::Success => "success",
             NodeStatus::Failure => "failure",
+            NodeStatus::Cancelled => "cancelled",
         }
     }
 
-    /// Whether the node is done with this deployment (succeeded or failed).
+    /// Whether the node is done with this deployment (succeeded, failed or cancelled).
     pub fn is_final(self) -> bool {
-        matches!(self, NodeStatus::Success | NodeStatus::Failure)
+        matches!(
+            self,
+            NodeStatus::Success | NodeStatus::Failure | NodeStatus::Cancelled
+        )
     }
 }
 
@@ -64,6 +71,8 @@ pub enum GroupStatus {
     Succeeded,
     /// Missed its criteria after a phase, or a group it depends on failed.
     Failed,
+    /// Was pending or running when the deployment was cancelled.
+    Cancelled,
 }
 
 impl GroupStatus {
@@ -74,6 +83,7 @@ impl GroupStatus {
             GroupStatus::Running => "running",
             GroupStatus::Succeeded => "succeeded",
             GroupStatus::Failed => "failed",
+            GroupStatus::Cancelled => "cancelled",
         }
     }
 }
@@ -357,6 +367,7 @@ mod tests {
             NodeStatus::Prepared,
             NodeStatus::Success,
             NodeStatus::Failure,
+            NodeStatus::Cancelled,
         ] {
             assert_eq!(serde_json::to_value(s).unwrap(), s.to_string());
         }
@@ -365,6 +376,7 @@ mod tests {
             GroupStatus::Running,
             GroupStatus::Succeeded,
             GroupStatus::Failed,
+            GroupStatus::Cancelled,
         ] {
             assert_eq!(serde_json::to_value(s).unwrap(), s.to_string());
         }

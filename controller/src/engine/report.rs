@@ -28,7 +28,18 @@ pub fn build_with(
             crate::store::StoreError::Corrupt(format!("deployment {} state: {e}", dep.id))
         })?,
     };
-    let plan = state.run.sequencer.report();
+    let cancelled = dep.status == DeploymentStatus::Cancelled;
+    // The phase each node is awaited in, found once (not once per node).
+    let mut awaited_in: HashMap<String, String> = HashMap::new();
+    for p in state.run.sequencer.in_flight() {
+        for n in p.awaiting {
+            awaited_in.entry(n).or_insert_with(|| p.phase.clone());
+        }
+    }
+    // Every view reads the run's state through this one overlay (`as_seen`): running and cancelled
+    // nodes, each group's nodes by status, a cancelled deployment's groups and phases final.
+    let plan = state.run.sequencer.report().as_seen(&awaited_in, cancelled);
+    let now = crate::clock::now_ms();
     let lists = store.published_lists(dep.id)?;
     let results = store.deployment_results(dep.id)?;
     let names: HashMap<u64, String> = store.node_names()?.into_iter().collect();
@@ -46,16 +57,10 @@ pub fn build_with(
     }
 
     let mut nodes = Vec::new();
-    // Each node's lists, and the phase each node is awaited in, found once (not once per node).
+    // Each node's lists, found once (not once per node).
     let mut lists_of: HashMap<u64, Vec<_>> = HashMap::new();
     for l in &lists {
         lists_of.entry(l.node_id).or_default().push(l);
-    }
-    let mut awaited_in: HashMap<String, String> = HashMap::new();
-    for p in state.run.sequencer.in_flight() {
-        for n in p.awaiting {
-            awaited_in.entry(n).or_insert_with(|| p.phase.clone());
-        }
     }
     let planned_of: HashMap<&str, _> = plan.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     for node_id in &dep.node_ids {
@@ -71,8 +76,14 @@ pub fn build_with(
                     latest.get(&(*node_id, list.revision, spec.id.as_str()))
                 {
                     // A task still running when its deployment was cancelled was ended by the cancel.
-                    let cut_short = dep.status == DeploymentStatus::Cancelled
-                        && r.status == ResultStatus::Running;
+                    let cut_short = cancelled && r.status == ResultStatus::Running;
+                    // A task still running shows how long it has run; one the cancel ended, how long
+                    // it ran until then.
+                    let duration_ms = match (r.status, dep.finished_at_ms) {
+                        (ResultStatus::Running, Some(end)) if cut_short => elapsed(r, end),
+                        (ResultStatus::Running, None) => elapsed(r, now),
+                        _ => r.duration_ms,
+                    };
                     tasks.push(TaskLine {
                         phase: list.phase.clone(),
                         id: spec.id.clone(),
@@ -83,7 +94,7 @@ pub fn build_with(
                         },
                         attempts: *attempts,
                         exit_code: r.exit_code,
-                        duration_ms: r.duration_ms,
+                        duration_ms,
                         message: if cut_short {
                             "ended: the deployment was cancelled while it ran".into()
                         } else {
@@ -108,23 +119,34 @@ pub fn build_with(
                 })
                 .count()
         });
+        let succeeded = last.map_or(0, |l| {
+            l.tasks
+                .iter()
+                .filter(|t| {
+                    latest
+                        .get(&(*node_id, l.revision, t.id.as_str()))
+                        .is_some_and(|(r, _)| r.last && r.status == ResultStatus::Succeeded)
+                })
+                .count()
+        });
         let planned = planned_of.get(name.as_str()).copied();
-        let in_flight = awaited_in.get(&name).cloned();
-        let status = match (planned.map(|p| p.status), &in_flight) {
-            (_, Some(_)) => NodeStatus::Running,
-            (Some(s), None) => s,
-            (None, None) => NodeStatus::NotStarted,
-        };
+        let status = planned.map_or(NodeStatus::NotStarted, |p| p.status);
+        let in_flight = awaited_in
+            .get(&name)
+            .filter(|_| status == NodeStatus::Running)
+            .cloned();
         // The first task of the failed phase's list, in the list's order, that failed the node: the
         // same words the run wrote on the node's record when the deployment ended.
-        let reason = planned.and_then(|p| {
-            let failed = p.failed_phase.as_ref()?;
-            let task = tasks
-                .iter()
-                .find(|t| &t.phase == failed && t.status.is_failure())
-                .map(|t| (t.id.as_str(), t.status));
-            p.failure_reason(task)
-        });
+        let failed_task = planned
+            .and_then(|p| p.failed_phase.as_ref())
+            .and_then(|failed| {
+                tasks
+                    .iter()
+                    .find(|t| &t.phase == failed && t.status.is_failure())
+            });
+        let reason =
+            planned.and_then(|p| p.failure_reason(failed_task.map(|t| (t.id.as_str(), t.status))));
+        let failed_task = failed_task.map(|t| t.id.clone());
         nodes.push(NodeLine {
             id: *node_id,
             name,
@@ -134,6 +156,8 @@ pub fn build_with(
             reason,
             total_tasks: total,
             finished_tasks: finished,
+            succeeded_tasks: succeeded,
+            failed_task,
             tasks,
         });
     }
@@ -155,6 +179,8 @@ pub fn build_with(
             prepared: g.prepared.clone(),
             failed: g.failed.clone(),
             not_started: g.not_started.clone(),
+            running: g.running.clone(),
+            cancelled: g.cancelled.clone(),
         })
         .collect();
     Ok(Report {
@@ -180,4 +206,9 @@ pub fn build_with(
             .filter(DeploymentEvent::is_notice)
             .collect(),
     })
+}
+
+/// How long a task that reported it started has run by `until` (ms).
+fn elapsed(r: &TaskResult, until: i64) -> u64 {
+    u64::try_from(until.saturating_sub(r.started_at_ms)).unwrap_or(0)
 }

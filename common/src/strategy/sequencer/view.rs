@@ -105,6 +105,8 @@ impl Sequencer {
                     prepared: names_with(NodeStatus::Prepared),
                     failed: names_with(NodeStatus::Failure),
                     not_started: names_with(NodeStatus::NotStarted),
+                    running: Vec::new(),
+                    cancelled: Vec::new(),
                 }
             })
             .collect();
