@@ -559,6 +559,11 @@ impl Api {
         std::thread::spawn(move || {
             use std::io::BufRead;
             let response = request.send().expect("the event stream opens");
+            assert!(
+                response.status().is_success(),
+                "the event stream is refused: {}",
+                response.status()
+            );
             std::io::BufReader::new(response)
                 .lines()
                 .map_while(|l| l.ok())

@@ -693,6 +693,10 @@ impl Run {
             message: message.clone(),
             by: by.to_string(),
         });
+        // Every stream ends with the deployment's end, a cancelled one's too.
+        fx.events.push(DeploymentEvent::DeploymentFinished {
+            status: DeploymentStatus::Cancelled,
+        });
         self.stopped = Some(message);
         self.end(DeploymentStatus::Cancelled, &mut fx);
         Ok(fx)
@@ -986,26 +990,41 @@ impl Run {
     }
 
     /// Why each failed node failed, in the words every view uses
-    /// ([`strategy::NodeReport::failure_reason`]): the first task of its list that failed it.
+    /// ([`strategy::NodeReport::failure_reason`]).
     fn failure_reasons(&self) -> BTreeMap<u64, String> {
         let report = self.state.sequencer.report();
-        let mut reasons = BTreeMap::new();
-        for n in report.nodes.iter().filter(|n| n.failed_phase.is_some()) {
-            let Some(id) = self.ids.get(&n.name).copied() else {
-                continue;
-            };
-            // The first task of its list, in the list's order, whose last word fails it.
-            let task = self.plan.graphs.iter().find_map(|(graph_type, graph)| {
-                graph.specs.get(&id)?.iter().find_map(|t| {
-                    let status = self.done.get(graph_type, id, &t.id)?;
-                    status.is_failure().then_some((t.id.as_str(), status))
-                })
-            });
-            if let Some(reason) = n.failure_reason(task) {
-                reasons.insert(id, reason);
-            }
-        }
-        reasons
+        report
+            .nodes
+            .iter()
+            .filter(|n| n.failed_phase.is_some())
+            .filter_map(|n| {
+                let id = self.ids.get(&n.name).copied()?;
+                Some((id, self.reason_of(id, n)?))
+            })
+            .collect()
+    }
+
+    /// The node with this name, if it is one of the deployment's.
+    pub fn id_of(&self, name: &str) -> Option<u64> {
+        self.ids.get(name).copied()
+    }
+
+    /// Why a node failed, if it did: the first task of its list, in the list's order, whose last word
+    /// failed it, in the words every view uses ([`strategy::NodeReport::failure_reason`]).
+    pub fn failure_reason(&self, node: u64) -> Option<String> {
+        let name = &self.plan.nodes.get(&node)?.name;
+        let report = self.state.sequencer.node_report(name)?;
+        self.reason_of(node, &report)
+    }
+
+    fn reason_of(&self, id: u64, n: &strategy::NodeReport) -> Option<String> {
+        let task = self.plan.graphs.iter().find_map(|(graph_type, graph)| {
+            graph.specs.get(&id)?.iter().find_map(|t| {
+                let status = self.done.get(graph_type, id, &t.id)?;
+                status.is_failure().then_some((t.id.as_str(), status))
+            })
+        });
+        n.failure_reason(task)
     }
 
     /// Whether the failed nodes of a fault tolerance group of `graph_type` are more than it allows; the

@@ -4,9 +4,9 @@
 use super::states::TaskStates;
 use super::{run_plan, Engine, EngineState, EngineStateRef};
 use crate::clock::now_ms;
-use crate::store::{DeploymentRecord, DeploymentStatus, Ending, Progress, StoreError};
+use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodesEnded, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
-use plinth_common::wire::{DeploymentEvent, TaskList, TaskResult};
+use plinth_common::wire::{DeploymentEvent, NodeStatus, TaskList, TaskResult};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -312,6 +312,11 @@ impl Engine {
         if lists.is_empty() && state.is_none() && fx.events.is_empty() && rows.is_empty() {
             return Ok(stated);
         }
+        // Nodes whose outcome became final in this step (the end covers them all at once).
+        let (ended_ok, ended_failed) = match fx.finish {
+            None => nodes_ended(&live.run, &fx.events),
+            Some(_) => (Vec::new(), Vec::new()),
+        };
         self.store.record_progress(
             id,
             &mut Progress {
@@ -326,6 +331,11 @@ impl Engine {
                     untouched: &f.untouched,
                     deploys: live.deploys,
                 }),
+                nodes_ended: NodesEnded {
+                    succeeded: &ended_ok,
+                    failed: &ended_failed,
+                    deploys: live.deploys,
+                },
             },
         )?;
         Ok(stated)
@@ -657,4 +667,24 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The nodes a step's events end: those whose status became `success` (every phase done) or
+/// `failure`, the latter with why.
+fn nodes_ended(run: &Run, events: &[DeploymentEvent]) -> (Vec<u64>, Vec<(u64, String)>) {
+    let (mut succeeded, mut failed) = (Vec::new(), Vec::new());
+    for e in events {
+        let DeploymentEvent::NodeStatusChanged { node, to, .. } = e else {
+            continue;
+        };
+        let Some(id) = run.id_of(node) else {
+            continue;
+        };
+        match to {
+            NodeStatus::Success => succeeded.push(id),
+            NodeStatus::Failure => failed.push((id, run.failure_reason(id).unwrap_or_default())),
+            _ => {}
+        }
+    }
+    (succeeded, failed)
 }

@@ -255,6 +255,20 @@ pub struct Progress<'a> {
     pub task_rows: &'a [StateRow],
     /// The end, when the deployment ended.
     pub end: Option<Ending<'a>>,
+    /// Nodes whose outcome became final in this step (before the deployment's end), whose records
+    /// change now: so `nodes list` says a node failed as soon as the report does.
+    pub nodes_ended: NodesEnded<'a>,
+}
+
+/// Nodes whose outcome in a running deployment became final in one step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodesEnded<'a> {
+    /// Nodes that finished every phase.
+    pub succeeded: &'a [u64],
+    /// Nodes that failed a phase, each with why.
+    pub failed: &'a [(u64, String)],
+    /// Whether the deployment deploys (see [`Ending::deploys`]).
+    pub deploys: bool,
 }
 
 impl<'a> Progress<'a> {
@@ -266,6 +280,7 @@ impl<'a> Progress<'a> {
             events: &[],
             task_rows: &[],
             end: None,
+            nodes_ended: NodesEnded::default(),
         }
     }
 }

@@ -172,6 +172,71 @@ fn results_are_stored_once(s: &dyn Store) {
     assert_eq!(s.deployment_results(1).unwrap().len(), 2);
 }
 
+/// A cancelled deployment still takes each attempt's last word (the task the cancel ended, or one that
+/// finished as the stop order travelled), once; never a new `running`, never a second last word.
+fn a_cancelled_deployment_takes_the_last_word_of_what_it_ended(s: &dyn Store) {
+    let (_, c) = release_and_cluster(s);
+    let n = s
+        .register_node(&reg("k1"), NodeAdmission::Accepted)
+        .unwrap();
+    let d = s
+        .create_deployment(&NewDeployment {
+            inputs: no_inputs(),
+            cluster_id: c.id,
+            graph_type: "default".into(),
+            node_ids: vec![n.id],
+            options: serde_json::json!({}),
+            state: packed_state("{}"),
+            now_ms: 1,
+            deploys: true,
+            primaries: Vec::new(),
+        })
+        .unwrap();
+    let of = |task: &str, attempt: u32, status: ResultStatus| TaskResult {
+        deployment_id: d.id,
+        ..result(task, attempt, status)
+    };
+    assert_eq!(
+        s.store_results(n.id, &[of("long", 1, ResultStatus::Running)])
+            .unwrap(),
+        [Stored::New]
+    );
+    s.finish_deployment(
+        d.id,
+        &DeploymentEnd {
+            state: &serde_json::json!({}),
+            status: DeploymentStatus::Cancelled,
+            events: &[],
+            succeeded: &[],
+            failed: &[],
+            untouched: &[n.id],
+            deploys: true,
+        },
+    )
+    .unwrap();
+    let late = [
+        of("long", 1, ResultStatus::Interrupted),
+        of("next", 1, ResultStatus::Running),
+    ];
+    assert_eq!(
+        s.store_results(n.id, &late).unwrap(),
+        [Stored::New, Stored::Final],
+        "the ended task's last word goes in; nothing starts after a cancel"
+    );
+    assert_eq!(
+        s.store_results(n.id, &[of("long", 1, ResultStatus::Succeeded)])
+            .unwrap(),
+        [Stored::Final],
+        "one last word per attempt"
+    );
+    assert_eq!(
+        s.store_results(n.id, &late[..1]).unwrap(),
+        [Stored::Duplicate],
+        "a resend is acknowledged"
+    );
+    assert_eq!(s.deployment_results(d.id).unwrap().len(), 2);
+}
+
 /// A provision task's results move its node through `provisioning` to `provisioned` (with what was
 /// installed, where and when), and the end of the deployment leaves it provisioned with its roles
 /// pending; other results leave the status alone.
@@ -559,6 +624,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             events: &[plinth_common::wire::DeploymentEvent::GroupStarted { group: "c".into() }],
             task_rows: &[],
             end: None,
+            nodes_ended: Default::default(),
         },
     );
     assert!(refused.is_err());
@@ -585,6 +651,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
                 untouched: &[],
                 deploys: true,
             }),
+            nodes_ended: Default::default(),
         },
     )
     .unwrap();
@@ -601,6 +668,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
             events: &[],
             task_rows: &[],
             end: None,
+            nodes_ended: Default::default(),
         },
     );
     assert!(
@@ -1228,9 +1296,20 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
                 (n[0], "t".into(), text(&serde_json::json!({"last": true}))),
             ],
             end: None,
+            nodes_ended: NodesEnded {
+                succeeded: &[],
+                failed: &[(n[2], "task boom failed in phase deploy".into())],
+                deploys: true,
+            },
         },
     )
     .unwrap();
+    let failing = s.get_node(n[2]).unwrap();
+    assert_eq!(
+        (failing.status, failing.model.error_msg.as_deref()),
+        (NodeStatus::Error, Some("task boom failed in phase deploy")),
+        "a node is in error as soon as its failure is final, not at the deployment's end"
+    );
     s.finish_deployment(
         d.id,
         &DeploymentEnd {
@@ -1559,6 +1638,7 @@ suite!(
     the_schema_is_the_controllers_once_opened,
     registration_is_idempotent_per_key,
     results_are_stored_once,
+    a_cancelled_deployment_takes_the_last_word_of_what_it_ended,
     one_running_deployment_per_cluster_and_failed_writes_change_nothing,
     graphs_create_conflict_replace_delete,
     revisions_come_from_one_counter_and_nothing_a_node_says_moves_them,

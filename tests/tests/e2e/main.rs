@@ -30,6 +30,7 @@ mod hostile_files;
 mod images;
 mod master;
 mod netboot;
+mod one_truth;
 mod packages;
 mod plinthctl;
 mod plinthctl_expr;

@@ -51,6 +51,34 @@ impl Sequencer {
             .map(|&n| self.state.nodes[n].status)
     }
 
+    /// One node's part of the report, if the node is part of the deployment (its groups left out).
+    pub fn node_report(&self, node: &str) -> Option<NodeReport> {
+        let n = *self.node_index.get(node)?;
+        Some(self.node_line(n, Vec::new()))
+    }
+
+    fn node_line(&self, n: usize, groups: Vec<String>) -> NodeReport {
+        let strategy = &self.state.strategy;
+        let node = &self.state.nodes[n];
+        let phase_name = |index: usize| strategy.phases[index].name.clone();
+        NodeReport {
+            name: node.name.clone(),
+            status: node.status,
+            groups,
+            sent_by: node.last_group.map(|g| strategy.groups[g].name.clone()),
+            phases_passed: (0..node.phases_done).map(phase_name).collect(),
+            failed_phase: node.failed_phase.map(phase_name),
+            failure: node.failure,
+            failure_detail: match (node.failure, node.failed_phase) {
+                (Some(NodeOutcome::TimedOut), Some(k)) => Some(format!(
+                    "timed out after {} s",
+                    strategy.timeout_of(&strategy.phases[k])
+                )),
+                _ => None,
+            },
+        }
+    }
+
     /// A group's state, if the strategy has the group.
     pub fn group_state(&self, group: &str) -> Option<GroupStatus> {
         self.group_index
@@ -110,25 +138,9 @@ impl Sequencer {
                 }
             })
             .collect();
-        let node_reports = nodes
-            .iter()
+        let node_reports = (0..nodes.len())
             .zip(node_groups)
-            .map(|(node, groups)| NodeReport {
-                name: node.name.clone(),
-                status: node.status,
-                groups,
-                sent_by: node.last_group.map(|g| strategy.groups[g].name.clone()),
-                phases_passed: (0..node.phases_done).map(phase_name).collect(),
-                failed_phase: node.failed_phase.map(phase_name),
-                failure: node.failure,
-                failure_detail: match (node.failure, node.failed_phase) {
-                    (Some(NodeOutcome::TimedOut), Some(k)) => Some(format!(
-                        "timed out after {} s",
-                        strategy.timeout_of(&strategy.phases[k])
-                    )),
-                    _ => None,
-                },
-            })
+            .map(|(n, groups)| self.node_line(n, groups))
             .collect();
         Report {
             strategy: strategy.name.clone(),

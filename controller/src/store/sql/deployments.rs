@@ -1,7 +1,7 @@
 //! Deployments: their records, the lists they publish (each with a revision from one counter), the
 //! events they append, their steps and their end.
 
-use super::access::{args, sql_id, sql_ids, to_json, Arg, Row, Rows, Tx};
+use super::access::{args, sql_id, to_json, Arg, Row, Rows, Tx};
 use super::catalog::{cluster_row, set_cluster_status};
 use super::controllers::check_fence;
 use super::nodes::{nodes_by_id, save_primaries, set_deploying, NODES_PER_STATEMENT};
@@ -9,8 +9,8 @@ use crate::clock::now_ms;
 use crate::store::bodies::{self, Joiner};
 use crate::store::compressed::{columns, stored_json};
 use crate::store::{
-    CompressedJson, DeploymentRecord, DeploymentStatus, Ending, Fence, NewDeployment, Progress,
-    StoreError, StoreResult,
+    CompressedJson, DeploymentRecord, DeploymentStatus, Ending, Fence, NewDeployment, NodesEnded,
+    Progress, StoreError, StoreResult,
 };
 use plinth_api::records::NodeStatus;
 use plinth_common::wire::{DeploymentEvent, TaskList};
@@ -313,11 +313,29 @@ pub(crate) fn finish(
     }
     append_events(t, dep_id, events)?;
     // Only a deployment that deploys moves pending roles and marks nodes ready.
-    let (succeeded, untouched): (&[u64], Vec<u64>) = if end.deploys {
-        (end.succeeded, end.untouched.to_vec())
+    let untouched: Vec<u64> = if end.deploys {
+        end.untouched.to_vec()
     } else {
-        (&[], [end.succeeded, end.untouched].concat())
+        [end.succeeded, end.untouched].concat()
     };
+    end_nodes(
+        t,
+        dep_id,
+        &NodesEnded {
+            succeeded: end.succeeded,
+            failed: end.failed,
+            deploys: end.deploys,
+        },
+    )?;
+    restore_untouched(t, &untouched)
+}
+
+/// Ends nodes whose outcome in deployment `dep_id` is final: those that succeeded (in a deployment that
+/// deploys) become ready with their pending roles deployed, those that failed are in error with why.
+/// Run as each node's outcome becomes final and again at the deployment's end (the same outcome, the
+/// same record).
+pub(crate) fn end_nodes(t: &dyn Tx, dep_id: u64, ended: &NodesEnded<'_>) -> StoreResult<()> {
+    let succeeded: &[u64] = if ended.deploys { ended.succeeded } else { &[] };
     let d = t.dialect();
     // A statement per chunk of nodes: a deployment ends for thousands of nodes at once, and each
     // node's whole record is read to change it, so a chunk bounds what is held at once.
@@ -357,7 +375,7 @@ pub(crate) fn finish(
             },
         )?;
     }
-    for chunk in end.failed.chunks(NODES_PER_STATEMENT) {
+    for chunk in ended.failed.chunks(NODES_PER_STATEMENT) {
         let reasons: HashMap<u64, &str> = chunk.iter().map(|(n, r)| (*n, r.as_str())).collect();
         let ids: Vec<u64> = chunk.iter().map(|(n, _)| *n).collect();
         let (ids, models): (Vec<i64>, Vec<String>) = nodes_by_id(t, &ids)?
@@ -386,15 +404,41 @@ pub(crate) fn finish(
             },
         )?;
     }
-    let ids = sql_ids(&untouched);
-    t.exec(
-        &format!(
-            "UPDATE nodes SET status = CASE WHEN roles = '[]' THEN 'discover' ELSE 'ready' END \
-             WHERE id {} AND status = 'deploying'",
-            d.in_list(1)
-        ),
-        args![&ids],
-    )?;
+    Ok(())
+}
+
+/// Nodes a deployment left untouched (not started, cut short, or selected by no group) go back to
+/// the status they had before it: in error for an earlier failure, provisioned, ready once deployed,
+/// else discovered.
+fn restore_untouched(t: &dyn Tx, untouched: &[u64]) -> StoreResult<()> {
+    for chunk in untouched.chunks(NODES_PER_STATEMENT) {
+        let (ids, statuses): (Vec<i64>, Vec<String>) = nodes_by_id(t, chunk)?
+            .into_iter()
+            .filter(|node| node.status == NodeStatus::Deploying)
+            .map(|node| {
+                let before = if node.model.error_type.is_some() {
+                    "error"
+                } else if !node.model.pending_addition {
+                    "ready"
+                } else if node.model.provisioned.is_some() {
+                    "provisioned"
+                } else {
+                    "discover"
+                };
+                (sql_id(node.id), before.to_string())
+            })
+            .unzip();
+        t.dialect().update_rows(
+            t,
+            &Rows {
+                table: "nodes",
+                columns: &[("id", Arg::Ints(&ids)), ("status", Arg::Strings(&statuses))],
+                filter: "",
+                tail: "",
+                set: "",
+            },
+        )?;
+    }
     Ok(())
 }
 
@@ -427,6 +471,9 @@ pub(crate) fn record_progress(
     insert_lists(t, dep_id, p.lists)?;
     if !p.task_rows.is_empty() {
         super::states::save_task_states(t, &[], p.task_rows)?;
+    }
+    if !p.nodes_ended.succeeded.is_empty() || !p.nodes_ended.failed.is_empty() {
+        end_nodes(t, dep_id, &p.nodes_ended)?;
     }
     match p.end {
         Some(end) => finish(t, dep_id, p.state, p.events, &end)?,

@@ -1,5 +1,5 @@
-//! Task results (stored once each, only while their deployment runs) and what nodes sent that was
-//! refused.
+//! Task results (stored once each, while their deployment runs; after a cancel, still the last word of
+//! each attempt the cancel ended) and what nodes sent that was refused.
 
 use super::access::{args, id, sql_id, sql_ids, to_json, Arg, Rows, Tx};
 use crate::store::{NewRefusal, RefusalRecord, StoreResult, Stored, MAX_REFUSALS_PER_NODE};
@@ -10,7 +10,8 @@ mod lifecycle;
 /// Stores every batch's results in the caller's transaction (see
 /// [`crate::store::Store::store_results`]), in one bulk write: thousands of agents' reports arrive
 /// together. Each result is `New` when it went in now, else `Duplicate` when the same result is
-/// stored, else `Final` (its deployment ended, or the task's outcome was recorded differently).
+/// stored, else `Final` (its deployment ended other than by a cancel, or the task's outcome was
+/// recorded differently).
 pub(crate) fn store_batches(
     t: &dyn Tx,
     batches: &[(u64, &[TaskResult])],
@@ -39,8 +40,15 @@ pub(crate) fn store_batches(
                 ("status", Arg::Strings(&rows.status)),
                 ("result", Arg::Strings(&rows.text)),
             ],
+            // While the deployment runs; once it was cancelled, still a task's last word (the cancel
+            // ended it, or it finished as the stop order travelled), once per attempt: the report then
+            // shows how each task really ended, and the agent has nothing to quarantine.
             filter: "EXISTS (SELECT 1 FROM deployments d WHERE d.id = v.deployment_id \
-                     AND d.status = 'running')",
+                     AND (d.status = 'running' OR (d.status = 'cancelled' AND v.status <> 'running' \
+                     AND NOT EXISTS (SELECT 1 FROM results o WHERE o.node_id = v.node_id \
+                     AND o.deployment_id = v.deployment_id AND o.revision = v.revision \
+                     AND o.task_id = v.task_id AND o.attempt = v.attempt \
+                     AND o.status <> 'running'))))",
             tail: "ON CONFLICT DO NOTHING",
             set: "",
         },
