@@ -194,7 +194,8 @@ fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter())
         .with_ansi(ansi)
-        .with_writer(std::io::stderr);
+        // Whatever a line carries (a node's path, task id or name) cannot end it or forge another.
+        .with_writer(move || plinth_common::log_text::EscapeControls::new(std::io::stderr(), ansi));
     match format {
         LogFormat::Human => builder.init(),
         LogFormat::Json | LogFormat::Journal => builder.json().flatten_event(true).init(),

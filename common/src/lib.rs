@@ -15,12 +15,14 @@
 //! | [`snapshot`] | a deployment's inputs as one value, and the one `resolve` the controller and `plinthctl` call |
 //! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
 //! | [`wire`] | the messages agents and the controller exchange |
+//! | [`log_text`] | text logs whose lines nothing they carry can forge (control characters escaped) |
 //! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
 
 pub mod deploy;
 /// The expression language, YAQL: the crate `plinth-yaql`.
 pub use plinth_yaql as expr;
 pub mod graph;
+pub mod log_text;
 /// The compact JSON tree expressions read: `plinth_yaql::json`.
 pub use plinth_yaql::json;
 pub mod model;

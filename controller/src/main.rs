@@ -266,7 +266,8 @@ fn init_logging(format: &str) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter())
         .with_ansi(ansi)
-        .with_writer(std::io::stderr);
+        // Whatever a line carries (a node's path, task id or name) cannot end it or forge another.
+        .with_writer(move || plinth_common::log_text::EscapeControls::new(std::io::stderr(), ansi));
     if format == "json" || format == "journal" {
         builder.json().init();
     } else {

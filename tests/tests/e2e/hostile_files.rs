@@ -417,3 +417,93 @@ fn forged_gate_answers_never_start_a_gated_task() {
     evil.gate_answers(vec![signed(real, node_key, None, None)]);
     wait_until("the genuinely opened task to run", LONG, || marker.exists());
 }
+
+/// Every log line a node's text reaches, tried with text that would forge lines of its own (a new
+/// line, a carriage return, a terminal escape): the controller's log shows each inside the line that
+/// carries it, escaped, and no forged line starts anywhere.
+#[test]
+fn no_text_a_node_sends_forges_a_log_line() {
+    let c = Controller::start();
+    let forged =
+        "\n2026-11-29T08:00:00.000000Z  WARN plinth_controller: FORGED token revoked\r\u{1b}[2K";
+    let key = plinth_common::signing::signing_key_from_seed([7; 32]);
+    let node = node_client(&c, &key);
+    let post = |path: &str, body: Value| {
+        node.post(format!("{}/agent/v1/{path}", c.url))
+            .json(&body)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    // Registration: a name, tags it may not claim, labels.
+    let reg = json!({"agent_version": format!("1{forged}"),
+        "facts": {"hostname": format!("evil{forged}")},
+        "tags": [format!("primary-x{forged}")],
+        "labels": {"rack": format!("r{forged}")}});
+    // Refused or taken, whichever: then registered under a plain name, with the tags and labels.
+    let _ = post("register", reg);
+    let reg = json!({"agent_version": "1", "facts": {"hostname": "evil"},
+        "tags": [format!("primary-x{forged}")],
+        "labels": {"rack": format!("r{forged}")}});
+    let _ = post("register", reg);
+    let reg = json!({"agent_version": "1", "facts": {"hostname": "evil"}});
+    assert_eq!(post("register", reg), 200);
+    // A file its list does not name.
+    let path = format!("private{}", urlencoding(forged));
+    let refused = node
+        .get(format!("{}/agent/v1/files/{path}", c.url))
+        .send()
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(refused, 403);
+    // A result for a task never issued to it, and a refused list.
+    let result = plinth_common::wire::TaskResult {
+        deployment_id: 1,
+        revision: 1,
+        task_id: format!("t{forged}"),
+        attempt: 1,
+        status: plinth_common::wire::ResultStatus::Failed,
+        last: true,
+        exit_code: Some(1),
+        started_at_ms: 0,
+        duration_ms: 1,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        message: format!("m{forged}"),
+        details: Value::Null,
+    };
+    assert_eq!(post("results", json!({"results": [result]})), 200);
+    assert_eq!(
+        post(
+            "refusals",
+            json!({"reason": format!("bad{forged}"), "claimed_revision": 3})
+        ),
+        204
+    );
+    wait_until("the controller to log what the node caused", LONG, || {
+        c.log().matches("FORGED").count() >= 3
+    });
+    let log = c.log();
+    assert!(!log.contains('\u{1b}') && !log.contains('\r'), "{log}");
+    for line in log.lines().filter(|l| l.contains("FORGED")) {
+        let before = &line[..line.find("FORGED").unwrap_or(0)];
+        assert!(
+            before.contains(" WARN ") || before.contains(" INFO "),
+            "a node's text started a line of its own: {line:?}"
+        );
+    }
+}
+
+/// `text` percent-encoded for a URL path (every byte outside the unreserved set).
+fn urlencoding(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
