@@ -40,6 +40,9 @@ pub struct FileConfig {
     pub list_ttl_secs: Option<u64>,
     /// How long a phase may run before nodes that have not finished fail it, in seconds.
     pub phase_timeout_secs: Option<u64>,
+    /// How long a token issued through the Keystone-style endpoint stays valid, in seconds
+    /// (Keystone's default: 3600).
+    pub keystone_token_lifetime_secs: Option<u64>,
     /// How many of a phase's task lists are stored first, in one transaction, and handed out, so that
     /// the first nodes of a large phase start while the rest are written (each further transaction
     /// twice as many).
@@ -90,6 +93,8 @@ pub struct Config {
     pub list_ttl: Duration,
     /// Phase timeout.
     pub phase_timeout: Duration,
+    /// How long a Keystone-style token stays valid.
+    pub keystone_token_lifetime: Duration,
     /// How many of a phase's lists are stored and handed out first (then twice as many at a time).
     pub lists_per_write: usize,
     /// Unauthenticated traffic's bounds.
@@ -347,6 +352,10 @@ impl Config {
                     .unwrap_or(60),
             )?,
             list_ttl: positive("list_ttl_secs", file.list_ttl_secs.unwrap_or(600))?,
+            keystone_token_lifetime: positive(
+                "keystone_token_lifetime_secs",
+                file.keystone_token_lifetime_secs.unwrap_or(3600),
+            )?,
             phase_timeout: positive(
                 "phase_timeout_secs",
                 over.phase_timeout_secs

@@ -53,6 +53,18 @@ pub fn request_token(parts: &Parts) -> Result<String, ApiError> {
     }
 }
 
+/// The digest of the operator token a presented token stands for: its own, or for a Keystone-style
+/// token ([`super::keystone_token`]) the one it was issued over, once its signature and lifetime hold.
+pub fn operator_token_hash(state: &AppState, token: &str) -> Result<String, ApiError> {
+    if !token.starts_with(super::keystone_token::PREFIX) {
+        return Ok(hex::encode(token_hash(token)));
+    }
+    let now = crate::clock::now_ms() / 1000;
+    super::keystone_token::verify(&state.signer.verifying_key(), token, now)
+        .map(|claims| claims.token)
+        .map_err(|e| ApiError::unauthorized(e.to_string()))
+}
+
 /// An authenticated operator. Read-only tokens may only use safe methods.
 #[derive(Debug, Clone)]
 pub struct Operator {
@@ -71,8 +83,9 @@ impl FromRequestParts<Arc<AppState>> for Operator {
     ) -> Result<Self, Self::Rejection> {
         let token = request_token(parts)?;
         // Looked up on every request (one indexed read), so a revoked token stops working at once, in
-        // every controller process; only the token's digest is stored or compared.
-        let hash = hex::encode(token_hash(&token));
+        // every controller process; only the token's digest is stored or compared. A Keystone-style
+        // token stands for the operator token it was issued over, until it expires.
+        let hash = operator_token_hash(state, &token)?;
         let s = state.clone();
         let found = tokio::task::spawn_blocking(move || s.store.token_by_hash(&hash))
             .await

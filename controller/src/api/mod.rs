@@ -14,6 +14,7 @@ pub mod enrollments;
 pub mod error;
 pub mod files;
 pub mod graphs;
+pub mod keystone_token;
 pub mod nailgun;
 pub mod nodes;
 pub mod openapi;

@@ -313,3 +313,81 @@ fn bad_documents_for_the_model_are_refused_with_what_and_where() {
     let tags = c.api.get(&format!("/releases/{rid}/tags")).unwrap();
     assert_eq!(tags, serde_json::json!([]), "nothing was written");
 }
+
+/// Tokens from the Keystone-style endpoint live as long as the operator says (Keystone's hour by
+/// default), stand for the operator token they were asked with (its role, its revocation), and a
+/// forged or expired one is refused with a reason.
+#[test]
+fn keystone_tokens_expire_and_follow_their_operator_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("controller.toml");
+    std::fs::write(&config, "keystone_token_lifetime_secs = 3\n").unwrap();
+    let c = Controller::start_with(&[
+        "--nailgun-listen",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let base = format!("http://127.0.0.1:{}", c.nailgun_port());
+    let plain = reqwest::blocking::Client::new();
+    let (ok, viewer, err) = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
+    assert!(ok, "{err}");
+    let viewer = viewer.trim().to_string();
+    let issue = |password: &str| -> serde_json::Value {
+        plain
+            .post(format!("{base}/keystone/v2.0/tokens"))
+            .json(&json!({"auth": {"passwordCredentials": {"username": "viewer", "password": password}}}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    let status = |token: &str, method: &str| {
+        plain
+            .request(method.parse().unwrap(), format!("{base}/api/v1/clusters/"))
+            .header("X-Auth-Token", token)
+            .send()
+            .unwrap()
+    };
+    let access = issue(&viewer);
+    let token = access["access"]["token"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(token, viewer, "a token of its own, not the operator's");
+    let expires = access["access"]["token"]["expires"].as_str().unwrap();
+    assert!(!expires.starts_with("9999"), "{access}");
+    assert_eq!(status(&token, "GET").status().as_u16(), 200);
+    let who: serde_json::Value = plain
+        .get(format!("{base}/api/v1/whoami/"))
+        .header("X-Auth-Token", &token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        who["role"], "read_only",
+        "it is as read-only as the token it was asked with"
+    );
+    let mut forged = token.clone();
+    forged.pop();
+    forged.push(if token.ends_with('A') { 'B' } else { 'A' });
+    assert_eq!(status(&forged, "GET").status().as_u16(), 401);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let expired = status(&token, "GET");
+    assert_eq!(expired.status().as_u16(), 401);
+    let body = expired.text().unwrap();
+    assert!(
+        body.contains("expired") && body.contains("keystone"),
+        "{body}"
+    );
+    // Revoking the operator token ends the tokens issued over it.
+    let fresh = issue(&viewer)["access"]["token"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(status(&fresh, "GET").status().as_u16(), 200);
+    let (ok, _, err) = c.command(&["token", "revoke", "viewer"]);
+    assert!(ok, "{err}");
+    assert_eq!(status(&fresh, "GET").status().as_u16(), 401);
+}

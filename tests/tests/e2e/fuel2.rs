@@ -205,7 +205,7 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         .send()
         .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
-    // Keystone's token body answers with the same token, which works as X-Auth-Token.
+    // Keystone's token body answers with a token of Keystone's lifetime, which works as X-Auth-Token.
     let access: Value = plain
         .post(format!("{base}/keystone/v2.0/tokens"))
         .json(&json!({"auth": {"token": {"id": c.api.token}, "tenantName": "admin"}}))
@@ -213,7 +213,14 @@ fn fuel2_unmodified_drives_plinth_through_nailgun_api() {
         .unwrap()
         .json()
         .unwrap();
-    assert_eq!(access["access"]["token"]["id"], c.api.token.as_str());
+    let keystone = access["access"]["token"]["id"].as_str().unwrap();
+    assert!(keystone.starts_with("plinth-ks1."), "{access}");
+    let listed = plain
+        .get(format!("{base}/api/v1/clusters/"))
+        .header("X-Auth-Token", keystone)
+        .send()
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
 
     // env list / show.
     let envs = f.json("env list");

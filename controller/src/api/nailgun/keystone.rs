@@ -1,11 +1,13 @@
 //! What Fuel's clients ask before anything else: `GET /api/v1/version` (unauthenticated, it says a
 //! token is required) and Keystone v2's `POST /keystone/v2.0/tokens`. Plinth has no users: the
-//! password is a Plinth operator token and the user name is that token's name; the answer's token is
-//! the same Plinth token, which the client then sends as `X-Auth-Token`.
+//! password is a Plinth operator token and the user name is that token's name; the answer's token
+//! stands for that Plinth token for Keystone's lifetime (an hour unless `keystone_token_lifetime_secs`
+//! says otherwise; see `api/keystone_token.rs`), and the client sends it as `X-Auth-Token`.
 
-use crate::api::auth::token_hash;
+use crate::api::auth::operator_token_hash;
 use crate::api::error::ApiError;
 use crate::api::error::Json;
+use crate::api::keystone_token;
 use crate::state::AppState;
 use crate::store::{TokenRecord, TokenRole};
 use axum::extract::State;
@@ -55,7 +57,7 @@ struct TokenRef {
 }
 
 fn lookup(s: &AppState, token: &str) -> Result<TokenRecord, ApiError> {
-    match s.store.token_by_hash(&hex::encode(token_hash(token)))? {
+    match s.store.token_by_hash(&operator_token_hash(s, token)?)? {
         Some(t) if t.revoked_at_ms.is_none() => Ok(t),
         Some(t) => {
             tracing::warn!(target: "audit", token = %t.name, "refused a revoked token (keystone)");
@@ -84,6 +86,18 @@ pub async fn tokens(
     let tenant = req.auth.tenant_name.unwrap_or_else(|| "admin".into());
     let lookup_secret = secret.clone();
     let record = state.blocking(move |s| lookup(s, &lookup_secret)).await?;
+    // A token of its own, with Keystone's lifetime, over the operator token; one asked for with a
+    // Keystone-style token expires no later than that token.
+    let now = crate::clock::now_ms() / 1000;
+    let lifetime = state.config().keystone_token_lifetime.as_secs();
+    let parent = operator_token_hash(&state, &secret)?;
+    let mut lifetime_left = lifetime;
+    if secret.starts_with(keystone_token::PREFIX) {
+        if let Ok(claims) = keystone_token::verify(&state.signer.verifying_key(), &secret, now) {
+            lifetime_left = lifetime.min(u64::try_from(claims.expires - now).unwrap_or(0));
+        }
+    }
+    let (token, claims) = keystone_token::issue(&state.signer, &parent, now, lifetime_left);
     if let Some(name) = username.filter(|u| !u.is_empty()) {
         if name != record.name {
             return Err(ApiError::unauthorized(format!(
@@ -99,8 +113,9 @@ pub async fn tokens(
     Ok(Json(json!({
         "access": {
             "token": {
-                "id": secret,
-                "expires": "9999-12-31T23:59:59Z",
+                "id": token,
+                "issued_at": keystone_token::expiry_text(now),
+                "expires": keystone_token::expiry_text(claims.expires),
                 "tenant": {"id": tenant, "name": tenant, "enabled": true},
             },
             "serviceCatalog": [],
