@@ -49,14 +49,31 @@ finish() {
     echo "$deb"
 }
 
+# docs PACKAGE BINARY: the binary's man page and shell completions (bash, zsh, fish), printed by the
+# binary itself, so they always match its options.
+docs() {
+    local root="$work/$1" name="$2" bin="$bin_dir/$2"
+    local man="$root/usr/share/man/man1" bash="$root/usr/share/bash-completion/completions"
+    local zsh="$root/usr/share/zsh/vendor-completions" fish="$root/usr/share/fish/vendor_completions.d"
+    install -d -m 0755 "$man" "$bash" "$zsh" "$fish"
+    "$bin" generate man | gzip -9n > "$man/$name.1.gz"
+    "$bin" generate completions bash > "$bash/$name"
+    "$bin" generate completions zsh > "$zsh/_$name"
+    "$bin" generate completions fish > "$fish/$name.fish"
+    chmod 0644 "$man/$name.1.gz" "$bash/$name" "$zsh/_$name" "$fish/$name.fish"
+}
+
 stage plinth-controller
 install -m 0755 "$bin_dir/plinth-controller" "$bin_dir/plinthctl" "$work/plinth-controller/usr/bin/"
+docs plinth-controller plinth-controller
+docs plinth-controller plinthctl
 install -m 0644 "$here/etc/controller.toml" "$work/plinth-controller/etc/plinth/controller.toml"
 install -m 0644 "$top/README.md" "$work/plinth-controller/usr/share/doc/plinth-controller/README.md"
 finish plinth-controller
 
 stage plinth-agent
 install -m 0755 "$bin_dir/plinth-agent" "$work/plinth-agent/usr/bin/"
+docs plinth-agent plinth-agent
 install -m 0600 "$here/etc/agent.toml" "$work/plinth-agent/etc/plinth/agent.toml"
 install -m 0644 "$top/agent/README.md" "$work/plinth-agent/usr/share/doc/plinth-agent/README.md"
 finish plinth-agent

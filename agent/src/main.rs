@@ -58,6 +58,11 @@ enum Command {
         #[command(subcommand)]
         command: ImageCommand,
     },
+    /// Shell completions and the man page (the Debian package installs them).
+    Generate {
+        #[command(subcommand)]
+        what: plinth_common::cli_docs::Generate,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,6 +170,16 @@ fn main() -> ExitCode {
         Command::Image {
             command: ImageCommand::Inject(args),
         } => image_inject(args),
+        Command::Generate { what } => {
+            use clap::CommandFactory as _;
+            match plinth_common::cli_docs::generate(what, Cli::command(), &mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("plinth-agent: cannot write: {e}");
+                    1
+                }
+            }
+        }
     };
     ExitCode::from(code)
 }

@@ -15,9 +15,12 @@
 //! | [`snapshot`] | a deployment's inputs as one value, and the one `resolve` the controller and `plinthctl` call |
 //! | [`strategy`] | deployment strategies: groups, selectors, criteria, sequencing |
 //! | [`wire`] | the messages agents and the controller exchange |
+//! | `cli_docs` | shell completions and man pages from a binary's command line (feature `cli`) |
 //! | [`log_text`] | text logs whose lines nothing they carry can forge (control characters escaped) |
 //! | [`signing`] | canonical bytes and ed25519 signatures of task lists |
 
+#[cfg(feature = "cli")]
+pub mod cli_docs;
 pub mod deploy;
 /// The expression language, YAQL: the crate `plinth-yaql`.
 pub use plinth_yaql as expr;

@@ -146,6 +146,11 @@ enum Command {
         #[arg(long, env = "PLINTH_NETBOOT_IMAGES")]
         netboot_images: Option<PathBuf>,
     },
+    /// Shell completions and the man page (the Debian package installs them).
+    Generate {
+        #[command(subcommand)]
+        what: plinth_common::cli_docs::Generate,
+    },
     /// Network boot's helpers.
     Netboot {
         #[command(subcommand)]
@@ -281,6 +286,11 @@ fn main() -> Result<()> {
     #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
     plinth_controller::memory::on_give_back(purge_freed_pages);
     match &cli.command {
+        Command::Generate { what } => {
+            use clap::CommandFactory as _;
+            plinth_common::cli_docs::generate(*what, Cli::command(), &mut std::io::stdout())
+                .context("cannot write")
+        }
         Command::Serve {
             listen,
             nailgun_listen,

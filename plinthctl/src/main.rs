@@ -140,6 +140,11 @@ enum Command {
     /// The controllers sharing the database: which are live, which one sequences deployments, and
     /// each one's connected agents.
     Controllers,
+    /// Shell completions and the man page, offline (the Debian package installs them).
+    Generate {
+        #[command(subcommand)]
+        what: plinth_common::cli_docs::Generate,
+    },
     /// Start a local controller and agents, deploy a sample graph, and print the report.
     Quickstart {
         /// Keep the temporary directory (logs, databases, work directories).
@@ -191,6 +196,7 @@ fn offline(path: &[&str]) -> bool {
             | ["strategy", "check" | "simulate"]
             | ["expr", ..]
             | ["quickstart"]
+            | ["generate", ..]
             | ["help", ..]
     )
 }
@@ -740,6 +746,10 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
                     fail,
                 },
         } => return strategy::simulate(&joined(files, file_opts), inventory, fail, cli.output),
+        Command::Generate { what } => {
+            plinth_common::cli_docs::generate(*what, cli_command(), &mut std::io::stdout())?;
+            return Ok(true);
+        }
         Command::Graph { command } => {
             if let Some(r) = graph::run_offline(command, cli.output) {
                 return r;
@@ -778,7 +788,9 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
     })?;
     let f = cli.output;
     match cli.command {
-        Command::Quickstart { .. } | Command::Expr { .. } => unreachable!("handled above"),
+        Command::Quickstart { .. } | Command::Expr { .. } | Command::Generate { .. } => {
+            unreachable!("handled above")
+        }
         Command::Graph { command } => return graph::run(&client, command, f).await,
         Command::Tag { command } => return tags::run(&client, command, f).await,
         Command::Plugin { command } => return plugins::run(&client, command, f).await,

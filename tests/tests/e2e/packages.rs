@@ -104,6 +104,52 @@ fn packages_install_into_a_throwaway_root_and_their_binaries_run() {
         assert_eq!(version_of(&root.join(bin)), format!("{name} {version}"));
     }
 
+    // Each binary's man page and shell completions, made by the binary itself.
+    for name in ["plinth-agent", "plinth-controller", "plinthctl"] {
+        let man = root.join(format!("usr/share/man/man1/{name}.1.gz"));
+        let page = Command::new("zcat").arg(&man).output().expect("zcat runs");
+        let page = String::from_utf8_lossy(&page.stdout);
+        assert!(
+            page.contains(&format!(".TH {name}")),
+            "{name}'s man page: {page}"
+        );
+        for completion in [
+            format!("usr/share/bash-completion/completions/{name}"),
+            format!("usr/share/zsh/vendor-completions/_{name}"),
+            format!("usr/share/fish/vendor_completions.d/{name}.fish"),
+        ] {
+            let text = std::fs::read_to_string(root.join(&completion)).unwrap_or_default();
+            assert!(text.contains(name), "{completion}: {text}");
+        }
+    }
+    let page = Command::new("zcat")
+        .arg(root.join("usr/share/man/man1/plinthctl.1.gz"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&page.stdout).contains("controller"),
+        "plinthctl's page names its options"
+    );
+    // bash completes plinthctl's commands, and a command's options, from the installed script.
+    let complete = |words: &str| {
+        let script = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _plinthctl plinthctl \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            root.join("usr/share/bash-completion/completions/plinthctl")
+                .display()
+        );
+        let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let commands = complete("plinthctl ''");
+    assert!(
+        commands.lines().any(|l| l == "nodes") && commands.lines().any(|l| l == "deploy"),
+        "{commands}"
+    );
+    let options = complete("plinthctl nodes list --to");
+    assert!(options.lines().any(|l| l == "--token"), "{options}");
+
     // The controller's system user, and its data directory owned by it, private.
     let passwd = std::fs::read_to_string(root.join("etc/passwd")).unwrap();
     let plinth = passwd
