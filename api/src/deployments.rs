@@ -241,6 +241,9 @@ pub struct NodeBrief {
     /// The phase it is in, while in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// The phase it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_phase: Option<String>,
     /// Why it failed, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -347,6 +350,7 @@ impl From<NodeLine> for NodeBrief {
             name: n.name,
             status: n.status,
             phase: n.phase,
+            failed_phase: n.failed_phase,
             reason: n.reason,
             total_tasks: n.total_tasks,
             finished_tasks: n.finished_tasks,

@@ -107,7 +107,8 @@ pub fn build_with(
                 }
             }
         }
-        let last = mine.last();
+        // The last list with tasks: a cancel's stop order (no tasks) does not make the progress 0/0.
+        let last = mine.iter().rev().find(|l| !l.cancel).copied();
         let total = last.map_or(0, |l| l.tasks.len());
         let finished = last.map_or(0, |l| {
             l.tasks

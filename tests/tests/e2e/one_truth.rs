@@ -192,6 +192,14 @@ fn compare(
                 line["status"], brief["status"]
             ),
         )?;
+        // Progress counts the node's list of tasks, never a cancel's empty stop order.
+        want(
+            line["total_tasks"] == 3 && brief["total_tasks"] == 3,
+            format!(
+                "{name}: progress over {} / {} tasks, its list has 3",
+                line["total_tasks"], brief["total_tasks"]
+            ),
+        )?;
         match doing {
             Doing::Running(task) => {
                 let t =
@@ -217,6 +225,13 @@ fn compare(
                     reason.contains(&format!("task {task} failed"))
                         && brief["reason"] == line["reason"],
                     format!("{name}: reason {:?} / summary {}", reason, brief["reason"]),
+                )?;
+                want(
+                    brief["failed_phase"] == "deploy" && line["failed_phase"] == "deploy",
+                    format!(
+                        "{name}: failed phase {} / {}",
+                        line["failed_phase"], brief["failed_phase"]
+                    ),
                 )?;
                 want(
                     brief["last_task"] == *task && line["failed_task"] == *task,
