@@ -35,8 +35,8 @@ export async function deploymentPage(main, id) {
   fill(main, headBox, finalBox, h('h2', {}, 'Groups ', h('span', { class: 'muted' }, '(dependency order)')), groupsBox,
     failuresBox,
     h('h2', {}, 'Nodes ', statusFilter, ' ', live),
-    h('div', { class: 'split' }, listBox, nodeBox),
-    h('h2', {}, 'Events'), events);
+    // The events right under the list, the node's card beside both (below the list in a narrow window).
+    h('div', { class: 'split dep-split' }, listBox, nodeBox, h('div', { class: 'dep-events' }, h('h2', {}, 'Events'), events)));
 
   let selected = null;
   const open = (nodeId) => { selected = nodeId; showNode(nodeBox, id, nodeId); };

@@ -396,7 +396,26 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     };
     // Cut with an ellipsis only: the node's name, phase, task and reason (all whole in the title, and
     // the reason whole in the failed nodes' list and the node's card).
-    let cut = check_layout(&b, "deployment-live", &dep_check, &[2, 4, 6, 7], |_| {});
+    // Side by side (1920 px), the events start right under the list, only their heading between.
+    let events_under_the_list = |width: u32| {
+        if width < 1500 {
+            return;
+        }
+        let gap = b
+            .eval("return document.getElementById('events').getBoundingClientRect().top - document.querySelector('#dep-nodes .vlist').getBoundingClientRect().bottom")
+            .unwrap();
+        assert!(
+            gap.as_f64().unwrap() < 60.0,
+            "events {gap} px below the list"
+        );
+    };
+    let cut = check_layout(
+        &b,
+        "deployment-live",
+        &dep_check,
+        &[2, 4, 6, 7],
+        events_under_the_list,
+    );
     for (width, cut) in &cut {
         if let Some(e) = cut.iter().find(|e| e.selector.contains("dep-node-reason")) {
             assert_eq!(e.title, reason, "at {width} px");
@@ -462,7 +481,13 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.wait_text("#live", WAIT, |t| t == "finished").unwrap();
     assert_eq!(b.count("#dep-cancel").unwrap(), 0);
     assert!(b.count("#events .event").unwrap() > 0);
-    check_layout(&b, "deployment-finished", &dep_check, &[2, 4, 6, 7], |_| {});
+    check_layout(
+        &b,
+        "deployment-finished",
+        &dep_check,
+        &[2, 4, 6, 7],
+        events_under_the_list,
+    );
 
     // The nodes page: each node's cluster by name; the failed one in error, why, and a link to the
     // deployment that failed it.
