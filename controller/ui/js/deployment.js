@@ -131,18 +131,21 @@ export async function deploymentPage(main, id) {
   // Bursts of events become one refresh at most every 300 ms.
   const schedule = () => { if (!timer) timer = setTimeout(() => { timer = null; refresh().catch(() => {}); }, 300); };
 
+  const wasRunning = summary.status === 'running';
   draw();
   window.plinthDeploymentFirstRenderMs = performance.now() - t0;
-  const addEvent = (kind, e) => {
+  // Events carry no time of their own: a live one shows when it came, a finished deployment's stored
+  // ones their place in its sequence.
+  const addEvent = (kind, e, seq) => {
     const text = kind === 'task_result' ? `${e.node} ${e.task} ${e.status}${e.last ? '' : ' (partial)'}` : `${e.node ?? e.group ?? ''} ${e.phase ?? ''} ${e.message ?? why(e.reason) ?? e.status ?? ''}`;
-    events.prepend(h('div', { class: 'event', dataset: { kind } }, `${new Date().toLocaleTimeString()} ${kind} ${text}`));
+    const when = wasRunning ? new Date().toLocaleTimeString() : `#${seq ?? ''}`;
+    events.prepend(h('div', { class: 'event', dataset: { kind } }, `${when} ${kind} ${text}`));
     while (events.childElementCount > MAX_EVENTS) events.lastChild.remove();
   };
   // A finished deployment's stream gives its stored events and ends; a running one's goes on live.
-  const wasRunning = summary.status === 'running';
-  const feed = api.stream(`/deployments/${id}/events`, (kind, e) => {
+  const feed = api.stream(`/deployments/${id}/events`, (kind, e, seq) => {
     if (wasRunning) { live.textContent = 'live'; schedule(); }
-    addEvent(kind, e);
+    addEvent(kind, e, seq);
   }, () => {
     live.textContent = wasRunning ? 'ended' : 'finished';
     if (wasRunning) refresh().catch(() => {});
