@@ -213,6 +213,17 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         "token stored: {stored}"
     );
     b.screenshot("clusters").unwrap();
+    check_layout(
+        &b,
+        "clusters",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
 
     // Nodes: both, with facts; filtering by tag is done by the server.
     b.goto(&format!("{}/ui/#/nodes", c.url)).unwrap();
@@ -288,6 +299,17 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.click("#checks-run").unwrap();
     b.wait_for("#checks .badge", WAIT).unwrap();
     b.screenshot("cluster").unwrap();
+    check_layout(
+        &b,
+        "cluster",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
     // A dry run first: resolved and shown, nothing started.
     b.select("#deploy-strategy", "rollout").unwrap();
     b.click("#deploy-dry-run").unwrap();
@@ -539,6 +561,17 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.wait_text("#deployments", WAIT, |t| t.contains("cancelled"))
         .unwrap();
     b.screenshot("deployments").unwrap();
+    check_layout(
+        &b,
+        "deployments",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
     std::fs::write(&go, "").unwrap();
     // Nothing was blocked by the page's policy and no script failed along the way.
     assert_eq!(b.eval("return window.plinthErrors").unwrap(), json!([]));
