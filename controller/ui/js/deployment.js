@@ -172,7 +172,8 @@ function progress(n) {
   const ok = n.succeeded_tasks ?? 0;
   const failed = n.status === 'failure';
   const bar = segments(total, [[ok, ''], [failed ? 1 : 0, 'bad'], [n.status === 'running' ? 1 : 0, 'run']]);
-  return h('span', { class: failed ? 'progress failed' : 'progress' },
+  const title = `${ok} of ${total} task(s) succeeded${failed && taskOf(n) ? `; ${taskOf(n)} failed` : ''}`;
+  return h('span', { class: failed ? 'progress failed' : 'progress', title },
     h('span', { class: 'bar' }, bar), h('span', { class: 'count' }, `${ok}/${total}${failed ? ' \u2717' : ''}`));
 }
 
