@@ -1,11 +1,16 @@
 //! A real browser for the console's tests: Debian's `chromium`, headless, driven over WebDriver by
 //! `chromedriver` (through fantoccini), with a fresh profile each time. The methods block, so tests
 //! read like the rest of the harness.
+//!
+//! [`Browser::measure_layout`] checks a page by measurement (`measure.js`, run in the page): cells whose
+//! content is wider or taller than their box, rows that overlap, header cells not above their columns,
+//! graph boxes whose text spills out; each offence names its element by a selector and gives its sizes.
 
 use crate::{bin_dir, wait_until};
 use anyhow::{bail, Context, Result};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
+use std::fmt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,6 +29,82 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
     "--disable-dev-shm-usage",
     "--window-size=1400,1000",
 ];
+
+/// The script [`Browser::measure_layout`] runs in the page.
+const MEASURE_JS: &str = include_str!("measure.js");
+
+/// What [`Browser::measure_layout`] measures: CSS selectors (empty for none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LayoutCheck<'a> {
+    /// Cells: each one's content must fit its box, or be one line cut with an ellipsis whose title
+    /// holds all of its text.
+    pub cells: &'a str,
+    /// Rows: no two may overlap, and each one's content must fit it.
+    pub rows: &'a str,
+    /// Header rows and the body rows under them: each body cell must start and end where its header
+    /// cell does.
+    pub aligned: &'a [(&'a str, &'a str)],
+    /// SVG boxes (a `g` with a `rect` and `text`s): each text inside its rect, no two boxes overlapping.
+    pub boxes: &'a str,
+}
+
+/// One thing found wrong by [`Browser::measure_layout`].
+#[derive(Debug, Clone)]
+pub struct Offence {
+    /// Which element(s), as a selector path from the nearest ancestor with an id.
+    pub selector: String,
+    /// What is wrong (`clipped`, `rows overlap`, ...).
+    pub problem: String,
+    /// The measured sizes (scroll and client width and height, or the boxes compared).
+    pub sizes: Value,
+    /// The element's text.
+    pub text: String,
+    /// Its title, if any.
+    pub title: String,
+}
+
+impl fmt::Display for Offence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} {} text {:?}",
+            self.selector, self.problem, self.sizes, self.text
+        )?;
+        if !self.title.is_empty() {
+            write!(f, " title {:?}", self.title)?;
+        }
+        Ok(())
+    }
+}
+
+/// A cell cut with an ellipsis on purpose, its whole text in its title.
+#[derive(Debug, Clone)]
+pub struct Ellipsised {
+    /// Which element.
+    pub selector: String,
+    /// Its (cut) text.
+    pub text: String,
+    /// Its title: the whole text.
+    pub title: String,
+}
+
+/// What [`Browser::measure_layout`] found.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Everything clipped, overlapping or misaligned.
+    pub offences: Vec<Offence>,
+    /// Cells cut with an ellipsis and a title (allowed; the caller decides which may be).
+    pub ellipsised: Vec<Ellipsised>,
+    /// How many elements were measured.
+    pub measured: usize,
+}
+
+impl Layout {
+    /// The offences, one a line.
+    pub fn report(&self) -> String {
+        self.offences.iter().map(|o| format!("  {o}\n")).collect()
+    }
+}
 
 /// A headless browser session.
 pub struct Browser {
@@ -93,6 +174,53 @@ impl Browser {
     /// Runs a script (`return ...;` answers a value).
     pub fn eval(&self, script: &str) -> Result<Value> {
         Ok(self.rt.block_on(self.c().execute(script, vec![]))?)
+    }
+
+    /// Sets the window's size (WebDriver `/window/rect`); answers the page's inner width and height.
+    pub fn set_window_size(&self, width: u32, height: u32) -> Result<(u64, u64)> {
+        self.rt.block_on(self.c().set_window_size(width, height))?;
+        let inner = self.eval("return [window.innerWidth, window.innerHeight]")?;
+        let get = |i: usize| inner[i].as_u64().unwrap_or(0);
+        Ok((get(0), get(1)))
+    }
+
+    /// Measures the page's layout as `check` says (see [`LayoutCheck`]) and answers what is wrong.
+    pub fn measure_layout(&self, check: &LayoutCheck<'_>) -> Result<Layout> {
+        let spec = json!({
+            "cells": check.cells,
+            "rows": check.rows,
+            "aligned": check.aligned,
+            "boxes": check.boxes,
+        });
+        let answer = self.rt.block_on(self.c().execute(MEASURE_JS, vec![spec]))?;
+        let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let offences = answer["offences"]
+            .as_array()
+            .context("the measurement's answer")?
+            .iter()
+            .map(|o| Offence {
+                selector: text(o, "selector"),
+                problem: text(o, "problem"),
+                sizes: o["sizes"].clone(),
+                text: text(o, "text"),
+                title: text(o, "title"),
+            })
+            .collect();
+        let ellipsised = answer["ellipsised"]
+            .as_array()
+            .context("the measurement's answer")?
+            .iter()
+            .map(|e| Ellipsised {
+                selector: text(e, "selector"),
+                text: text(e, "text"),
+                title: text(e, "title"),
+            })
+            .collect();
+        Ok(Layout {
+            offences,
+            ellipsised,
+            measured: answer["measured"].as_u64().unwrap_or(0) as usize,
+        })
     }
 
     /// Waits until `selector` matches an element.

@@ -1,6 +1,8 @@
-// A deployment, live: groups in dependency order with their criteria and state, every node's phase and
-// progress, failures with their output, and the event log, all refreshed from the event stream (SSE)
-// without reloading; the final report when it ends; cancel with an operator token.
+// A deployment, live: groups in dependency order with their criteria, state and counts, every node's
+// phase, progress (tasks succeeded of its total, a failed node marked) and the task that matters (the
+// running one, else the one that failed it), failed nodes with their whole reason, each node's output,
+// and the event log, all refreshed from the event stream (SSE) without reloading; the final report when
+// it ends; cancel while it runs, with an operator token.
 
 import * as api from './api.js';
 import { h, fill, badge, toast } from './dom.js';
@@ -8,6 +10,7 @@ import { vlist } from './vlist.js';
 import { criteria } from './clusters.js';
 
 const MAX_EVENTS = 200;
+const MAX_FAILURES = 10;
 
 /** `#/deployment/ID`. */
 export async function deploymentPage(main, id) {
@@ -25,27 +28,26 @@ export async function deploymentPage(main, id) {
   const finalBox = h('div', { id: 'final-report' });
   const nodeBox = h('div', { id: 'dep-node' });
   const events = h('div', { class: 'events', id: 'events' });
+  const failuresBox = h('div', { id: 'dep-failures' });
   const statusFilter = h('select', { id: 'dep-filter' }, h('option', { value: '' }, 'all nodes'));
   const listBox = h('div', { id: 'dep-nodes' });
   const live = h('span', { id: 'live', class: 'badge' }, 'connecting');
   fill(main, headBox, finalBox, h('h2', {}, 'Groups ', h('span', { class: 'muted' }, '(dependency order)')), groupsBox,
+    failuresBox,
     h('h2', {}, 'Nodes ', statusFilter, ' ', live),
-    h('div', { class: 'split' },
-      h('div', {}, h('div', { class: 'vhead dep-grid' }, ['Id', 'Node', 'Status', 'Phase', 'Progress', 'Task', 'Reason'].map((t) => h('span', {}, t))), listBox),
-      nodeBox),
-    h('h2', {}, 'Events'), events);
+    // The events right under the list, the node's card beside both (below the list in a narrow window).
+    h('div', { class: 'split dep-split' }, listBox, nodeBox, h('div', { class: 'dep-events' }, h('h2', {}, 'Events'), events)));
 
   let selected = null;
+  const open = (nodeId) => { selected = nodeId; showNode(nodeBox, id, nodeId); };
   const nodes = vlist(listBox, {
+    head: ['Id', 'Node', 'Status', 'Phase', 'Progress', 'Task', 'Reason'],
     rowClass: 'dep-grid',
-    render: (n) => {
-      const bar = h('span', {});
-      bar.style.width = `${n.total_tasks ? Math.round((100 * n.finished_tasks) / n.total_tasks) : 0}%`;
-      return [h('span', {}, n.id), h('span', { class: 'dep-node-name' }, n.name), h('span', {}, badge(n.status)),
-        h('span', {}, n.phase ?? ''), h('span', {}, h('div', { class: 'bar' }, bar), ` ${n.finished_tasks}/${n.total_tasks}`),
-        h('span', {}, n.last_task ?? ''), h('span', { class: 'error' }, n.reason ?? '')];
-    },
-    onClick: (n) => { selected = n.id; showNode(nodeBox, id, n.id); },
+    render: (n) => [h('span', {}, n.id), h('span', { class: 'dep-node-name' }, n.name),
+      h('span', { class: 'dep-node-status' }, badge(n.status)), h('span', {}, n.phase ?? ''), progress(n),
+      h('span', { class: n.status === 'failure' ? 'dep-node-task failed' : 'dep-node-task' }, taskOf(n) ?? ''),
+      h('span', { class: 'error dep-node-reason' }, n.reason ?? '')],
+    onClick: (n) => open(n.id),
   });
   statusFilter.addEventListener('change', () => draw());
 
@@ -53,11 +55,12 @@ export async function deploymentPage(main, id) {
     const t = performance.now();
     const running = summary.status === 'running';
     // Two steps (no modal dialog): the first click asks, the second cancels.
-    const cancel = h('button', { class: 'danger', id: 'dep-cancel', disabled: !running || !api.canAct(), onclick: async () => {
+    // Only while it runs: a finished deployment has nothing to cancel. A read-only token sees it disabled.
+    const cancel = running ? h('button', { class: 'danger', id: 'dep-cancel', disabled: !api.canAct(), onclick: async () => {
       if (!cancel.dataset.armed) { cancel.dataset.armed = '1'; cancel.textContent = `Really cancel #${id}?`; return; }
       try { const r = await api.post(`/deployments/${id}/cancel`); toast(`Deployment ${id}: ${r.status}`); await refresh(); } catch (e) { toast(e.message); }
-    } }, 'Cancel');
-    const counts = Object.entries(summary.counts).map(([k, v]) => [badge(k), ` ${v}  `]);
+    } }, 'Cancel') : null;
+    const counts = Object.entries(summary.counts).map(([k, v]) => h('span', { class: 'count', dataset: { status: k } }, badge(k), ` ${v}`));
     fill(headBox, h('h1', {}, `Deployment #${id} `, h('span', { id: 'dep-status' }, badge(summary.status))),
       h('div', { class: 'row' }, h('a', { href: `#/cluster/${summary.cluster_id}` }, `cluster #${summary.cluster_id}`),
         h('span', {}, `graph type ${summary.graph_type}`), summary.strategy ? h('span', {}, `strategy ${summary.strategy}`) : null,
@@ -66,21 +69,20 @@ export async function deploymentPage(main, id) {
     const ordered = [...summary.order.map((n) => byName.get(n)).filter(Boolean), ...summary.groups.filter((g) => !summary.order.includes(g.name))];
     fill(groupsBox, ordered.map((g) => {
       const rule = groupRules.get(g.name);
-      const bar = h('span', {});
-      bar.style.width = `${g.nodes ? Math.round((100 * (g.succeeded + g.failed)) / g.nodes) : 0}%`;
       return h('div', { class: 'group', dataset: { group: g.name, state: g.state } },
         h('b', {}, g.name), ' ', badge(g.state), g.critical ? h('span', { class: 'muted' }, ' critical') : null,
         g.current_phase ? h('div', {}, `phase ${g.current_phase}`) : null,
         rule?.depends_on?.length ? h('div', { class: 'muted' }, `after ${rule.depends_on.join(', ')}`) : null,
         rule?.success_criteria ? h('div', { class: 'muted' }, criteria(rule.success_criteria)) : null,
-        h('div', { class: 'bar' }, bar),
-        h('div', { class: 'muted' }, `${g.succeeded} ok, ${g.prepared} prepared, ${g.failed} failed, ${g.not_started} not started of ${g.nodes}`),
+        h('div', { class: 'bar' }, segments(g.nodes, [[g.succeeded, ''], [g.failed, 'bad'], [g.cancelled ?? 0, 'gone'], [g.running ?? 0, 'run']])),
+        h('div', { class: 'muted group-counts' }, groupCounts(g)),
         g.reason ? h('div', { class: 'error' }, g.reason) : null);
     }));
     const statuses = Object.keys(summary.counts);
     const want = statusFilter.value;
     fill(statusFilter, h('option', { value: '' }, 'all nodes'), statuses.map((s) => h('option', { value: s, selected: s === want }, s)));
     nodes.set(want ? summary.nodes.filter((n) => n.status === want) : summary.nodes);
+    drawFailures();
     // The pre-deployment checks' warnings, why it stopped, refused results: shown while it runs too.
     const notices = summary.notices.length ? h('div', { id: 'notices' }, h('h3', {}, 'Checks and notices'),
       summary.notices.map((n) => h('div', { class: 'notice' }, badge(n.event), ` ${n.code ? `${n.code}: ` : ''}${n.message ?? n.reason ?? ''}`))) : null;
@@ -94,6 +96,21 @@ export async function deploymentPage(main, id) {
       fill(finalBox, notices ? h('div', { class: 'card' }, notices) : '');
     }
     (window.plinthDrawMs ||= []).push(performance.now() - t);
+  }
+
+  // Failed nodes with their whole reason (the list's reason cell is one line): the first few, each
+  // opening its node's output.
+  function drawFailures() {
+    const failed = summary.nodes.filter((n) => n.status === 'failure');
+    if (!failed.length) { fill(failuresBox); return; }
+    const shown = failed.slice(0, MAX_FAILURES);
+    fill(failuresBox, h('h2', {}, `Failed nodes (${failed.length})`),
+      h('div', { class: 'failures' }, shown.map((n) => h('div', { class: 'failure', dataset: { node: n.name } },
+        h('button', { type: 'button', class: 'link', onclick: () => open(n.id) }, n.name),
+        h('span', { class: 'failure-task' }, taskOf(n) ? `task ${taskOf(n)}` : ''),
+        h('span', { class: 'muted' }, n.phase ? `phase ${n.phase}` : ''),
+        h('span', { class: 'error failure-reason' }, n.reason ?? '')))),
+      failed.length > shown.length ? h('p', { class: 'muted' }, `and ${failed.length - shown.length} more: choose "failure" above the list`) : null);
   }
 
   let busy = false, again = false, timer = null;
@@ -114,20 +131,66 @@ export async function deploymentPage(main, id) {
   // Bursts of events become one refresh at most every 300 ms.
   const schedule = () => { if (!timer) timer = setTimeout(() => { timer = null; refresh().catch(() => {}); }, 300); };
 
+  const wasRunning = summary.status === 'running';
   draw();
   window.plinthDeploymentFirstRenderMs = performance.now() - t0;
-  const addEvent = (kind, e) => {
-    const text = kind === 'task_result' ? `${e.node} ${e.task} ${e.status}${e.last ? '' : ' (partial)'}` : `${e.node ?? e.group ?? ''} ${e.phase ?? ''} ${e.message ?? e.reason ?? e.status ?? ''}`;
-    events.prepend(h('div', { class: 'event', dataset: { kind } }, `${new Date().toLocaleTimeString()} ${kind} ${text}`));
+  // Events carry no time of their own: a live one shows when it came, a finished deployment's stored
+  // ones their place in its sequence.
+  const addEvent = (kind, e, seq) => {
+    const text = kind === 'task_result' ? `${e.node} ${e.task} ${e.status}${e.last ? '' : ' (partial)'}` : `${e.node ?? e.group ?? ''} ${e.phase ?? ''} ${e.message ?? why(e.reason) ?? e.status ?? ''}`;
+    const when = wasRunning ? new Date().toLocaleTimeString() : `#${seq ?? ''}`;
+    events.prepend(h('div', { class: 'event', dataset: { kind } }, `${when} ${kind} ${text}`));
     while (events.childElementCount > MAX_EVENTS) events.lastChild.remove();
   };
-  const feed = summary.status === 'running' ? api.stream(`/deployments/${id}/events`, (kind, e) => {
-    live.textContent = 'live';
-    addEvent(kind, e);
-    schedule();
-  }, () => { live.textContent = 'ended'; refresh().catch(() => {}); }) : null;
-  if (!feed) live.textContent = 'finished';
-  return () => { if (feed) feed.stop(); clearTimeout(timer); };
+  // A finished deployment's stream gives its stored events and ends; a running one's goes on live.
+  const feed = api.stream(`/deployments/${id}/events`, (kind, e, seq) => {
+    if (wasRunning) { live.textContent = 'live'; schedule(); }
+    addEvent(kind, e, seq);
+  }, () => {
+    live.textContent = wasRunning ? 'ended' : 'finished';
+    if (wasRunning) refresh().catch(() => {});
+  });
+  return () => { feed.stop(); clearTimeout(timer); };
+}
+
+/** An event's reason in words: as it is, or a group's failure by its kind (`criteria after deploy`). */
+function why(r) {
+  if (r == null || typeof r !== 'object') return r;
+  const phase = r.phase ? ` after ${r.phase}` : '';
+  const dep = r.dependency ? ` ${r.dependency}` : '';
+  return `${String(r.kind ?? 'failed').replace(/_/g, ' ')}${dep}${phase}`;
+}
+
+/** The task a node's row shows: the one that failed it, else the running one, else the last reported. */
+function taskOf(n) {
+  return n.status === 'failure' ? (n.failed_task ?? n.last_task) : n.last_task;
+}
+
+/** A node's progress: tasks succeeded of its total; a failed node's bar ends in red and its count in a cross. */
+function progress(n) {
+  const total = n.total_tasks || 0;
+  const ok = n.succeeded_tasks ?? 0;
+  const failed = n.status === 'failure';
+  const bar = segments(total, [[ok, ''], [failed ? 1 : 0, 'bad'], [n.status === 'running' ? 1 : 0, 'run']]);
+  const title = `${ok} of ${total} task(s) succeeded${failed && taskOf(n) ? `; ${taskOf(n)} failed` : ''}`;
+  return h('span', { class: failed ? 'progress failed' : 'progress', title },
+    h('span', { class: 'bar' }, bar), h('span', { class: 'count' }, `${ok}/${total}${failed ? ' \u2717' : ''}`));
+}
+
+/** A bar's coloured parts: [count, class] each, as shares of `total`. */
+function segments(total, parts) {
+  return parts.filter(([k]) => k > 0 && total > 0).map(([k, cls]) => {
+    const seg = h('span', { class: cls });
+    seg.style.width = `${Math.min(100, (100 * k) / total)}%`;
+    return seg;
+  });
+}
+
+/** A group's nodes by state, the states it has, of how many. */
+function groupCounts(g) {
+  const parts = [['succeeded', 'ok'], ['running', 'running'], ['prepared', 'prepared'], ['failed', 'failed'],
+    ['cancelled', 'cancelled'], ['not_started', 'not started']].filter(([k]) => g[k]).map(([k, word]) => `${g[k]} ${word}`);
+  return `${parts.join(', ') || 'no nodes'} of ${g.nodes}`;
 }
 
 async function showNode(box, dep, nodeId) {

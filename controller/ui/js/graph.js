@@ -1,9 +1,39 @@
-// A cluster's merged graph of one type, laid out by dagre and drawn as SVG: tasks, their dependencies
-// (requires / required_for) and cross-node waits (cross_depends, dashed); zoom and pan; "parents for" a
-// task highlights everything that must come before it, as graph.gv's parents_for does.
+// A cluster's merged graph of one type, laid out by dagre and drawn as SVG: tasks (each box its id, its
+// type and its placement: roles, groups, tags), their dependencies (requires / required_for) and
+// cross-node waits (cross_depends, dashed); zoom and pan; "parents for" a task highlights everything that
+// must come before it, as graph.gv's parents_for does.
 
 import * as api from './api.js';
 import { h, s, fill, list } from './dom.js';
+
+const ID_FONT = '600 12px system-ui, sans-serif';
+const LINE_FONT = '11px system-ui, sans-serif';
+const LINE = 15; // px per line of a box
+const PAD = 8; // px around a box's lines
+const MAX_W = 280; // px: the widest a box gets
+
+/** Where a task runs, in words: its roles, groups and tags (an expression is shown as such). */
+export function placement(t) {
+  const parts = [];
+  for (const k of ['roles', 'groups', 'tags']) {
+    const v = t[k];
+    if (v == null) continue;
+    const words = Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : ['(expression)'];
+    if (words.length) parts.push(`${k}: ${words.join(', ')}`);
+  }
+  return parts.join('; ') || 'no placement';
+}
+
+const ctx = document.createElement('canvas').getContext('2d');
+function measure(text, font) { ctx.font = font; return ctx.measureText(text).width; }
+
+/** `text`, cut with an ellipsis to fit `width` px in `font`. */
+function fit(text, font, width) {
+  if (measure(text, font) <= width) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (measure(`${text.slice(0, mid)}\u2026`, font) <= width) lo = mid; else hi = mid - 1; }
+  return `${text.slice(0, lo)}\u2026`;
+}
 
 /** `#/cluster/ID/graph/TYPE`. */
 export async function graphPage(main, id, type) {
@@ -32,7 +62,17 @@ export async function graphPage(main, id, type) {
   const g = new window.dagre.graphlib.Graph({ multigraph: true });
   g.setGraph({ rankdir: 'TB', nodesep: 20, ranksep: 40 });
   g.setDefaultEdgeLabel(() => ({}));
-  for (const t of tasks) g.setNode(t.id, { width: Math.max(80, t.id.length * 7 + 20), height: 28 });
+  // Each box is as wide as its longest line (measured in the font it is drawn in), up to MAX_W; a longer
+  // placement ends in an ellipsis and the box's title has it whole.
+  const lines = new Map(tasks.map((t) => {
+    const l = [[String(t.id), ID_FONT, 'gid'], [String(t.type ?? ''), LINE_FONT, 'gtype'], [placement(t), LINE_FONT, 'gplace']]
+      .map(([text, font, cls]) => { const fitted = fit(text, font, MAX_W - 2 * PAD); return { text: fitted, full: text, font, cls, width: measure(fitted, font) }; });
+    return [t.id, l];
+  }));
+  for (const t of tasks) {
+    const l = lines.get(t.id);
+    g.setNode(t.id, { width: Math.max(80, Math.ceil(Math.max(...l.map((x) => x.width))) + 2 * PAD), height: l.length * LINE + 2 * PAD - 4 });
+  }
   edges.forEach(([a, b], i) => g.setEdge(a, b, {}, `e${i}`));
   window.dagre.layout(g);
 
@@ -46,10 +86,11 @@ export async function graphPage(main, id, type) {
   const boxes = new Map();
   for (const t of tasks) {
     const n = g.node(t.id);
+    const l = lines.get(t.id);
     const box = s('g', { class: 'gnode', transform: `translate(${n.x - n.width / 2},${n.y - n.height / 2})`, 'data-task': t.id },
       s('rect', { width: n.width, height: n.height, rx: 4 }),
-      s('text', { x: 10, y: 18 }, t.id),
-      s('title', {}, `${t.id} (${t.type})`));
+      l.map((x, i) => s('text', { x: PAD, y: PAD + i * LINE + 11, class: x.cls }, x.text)),
+      s('title', {}, l.map((x) => x.full).join('\n')));
     boxes.set(t.id, box);
     layer.append(box);
   }

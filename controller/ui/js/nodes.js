@@ -1,5 +1,6 @@
 // Nodes: filters that the server applies (status, admission, cluster, tag, name), pages fetched by
-// marker and appended, a virtual list for thousands of rows, and one node's facts, accept and roles.
+// marker and appended, a virtual list for thousands of rows (each with its cluster's name and, for a
+// node in error, why and the deployment that failed it), and one node's facts, accept and roles.
 
 import * as api from './api.js';
 import { h, fill, badge, bytes, toast } from './dom.js';
@@ -17,23 +18,28 @@ export async function nodesPage(main, params) {
   const name = h('input', { size: 16, placeholder: 'name contains' });
   const count = h('span', { id: 'node-count', class: 'muted' });
   const detail = h('div', { id: 'node-detail' });
-  const head = h('div', { class: 'vhead nodes-grid' }, ['Id', 'Name', 'Admission', 'Status', 'Online', 'CPUs', 'Memory', 'Roles', 'Tags'].map((t) => h('span', {}, t)));
   const listBox = h('div', { id: 'nodes-list' });
+  // Cluster names by id, read once per visit (a name the list does not know shows as its id).
+  const clusters = new Map((await api.get('/clusters').catch(() => [])).map((c) => [c.id, c.name]));
+  const clusterName = (cid) => (cid == null ? '' : clusters.get(cid) ?? `#${cid}`);
   fill(main, h('h1', {}, 'Nodes'),
     h('form', { class: 'row', id: 'node-filters' }, field('status', status), field('admission', admission),
       field('cluster_id', cluster), field('tag', tag), field('name', name),
       h('button', { type: 'submit', id: 'filter-apply' }, 'Filter'), count),
-    h('div', { class: 'split' }, h('div', {}, head, listBox), detail));
+    h('div', { class: 'split' }, listBox, detail));
   const list = vlist(listBox, {
+    head: ['Id', 'Name', 'Cluster', 'Admission', 'Status', 'Online', 'CPUs', 'Memory', 'Roles', 'Tags', 'Error'],
     rowClass: 'nodes-grid',
     render: (n) => [
-      h('span', {}, n.id), h('span', { class: 'node-name' }, n.name), h('span', {}, badge(n.admission)),
-      h('span', {}, badge(n.status)), h('span', {}, badge(n.online ? 'online' : 'offline')),
+      h('span', {}, n.id), h('span', { class: 'node-name' }, n.name),
+      h('span', { class: 'node-cluster', title: n.cluster_id == null ? '' : `${clusterName(n.cluster_id)} (#${n.cluster_id})` }, clusterName(n.cluster_id)),
+      h('span', {}, badge(n.admission)), h('span', {}, badge(n.status)), h('span', {}, badge(n.online ? 'online' : 'offline')),
       h('span', {}, n.hardware?.cpus ?? ''), h('span', {}, bytes(n.hardware?.memory_bytes)),
       h('span', {}, [...n.roles, ...n.pending_roles.map((r) => `${r}*`)].join(', ')),
       h('span', {}, (n.effective_tags || []).join(', ')),
+      errorCell(n),
     ],
-    onClick: (n) => showNode(detail, n.id, () => load()),
+    onClick: (n) => showNode(detail, n.id, () => load(), clusterName),
   });
 
   window.plinthNodesList = list; // for the benchmark: its redraw cost
@@ -66,12 +72,21 @@ export async function nodesPage(main, params) {
   return () => { generation++; };
 }
 
-async function showNode(box, id, reload) {
+/** Why a node is in error, and a link to the deployment that failed it. */
+function errorCell(n) {
+  if (n.status !== 'error') return h('span', { class: 'node-error' });
+  const why = n.error_msg ?? n.error_type ?? 'error';
+  const dep = n.error_deployment_id;
+  return h('span', { class: 'node-error error', title: dep == null ? why : `${why} (deployment #${dep})` },
+    dep == null ? null : [h('a', { href: `#/deployment/${dep}`, class: 'node-error-deployment' }, `#${dep}`), ' '], why);
+}
+
+async function showNode(box, id, reload, clusterName) {
   const n = await api.get(`/nodes/${id}`);
   const f = n.facts || {};
   const accept = n.admission === 'discovered'
     ? h('button', { class: 'primary', id: 'node-accept', disabled: !api.canAct(), onclick: async () => {
-      try { await api.post(`/nodes/${id}/accept`); toast(`Node ${n.name} accepted`); await showNode(box, id, reload); reload(); } catch (e) { toast(e.message); }
+      try { await api.post(`/nodes/${id}/accept`); toast(`Node ${n.name} accepted`); await showNode(box, id, reload, clusterName); reload(); } catch (e) { toast(e.message); }
     } }, 'Accept') : null;
   const rolesIn = h('input', { id: 'node-roles', size: 24, value: n.pending_roles.join(',') });
   const clusterIn = h('input', { id: 'node-cluster', size: 5, value: n.cluster_id ?? '' });
@@ -82,12 +97,15 @@ async function showNode(box, id, reload) {
     const roles = rolesIn.value.split(',').map((r) => r.trim()).filter(Boolean);
     try {
       await api.put(`/clusters/${Number(clusterIn.value)}/nodes`, { nodes: [{ id, roles }] });
-      toast(`Roles of ${n.name} set`); await showNode(box, id, reload); reload();
+      toast(`Roles of ${n.name} set`); await showNode(box, id, reload, clusterName); reload();
     } catch (err) { toast(err.message); }
   });
   fill(box, h('div', { class: 'card', dataset: { node: id } },
     h('h2', {}, n.name, ' ', badge(n.status), ' ', badge(n.online ? 'online' : 'offline')),
-    h('div', { class: 'row' }, accept, badge(n.admission)),
+    h('div', { class: 'row' }, accept, badge(n.admission),
+      n.cluster_id == null ? null : h('a', { href: `#/cluster/${n.cluster_id}`, id: 'node-cluster-link' }, `cluster ${clusterName(n.cluster_id)}`)),
+    n.status === 'error' ? h('div', { class: 'error', id: 'node-error' }, n.error_msg ?? n.error_type ?? 'error',
+      n.error_deployment_id == null ? null : [' \u2014 ', h('a', { href: `#/deployment/${n.error_deployment_id}` }, `deployment #${n.error_deployment_id}`)]) : null,
     assign,
     h('dl', { class: 'facts' },
       h('dt', {}, 'Roles'), h('dd', {}, n.roles.join(', ') || '\u2014', n.pending_roles.length ? ` (pending: ${n.pending_roles.join(', ')})` : ''),

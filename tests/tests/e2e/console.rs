@@ -6,10 +6,15 @@
 //!
 //! Nodes are accepted and given roles from the browser too.
 //!
+//! Pages are checked by measurement too, at 1024 and 1920 px wide (`Browser::measure_layout`): no cell's
+//! content wider or taller than its box (unless cut with an ellipsis, its whole text in its title, in a
+//! column allowed to cut), no two rows overlapping, header cells over their columns, graph boxes holding
+//! their text.
+//!
 //! `console_with_a_big_fleet` (ignored; run by hand, see docs/BENCHMARKS.md) measures the nodes page
 //! with 10,000 nodes and the live deployment page with 1,000.
 
-use plinth_e2e::browser::{screenshot_dir, Browser};
+use plinth_e2e::browser::{screenshot_dir, Browser, Ellipsised, LayoutCheck};
 use plinth_e2e::{bin, wait_until, Agent, Controller};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -20,6 +25,60 @@ fn read_only_token(c: &Controller) -> String {
     let (ok, out, err) = c.command(&["token", "create", "--name", "viewer", "--read-only"]);
     assert!(ok, "token create: {err}");
     out.trim().to_string()
+}
+
+/// The window widths every measured page is checked at.
+const WIDTHS: [(u32, u32); 2] = [(1024, 900), (1920, 1000)];
+
+/// The 1-based column of a cell named by `measure_layout` (its last `:nth-child(k)`).
+fn column(selector: &str) -> usize {
+    selector
+        .rsplit(":nth-child(")
+        .next()
+        .and_then(|t| t.trim_end_matches(')').parse().ok())
+        .unwrap_or(0)
+}
+
+/// Measures the page as it is at each of [`WIDTHS`] (the screenshot `WHAT-WIDTH.png` of each): nothing
+/// clipped, overlapping or misaligned, and only cells of the columns `may_cut` (1-based) cut with an
+/// ellipsis. `ready` runs after each resize, before measuring. Answers what was cut, by width.
+fn check_layout(
+    b: &Browser,
+    what: &str,
+    check: &LayoutCheck<'_>,
+    may_cut: &[usize],
+    ready: impl Fn(u32),
+) -> Vec<(u32, Vec<Ellipsised>)> {
+    let mut cut = Vec::new();
+    for (width, height) in WIDTHS {
+        let (inner, _) = b.set_window_size(width, height).unwrap();
+        assert_eq!(inner, u64::from(width), "the window's inner width");
+        ready(width);
+        let layout = b.measure_layout(check).unwrap();
+        let shot = b.screenshot(&format!("{what}-{width}")).unwrap();
+        assert!(
+            layout.measured > 0,
+            "{what} at {width} px: nothing measured"
+        );
+        assert!(
+            layout.offences.is_empty(),
+            "{what} at {width} px: {} offence(s) (screenshot {shot:?}):\n{}",
+            layout.offences.len(),
+            layout.report()
+        );
+        for e in &layout.ellipsised {
+            assert!(
+                may_cut.contains(&column(&e.selector)),
+                "{what} at {width} px: {} cut with an ellipsis: {:?} (title {:?}, screenshot {shot:?})",
+                e.selector,
+                e.text,
+                e.title
+            );
+        }
+        cut.push((width, layout.ellipsised));
+    }
+    b.set_window_size(1400, 1000).unwrap();
+    cut
 }
 
 fn sign_in(b: &Browser, url: &str, token: &str) {
@@ -47,10 +106,12 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         go.display()
     );
     let graph = json!({"deploy": {"tasks": [
-        {"id": "prepare", "type": "shell", "tags": ["a", "b"], "parameters": {"cmd": "true", "timeout": 60, "retries": 0}},
+        {"id": "prepare", "type": "shell", "tags": ["a", "b", "c"], "parameters": {"cmd": "true", "timeout": 60, "retries": 0}},
         {"id": "hold", "type": "shell", "tags": ["a"], "requires": ["prepare"], "parameters": {"cmd": hold, "timeout": 600, "retries": 0}},
         {"id": "boom", "type": "shell", "tags": ["b"], "requires": ["prepare"],
          "parameters": {"cmd": "echo boom-out; echo 'boom-err <b>not bold</b>' >&2; exit 3", "timeout": 60, "retries": 0}},
+        // Skipped when boom fails: the console shows boom as the node's task, not this last one.
+        {"id": "cleanup", "type": "shell", "tags": ["b"], "requires": ["boom"], "parameters": {"cmd": "true", "timeout": 60, "retries": 0}},
         {"id": "finish", "type": "shell", "tags": ["a"], "requires": ["hold"], "parameters": {"cmd": "true", "timeout": 60, "retries": 0}},
     ]}, "maintenance": {"tasks": [
         {"id": "drain", "type": "shell", "tags": ["b"], "parameters": {"cmd": "true"}},
@@ -59,7 +120,9 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     // A name that would be markup if the console ever put text into HTML.
     let evil = "<img src=x id=pwn>lab";
     let b = Browser::start().unwrap();
-    let strategy = "groups:\n  - {name: databases, critical: false, depends_on: [], selectors: [{node_tags: [b]}], success_criteria: {percent_successful_nodes: 100}}\n  - {name: web, critical: true, depends_on: [], selectors: [{node_tags: [a]}]}\nphases: [{name: deploy, graph_type: deploy}]\nmax_concurrent_groups: 2\n";
+    // A long phase name makes the failed node's reason long enough to wrap at 1024 px.
+    let phase = "deploy-databases-first-then-the-web-tier-in-every-rack-of-the-whole-fleet";
+    let strategy = format!("groups:\n  - {{name: databases, critical: false, depends_on: [], selectors: [{{node_tags: [b]}}], success_criteria: {{percent_successful_nodes: 100}}}}\n  - {{name: web, critical: true, depends_on: [], selectors: [{{node_tags: [a]}}]}}\n  - {{name: apps, critical: false, depends_on: [], selectors: [{{node_tags: [c]}}]}}\nphases: [{{name: {phase}, graph_type: deploy}}]\nmax_concurrent_groups: 3\n");
     // The console is served with its policy; the token is not in the page or its address.
     let page = c.api.http().get(format!("{}/ui/", c.url)).send().unwrap();
     assert_eq!(page.status(), 200);
@@ -150,6 +213,17 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         "token stored: {stored}"
     );
     b.screenshot("clusters").unwrap();
+    check_layout(
+        &b,
+        "clusters",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
 
     // Nodes: both, with facts; filtering by tag is done by the server.
     b.goto(&format!("{}/ui/#/nodes", c.url)).unwrap();
@@ -165,11 +239,38 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
         .unwrap();
     b.screenshot("nodes").unwrap();
 
+    // A third node (tag c, its own group) that will succeed beside the failing and the running one.
+    let _app = Agent::start(&c, "app-1", &["c"]);
+    let ids = c.api.wait_nodes(3);
+    let app = ids.iter().find(|(name, _)| name == "app-1").unwrap().1;
+    c.api.ok("POST", &format!("/nodes/{app}/accept"), None);
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cluster}/nodes"),
+        Some(&json!({"nodes": [{"id": app}]})),
+    );
+
     // The graph: four tasks laid out, "parents for" finish highlights hold and prepare.
     b.goto(&format!("{}/ui/#/cluster/{cluster}/graph/deploy", c.url))
         .unwrap();
     b.wait_for("#graph .gnode", WAIT).unwrap();
-    assert_eq!(b.count("#graph .gnode").unwrap(), 4);
+    assert_eq!(b.count("#graph .gnode").unwrap(), 5);
+    // Each box: the task's id, its type and its placement.
+    let lines = b
+        .eval("return [...document.querySelectorAll('#graph .gnode[data-task=prepare] text')].map((t) => t.textContent)")
+        .unwrap();
+    assert_eq!(lines, json!(["prepare", "shell", "tags: a, b, c"]));
+    check_layout(
+        &b,
+        "graph",
+        &LayoutCheck {
+            boxes: "#graph .gnode",
+            cells: "main h1, main > .row",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
     b.select("#parents-for", "finish").unwrap();
     b.wait_text("#graph-info", WAIT, |t| t == "2 task(s) before finish")
         .unwrap();
@@ -198,6 +299,17 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.click("#checks-run").unwrap();
     b.wait_for("#checks .badge", WAIT).unwrap();
     b.screenshot("cluster").unwrap();
+    check_layout(
+        &b,
+        "cluster",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
     // A dry run first: resolved and shown, nothing started.
     b.select("#deploy-strategy", "rollout").unwrap();
     b.click("#deploy-dry-run").unwrap();
@@ -249,6 +361,103 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.wait_text("#node-reason", WAIT, |t| t.contains("boom"))
         .unwrap();
     b.screenshot("deployment-live").unwrap();
+    // The failed node's row: the task that failed it (not the skipped last one), its progress short
+    // of its total and marked failed.
+    assert_eq!(b.text("#dep-nodes .dep-node-task").unwrap(), "boom");
+    let progress = b.text("#dep-nodes .progress").unwrap();
+    assert_eq!(progress, "1/3 \u{2717}", "{progress}");
+    assert_eq!(b.count("#dep-nodes .progress.failed").unwrap(), 1);
+    b.wait_text("#dep-failures [data-node=db-1] .failure-task", WAIT, |t| {
+        t == "task boom"
+    })
+    .unwrap();
+
+    // All three nodes: one failed, one running, one succeeded; each group's counts say so.
+    b.wait_for("#groups [data-group=apps][data-state=succeeded]", WAIT)
+        .unwrap();
+    b.eval("const f = document.getElementById('dep-filter'); f.value = ''; f.dispatchEvent(new Event('change'));")
+        .unwrap();
+    b.wait_text("#dep-nodes .vlist", WAIT, |t| {
+        t.contains("db-1") && t.contains("web-1") && t.contains("app-1")
+    })
+    .unwrap();
+    b.wait_text("#groups [data-group=web] .group-counts", WAIT, |t| {
+        t == "1 running of 1"
+    })
+    .unwrap();
+    assert_eq!(
+        b.text("#groups [data-group=apps] .group-counts").unwrap(),
+        "1 ok of 1"
+    );
+    assert_eq!(
+        b.text("#groups [data-group=databases] .group-counts")
+            .unwrap(),
+        "1 failed of 1"
+    );
+    let summary = c.api.get(&format!("/deployments/{dep}/summary")).unwrap();
+    let reason = summary["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "db-1")
+        .unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.contains(phase), "{reason}");
+    // The list is as tall as its rows: the events follow it, with no empty box between.
+    let slack = b
+        .eval("const box = document.querySelector('#dep-nodes .vlist'); return box.clientHeight - box.scrollHeight;")
+        .unwrap();
+    assert_eq!(slack, json!(0), "empty space in the nodes list");
+    let dep_check = LayoutCheck {
+        cells: "#dep-nodes .cell, #dep-failures .failure > *, #groups .group > *, #dep-head .row > *, #dep-node .card, #events .event",
+        rows: "#dep-nodes .vrow, #dep-nodes .vhead, #dep-failures .failure, #groups .group, #events .event",
+        aligned: &[("#dep-nodes .vhead", "#dep-nodes .vrow")],
+        boxes: "",
+    };
+    // Cut with an ellipsis only: the node's name, phase, task and reason (all whole in the title, and
+    // the reason whole in the failed nodes' list and the node's card).
+    // Side by side (1920 px), the events start right under the list, only their heading between.
+    let events_under_the_list = |width: u32| {
+        if width < 1500 {
+            return;
+        }
+        let gap = b
+            .eval("return document.getElementById('events').getBoundingClientRect().top - document.querySelector('#dep-nodes .vlist').getBoundingClientRect().bottom")
+            .unwrap();
+        assert!(
+            gap.as_f64().unwrap() < 60.0,
+            "events {gap} px below the list"
+        );
+    };
+    let cut = check_layout(
+        &b,
+        "deployment-live",
+        &dep_check,
+        &[2, 4, 6, 7],
+        events_under_the_list,
+    );
+    for (width, cut) in &cut {
+        if let Some(e) = cut.iter().find(|e| e.selector.contains("dep-node-reason")) {
+            assert_eq!(e.title, reason, "at {width} px");
+        }
+    }
+    // The reason wraps in the failed nodes' list at 1024 px: its row grows (measured above: not clipped).
+    b.set_window_size(1024, 900).unwrap();
+    let lines = b
+        .eval("const r = document.querySelector('#dep-failures .failure-reason'); return Math.round(r.getBoundingClientRect().height / parseFloat(getComputedStyle(r).lineHeight));")
+        .unwrap();
+    assert!(
+        lines.as_u64().unwrap() >= 2,
+        "the reason fits one line: {lines}"
+    );
+    assert_eq!(
+        b.eval("return [...document.querySelectorAll('#dep-nodes .vrow')].find((r) => r.querySelector('.dep-node-name').textContent === 'db-1').querySelector('.dep-node-reason').title")
+            .unwrap(),
+        json!(reason)
+    );
+    b.set_window_size(1400, 1000).unwrap();
 
     // A read-only token in a second browser sees the same deployment but cannot cancel or start.
     let ro = read_only_token(&c);
@@ -286,10 +495,83 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     let report: Value = c.api.get(&format!("/deployments/{dep}")).unwrap();
     assert_eq!(report["status"], "cancelled", "{report:#}");
     b.screenshot("deployment-cancelled").unwrap();
+    // Finished: nothing to cancel, so no Cancel button; its events are still there.
+    assert_eq!(b.count("#dep-cancel").unwrap(), 0);
+    b.goto(&format!("{}/ui/#/clusters", c.url)).unwrap();
+    b.wait_for("#clusters", WAIT).unwrap();
+    b.goto(&format!("{}/ui/#/deployment/{dep}", c.url)).unwrap();
+    b.wait_text("#live", WAIT, |t| t == "finished").unwrap();
+    assert_eq!(b.count("#dep-cancel").unwrap(), 0);
+    assert!(b.count("#events .event").unwrap() > 0);
+    check_layout(
+        &b,
+        "deployment-finished",
+        &dep_check,
+        &[2, 4, 6, 7],
+        events_under_the_list,
+    );
+
+    // The nodes page: each node's cluster by name; the failed one in error, why, and a link to the
+    // deployment that failed it.
+    wait_until("db-1 in error", WAIT, || {
+        c.api.get(&format!("/nodes/{}", id_of("db-1"))).unwrap()["status"] == "error"
+    });
+    b.goto(&format!("{}/ui/#/nodes", c.url)).unwrap();
+    b.wait_text("#node-count", WAIT, |t| t == "3 node(s)")
+        .unwrap();
+    let rows = b
+        .eval("return [...document.querySelectorAll('#nodes-list .vrow')].map((r) => [r.querySelector('.node-name').textContent, r.querySelector('.node-cluster').textContent, r.querySelector('.node-error').textContent, r.querySelector('.node-error a')?.getAttribute('href') ?? null])")
+        .unwrap();
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r[0] == name)
+            .unwrap_or_else(|| panic!("no row for {name}: {rows}"))
+            .clone()
+    };
+    let db = row("db-1");
+    assert_eq!(db[1], evil, "{db}");
+    let why = db[2].as_str().unwrap();
+    assert!(why.contains("task boom failed"), "{why}");
+    assert_eq!(db[3], format!("#/deployment/{dep}"));
+    assert_eq!(row("web-1")[1], evil);
+    assert_eq!(row("web-1")[2], "");
+    assert_eq!(b.count("#pwn").unwrap(), 0, "a cluster name became markup");
+    b.click("#nodes-list .vrow:nth-child(1)").unwrap();
+    b.wait_for("#node-detail .card", WAIT).unwrap();
+    // Cut with an ellipsis only: name, cluster, roles, tags and the error's reason.
+    check_layout(
+        &b,
+        "nodes",
+        &LayoutCheck {
+            cells: "#nodes-list .cell, #node-detail .card",
+            rows: "#nodes-list .vrow, #nodes-list .vhead",
+            aligned: &[("#nodes-list .vhead", "#nodes-list .vrow")],
+            boxes: "",
+        },
+        &[2, 3, 9, 10, 11],
+        |_| {},
+    );
+    b.click(&format!("#nodes-list a[href='#/deployment/{dep}']"))
+        .unwrap();
+    b.wait_text("#dep-status", WAIT, |t| t == "cancelled")
+        .unwrap();
     b.goto(&format!("{}/ui/#/deployments", c.url)).unwrap();
     b.wait_text("#deployments", WAIT, |t| t.contains("cancelled"))
         .unwrap();
     b.screenshot("deployments").unwrap();
+    check_layout(
+        &b,
+        "deployments",
+        &LayoutCheck {
+            cells: "main td, main th, main .row > *, main .card",
+            rows: "main tr",
+            ..Default::default()
+        },
+        &[],
+        |_| {},
+    );
     std::fs::write(&go, "").unwrap();
     // Nothing was blocked by the page's policy and no script failed along the way.
     assert_eq!(b.eval("return window.plinthErrors").unwrap(), json!([]));
