@@ -274,7 +274,7 @@ async fn put(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type"), ForceQuery),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 201, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -307,7 +307,7 @@ pub async fn create(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -352,7 +352,7 @@ pub struct GraphPatch {
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -464,7 +464,7 @@ pub async fn by_id(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]

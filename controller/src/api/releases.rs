@@ -79,7 +79,7 @@ pub async fn show(
     tag = "releases",
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success", body = plinth_api::records::ReleaseRecord),
+        (status = 201, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::ReleaseRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
