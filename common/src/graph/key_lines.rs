@@ -30,13 +30,29 @@ pub(crate) enum Marked {
 /// The merge key, as YAML 1.1 writes it.
 const MERGE: &str = "<<";
 
+/// The most nodes a document may unfold to, its aliases copied where they stand: aliases of aliases
+/// could otherwise make a small text an exponentially large tree.
+const MAX_NODES: usize = 1 << 20;
+
 impl Marked {
     /// Reads the first document of `text`; `None` when the text is no YAML.
     pub(crate) fn parse(text: &str) -> Option<Marked> {
         let mut builder = Builder::default();
         let mut parser = Parser::new_from_str(text);
         parser.load(&mut builder, false).ok()?;
+        if builder.nodes > MAX_NODES {
+            return None;
+        }
         builder.root
+    }
+
+    /// How many nodes the tree holds.
+    fn size(&self) -> usize {
+        1 + match self {
+            Marked::Map(entries) => entries.iter().map(|(_, _, v)| v.size()).sum(),
+            Marked::Seq(items) => items.iter().map(Marked::size).sum(),
+            Marked::Scalar => 0,
+        }
     }
 
     /// The line of the last key of `path` (a repeated key: its last writing, the one that counts).
@@ -89,14 +105,18 @@ enum Frame {
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Marked>,
+    /// Each anchor's node and its size.
+    anchors: HashMap<usize, (Marked, usize)>,
     root: Option<Marked>,
+    /// The nodes so far, aliases counted at their anchor's size; past [`MAX_NODES`] nothing is built.
+    nodes: usize,
 }
 
 impl Builder {
     fn push(&mut self, node: Marked, anchor: usize, key_text: Option<String>, line: usize) {
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = node.size();
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             None => {
@@ -115,13 +135,25 @@ impl Builder {
 
 impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, event: Event, mark: Marker) {
+        if self.nodes > MAX_NODES {
+            return;
+        }
+        self.nodes += 1;
         let line = mark.line();
         match event {
             Event::Scalar(text, _, anchor, _) => {
                 self.push(Marked::Scalar, anchor, Some(text), line)
             }
             Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned().unwrap_or(Marked::Scalar);
+                let (node, size) = self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or((Marked::Scalar, 1));
+                self.nodes = self.nodes.saturating_add(size);
+                if self.nodes > MAX_NODES {
+                    return;
+                }
                 self.push(node, 0, None, line);
             }
             Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor)),
@@ -201,5 +233,16 @@ two:
         assert_eq!(doc.line_of(&[key("two"), key("timout")]), Some(2));
         assert_eq!(doc.line_of(&[key("two"), key("cmd")]), Some(6));
         assert!(Marked::parse("a: [").is_none());
+    }
+
+    #[test]
+    fn aliases_of_aliases_do_not_unfold_without_bound() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        assert!(Marked::parse(&text).is_none());
+        assert!(Marked::parse("a: &a [x]\nb: [*a, *a]\n").is_some());
     }
 }
