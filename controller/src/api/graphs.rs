@@ -517,3 +517,49 @@ pub async fn delete_by_id(
         })
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(tasks: serde_json::Value) -> GraphBody {
+        GraphBody {
+            tasks: serde_json::from_value(tasks).expect("tasks"),
+            ..GraphBody::default()
+        }
+    }
+
+    #[test]
+    fn warnings_join_the_answer_and_force_says_what_it_stored_despite() {
+        let text = "- id: a\n  type: shell\n  parameters:\n    cmd: 'true'\n    timout: 5\n";
+        let value: serde_json::Value = serde_yaml_ng::from_str(text).expect("YAML");
+        let mut checks = UploadChecks::with_keys(DocumentKind::Graph, &value, Some(text));
+        check_graph("default", &body(value.clone()), false, &mut checks).expect("warnings pass");
+        let answer = serde_json::to_value(checks.stored(json!({"id": 1}), "graph \"default\""))
+            .expect("serializes");
+        assert_eq!(answer["id"], 1);
+        assert_eq!(answer["findings"][0]["code"], "unknown_key");
+        assert_eq!(answer["findings"][0]["line"], 5);
+        assert!(answer.get("forced").is_none(), "{answer}");
+
+        let cycle = json!([
+            {"id": "a", "type": "shell", "requires": ["b"]},
+            {"id": "b", "type": "shell", "requires": ["a"]}
+        ]);
+        let mut checks = UploadChecks::default();
+        let refused = check_graph("default", &body(cycle.clone()), false, &mut checks);
+        assert!(refused.is_err());
+        let mut checks = UploadChecks::default();
+        check_graph("default", &body(cycle), true, &mut checks).expect("forced");
+        let answer = serde_json::to_value(checks.stored(json!({"id": 2}), "graph \"default\""))
+            .expect("serializes");
+        let forced = answer["forced"].as_str().unwrap_or_default();
+        assert!(
+            forced.starts_with("graph \"default\" stored despite 1 error(s), as force=true asks")
+                && forced.contains("a -> b -> a"),
+            "{answer}"
+        );
+        assert_eq!(answer["findings"][0]["severity"], "error", "{answer}");
+    }
+}
