@@ -36,3 +36,21 @@ pub struct Attributes {
     /// The settings by section and attribute.
     pub editable: serde_json::Value,
 }
+
+/// The answer to an upload (a graph, a release, a plugin): the record as stored, with what the checks
+/// found in what was uploaded. Warnings (unknown keys, Fuel's types no agent runs, ...) never refuse
+/// an upload; errors do, unless `force=true` is given, and then `forced` says it was stored despite
+/// them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stored<T> {
+    /// The record as stored.
+    #[serde(flatten)]
+    pub record: T,
+    /// The checks' findings (`severity`, `code`, `message`, and where: `file`, `line`, `path`); absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// Set when `force=true` stored the upload despite error findings: says so, with the errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
+}

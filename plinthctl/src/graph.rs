@@ -7,7 +7,7 @@ use crate::output::{self, Format};
 use crate::resolve::{self, node_list, Dot, Files};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use plinth_api::answers::{Checks, SerializedTasks};
+use plinth_api::answers::{Checks, SerializedTasks, Stored};
 use plinth_api::records::{ClusterRecord, GraphRecord};
 use plinth_common::graph::DotOptions;
 use plinth_common::model::{parse_graph, DEFAULT_GRAPH_TYPE};
@@ -181,11 +181,12 @@ pub enum GraphCommand {
         #[command(flatten)]
         filters: DotFilters,
     },
-    /// Offline: only the pre-deployment findings (exit 1 on an error finding).
+    /// Offline: only the pre-deployment findings (exit 1 on an error finding), with the files'
+    /// unknown keys as warnings naming the file, the line and the nearest known key.
     Check {
         #[command(flatten)]
         args: ResolveArgs,
-        /// Fail on warnings too (exit 1), for a task author's CI.
+        /// Fail on warnings too (exit 1; an unknown key is one), for a task author's CI.
         #[arg(long)]
         strict: bool,
     },
@@ -396,7 +397,12 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             // the controller checks it.
             let graph = parse_graph(&text, &source).map_err(|e| anyhow::anyhow!("{e}"))?;
             let tasks: Vec<&plinth_common::model::Task> = graph.tasks.iter().collect();
-            let findings = plinth_common::graph::check_tasks(&tasks);
+            let mut findings = plinth_common::graph::check_tasks(&tasks);
+            findings.extend(plinth_common::graph::text_key_findings(
+                plinth_common::graph::DocumentKind::Graph,
+                &text,
+                &source,
+            ));
             let errors = findings
                 .iter()
                 .filter(|f| f.severity == plinth_common::graph::Severity::Error)
@@ -432,16 +438,19 @@ pub async fn run(client: &Client, command: GraphCommand, format: Format) -> Resu
             let v = client
                 .call_text(method, &format!("{base}{query}"), ctype, text)
                 .await?;
-            let stored: GraphRecord = serde_json::from_value(v.clone())
+            let stored: Stored<GraphRecord> = serde_json::from_value(v.clone())
                 .with_context(|| format!("unexpected answer to {base}"))?;
             match format {
                 Format::Json => output::json(&v),
                 Format::Table => println!(
                     "graph {graph_type:?} of {} {verb} (id {}, {} task(s))",
                     owner.path().trim_start_matches('/'),
-                    stored.id,
+                    stored.record.id,
                     graph.tasks.len()
                 ),
+            }
+            if let Some(forced) = &stored.forced {
+                eprintln!("the controller: {forced}");
             }
         }
         GraphCommand::Download {

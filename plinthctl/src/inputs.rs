@@ -1,8 +1,11 @@
 //! Reading the offline commands' files: documents (JSON or YAML, `-` for standard input), releases
 //! (Plinth's form or Nailgun's fixture, plus Fuel `tasks.yaml` files), plugins, clusters with their nodes,
-//! and old states. Every error names the file, and the line when the parser knows it.
+//! and old states. Every error names the file, and the line when the parser knows it. The loaders of
+//! tasks, releases, plugins and clusters add their files' unknown keys to the findings they are given
+//! (warnings naming the file, the line and the nearest known key).
 
 use anyhow::{anyhow, bail, Context, Result};
+use plinth_common::graph::{key_findings, text_key_findings, DocumentKind, Finding};
 use plinth_common::model::{
     parse_release_fixture, parse_release_fixture_named, parse_tasks, release_fixture_names,
     Cluster, Graph, Node, Plugin, Release, Task, DEFAULT_GRAPH_TYPE,
@@ -70,13 +73,16 @@ fn task_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads Fuel `tasks.yaml` files (a directory stands for every `tasks.yaml` under it), in order.
-pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>> {
+/// Reads Fuel `tasks.yaml` files (a directory stands for every `tasks.yaml` under it), in order; their
+/// unknown keys join `findings`.
+pub fn load_tasks(paths: &[PathBuf], findings: &mut Vec<Finding>) -> Result<Vec<Task>> {
     let mut tasks = Vec::new();
     for path in paths {
         for file in task_files(path)? {
             let text = read_text(&file)?;
-            tasks.extend(parse_tasks(&text, &name(&file)).map_err(|e| anyhow!("{e}"))?);
+            let source = name(&file);
+            tasks.extend(parse_tasks(&text, &source).map_err(|e| anyhow!("{e}"))?);
+            findings.extend(text_key_findings(DocumentKind::Tasks, &text, &source));
         }
     }
     Ok(tasks)
@@ -84,18 +90,29 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>> {
 
 /// Reads a release: Plinth's form (a mapping with `name`, `roles_metadata`, `graphs`, ...) or
 /// Nailgun's fixture (`openstack.yaml`, a list of entries). `tasks`, when not empty, form the release's
-/// graph of `graph_type` (replacing the tasks of one the file has).
-pub fn load_release(path: &Path, tasks: &[PathBuf], graph_type: &str) -> Result<Release> {
+/// graph of `graph_type` (replacing the tasks of one the file has). Unknown keys join `findings`.
+pub fn load_release(
+    path: &Path,
+    tasks: &[PathBuf],
+    graph_type: &str,
+    findings: &mut Vec<Finding>,
+) -> Result<Release> {
     let text = read_text(path)?;
     let source = name(path);
     let shape: Value = parse_as(&text, &source)?;
+    findings.extend(key_findings(
+        DocumentKind::Release,
+        &shape,
+        Some(&text),
+        &source,
+    ));
     let mut release: Release = match shape {
         Value::Array(_) => parse_release_fixture(&text, &source).map_err(|e| anyhow!("{e}"))?,
         Value::Object(_) => parse_as(&text, &source)?,
         _ => bail!("{source}: a release is a mapping (or Nailgun's fixture, a list of entries)"),
     };
     if !tasks.is_empty() {
-        let tasks = load_tasks(tasks)?;
+        let tasks = load_tasks(tasks, findings)?;
         release
             .graphs
             .entry(graph_type.to_string())
@@ -164,11 +181,12 @@ struct PluginExtras {
 }
 
 /// Reads a plugin file: `name`, `version`, `node_roles`/`roles_metadata`, `tags_metadata`, `graphs`,
-/// and `deployment_tasks` (its `default` graph, as Fuel plugins ship it).
-pub fn load_plugin(path: &Path) -> Result<Plugin> {
+/// and `deployment_tasks` (its `default` graph, as Fuel plugins ship it). Unknown keys join `findings`.
+pub fn load_plugin(path: &Path, findings: &mut Vec<Finding>) -> Result<Plugin> {
     let text = read_text(path)?;
     let source = name(path);
     let mut plugin: Plugin = parse_as(&text, &source)?;
+    findings.extend(text_key_findings(DocumentKind::Plugin, &text, &source));
     let extras: PluginExtras = parse_as(&text, &source)?;
     if let Some(tasks) = extras.deployment_tasks {
         if plugin.graphs.contains_key(DEFAULT_GRAPH_TYPE) {
@@ -224,10 +242,21 @@ pub struct ClusterFile {
 /// Reads a cluster file: `name`, `release` (the release's name; absent: the release given), `plugins`
 /// (names), `settings`, `tags_metadata`, `graphs`, and `nodes` (each a node: `id`, `name`, `roles`,
 /// `pending_roles`, `tags_added`, `tags_removed`, `labels`, `rack`, `status`, `pending_addition`, ...).
-pub fn load_cluster(path: &Path, release_name: &str) -> Result<ClusterFile> {
+/// Unknown keys join `findings`.
+pub fn load_cluster(
+    path: &Path,
+    release_name: &str,
+    findings: &mut Vec<Finding>,
+) -> Result<ClusterFile> {
     let text = read_text(path)?;
     let source = name(path);
     let shape: Value = parse_as(&text, &source)?;
+    findings.extend(key_findings(
+        DocumentKind::Cluster,
+        &shape,
+        Some(&text),
+        &source,
+    ));
     let Value::Object(mut map) = shape else {
         bail!("{source}: a cluster is a mapping with `name`, `nodes`, ...");
     };

@@ -970,12 +970,18 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
                         );
                     }
                 }
-                rows::print_one(
-                    f,
-                    &client
-                        .send::<_, ReleaseRecord>(Method::POST, "/releases", Some(&body))
-                        .await?,
-                )
+                let stored = client
+                    .send::<_, plinth_api::answers::Stored<ReleaseRecord>>(
+                        Method::POST,
+                        "/releases",
+                        Some(&body),
+                    )
+                    .await?;
+                // Unknown keys are warnings: the release is stored, and they are said.
+                for finding in &stored.findings {
+                    eprintln!("{finding}");
+                }
+                rows::print_one(f, &stored.record)
             }
         },
         Command::Cluster { command } => match command {

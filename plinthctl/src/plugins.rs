@@ -99,8 +99,13 @@ pub async fn run(client: &Client, command: PluginCommand, format: Format) -> Res
             }
         }
         PluginCommand::Register { file } => {
-            // Check locally first, for a message naming the file and line.
-            inputs::load_plugin(&file)?;
+            // Check locally first, for a message naming the file and line; unknown keys are said
+            // and do not stop the upload.
+            let mut findings = Vec::new();
+            inputs::load_plugin(&file, &mut findings)?;
+            for f in &findings {
+                eprintln!("{f}");
+            }
             let text = inputs::read_text(&file)?;
             let v = client
                 .call_text(Method::POST, "/plugins", content_type(&file), text)

@@ -71,15 +71,16 @@ pub fn node_list(text: &str) -> Result<Vec<u64>> {
         .collect()
 }
 
-/// Reads the files into a snapshot (old states not yet read: they need the merged graph's tasks).
-fn load(files: &Files) -> Result<Snapshot> {
-    let release = inputs::load_release(&files.release, &files.tasks, &files.graph_type)?;
+/// Reads the files into a snapshot (old states not yet read: they need the merged graph's tasks); the
+/// files' unknown keys join `findings`.
+fn load(files: &Files, findings: &mut Vec<Finding>) -> Result<Snapshot> {
+    let release = inputs::load_release(&files.release, &files.tasks, &files.graph_type, findings)?;
     let mut plugins: Vec<Plugin> = files
         .plugins
         .iter()
-        .map(|p| inputs::load_plugin(p))
+        .map(|p| inputs::load_plugin(p, findings))
         .collect::<Result<_>>()?;
-    let cf = inputs::load_cluster(&files.cluster, &release.name)?;
+    let cf = inputs::load_cluster(&files.cluster, &release.name, findings)?;
     let mut cluster = cf.cluster;
     inputs::starting_attributes(&mut cluster, &release, cf.id)
         .with_context(|| format!("{}", files.cluster.display()))?;
@@ -124,16 +125,18 @@ fn load(files: &Files) -> Result<Snapshot> {
     })
 }
 
-/// Resolves the files' graph type; errors are bad input, findings are in the outcome.
+/// Resolves the files' graph type; errors are bad input, findings are in the outcome (the files'
+/// unknown keys first).
 pub fn run(files: &Files, dot: &Dot) -> Result<Outcome> {
-    let mut snapshot = load(files)?;
+    let mut keys = Vec::new();
+    let mut snapshot = load(files, &mut keys)?;
     let graph_type = files.graph_type.as_str();
     if !snapshot.defines(graph_type) {
         bail!("{}", ResolutionError::UndefinedGraphType(graph_type.into()));
     }
     let mut outcome = Outcome {
         plan: None,
-        findings: Vec::new(),
+        findings: keys,
         dot: None,
         graph_type: graph_type.to_string(),
     };

@@ -32,6 +32,15 @@ pub struct Finding {
     pub code: String,
     /// The message, naming the task, node or role concerned.
     pub message: String,
+    /// The file (or upload) the finding points into, when it concerns one place of a document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The line (1-based) of that place, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The place in the document, as a path of keys and list positions (`tasks[3].parameters.timout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl Finding {
@@ -41,6 +50,9 @@ impl Finding {
             severity: Severity::Error,
             code: code.to_string(),
             message: message.into(),
+            file: None,
+            line: None,
+            path: None,
         }
     }
 
@@ -50,7 +62,20 @@ impl Finding {
             severity: Severity::Warning,
             code: code.to_string(),
             message: message.into(),
+            file: None,
+            line: None,
+            path: None,
         }
+    }
+}
+
+impl Finding {
+    /// The same finding, pointing at `path` in `file` (at `line` when known).
+    pub fn at(mut self, file: &str, line: Option<usize>, path: &str) -> Finding {
+        self.file = Some(file.to_string());
+        self.line = line;
+        self.path = Some(path.to_string());
+        self
     }
 }
 

@@ -19,6 +19,8 @@
 //! | `error` | [`ResolveError`] |
 //! | `finding` | pre-deployment findings ([`Finding`], [`Severity`]) |
 //! | `checks` | the pre-deployment checks ([`check_deployment`]; [`check_and_resolve`] gives the resolution they made too) |
+//! | `keys` | unknown keys of tasks, parameters, graphs, releases, plugins and clusters ([`key_findings`], [`DocumentKind`]) |
+//! | `key_lines` | the line of a key's path in a YAML or JSON text |
 //! | `dot` | Graphviz output with filters ([`to_dot`], [`DotOptions`]) |
 
 mod checks;
@@ -30,6 +32,8 @@ mod error;
 mod evaluate;
 mod finding;
 mod fuel_steps;
+mod key_lines;
+mod keys;
 mod master_shell;
 mod merge;
 mod order;
@@ -45,6 +49,10 @@ pub use dot::{to_dot, DotOptions};
 pub use error::ResolveError;
 pub use evaluate::{truthy, EvalContext, FieldEvaluator, NoExpressions};
 pub use finding::{Finding, Severity};
+pub use key_lines::PathStep;
+pub use keys::{
+    key_findings, path_text, text_key_findings, unknown_keys, DocumentKind, UnknownKey, UNKNOWN_KEY,
+};
 pub use master_shell::copy_id as master_shell_copy_id;
 pub use merge::{
     merge, merge_for_cluster, GraphSource, MergedGraph, MergedTask, Origin, PluginOverlap,

@@ -21,6 +21,7 @@ mod graph_fuel_yaql;
 mod graph_merge_props;
 mod graph_model_load;
 mod graph_resolve;
+mod graph_unknown_keys;
 mod run_cases;
 mod run_properties;
 mod snapshot_resolve;

@@ -58,6 +58,25 @@ pub fn parse_doc<T: DeserializeOwned>(bytes: &[u8], yaml: bool) -> Result<T, Api
     }
 }
 
+/// A request body's bytes and whether its `Content-Type` names YAML.
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<(Bytes, bool), ApiError> {
+    let yaml = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_yaml);
+    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+        let status = e.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "too_large"
+        } else {
+            "bad_body"
+        };
+        ApiError::new(status, code, e.body_text())
+    })?;
+    Ok((bytes, yaml))
+}
+
 impl<S, T> FromRequest<S> for Doc<T>
 where
     S: Send + Sync,
@@ -66,21 +85,39 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let yaml = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(is_yaml);
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            let status = e.status();
-            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                "too_large"
-            } else {
-                "bad_body"
-            };
-            ApiError::new(status, code, e.body_text())
-        })?;
+        let (bytes, yaml) = body_bytes(req, state).await?;
         parse_doc(&bytes, yaml).map(Doc)
+    }
+}
+
+/// A [`Doc`] with its text kept, so that findings about it name their line, and the document as JSON
+/// data, as its author wrote it (before serde fills in defaults).
+#[derive(Debug)]
+pub struct DocText<T> {
+    /// The document.
+    pub doc: T,
+    /// The document as written, as JSON data.
+    pub value: serde_json::Value,
+    /// The body's text, when it spans more than one line (a line of a one-line body says nothing).
+    pub text: Option<String>,
+}
+
+impl<S, T> FromRequest<S> for DocText<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (bytes, yaml) = body_bytes(req, state).await?;
+        let value: serde_json::Value = parse_doc(&bytes, yaml)?;
+        let doc = parse_doc(&bytes, yaml)?;
+        let text = std::str::from_utf8(&bytes)
+            .ok()
+            .filter(|t| t.trim_end().contains('\n'))
+            .map(str::to_string);
+        Ok(DocText { doc, value, text })
     }
 }
 

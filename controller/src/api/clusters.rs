@@ -367,6 +367,7 @@ pub async fn put_role(
     super::body::Doc(super::releases::RoleBody(body)): super::body::Doc<super::releases::RoleBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let meta = super::releases::role_meta(&name, body)?;
+    let findings = super::releases::role_key_findings(&meta);
     state
         .blocking(move |s| {
             let model = ClusterModel::load(s.store.as_ref(), id, &[])?;
@@ -403,10 +404,11 @@ pub async fn put_role(
             });
             match (updated, problem) {
                 (_, Some(e)) => Err(e),
-                (Ok(record), None) => Ok(Json(serde_json::json!({
-                    "name": name,
-                    "meta": record.data.roles_metadata.get(&name),
-                }))),
+                (Ok(record), None) => Ok(Json(super::releases::role_answer(
+                    &name,
+                    &serde_json::json!(record.data.roles_metadata.get(&name)),
+                    findings,
+                ))),
                 (Err(e), None) => Err(e.into()),
             }
         })

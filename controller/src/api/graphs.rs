@@ -5,13 +5,15 @@
 //! the model reads it (a task that does not is named with its position), or nothing is stored.
 
 use super::auth::Operator;
-use super::body::{Answer, Doc};
+use super::body::{Answer, DocText};
 use super::error::{ApiError, Json, Query};
 use crate::cluster_model::graph_model;
 use crate::state::AppState;
 use crate::store::{GraphBody, GraphOwner, GraphRecord};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use plinth_api::answers::Stored;
+use plinth_common::graph::{key_findings, DocumentKind, Finding, Severity};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -132,11 +134,60 @@ pub struct ForceQuery {
     pub force: bool,
 }
 
+/// The name findings give an uploaded document in place of a file's (`upload:12: tasks[0].requries:
+/// ...`).
+pub const UPLOAD: &str = "upload";
+
+/// What the checks of an upload found: the findings to answer with (warnings, and errors stored
+/// because `force` asked), and the errors `force` overrode.
+#[derive(Debug, Default)]
+pub struct UploadChecks {
+    /// Every finding to answer with.
+    pub findings: Vec<Finding>,
+    /// The errors stored anyway, as `force` asked.
+    pub forced: Vec<String>,
+}
+
+impl UploadChecks {
+    /// Starts with the unknown keys of the uploaded document (`value`, as written; `text`, when the
+    /// body spans lines, for their line numbers).
+    pub fn with_keys(kind: DocumentKind, value: &serde_json::Value, text: Option<&str>) -> Self {
+        UploadChecks {
+            findings: key_findings(kind, value, text, UPLOAD),
+            forced: Vec::new(),
+        }
+    }
+
+    /// The answer: `record` with the findings, and, when errors were overridden, a `forced` notice
+    /// naming `what` was stored and the errors.
+    pub fn stored<T>(self, record: T, what: &str) -> Stored<T> {
+        let forced = (!self.forced.is_empty()).then(|| {
+            format!(
+                "{what} stored despite {} error(s), as force=true asks: {}",
+                self.forced.len(),
+                self.forced.join("; ")
+            )
+        });
+        Stored {
+            record,
+            findings: self.findings,
+            forced,
+        }
+    }
+}
+
 /// Checks a graph: its type's spelling, every task as the model loads it, and its shape (cycles among
 /// its tasks, types no one defines): an error finding refuses it (422, the findings in the details)
-/// unless `force`, which stores it and logs that it did. Dependencies naming tasks of other graphs are
-/// checked once the graphs merge (`graph check`, `cluster check`, a deployment's start).
-pub fn check_graph(graph_type: &str, body: &GraphBody, force: bool) -> Result<(), ApiError> {
+/// unless `force`, which stores it, logs that it did and says so in the answer (`checks.forced`).
+/// Warnings never refuse; they join `checks.findings` for the answer. Dependencies naming tasks of
+/// other graphs are checked once the graphs merge (`graph check`, `cluster check`, a deployment's
+/// start).
+pub fn check_graph(
+    graph_type: &str,
+    body: &GraphBody,
+    force: bool,
+    checks: &mut UploadChecks,
+) -> Result<(), ApiError> {
     check_graph_type(graph_type)?;
     for (i, task) in body.tasks.iter().enumerate() {
         if task
@@ -152,12 +203,13 @@ pub fn check_graph(graph_type: &str, body: &GraphBody, force: bool) -> Result<()
     let graph = graph_model("the upload", graph_type, body)?;
     let tasks: Vec<&plinth_common::model::Task> = graph.tasks.iter().collect();
     let findings = plinth_common::graph::check_tasks(&tasks);
-    let errors: Vec<&str> = findings
+    let errors: Vec<String> = findings
         .iter()
-        .filter(|f| f.severity == plinth_common::graph::Severity::Error)
-        .map(|f| f.message.as_str())
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| format!("graph {graph_type:?}: {}", f.message))
         .collect();
     if errors.is_empty() {
+        checks.findings.extend(findings);
         return Ok(());
     }
     if force {
@@ -166,17 +218,26 @@ pub fn check_graph(graph_type: &str, body: &GraphBody, force: bool) -> Result<()
             errors = %errors.join("; "),
             "storing a graph with errors: the upload asked to force it"
         );
+        checks.findings.extend(findings);
+        checks.forced.extend(errors);
         return Ok(());
     }
+    let messages: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.message.as_str())
+        .collect();
+    let mut all = findings.clone();
+    all.extend(checks.findings.iter().cloned());
     Err(ApiError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "graph_error",
         format!(
             "graph {graph_type:?}: {}; fix the graph, or upload it with force=true to store it anyway",
-            errors.join("; ")
+            messages.join("; ")
         ),
     )
-    .with_details(serde_json::json!({ "findings": findings })))
+    .with_details(serde_json::json!({ "findings": all })))
 }
 
 async fn put(
@@ -186,18 +247,20 @@ async fn put(
     body: GraphBody,
     replace: bool,
     force: bool,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
-    check_graph(&graph_type, &body, force)?;
+    mut checks: UploadChecks,
+) -> Result<(StatusCode, Json<Stored<GraphRecord>>), ApiError> {
+    check_graph(&graph_type, &body, force, &mut checks)?;
     state
         .blocking(move |s| {
             let g = s.store.put_graph(owner, &graph_type, &body, replace)?;
+            let what = format!("graph {graph_type:?}");
             Ok((
                 if replace {
                     StatusCode::OK
                 } else {
                     StatusCode::CREATED
                 },
-                Json(g),
+                Json(checks.stored(g, &what)),
             ))
         })
         .await
@@ -211,7 +274,7 @@ async fn put(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type"), ForceQuery),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 201, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -220,15 +283,18 @@ pub async fn create(
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
     Query(q): Query<ForceQuery>,
-    Doc(body): Doc<GraphUpload>,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    upload: DocText<GraphUpload>,
+) -> Result<(StatusCode, Json<Stored<GraphRecord>>), ApiError> {
+    let checks =
+        UploadChecks::with_keys(DocumentKind::Graph, &upload.value, upload.text.as_deref());
     put(
         state,
         owner(&kind, id)?,
         graph_type,
-        body.into_body(),
+        upload.doc.into_body(),
         false,
         q.force,
+        checks,
     )
     .await
 }
@@ -241,7 +307,7 @@ pub async fn create(
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -250,15 +316,18 @@ pub async fn replace(
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
     Query(q): Query<ForceQuery>,
-    Doc(body): Doc<GraphUpload>,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    upload: DocText<GraphUpload>,
+) -> Result<(StatusCode, Json<Stored<GraphRecord>>), ApiError> {
+    let checks =
+        UploadChecks::with_keys(DocumentKind::Graph, &upload.value, upload.text.as_deref());
     put(
         state,
         owner(&kind, id)?,
         graph_type,
-        body.into_body(),
+        upload.doc.into_body(),
         true,
         q.force,
+        checks,
     )
     .await
 }
@@ -283,7 +352,7 @@ pub struct GraphPatch {
     params(("kind" = String, Path, description = "`releases`, `plugins` or `clusters`"), ("id" = u64, Path, description = "the record's id"), ("graph_type" = String, Path, description = "the graph type")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -292,8 +361,11 @@ pub async fn patch(
     _op: Operator,
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
     Query(q): Query<ForceQuery>,
-    Doc(change): Doc<GraphPatch>,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    upload: DocText<GraphPatch>,
+) -> Result<(StatusCode, Json<Stored<GraphRecord>>), ApiError> {
+    let checks =
+        UploadChecks::with_keys(DocumentKind::Graph, &upload.value, upload.text.as_deref());
+    let change = upload.doc;
     let owner = owner(&kind, id)?;
     let gt = graph_type.clone();
     let current = state
@@ -309,7 +381,7 @@ pub async fn patch(
     if let Some(filter) = change.node_filter {
         body.node_filter = Some(filter);
     }
-    put(state, owner, graph_type, body, true, q.force).await
+    put(state, owner, graph_type, body, true, q.force, checks).await
 }
 
 /// `DELETE /api/v1/{kind}/{id}/deployment_graphs/{type}` (204).
@@ -392,7 +464,7 @@ pub async fn by_id(
     params(("id" = u64, Path, description = "the record's id")),
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 200, description = "success", body = plinth_api::records::GraphRecord),
+        (status = 200, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::GraphRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -401,8 +473,10 @@ pub async fn replace_by_id(
     _op: Operator,
     Path(id): Path<u64>,
     Query(q): Query<ForceQuery>,
-    Doc(body): Doc<GraphUpload>,
-) -> Result<(StatusCode, Json<GraphRecord>), ApiError> {
+    upload: DocText<GraphUpload>,
+) -> Result<(StatusCode, Json<Stored<GraphRecord>>), ApiError> {
+    let checks =
+        UploadChecks::with_keys(DocumentKind::Graph, &upload.value, upload.text.as_deref());
     let current = state
         .blocking(move |s| Ok(s.store.graph_by_id(id)?))
         .await?;
@@ -410,9 +484,10 @@ pub async fn replace_by_id(
         state,
         current.owner,
         current.graph_type,
-        body.into_body(),
+        upload.doc.into_body(),
         true,
         q.force,
+        checks,
     )
     .await
 }
@@ -441,4 +516,50 @@ pub async fn delete_by_id(
             Ok(StatusCode::NO_CONTENT)
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(tasks: serde_json::Value) -> GraphBody {
+        GraphBody {
+            tasks: serde_json::from_value(tasks).expect("tasks"),
+            ..GraphBody::default()
+        }
+    }
+
+    #[test]
+    fn warnings_join_the_answer_and_force_says_what_it_stored_despite() {
+        let text = "- id: a\n  type: shell\n  parameters:\n    cmd: 'true'\n    timout: 5\n";
+        let value: serde_json::Value = serde_yaml_ng::from_str(text).expect("YAML");
+        let mut checks = UploadChecks::with_keys(DocumentKind::Graph, &value, Some(text));
+        check_graph("default", &body(value.clone()), false, &mut checks).expect("warnings pass");
+        let answer = serde_json::to_value(checks.stored(json!({"id": 1}), "graph \"default\""))
+            .expect("serializes");
+        assert_eq!(answer["id"], 1);
+        assert_eq!(answer["findings"][0]["code"], "unknown_key");
+        assert_eq!(answer["findings"][0]["line"], 5);
+        assert!(answer.get("forced").is_none(), "{answer}");
+
+        let cycle = json!([
+            {"id": "a", "type": "shell", "requires": ["b"]},
+            {"id": "b", "type": "shell", "requires": ["a"]}
+        ]);
+        let mut checks = UploadChecks::default();
+        let refused = check_graph("default", &body(cycle.clone()), false, &mut checks);
+        assert!(refused.is_err());
+        let mut checks = UploadChecks::default();
+        check_graph("default", &body(cycle), true, &mut checks).expect("forced");
+        let answer = serde_json::to_value(checks.stored(json!({"id": 2}), "graph \"default\""))
+            .expect("serializes");
+        let forced = answer["forced"].as_str().unwrap_or_default();
+        assert!(
+            forced.starts_with("graph \"default\" stored despite 1 error(s), as force=true asks")
+                && forced.contains("a -> b -> a"),
+            "{answer}"
+        );
+        assert_eq!(answer["findings"][0]["severity"], "error", "{answer}");
+    }
 }

@@ -3,14 +3,15 @@
 //! assigned or deployed on a node of the cluster cannot be disabled.
 
 use super::auth::Operator;
-use super::body::Doc;
+use super::body::DocText;
 use super::error::{ApiError, Json};
-use super::graphs::check_graph;
+use super::graphs::{check_graph, UploadChecks};
 use crate::cluster_model::{graph_model, plugin_model, ClusterModel};
 use crate::state::AppState;
 use crate::store::{ClusterRecord, GraphBody, NewPlugin, PluginRecord, StoreError};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use plinth_api::answers::Stored;
 use plinth_common::model::{Plugin, DEFAULT_GRAPH_TYPE};
 use plinth_common::tags::{validate_catalog, Catalog};
 use serde::Deserialize;
@@ -114,7 +115,7 @@ pub async fn show(
     tag = "plugins",
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success", body = plinth_api::records::PluginRecord),
+        (status = 201, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::PluginRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -122,8 +123,14 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     super::error::Query(q): super::error::Query<super::graphs::ForceQuery>,
-    Doc(body): Doc<RegisterPlugin>,
-) -> Result<(StatusCode, Json<PluginRecord>), ApiError> {
+    upload: DocText<RegisterPlugin>,
+) -> Result<(StatusCode, Json<Stored<PluginRecord>>), ApiError> {
+    let mut checks = UploadChecks::with_keys(
+        plinth_common::graph::DocumentKind::Plugin,
+        &upload.value,
+        upload.text.as_deref(),
+    );
+    let body = upload.doc;
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
         return Err(ApiError::bad_request(
             "plugin `name` and `version` must not be empty",
@@ -206,14 +213,14 @@ pub async fn create(
         ));
     }
     for (graph_type, graph) in &graphs {
-        check_graph(graph_type, graph, q.force)?;
+        check_graph(graph_type, graph, q.force, &mut checks)?;
         graph_model(&what, graph_type, graph)?;
     }
     state
         .blocking(move |s| {
             let created = s.store.create_plugin(&plugin, &graphs)?;
             tracing::info!(plugin = %what, "plugin registered");
-            Ok((StatusCode::CREATED, Json(created)))
+            Ok((StatusCode::CREATED, Json(checks.stored(created, &what))))
         })
         .await
 }

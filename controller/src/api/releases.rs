@@ -2,11 +2,12 @@
 
 use super::auth::Operator;
 use super::error::{ApiError, Json};
-use super::graphs::check_graph;
+use super::graphs::{check_graph, UploadChecks};
 use crate::state::AppState;
 use crate::store::{GraphBody, GraphOwner, NewRelease, ReleaseRecord};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use plinth_api::answers::Stored;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -78,7 +79,7 @@ pub async fn show(
     tag = "releases",
     security(("bearer" = []), ("xAuthToken" = [])),
     responses(
-        (status = 201, description = "success", body = plinth_api::records::ReleaseRecord),
+        (status = 201, description = "stored: the record, with `findings` (the checks' warnings, and errors `force=true` stored) and `forced` (what force overrode) when there are any", body = plinth_api::records::ReleaseRecord),
         (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
     )
 )]
@@ -86,15 +87,21 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     _op: Operator,
     super::error::Query(q): super::error::Query<super::graphs::ForceQuery>,
-    super::body::Doc(body): super::body::Doc<CreateRelease>,
-) -> Result<(StatusCode, Json<ReleaseRecord>), ApiError> {
+    upload: super::body::DocText<CreateRelease>,
+) -> Result<(StatusCode, Json<Stored<ReleaseRecord>>), ApiError> {
+    let mut checks = UploadChecks::with_keys(
+        plinth_common::graph::DocumentKind::Release,
+        &upload.value,
+        upload.text.as_deref(),
+    );
+    let body = upload.doc;
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
         return Err(ApiError::bad_request(
             "release `name` and `version` must not be empty",
         ));
     }
     for (graph_type, graph) in &body.graphs {
-        check_graph(graph_type, graph, q.force)?;
+        check_graph(graph_type, graph, q.force, &mut checks)?;
     }
     let release = NewRelease {
         name: body.name,
@@ -131,7 +138,7 @@ pub async fn create(
     state
         .blocking(move |s| {
             let created = s.store.create_release(&release, &graphs)?;
-            Ok((StatusCode::CREATED, Json(created)))
+            Ok((StatusCode::CREATED, Json(checks.stored(created, &what))))
         })
         .await
 }
@@ -166,6 +173,7 @@ pub async fn put_role(
     super::body::Doc(RoleBody(body)): super::body::Doc<RoleBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let meta = role_meta(&name, body)?;
+    let findings = role_key_findings(&meta);
     state
         .blocking(move |s| {
             let mut problem: Option<ApiError> = None;
@@ -198,14 +206,38 @@ pub async fn put_role(
             });
             match (updated, problem) {
                 (_, Some(e)) => Err(e),
-                (Ok(record), None) => Ok(Json(serde_json::json!({
-                    "name": name,
-                    "meta": record.data["roles_metadata"][&name],
-                }))),
+                (Ok(record), None) => Ok(Json(role_answer(
+                    &name,
+                    &record.data["roles_metadata"][&name],
+                    findings,
+                ))),
                 (Err(e), None) => Err(e.into()),
             }
         })
         .await
+}
+
+/// The unknown keys of a role's metadata, as an upload's warnings.
+pub fn role_key_findings(meta: &serde_json::Value) -> Vec<plinth_common::graph::Finding> {
+    plinth_common::graph::key_findings(
+        plinth_common::graph::DocumentKind::Role,
+        meta,
+        None,
+        super::graphs::UPLOAD,
+    )
+}
+
+/// The answer to a role's upload: `{name, meta}`, and `findings` when its keys had any.
+pub fn role_answer(
+    name: &str,
+    meta: &serde_json::Value,
+    findings: Vec<plinth_common::graph::Finding>,
+) -> serde_json::Value {
+    let mut answer = serde_json::json!({ "name": name, "meta": meta });
+    if !findings.is_empty() {
+        answer["findings"] = serde_json::json!(findings);
+    }
+    answer
 }
 
 /// The role metadata of a role body: Nailgun's `{name, meta}` (the name must match the path's) or the

@@ -806,9 +806,155 @@ graphs:
     let (code, out, err) = upload(&["--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("as --force asks"), "{err}");
+    // The controller's answer says it stored the graph despite its errors, and which.
+    assert!(
+        err.contains("the controller: graph \"default\" stored despite") && err.contains("cycle"),
+        "{err}"
+    );
     assert!(c.api.get(&path).is_ok(), "stored when forced");
     assert!(
         c.log().contains("storing a graph with errors"),
         "the controller says so"
     );
+}
+
+/// Misspelled keys are warnings that name the file, the line, the key's path and the nearest known
+/// key: `requries:` in a task, `timout:` in its shell parameters, `pending_roels:` in a cluster file.
+/// The check passes with them (exit 0) and fails under `--strict`; an upload of the tasks answers with
+/// the same findings and stores the graph.
+#[test]
+fn misspelled_keys_are_warnings_naming_the_file_the_line_and_the_nearest_key() {
+    const TASKS: &str = "\
+- id: pre
+  type: shell
+  tags: ['*']
+  parameters: {cmd: \"true\"}
+- id: db
+  type: shell
+  tags: [controller, primary-controller]
+  requries: [pre]
+  parameters:
+    cmd: \"true\"
+    timout: 30
+";
+    const CLUSTER_TYPO: &str = "\
+name: c1
+settings: {ceph: false}
+nodes:
+  - {id: 1, name: ctl-1, pending_roles: [controller], pending_addition: true}
+  - id: 2
+    name: cmp-1
+    pending_roels: [compute]
+    pending_addition: true
+";
+    let f = files(RELEASE, CLUSTER_TYPO);
+    let tasks = f.root.join("tasks.yaml");
+    std::fs::write(&tasks, TASKS).unwrap();
+    let tasks = tasks.to_str().unwrap().to_string();
+    let check = |extra: &[&str]| {
+        plinthctl(
+            &[
+                &[
+                    "graph",
+                    "check",
+                    "--release",
+                    &f.release,
+                    "--tasks",
+                    &tasks,
+                    "--cluster",
+                    &f.cluster,
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let (code, out, err) = check(&[]);
+    assert_eq!(code, 0, "unknown keys are warnings: {out}{err}");
+    for said in [
+        format!(
+            "{tasks}:8: tasks[1].requries: unknown key `requries` in task \"db\" (did you mean \
+             `requires`?)"
+        ),
+        format!(
+            "{tasks}:11: tasks[1].parameters.timout: unknown key `timout` in the parameters of shell \
+             task \"db\" (did you mean `timeout`?)"
+        ),
+        format!(
+            "{}:7: nodes[1].pending_roels: unknown key `pending_roels` in a node (did you mean \
+             `pending_roles`?)",
+            f.cluster
+        ),
+    ] {
+        assert!(out.contains(&said), "{said}\n{out}");
+    }
+    let (code, out, err) = check(&["--strict"]);
+    assert_eq!(code, 1, "--strict fails on them: {out}{err}");
+    let (code, out, err) = check(&["-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json_of(&out);
+    let keys: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "unknown_key")
+        .collect();
+    assert_eq!(keys.len(), 3, "{v}");
+    assert_eq!(keys[0]["severity"], "warning");
+    assert_eq!(keys[0]["file"], tasks.as_str());
+    assert_eq!(keys[0]["line"], 8);
+    assert_eq!(keys[0]["path"], "tasks[1].requries");
+    // `graph resolve` shows them with the plan.
+    let (code, out, err) = plinthctl(&[
+        "graph",
+        "resolve",
+        "--release",
+        &f.release,
+        "--tasks",
+        &tasks,
+        "--cluster",
+        &f.cluster,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Node ctl-1") && out.contains("did you mean `timeout`?"),
+        "{out}"
+    );
+
+    // The controller answers an upload with the same findings, and stores it.
+    let c = Controller::start();
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(
+            &json!({"name": "r", "version": "1", "roles_metadata": {"controller": {"name": "C"}}}),
+        ),
+    );
+    let path = format!(
+        "/releases/{}/deployment_graphs/default/",
+        release["id"].as_u64().unwrap()
+    );
+    let answer = c.api.raw(
+        "POST",
+        &path,
+        Some(&c.api.token),
+        Some(("application/yaml", TASKS.as_bytes().to_vec())),
+    );
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    let findings = answer.body["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(findings.len(), 2, "{}", answer.body);
+    assert_eq!(findings[0]["line"], 8, "{}", answer.body);
+    assert!(
+        findings[1]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("upload:11: tasks[1].parameters.timout"),
+        "{}",
+        answer.body
+    );
+    assert!(answer.body.get("forced").is_none(), "{}", answer.body);
+    assert!(c.api.get(&path).is_ok(), "stored");
 }

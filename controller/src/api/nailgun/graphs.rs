@@ -3,7 +3,7 @@
 
 use super::{flag, records, transactions, Params};
 use crate::api::auth::Operator;
-use crate::api::body::Doc;
+use crate::api::body::{Doc, DocText};
 use crate::api::error::{ApiError, Json, Query};
 use crate::api::graphs::{owner, GraphUpload};
 use crate::cluster_model::{graph_type_or_default, ClusterModel};
@@ -136,6 +136,16 @@ fn body_of(upload: Upload) -> Result<GraphBody, ApiError> {
     })
 }
 
+/// A graph body as Plinth's graph routes take it (Nailgun's answers carry no findings, so without its
+/// text).
+fn upload_of(body: GraphBody) -> DocText<GraphUpload> {
+    DocText {
+        value: serde_json::to_value(&body).unwrap_or_default(),
+        doc: GraphUpload::Graph(body),
+        text: None,
+    }
+}
+
 /// `POST /{kind}/{id}/deployment_graphs/{type}`: creates it (409 when it exists).
 pub async fn create(
     state: State<Arc<AppState>>,
@@ -143,16 +153,16 @@ pub async fn create(
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
     Doc(upload): Doc<Upload>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = GraphUpload::Graph(body_of(upload)?);
+    let body = upload_of(body_of(upload)?);
     let (status, Json(g)) = crate::api::graphs::create(
         state,
         op,
         Path((kind, id, graph_type)),
         crate::api::error::Query(crate::api::graphs::ForceQuery::default()),
-        Doc(body),
+        body,
     )
     .await?;
-    Ok((status, Json(records::graph(&g))))
+    Ok((status, Json(records::graph(&g.record))))
 }
 
 /// `PUT /{kind}/{id}/deployment_graphs/{type}`: replaces it.
@@ -162,16 +172,16 @@ pub async fn update(
     Path((kind, id, graph_type)): Path<(String, u64, String)>,
     Doc(upload): Doc<Upload>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = GraphUpload::Graph(body_of(upload)?);
+    let body = upload_of(body_of(upload)?);
     let (status, Json(g)) = crate::api::graphs::replace(
         state,
         op,
         Path((kind, id, graph_type)),
         crate::api::error::Query(crate::api::graphs::ForceQuery::default()),
-        Doc(body),
+        body,
     )
     .await?;
-    Ok((status, Json(records::graph(&g))))
+    Ok((status, Json(records::graph(&g.record))))
 }
 
 /// `DELETE /{kind}/{id}/deployment_graphs/{type}` (204).
