@@ -465,10 +465,11 @@ enum ConfigCommand {
 enum NodesCommand {
     /// List nodes.
     List,
-    /// Show a node with its facts.
+    /// Show nodes with their facts: `nodes show 1 2` (several: a JSON list).
     Show {
-        /// The node's id (`nodes list` shows them).
-        id: u64,
+        /// The nodes' ids (`nodes list` shows them).
+        #[arg(required = true)]
+        ids: Vec<u64>,
     },
     /// Accept discovered nodes: `nodes accept 1 2 3`.
     Accept {
@@ -896,11 +897,20 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
         }
         Command::Nodes { command } => match command {
             NodesCommand::List => rows::print(f, &all_nodes(&client).await?),
-            NodesCommand::Show { id } => output::json(
-                &client
-                    .call(Method::GET, &format!("/nodes/{id}"), None)
-                    .await?,
-            ),
+            NodesCommand::Show { ids } => {
+                let mut shown = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    shown.push(
+                        client
+                            .call(Method::GET, &format!("/nodes/{id}"), None)
+                            .await?,
+                    );
+                }
+                match shown.as_slice() {
+                    [one] => output::json(one),
+                    _ => output::json(&serde_json::Value::Array(shown)),
+                }
+            }
             NodesCommand::Accept { ids } => {
                 let mut accepted = Vec::new();
                 let mut failures = Vec::new();

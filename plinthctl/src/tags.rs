@@ -68,20 +68,20 @@ pub enum TagCommand {
         /// The tag's name.
         name: String,
     },
-    /// Add tags to a node.
+    /// Add tags to nodes: `tag assign --node 1,2 ceph-osd`.
     Assign {
-        /// The node.
-        #[arg(long)]
-        node: u64,
+        /// The nodes (comma-separated, or repeated).
+        #[arg(long, required = true, value_delimiter = ',')]
+        node: Vec<u64>,
         /// The tags.
         #[arg(required = true)]
         tags: Vec<String>,
     },
-    /// Remove tags from a node (a role's tags too; they come back with `assign`).
+    /// Remove tags from nodes (a role's tags too; they come back with `assign`).
     Unassign {
-        /// The node.
-        #[arg(long)]
-        node: u64,
+        /// The nodes (comma-separated, or repeated).
+        #[arg(long, required = true, value_delimiter = ',')]
+        node: Vec<u64>,
         /// The tags.
         #[arg(required = true)]
         tags: Vec<String>,
@@ -159,25 +159,34 @@ pub async fn run(client: &Client, command: TagCommand, format: Format) -> Result
             eprintln!("tag {name:?} deleted");
         }
         TagCommand::Assign { node, tags } => {
-            let v: NodeTagsView = client
-                .send(
-                    Method::POST,
-                    &format!("/nodes/{node}/tags"),
-                    Some(&NodeTagsBody { tags }),
-                )
-                .await?;
-            rows::print_one(format, &v);
+            node_tags(client, format, Method::POST, &node, tags).await?;
         }
         TagCommand::Unassign { node, tags } => {
-            let v: NodeTagsView = client
-                .send(
-                    Method::DELETE,
-                    &format!("/nodes/{node}/tags"),
-                    Some(&NodeTagsBody { tags }),
-                )
-                .await?;
-            rows::print_one(format, &v);
+            node_tags(client, format, Method::DELETE, &node, tags).await?;
         }
     }
     Ok(true)
+}
+
+/// Adds (`POST`) or removes (`DELETE`) tags on each node in turn, printing each node's tags after.
+async fn node_tags(
+    client: &Client,
+    format: Format,
+    method: Method,
+    nodes: &[u64],
+    tags: Vec<String>,
+) -> Result<()> {
+    let mut changed = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let body = NodeTagsBody { tags: tags.clone() };
+        let v: NodeTagsView = client
+            .send(method.clone(), &format!("/nodes/{node}/tags"), Some(&body))
+            .await?;
+        changed.push(v);
+    }
+    match changed.as_slice() {
+        [one] => rows::print_one(format, one),
+        many => rows::print(format, many),
+    }
+    Ok(())
 }

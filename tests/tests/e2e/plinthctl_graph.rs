@@ -437,8 +437,11 @@ fn fuels_own_graph_resolves_from_the_corpus() {
 fn tags_and_plugins_through_plinthctl_against_a_controller() {
     let c = Controller::start();
     let _a = Agent::start(&c, "node-a", &[]);
-    let nodes = c.api.wait_nodes(1);
+    let _b = Agent::start(&c, "node-b", &[]);
+    let mut nodes = c.api.wait_nodes(2);
+    nodes.sort();
     let node = nodes[0].1.to_string();
+    let both = format!("{},{}", nodes[0].1, nodes[1].1);
     let token = c.api.token.clone();
     let cert = c.cert_path();
     let ctl = |args: &[&str]| -> (i32, String, String) {
@@ -457,6 +460,20 @@ fn tags_and_plugins_through_plinthctl_against_a_controller() {
             .concat(),
         )
     };
+    // Lists of ids: `nodes show A B` shows both.
+    let (code, out, err) = ctl(&[
+        "nodes",
+        "show",
+        &nodes[0].1.to_string(),
+        &nodes[1].1.to_string(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        shown.as_array().map(|a| a.len()),
+        Some(2),
+        "two nodes shown: {out}"
+    );
     let release = c.api.ok(
         "POST",
         "/releases",
@@ -512,15 +529,19 @@ fn tags_and_plugins_through_plinthctl_against_a_controller() {
     c.api.ok(
         "PUT",
         &format!("/clusters/{cid}/nodes"),
-        Some(&json!({"nodes": [{"id": nodes[0].1, "roles": ["compute"]}]})),
+        Some(&json!({"nodes": [{"id": nodes[0].1, "roles": ["compute"]}, {"id": nodes[1].1}]})),
     );
-    let (code, out, err) = ctl(&["tag", "assign", "--node", &node, "edge", "-o", "json"]);
+    let (code, out, err) = ctl(&["tag", "assign", "--node", &both, "edge", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(
-        v["tags"].as_array().unwrap().contains(&json!("edge")),
-        "{v}"
-    );
+    let tagged = v.as_array().cloned().unwrap_or_default();
+    assert_eq!(tagged.len(), 2, "both nodes tagged: {v}");
+    for n in &tagged {
+        assert!(
+            n["tags"].as_array().unwrap().contains(&json!("edge")),
+            "{v}"
+        );
+    }
     let (code, out, err) = ctl(&["tag", "unassign", "--node", &node, "edge", "-o", "json"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -528,6 +549,9 @@ fn tags_and_plugins_through_plinthctl_against_a_controller() {
         !v["tags"].as_array().unwrap().contains(&json!("edge")),
         "{v}"
     );
+    let other = nodes[1].1.to_string();
+    let (code, _, err) = ctl(&["tag", "unassign", "--node", &other, "edge"]);
+    assert_eq!(code, 0, "{err}");
     let (code, _, err) = ctl(&["tag", "delete", "--env", &cid, "edge"]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = ctl(&["tag", "delete", "--release", &rid, "no-such-tag"]);
