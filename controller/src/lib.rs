@@ -21,6 +21,7 @@
 //! | [`cluster_model`] | stored records as `plinth_common::model` values (release, plugins, cluster, nodes, graphs) |
 
 pub mod api;
+pub mod backup;
 pub mod clock;
 pub mod cluster_model;
 pub mod config;

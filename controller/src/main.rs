@@ -146,6 +146,34 @@ enum Command {
         #[arg(long, env = "PLINTH_NETBOOT_IMAGES")]
         netboot_images: Option<PathBuf>,
     },
+    /// Back up the data directory while the controller serves: a consistent snapshot of the SQLite
+    /// database (on PostgreSQL, take the database with pg_dump), the files root and the certificate;
+    /// the keys and tokens only with --with-secrets; sealed under a passphrase with --passphrase-file.
+    Backup {
+        /// The backup file to write (replaced only once complete).
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Include the signing key, the TLS key, the admin token and the operator tokens: a controller
+        /// restored without them makes a new signing key, which agents refuse.
+        #[arg(long)]
+        with_secrets: bool,
+        /// Seal the backup under the passphrase in this file (its first line).
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: Option<PathBuf>,
+    },
+    /// Restore a backup into a new (absent or empty) data directory (--data-dir); start the
+    /// controller on it afterwards.
+    Restore {
+        /// The backup file.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        /// The passphrase file of an encrypted backup.
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: Option<PathBuf>,
+    },
+    /// Check the database (SQLite or PostgreSQL, after a restore or pg_restore): its schema, its
+    /// records and every running deployment's state; exits 1 naming what is wrong.
+    Check,
     /// Shell completions and the man page (the Debian package installs them).
     Generate {
         #[command(subcommand)]
@@ -396,6 +424,84 @@ fn main() -> Result<()> {
                 plinth_common::signing::public_key_to_text(&key.verifying_key())
             );
             Ok(())
+        }
+        Command::Backup {
+            to,
+            with_secrets,
+            passphrase_file,
+        } => {
+            let config = load_config(&cli, Overrides::default())?;
+            let data = DataDir::new(&config.data_dir);
+            let opts = plinth_controller::backup::Options {
+                with_secrets: *with_secrets,
+                passphrase: passphrase_file
+                    .as_deref()
+                    .map(plinth_controller::backup::read_passphrase)
+                    .transpose()?,
+                without_database: config.database_url.is_some(),
+            };
+            let m = plinth_controller::backup::backup(&data, to, &opts)?;
+            println!(
+                "backed up {} to {}: database {}, secrets {}, {}",
+                data.root().display(),
+                to.display(),
+                if m.database {
+                    "included"
+                } else {
+                    "left to pg_dump"
+                },
+                if m.secrets { "included" } else { "left out" },
+                if m.encrypted {
+                    "encrypted"
+                } else {
+                    "not encrypted"
+                },
+            );
+            Ok(())
+        }
+        Command::Restore {
+            from,
+            passphrase_file,
+        } => {
+            let config = load_config(&cli, Overrides::default())?;
+            let data = DataDir::new(&config.data_dir);
+            let passphrase = passphrase_file
+                .as_deref()
+                .map(plinth_controller::backup::read_passphrase)
+                .transpose()?;
+            let m = plinth_controller::backup::restore(from, &data, passphrase.as_deref())?;
+            println!(
+                "restored {} into {}{}{}",
+                from.display(),
+                data.root().display(),
+                if m.database {
+                    ""
+                } else {
+                    "; restore the database with pg_restore"
+                },
+                if m.secrets {
+                    ""
+                } else {
+                    "; it holds no secrets: a new signing key and admin token are made at start"
+                },
+            );
+            Ok(())
+        }
+        Command::Check => {
+            let config = load_config(&cli, Overrides::default())?;
+            let data = DataDir::new(&config.data_dir);
+            let store =
+                plinth_controller::store::open(config.database_url.as_deref(), &data.database())
+                    .context("cannot open the database")?;
+            let problems = plinth_controller::backup::check(store.as_ref())?;
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                for p in &problems {
+                    eprintln!("plinth-controller: {p}");
+                }
+                std::process::exit(1)
+            }
         }
         Command::Token { command } => {
             let config = load_config(&cli, Overrides::default())?;

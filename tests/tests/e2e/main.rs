@@ -8,6 +8,7 @@
 mod agent_task_types;
 mod airship;
 mod api_auth_and_input;
+mod backup;
 mod boot_listener;
 mod cancel;
 mod chaos;

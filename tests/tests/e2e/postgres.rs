@@ -126,3 +126,85 @@ fn readyz_follows_the_database_and_healthz_the_process() {
         probe("/readyz").0 == 200
     });
 }
+
+/// On PostgreSQL the database is backed up with `pg_dump` (the whole database, custom format) and the
+/// data directory with `plinth-controller backup`; after `pg_restore` into a new database,
+/// `plinth-controller check` reads it as a controller starting on it would, running deployment
+/// included.
+#[test]
+fn pg_dump_and_restore_pass_the_check_with_the_running_deployment() {
+    let pg = plinth_e2e::needs::postgres();
+    let url = pg.fresh_database().expect("a database");
+    let c = Controller::start_with(&["--auto-accept", "--database-url", &url]);
+    let agent = Agent::start(&c, "pg-held", &[]);
+    let ids: Vec<u64> = c.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
+    let hold = "touch holding; while [ ! -e go ]; do sleep 0.1; done";
+    let graph = json!({"default": {"tasks": [shell("hold", &["*"], hold)]}});
+    let cid = c.api.cluster_with_graph("pg-backup", graph, &ids);
+    let dep = c.api.deploy(cid, "");
+    let holding = agent.work().join("holding");
+    wait_until("the task to hold", LONG, || holding.exists());
+
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) = c.command(&[
+        "--database-url",
+        &url,
+        "backup",
+        "--to",
+        dir.path().join("data.backup").to_str().unwrap(),
+        "--with-secrets",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("left to pg_dump"), "{out}");
+    let bin = plinth_controller::store::postgres::scratch::find_bin().unwrap();
+    // `postgres://plinth@HOST:PORT/NAME?...`: the database's name.
+    let name = |u: &str| {
+        u.split('?')
+            .next()
+            .and_then(|u| u.rsplit('/').next())
+            .unwrap()
+            .to_string()
+    };
+    let port = pg.port().to_string();
+    let dump = dir.path().join("plinth.dump");
+    let tool = |program: &str, args: &[&str]| {
+        let out = std::process::Command::new(bin.join(program))
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "plinth"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{program}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    tool(
+        "pg_dump",
+        &[
+            "--format=custom",
+            "--file",
+            dump.to_str().unwrap(),
+            &name(&url),
+        ],
+    );
+    let restored = pg.fresh_database().expect("a second database");
+    tool(
+        "pg_restore",
+        &[
+            "--no-owner",
+            "--dbname",
+            &name(&restored),
+            dump.to_str().unwrap(),
+        ],
+    );
+    let (ok, said, err) = c.command(&["--database-url", &restored, "check"]);
+    assert!(ok, "{said}{err}");
+    assert!(
+        said.contains(&format!("running deployment {dep}: its state reads")),
+        "{said}"
+    );
+    assert!(said.contains("1 nodes"), "{said}");
+    std::fs::write(agent.work().join("go"), "").unwrap();
+    assert_eq!(c.api.wait_deployment(dep, LONG)["status"], "success");
+}
