@@ -42,6 +42,21 @@ fn no_inputs() -> CompressedJson {
 }
 
 /// An orchestration state as the engine gives it to the store (compressed).
+/// A `default` deployment of `nodes` in cluster `cluster` that deploys, with empty inputs and state.
+fn default_deployment(cluster: u64, nodes: Vec<u64>) -> NewDeployment {
+    NewDeployment {
+        inputs: no_inputs(),
+        cluster_id: cluster,
+        graph_type: "default".into(),
+        node_ids: nodes,
+        options: serde_json::json!({}),
+        state: packed_state("{}"),
+        now_ms: 1,
+        deploys: true,
+        primaries: Vec::new(),
+    }
+}
+
 fn packed_state(text: &str) -> CompressedJson {
     let value: serde_json::Value = serde_json::from_str(text).expect("a state is JSON");
     CompressedJson::encode(&value).expect("a state encodes")
@@ -120,17 +135,7 @@ fn results_are_stored_once(s: &dyn Store) {
         .register_node(&reg("k1"), NodeAdmission::Accepted)
         .unwrap();
     let d = s
-        .create_deployment(&NewDeployment {
-            inputs: no_inputs(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: vec![n.id],
-            options: serde_json::json!({}),
-            state: packed_state("{}"),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
+        .create_deployment(&default_deployment(c.id, vec![n.id]))
         .unwrap();
     assert_eq!(d.id, 1);
     let batch = vec![
@@ -180,17 +185,7 @@ fn a_cancelled_deployment_takes_the_last_word_of_what_it_ended(s: &dyn Store) {
         .register_node(&reg("k1"), NodeAdmission::Accepted)
         .unwrap();
     let d = s
-        .create_deployment(&NewDeployment {
-            inputs: no_inputs(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: vec![n.id],
-            options: serde_json::json!({}),
-            state: packed_state("{}"),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
+        .create_deployment(&default_deployment(c.id, vec![n.id]))
         .unwrap();
     let of = |task: &str, attempt: u32, status: ResultStatus| TaskResult {
         deployment_id: d.id,
@@ -442,17 +437,7 @@ fn revisions_come_from_one_counter_and_nothing_a_node_says_moves_them(s: &dyn St
         .register_node(&reg("k1"), NodeAdmission::Accepted)
         .unwrap();
     let d = s
-        .create_deployment(&NewDeployment {
-            inputs: no_inputs(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: vec![n.id],
-            options: serde_json::json!({}),
-            state: packed_state("{}"),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
+        .create_deployment(&default_deployment(c.id, vec![n.id]))
         .unwrap();
     let list = |floor: u64| TaskList {
         format: TASK_LIST_FORMAT,
@@ -725,17 +710,7 @@ pub(super) fn running_deployment(s: &dyn Store, n: usize) -> (Vec<u64>, Deployme
         })
         .collect();
     let d = s
-        .create_deployment(&NewDeployment {
-            inputs: no_inputs(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: nodes.clone(),
-            options: serde_json::json!({}),
-            state: packed_state("{}"),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
+        .create_deployment(&default_deployment(c.id, nodes.clone()))
         .unwrap();
     (nodes, d)
 }
@@ -1253,17 +1228,7 @@ fn many_nodes_written_at_once_end_as_one_at_a_time(s: &dyn Store) {
     assert_eq!(one.pending_roles, ["d"], "the last assignment wins");
     assert!(one.model.pending_addition);
     let d = s
-        .create_deployment(&NewDeployment {
-            inputs: no_inputs(),
-            cluster_id: c.id,
-            graph_type: "default".into(),
-            node_ids: n[..4].to_vec(),
-            options: serde_json::json!({}),
-            state: packed_state("{}"),
-            now_ms: 1,
-            deploys: true,
-            primaries: Vec::new(),
-        })
+        .create_deployment(&default_deployment(c.id, n[..4].to_vec()))
         .unwrap();
     assert!(n[..4]
         .iter()
