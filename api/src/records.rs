@@ -282,6 +282,26 @@ pub struct NodeView {
     pub effective_tags: Vec<String>,
     /// Its hardware in a few numbers, from its facts (also when the facts themselves are left out).
     pub hardware: Hardware,
+    /// Its agent's version and protocol, as it said at its last registration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentInfo>,
+}
+
+/// What a node's agent said of itself when it last registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AgentInfo {
+    /// The agent's version.
+    pub version: String,
+    /// The agent protocol it speaks.
+    pub protocol: u32,
+}
+
+impl AgentInfo {
+    /// Read from a node's stored facts (`agent`, which the controller writes at registration).
+    pub fn of(facts: &serde_json::Value) -> Option<AgentInfo> {
+        serde_json::from_value(facts.get("agent")?.clone()).ok()
+    }
 }
 
 /// A node's hardware in a few numbers, for lists.

@@ -4,8 +4,8 @@
 use plinth_api::deployments::{DeploymentRecord, NodeLine, Report, StartedDeployment, Summary};
 use plinth_api::errors::ErrorBody;
 use plinth_api::records::{
-    ClusterRecord, Hardware, NodeAdmission, NodeModelFields, NodeRecord, NodeStatus, NodeView,
-    Reported,
+    AgentInfo, ClusterRecord, Hardware, NodeAdmission, NodeModelFields, NodeRecord, NodeStatus,
+    NodeView, Reported,
 };
 use plinth_common::wire::{DeploymentStatus, ResultStatus};
 use serde_json::{json, Value};
@@ -58,6 +58,10 @@ fn a_node_as_listed_reads_and_prints_unchanged() {
             disk_bytes: 10,
             nics: 2,
         },
+        agent: Some(AgentInfo {
+            version: "0.1.0".into(),
+            protocol: 2,
+        }),
     };
     let sent = serde_json::to_value(&view).unwrap();
     assert_eq!(

@@ -133,6 +133,7 @@ impl Row for NodeView {
         "reported tags",
         "roles",
         "pending",
+        "agent",
         "why",
     ];
     fn cells(&self) -> Vec<String> {
@@ -155,6 +156,9 @@ impl Row for NodeView {
             list(&n.tags),
             list(&n.roles),
             list(&n.pending_roles),
+            self.agent
+                .as_ref()
+                .map_or_else(String::new, |a| a.version.clone()),
             why,
         ]
     }

@@ -283,6 +283,7 @@ mod tests {
             labels: Default::default(),
             rack: None,
             enrollment_token: None,
+            protocol: plinth_common::wire::PROTOCOL_VERSION,
         };
         let files = ControllerFiles {
             controller: controller.clone(),

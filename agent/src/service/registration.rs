@@ -3,7 +3,7 @@
 //! one registration, not three.
 
 use crate::transport::{Controller, TransportError};
-use plinth_common::wire::{Admission, Registration, RegistrationAck};
+use plinth_common::wire::{Admission, Registration, RegistrationAck, PROTOCOL_VERSION};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
@@ -67,13 +67,24 @@ impl Registrar {
                 node_id = ack.node_id,
                 node_key = %ack.node_key,
                 revision = ack.revision,
+                controller_version = %ack.controller_version,
                 "registered; admitted"
             ),
             Admission::Discovered => tracing::info!(
                 node_id = ack.node_id,
                 node_key = %ack.node_key,
+                controller_version = %ack.controller_version,
                 "registered; discovered, waiting for an operator, token or policy to admit this node"
             ),
+        }
+        if ack.protocol > PROTOCOL_VERSION {
+            tracing::warn!(
+                controller_version = %ack.controller_version,
+                controller_protocol = ack.protocol,
+                agent_protocol = PROTOCOL_VERSION,
+                "the controller speaks a newer protocol: upgrade this agent to its version (a controller \
+                 serves agents one protocol behind it, not two)"
+            );
         }
         Ok(ack)
     }

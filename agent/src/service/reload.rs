@@ -77,6 +77,7 @@ pub fn registration(settings: &Settings, facts: plinth_common::wire::Facts) -> R
         labels: settings.labels.clone(),
         rack: settings.rack.clone(),
         enrollment_token: settings.enrollment_token.clone(),
+        protocol: plinth_common::wire::PROTOCOL_VERSION,
     }
 }
 

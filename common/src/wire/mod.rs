@@ -52,6 +52,22 @@ pub const PRIMARY_TAG_PREFIX: &str = "primary-";
 /// The longest a poll may be held open by the controller, in seconds.
 pub const MAX_POLL_WAIT_SECS: u64 = 30;
 
+/// The agent protocol this build speaks: what an agent and a controller say to each other at
+/// registration. A controller serves agents of this protocol and of the one before it
+/// ([`OLDEST_AGENT_PROTOCOL`]), and refuses others saying which side to upgrade.
+///
+/// - 1: registration without `protocol` (agents before the protocol was said).
+/// - 2: registration says `protocol`; the answer says the controller's version and protocol.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The oldest agent protocol a controller of this build serves: the one before [`PROTOCOL_VERSION`].
+pub const OLDEST_AGENT_PROTOCOL: u32 = PROTOCOL_VERSION - 1;
+
+/// The protocol of an agent that does not say one.
+fn first_protocol() -> u32 {
+    1
+}
+
 /// What an agent sends when it registers (on every start, and again when the controller asks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +91,9 @@ pub struct Registration {
     /// An enrollment token that admits the node without an operator.
     #[serde(default)]
     pub enrollment_token: Option<String>,
+    /// The agent protocol it speaks ([`PROTOCOL_VERSION`]; 1 when absent).
+    #[serde(default = "first_protocol")]
+    pub protocol: u32,
 }
 
 impl Registration {
@@ -149,6 +168,12 @@ pub struct RegistrationAck {
     pub admission: Admission,
     /// The highest task list revision the controller has issued to this node (0 when none).
     pub revision: u64,
+    /// The controller's version (empty from a controller before protocol 2).
+    #[serde(default)]
+    pub controller_version: String,
+    /// The newest agent protocol the controller speaks (0 from a controller before protocol 2).
+    #[serde(default)]
+    pub protocol: u32,
 }
 
 /// The query string of a poll: `GET /agent/v1/tasks?nonce=..&after=..&wait=..`.

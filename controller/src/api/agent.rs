@@ -15,7 +15,8 @@ use plinth_common::signing::{
 };
 use plinth_common::wire::{
     valid_nonce, GateAnswer, GateQuery, PollQuery, Refusal, Registration, RegistrationAck,
-    ResultAck, ResultsBatch, MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, PRIMARY_TAG_PREFIX,
+    ResultAck, ResultsBatch, MAX_MESSAGE_BYTES, MAX_POLL_WAIT_SECS, OLDEST_AGENT_PROTOCOL,
+    PRIMARY_TAG_PREFIX, PROTOCOL_VERSION,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub async fn register(
 ) -> Result<Json<RegistrationAck>, ApiError> {
     reg.check_sizes()
         .map_err(|e| ApiError::bad_request(format!("registration refused: {e}")))?;
+    check_protocol(&reg)?;
     let config = state.config();
     let known = state.agents.registry.get(&key.fingerprint).is_some();
     if !known {
@@ -96,8 +98,15 @@ pub async fn register(
             .filter(|u| !u.trim().is_empty())
             .map(|u| u.trim().to_ascii_lowercase()),
     };
-    let facts =
+    let mut facts =
         serde_json::to_value(&reg.facts).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    // What the agent said of itself, kept with its facts (`NodeView::agent` reads it back).
+    if let Some(map) = facts.as_object_mut() {
+        map.insert(
+            "agent".into(),
+            json!({"version": reg.agent_version, "protocol": reg.protocol}),
+        );
+    }
     let record = NodeRegistration {
         node_key: key.fingerprint.clone(),
         public_key: public_key_to_text(&key.key),
@@ -124,7 +133,33 @@ pub async fn register(
         node_key: node.node_key,
         admission: node.admission,
         revision: node.revision,
+        controller_version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: PROTOCOL_VERSION,
     }))
+}
+
+/// An agent of a protocol this controller does not serve is refused (426) saying which side to
+/// upgrade: this controller serves [`OLDEST_AGENT_PROTOCOL`] to [`PROTOCOL_VERSION`].
+fn check_protocol(reg: &Registration) -> Result<(), ApiError> {
+    let version = env!("CARGO_PKG_VERSION");
+    let why = if reg.protocol < OLDEST_AGENT_PROTOCOL {
+        format!(
+            "agent {} speaks protocol {}; this controller ({version}) serves protocols              {OLDEST_AGENT_PROTOCOL} to {PROTOCOL_VERSION}: upgrade the agent to {version}",
+            reg.agent_version, reg.protocol
+        )
+    } else if reg.protocol > PROTOCOL_VERSION {
+        format!(
+            "agent {} speaks protocol {}, newer than this controller's ({version}, protocol              {PROTOCOL_VERSION}): upgrade the controller to {} or later",
+            reg.agent_version, reg.protocol, reg.agent_version
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::new(
+        StatusCode::UPGRADE_REQUIRED,
+        "protocol_unsupported",
+        why,
+    ))
 }
 
 /// `GET /agent/v1/tasks?nonce=&after=&wait=`: the node's next signed list, or 204 after `wait` seconds.

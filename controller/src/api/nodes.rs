@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::sync::Arc;
 
-pub use plinth_api::records::{Hardware, NodeView};
+pub use plinth_api::records::{AgentInfo, Hardware, NodeView};
 
 /// The offline threshold in force, in milliseconds (read once per request).
 fn offline_after_ms(state: &AppState) -> i64 {
@@ -25,6 +25,7 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
     }
     let online = now_ms() - node.last_seen_ms <= threshold;
     let hardware = Hardware::of(&node.facts);
+    let agent = AgentInfo::of(&node.facts);
     if !with_facts {
         node.facts = serde_json::Value::Null;
     }
@@ -32,6 +33,7 @@ fn view(state: &AppState, threshold: i64, mut node: NodeRecord, with_facts: bool
         deployed_roles: node.roles.clone(),
         effective_tags: super::tags::own_tags(&node),
         hardware,
+        agent,
         node,
         online,
     }

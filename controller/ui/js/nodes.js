@@ -111,6 +111,7 @@ async function showNode(box, id, reload, clusterName) {
       h('dt', {}, 'Roles'), h('dd', {}, n.roles.join(', ') || '\u2014', n.pending_roles.length ? ` (pending: ${n.pending_roles.join(', ')})` : ''),
       h('dt', {}, 'Tags'), h('dd', { id: 'node-tags' }, (n.effective_tags || []).join(', ') || '\u2014'),
       h('dt', {}, 'Installed'), h('dd', { id: 'node-provisioned' }, provisioned(n.model?.provisioned)),
+      h('dt', {}, 'Agent'), h('dd', { id: 'node-agent' }, n.agent ? `${n.agent.version} (protocol ${n.agent.protocol})` : '\u2014'),
       h('dt', {}, 'OS'), h('dd', {}, f.os?.pretty_name ?? '', ' ', f.kernel ?? ''),
       h('dt', {}, 'CPU'), h('dd', { id: 'node-cpu' }, f.cpu ? `${f.cpu.threads} threads, ${f.cpu.model ?? ''}` : '\u2014'),
       h('dt', {}, 'Memory'), h('dd', {}, bytes(f.memory?.total_bytes)),

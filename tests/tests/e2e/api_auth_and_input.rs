@@ -391,3 +391,57 @@ fn keystone_tokens_expire_and_follow_their_operator_token() {
     assert!(ok, "{err}");
     assert_eq!(status(&fresh, "GET").status().as_u16(), 401);
 }
+
+/// The agent and the controller say their versions and protocols to each other: an agent of the
+/// previous protocol (one that says none) is served, older and newer ones are refused (426) with what
+/// to upgrade, and `nodes list` shows each node's agent version.
+#[test]
+fn agents_of_the_previous_protocol_are_served_and_others_told_what_to_upgrade() {
+    let c = Controller::start();
+    let version = env!("CARGO_PKG_VERSION");
+    let register = |seed: u8, protocol: Option<u32>| {
+        let mut body = json!({"agent_version": format!("agent-{seed}"), "facts": {"hostname": format!("v{seed}")}});
+        if let Some(p) = protocol {
+            body["protocol"] = json!(p);
+        }
+        let r = agent_client(&c, seed)
+            .post(format!("{}/agent/v1/register", c.url))
+            .json(&body)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
+    };
+    let (status, ack) = register(31, None);
+    assert_eq!(
+        status, 200,
+        "an agent of protocol 1 (none said) is served: {ack}"
+    );
+    assert_eq!(ack["controller_version"], version);
+    assert_eq!(ack["protocol"], plinth_common::wire::PROTOCOL_VERSION);
+    let (status, _) = register(32, Some(plinth_common::wire::PROTOCOL_VERSION));
+    assert_eq!(status, 200);
+    let (status, old) = register(33, Some(0));
+    assert_eq!(status, 426, "{old}");
+    let said = old["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("upgrade the agent") && said.contains(version),
+        "{said}"
+    );
+    let (status, new) = register(34, Some(plinth_common::wire::PROTOCOL_VERSION + 1));
+    assert_eq!(status, 426, "{new}");
+    let said = new["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("upgrade the controller"), "{said}");
+    // A real agent's version shows in `nodes list`.
+    let _a = Agent::start(&c, "versioned", &[]);
+    c.api.wait_nodes(3);
+    let (ok, out, err) = c.plinthctl(&["nodes", "list"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("AGENT"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("versioned"))
+        .unwrap_or_default();
+    assert!(row.contains(version), "the agent's version: {out}");
+    let row = out.lines().find(|l| l.contains("v31")).unwrap_or_default();
+    assert!(row.contains("agent-31"), "{out}");
+}

@@ -237,6 +237,10 @@ fn an_operator_watches_and_drives_a_deployment_from_the_browser() {
     b.click("#nodes-list .vrow").unwrap();
     b.wait_text("#node-cpu", WAIT, |t| t.contains("threads"))
         .unwrap();
+    // The node's agent, as it said at registration.
+    let agent = format!("{} (protocol ", env!("CARGO_PKG_VERSION"));
+    b.wait_text("#node-agent", WAIT, |t| t.starts_with(&agent))
+        .unwrap();
     b.screenshot("nodes").unwrap();
 
     // A third node (tag c, its own group) that will succeed beside the failing and the running one.

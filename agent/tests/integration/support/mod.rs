@@ -251,6 +251,8 @@ async fn register(
         node_key: peer.0,
         admission: Admission::Accepted,
         revision: 0,
+        controller_version: "test".into(),
+        protocol: plinth_common::wire::PROTOCOL_VERSION,
     })
     .into_response()
 }
