@@ -842,3 +842,118 @@ pub fn node_line<'a>(report: &'a Value, node: &str) -> Option<&'a Value> {
 pub fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
+
+/// Reads a deployment's report, its summary and `GET /nodes` until one reading where the report did
+/// not move while the others were read, then checks that they tell one story: each node's status in the
+/// report is the summary's, the summary's counts are the report's, each group's lists cover its nodes
+/// by their statuses, and a node's record is in `error` exactly when the report says it failed (once
+/// its outcome is final) with the report's reason. `Err` names the disagreement.
+pub fn views_agree(api: &Api, dep: u64, timeout: Duration) -> std::result::Result<(), String> {
+    let started = Instant::now();
+    let mut last = String::from("never read");
+    while started.elapsed() < timeout {
+        match one_reading(api, dep) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(last)
+}
+
+fn one_reading(api: &Api, dep: u64) -> std::result::Result<(), String> {
+    let get = |path: &str| api.get(path).map_err(|e| e.to_string());
+    let report = get(&format!("/deployments/{dep}"))?;
+    let summary = get(&format!("/deployments/{dep}/summary"))?;
+    let nodes = get("/nodes")?;
+    let again = get(&format!("/deployments/{dep}"))?;
+    let statuses = |r: &Value| -> Vec<(Value, Value)> {
+        r["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| (n["name"].clone(), n["status"].clone()))
+            .collect()
+    };
+    if statuses(&report) != statuses(&again) || report["status"] != again["status"] {
+        return Err("the run moved while it was read".into());
+    }
+    if statuses(&report) != statuses(&summary) || report["status"] != summary["status"] {
+        return Err(format!(
+            "report {:?} / summary {:?}",
+            statuses(&report),
+            statuses(&summary)
+        ));
+    }
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    for (_, s) in statuses(&report) {
+        *counts
+            .entry(s.as_str().unwrap_or("").to_string())
+            .or_default() += 1;
+    }
+    let said: std::collections::BTreeMap<String, u64> = summary["counts"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+        .collect();
+    if said != counts {
+        return Err(format!("summary counts {said:?}, report {counts:?}"));
+    }
+    let status_of = |name: &Value| {
+        report["nodes"]
+            .as_array()
+            .and_then(|ns| ns.iter().find(|n| n["name"] == *name))
+            .map(|n| n["status"].clone())
+    };
+    for g in report["groups"].as_array().into_iter().flatten() {
+        let mut covered = 0;
+        for (key, status) in [
+            ("running", "running"),
+            ("succeeded", "success"),
+            ("prepared", "prepared"),
+            ("failed", "failure"),
+            ("cancelled", "cancelled"),
+            ("not_started", "not_started"),
+        ] {
+            for m in g[key].as_array().into_iter().flatten() {
+                covered += 1;
+                if status_of(m) != Some(json!(status)) {
+                    return Err(format!(
+                        "group {} lists {m} as {key}: {:?}",
+                        g["name"],
+                        status_of(m)
+                    ));
+                }
+            }
+        }
+        if covered != g["nodes"].as_array().map_or(0, Vec::len) {
+            return Err(format!(
+                "group {}'s lists do not cover its nodes",
+                g["name"]
+            ));
+        }
+    }
+    for n in report["nodes"].as_array().into_iter().flatten() {
+        let Some(record) = nodes
+            .as_array()
+            .and_then(|ns| ns.iter().find(|r| r["id"] == n["id"]))
+        else {
+            return Err(format!("{} is not in the nodes list", n["name"]));
+        };
+        let failed = n["status"] == "failure";
+        if (record["status"] == "error") != failed && n["status"] != "not_started" {
+            return Err(format!(
+                "{}: the report says {}, its record {}",
+                n["name"], n["status"], record["status"]
+            ));
+        }
+        if failed && record["error_msg"] != n["reason"] {
+            return Err(format!(
+                "{}: the record says {}, the report {}",
+                n["name"], record["error_msg"], n["reason"]
+            ));
+        }
+    }
+    Ok(())
+}

@@ -191,6 +191,8 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
     wait_until("the second controller takes the lease over", LONG, || {
         sequencer(&b).as_deref() == Some(b_id.as_str())
     });
+    // Through the takeover every view of the live controller tells one story.
+    views_agree(&b.api, dep, LONG).unwrap_or_else(|e| panic!("after the takeover: {e}"));
     // For docs/HA.md (printed with --nocapture; not asserted: it depends on the machine).
     eprintln!(
         "takeover: {:.1} s after the kill",
@@ -198,6 +200,7 @@ fn the_sequencing_controller_killed_mid_deployment_another_takes_over_and_nothin
     );
     let refs: Vec<&Agent> = agents.iter().collect();
     assert_complete_once(&url, &b, dep, &refs);
+    views_agree(&b.api, dep, LONG).unwrap_or_else(|e| panic!("at the end: {e}"));
     // The agent that works with the live controller first stayed with it through the hand-over: its
     // gate questions were held there, not answered 503 (which would send it to the dead one).
     let stayed = agents[1].log();
