@@ -154,6 +154,7 @@ fn commit(s: &Parts, group: Vec<Report>) {
             j.verdicts[*i] = Some(match outcome {
                 Stored::New => {
                     let v = verdict(&r, Verdict::Accepted);
+                    crate::metrics::metrics().task_ended(r.status, r.duration_ms);
                     new.push(r);
                     v
                 }
