@@ -129,6 +129,25 @@ impl Metrics {
             "Times this controller took the sequencing lease",
             lease_takeovers.clone(),
         );
+        // Every label value is known: each series is there from the start, at zero, so that rates and
+        // sums answer before the first event of a kind.
+        for wait in [PollWait::long, PollWait::short] {
+            for answer in [PollAnswer::list, PollAnswer::empty] {
+                let _ = polls.get_or_create(&PollLabels {
+                    wait: wait.clone(),
+                    answer,
+                });
+            }
+        }
+        for verdict in ["accepted", "duplicate", "refused"] {
+            let _ = results.get_or_create(&VerdictLabels { verdict });
+        }
+        for kind in ["list", "result"] {
+            let _ = refusals.get_or_create(&RefusalLabels { kind });
+        }
+        for outcome in ["succeeded", "failed", "timed_out", "interrupted", "skipped"] {
+            let _ = task_duration.get_or_create(&TaskLabels { outcome });
+        }
         Metrics {
             registry,
             polls,
