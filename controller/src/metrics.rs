@@ -64,6 +64,14 @@ pub struct TaskLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of `plinth_store_transaction_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransactionLabels {
+    /// Which write: `progress` (a deployment's step: lists, state, events) or `results` (a batch of
+    /// agents' results).
+    pub kind: &'static str,
+}
+
 /// The metrics kept as work happens.
 pub struct Metrics {
     registry: Registry,
@@ -75,6 +83,8 @@ pub struct Metrics {
     pub refusals: Family<RefusalLabels, Counter>,
     /// Tasks' run times as their agents report them, by outcome.
     pub task_duration: Family<TaskLabels, Histogram>,
+    /// Store transactions' times, by kind.
+    pub store_transaction: Family<TransactionLabels, Histogram>,
     /// Registrations turned away by the registration limits.
     pub registrations_limited: Counter,
     /// Times this controller took the sequencing lease.
@@ -117,6 +127,16 @@ impl Metrics {
             Unit::Seconds,
             task_duration.clone(),
         );
+        let store_transaction =
+            Family::<TransactionLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+            });
+        registry.register_with_unit(
+            "store_transaction_duration",
+            "Time of the store's write transactions, by kind (progress: a deployment's step; results: a batch of results)",
+            Unit::Seconds,
+            store_transaction.clone(),
+        );
         let registrations_limited = Counter::default();
         registry.register(
             "registrations_limited",
@@ -145,6 +165,9 @@ impl Metrics {
         for kind in ["list", "result"] {
             let _ = refusals.get_or_create(&RefusalLabels { kind });
         }
+        for kind in ["progress", "results"] {
+            let _ = store_transaction.get_or_create(&TransactionLabels { kind });
+        }
         for outcome in ["succeeded", "failed", "timed_out", "interrupted", "skipped"] {
             let _ = task_duration.get_or_create(&TaskLabels { outcome });
         }
@@ -154,6 +177,7 @@ impl Metrics {
             results,
             refusals,
             task_duration,
+            store_transaction,
             registrations_limited,
             lease_takeovers,
         }
@@ -205,6 +229,13 @@ impl Metrics {
         self.task_duration
             .get_or_create(&TaskLabels { outcome })
             .observe(duration_ms as f64 / 1000.0);
+    }
+
+    /// Records one store transaction of `kind` that took `took`.
+    pub fn transaction(&self, kind: &'static str, took: std::time::Duration) {
+        self.store_transaction
+            .get_or_create(&TransactionLabels { kind })
+            .observe(took.as_secs_f64());
     }
 
     /// Counts one refusal of `kind` (`list` or `result`).
@@ -339,7 +370,10 @@ mod tests {
         assert!(text.contains("plinth_results_total{verdict=\"refused\"}"));
         assert!(text.contains("plinth_refusals_total{kind=\"result\"}"));
         assert!(text.contains("# TYPE plinth_task_duration_seconds histogram"));
-        assert!(text.contains("plinth_task_duration_seconds_count{outcome=\"failed\"} 1"));
+        assert!(
+            text.contains("plinth_store_transaction_duration_seconds_count{kind=\"progress\"} ")
+        );
+        assert!(text.contains("plinth_task_duration_seconds_count{outcome=\"failed\"} "));
         assert!(text.ends_with("# EOF\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
     }

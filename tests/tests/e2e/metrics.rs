@@ -224,6 +224,14 @@ fn prometheus_scrapes_a_deployment_and_the_dashboard_queries_answer() {
         .value("sum(plinth_polls_total)")
         .expect("polls answered");
     assert!(polls >= 2.0, "polls answered: {polls}");
+    for kind in ["progress", "results"] {
+        let n = prometheus
+            .value(&format!(
+                "plinth_store_transaction_duration_seconds_count{{kind=\"{kind}\"}}"
+            ))
+            .expect("store transactions");
+        assert!(n >= 1.0, "{kind} transactions: {n}");
+    }
     assert_eq!(
         prometheus.value("plinth_registrations_limited_total"),
         Some(0.0)
