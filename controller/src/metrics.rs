@@ -259,6 +259,8 @@ pub struct Snapshot {
     pub agents: Vec<((&'static str, &'static str), u64)>,
     /// Deployments by status.
     pub deployments: Vec<(&'static str, u64)>,
+    /// The database connection pool's use (PostgreSQL only).
+    pub pool: Option<crate::store::PoolUse>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -270,6 +272,11 @@ struct AgentLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -327,6 +334,25 @@ pub fn render(snap: &Snapshot) -> String {
             .set(*n as i64);
     }
     now.register("deployments", "Deployments by status", deployments);
+    if let Some(pool) = snap.pool {
+        let used = Family::<StateLabels, Gauge>::default();
+        used.get_or_create(&StateLabels { state: "in_use" })
+            .set(pool.open.saturating_sub(pool.idle) as i64);
+        used.get_or_create(&StateLabels { state: "idle" })
+            .set(pool.idle as i64);
+        now.register(
+            "database_connections",
+            "Database connections of the pool by state (in_use, idle); PostgreSQL only",
+            used,
+        );
+        let max = Gauge::<i64>::default();
+        max.set(pool.max as i64);
+        now.register(
+            "database_connections_max",
+            "The most database connections the pool opens; PostgreSQL only",
+            max,
+        );
+    }
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode_registry(&mut out, &metrics().registry);
@@ -351,6 +377,11 @@ mod tests {
             lists_published: 3,
             agents: vec![(("ready", "accepted"), 2)],
             deployments: vec![("failed", 1)],
+            pool: Some(crate::store::PoolUse {
+                open: 3,
+                idle: 1,
+                max: 16,
+            }),
             ..Snapshot::default()
         };
         let text = render(&snap);
@@ -359,6 +390,9 @@ mod tests {
             "plinth_agents{status=\"ready\",admission=\"accepted\"} 2",
             "plinth_deployments{status=\"failed\"} 1",
             "plinth_lease_holder 0",
+            "plinth_database_connections{state=\"in_use\"} 2",
+            "plinth_database_connections{state=\"idle\"} 1",
+            "plinth_database_connections_max 16",
             "plinth_connections{class=\"untrusted\"} 0",
         ] {
             assert!(

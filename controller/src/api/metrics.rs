@@ -46,6 +46,7 @@ fn snapshot(state: &AppState) -> Result<Snapshot, ApiError> {
         lease_holder: state.engine.is_sequencing(),
         agents: agents.into_iter().collect(),
         deployments: deployments.into_iter().collect(),
+        pool: state.store.pool_use(),
     })
 }
 
