@@ -279,3 +279,30 @@ fn prometheus_scrapes_a_deployment_and_the_dashboard_queries_answer() {
         "{text}"
     );
 }
+
+#[test]
+fn on_postgresql_the_pool_is_measured() {
+    let pg = needs::postgres();
+    let url = pg.fresh_database().expect("a database");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let c = Controller::start_with(&["--database-url", &url, "--metrics-listen", &listen]);
+    let text = client()
+        .get(format!("http://{listen}/metrics"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("metrics: {e}\n{}", c.log()));
+    let value = |name: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing in:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value("plinth_database_connections_max") >= 1.0, "{text}");
+    let in_use = value("plinth_database_connections{state=\"in_use\"}");
+    let idle = value("plinth_database_connections{state=\"idle\"}");
+    assert!(
+        in_use + idle >= 1.0,
+        "the controller has opened its pool: {text}"
+    );
+}
