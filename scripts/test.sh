@@ -24,6 +24,8 @@ missing() {
   # The web console's tests drive a headless browser.
   [ -x /usr/bin/chromium ] || need+=(chromium)
   [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+  # The metrics test scrapes a controller with a real Prometheus server.
+  [ -x /usr/bin/prometheus ] || need+=(prometheus)
   # The booted-image tests (tests/tests/e2e/images.rs): a Debian root file system built with mmdebstrap, booted
   # in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

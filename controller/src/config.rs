@@ -18,6 +18,8 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     /// A plain-HTTP address serving Nailgun's operator API for Fuel's `fuel2` (off when absent).
     pub nailgun_listen: Option<SocketAddr>,
+    /// A plain-HTTP address serving Prometheus metrics (`/metrics`, no token; off when absent).
+    pub metrics_listen: Option<SocketAddr>,
     /// The URL other controllers sharing the database reach this one at (`https://host:port`);
     /// from `listen` when absent.
     pub advertise_url: Option<String>,
@@ -75,6 +77,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Where to serve Nailgun's operator API over plain HTTP, if anywhere.
     pub nailgun_listen: Option<SocketAddr>,
+    /// Where to serve Prometheus metrics over plain HTTP, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
     /// The URL other controllers reach this one at, when configured.
     pub advertise_url: Option<String>,
     /// Configured certificate and key, if any.
@@ -237,6 +241,8 @@ pub struct Overrides {
     pub listen: Option<SocketAddr>,
     /// `--nailgun-listen` / `PLINTH_NAILGUN_LISTEN`.
     pub nailgun_listen: Option<SocketAddr>,
+    /// `--metrics-listen` / `PLINTH_METRICS_LISTEN`.
+    pub metrics_listen: Option<SocketAddr>,
     /// `--advertise-url` / `PLINTH_ADVERTISE_URL`.
     pub advertise_url: Option<String>,
     /// `--auto-accept` / `PLINTH_AUTO_ACCEPT`.
@@ -324,6 +330,7 @@ impl Config {
                 .filter(|u| !u.is_empty()),
             listen,
             nailgun_listen: over.nailgun_listen.or(file.nailgun_listen),
+            metrics_listen: over.metrics_listen.or(file.metrics_listen),
             advertise_url: over
                 .advertise_url
                 .or(file.advertise_url)

@@ -33,6 +33,7 @@ pub mod ha;
 pub mod intake;
 pub mod limits;
 pub mod memory;
+pub mod metrics;
 pub mod netboot;
 pub mod power;
 pub mod server;

@@ -99,6 +99,10 @@ enum Command {
         /// by default. Keep it on loopback, behind a local proxy, as Fuel kept Nailgun.
         #[arg(long, env = "PLINTH_NAILGUN_LISTEN")]
         nailgun_listen: Option<SocketAddr>,
+        /// Serve Prometheus metrics (`/metrics`) over plain HTTP, without a token, on this address;
+        /// off by default. Bind it to loopback or a private network.
+        #[arg(long, env = "PLINTH_METRICS_LISTEN")]
+        metrics_listen: Option<SocketAddr>,
         /// With several controllers on one database: the URL the others reach this one at
         /// (`https://host:port`); from --listen when absent.
         #[arg(long, env = "PLINTH_ADVERTISE_URL")]
@@ -322,6 +326,7 @@ fn main() -> Result<()> {
         Command::Serve {
             listen,
             nailgun_listen,
+            metrics_listen,
             advertise_url,
             auto_accept,
             enrollment_token,
@@ -340,6 +345,7 @@ fn main() -> Result<()> {
             let over = Overrides {
                 listen: *listen,
                 nailgun_listen: *nailgun_listen,
+                metrics_listen: *metrics_listen,
                 advertise_url: advertise_url.clone(),
                 auto_accept: auto_accept.then_some(true),
                 enrollment_token: enrollment_token.clone(),

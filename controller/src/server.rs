@@ -143,6 +143,7 @@ fn reload(
         || (fresh.listen.port() == 0 && fresh.listen.ip() == current.listen.ip());
     if !same_listen
         || fresh.nailgun_listen != current.nailgun_listen
+        || fresh.metrics_listen != current.metrics_listen
         || fresh.netboot != current.netboot
         || fresh.data_dir != current.data_dir
     {
@@ -151,6 +152,7 @@ fn reload(
         );
         fresh.listen = current.listen;
         fresh.nailgun_listen = current.nailgun_listen;
+        fresh.metrics_listen = current.metrics_listen;
         fresh.netboot = current.netboot.clone();
         fresh.data_dir = current.data_dir.clone();
     }
@@ -176,6 +178,10 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         Some(addr) => Some(crate::api::nailgun::listener::bind(addr).await?),
         None => None,
     };
+    let metrics = match config.metrics_listen {
+        Some(addr) => Some(crate::api::metrics::bind(addr).await?),
+        None => None,
+    };
     let router = crate::api::router(state.clone());
     let (close_tx, close_rx) = tokio::sync::watch::channel(false);
     let nailgun_addr = match &nailgun {
@@ -197,6 +203,14 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         tokio::spawn(crate::api::nailgun::listener::serve(
             state.clone(),
             nailgun,
+            close_rx.clone(),
+        ));
+    }
+    if let Some(metrics) = metrics {
+        tracing::info!(metrics_listen = %metrics.local_addr()?, "serving Prometheus metrics over plain HTTP");
+        tokio::spawn(crate::api::metrics::serve(
+            state.clone(),
+            metrics,
             close_rx.clone(),
         ));
     }

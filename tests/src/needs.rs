@@ -73,3 +73,11 @@ pub fn dnsmasq() -> PathBuf {
     }
     dnsmasq
 }
+
+pub fn prometheus() -> PathBuf {
+    let prometheus = PathBuf::from("/usr/bin/prometheus");
+    if !prometheus.exists() {
+        missing("prometheus", "apt-get install prometheus");
+    }
+    prometheus
+}

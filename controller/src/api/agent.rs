@@ -47,6 +47,7 @@ pub async fn register(
                     .registrations
                     .take(addr.ip(), per_minute, std::time::Instant::now())
             {
+                crate::metrics::metrics().registrations_limited.inc();
                 return Err(ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too_many_registrations",
@@ -203,12 +204,14 @@ pub async fn poll(
                 list.expires_at = now + state.engine.list_ttl_secs();
                 let signed = sign_task_list(&state.signer, &list);
                 agent.node.seen(now_ms());
+                crate::metrics::metrics().poll(q.wait > 0, true);
                 return Ok(Json(signed).into_response());
             }
             Found::Wait(mut rx) => {
                 let woke = tokio::time::timeout_at(deadline, rx.changed()).await;
                 if !matches!(woke, Ok(Ok(()))) {
                     agent.node.seen(now_ms());
+                    crate::metrics::metrics().poll(q.wait > 0, false);
                     return Ok(StatusCode::NO_CONTENT.into_response());
                 }
             }
@@ -229,6 +232,9 @@ pub async fn results(
         .results
         .submit(agent.node.id, agent.node.accepted(), batch)
         .await?;
+    for v in &verdicts {
+        crate::metrics::metrics().verdict(v.verdict);
+    }
     Ok(Json(ResultAck { verdicts }))
 }
 
@@ -246,6 +252,7 @@ pub async fn refusal(
         claimed_revision = ?r.claimed_revision,
         "agent refused a task list"
     );
+    crate::metrics::metrics().refusal("list");
     let node_id = agent.node.id;
     let deployment_id = state.agents.board.current(node_id).map(|l| l.deployment_id);
     let mut reason = r.reason;

@@ -15,6 +15,7 @@ pub mod error;
 pub mod files;
 pub mod graphs;
 pub mod keystone_token;
+pub mod metrics;
 pub mod nailgun;
 pub mod nodes;
 pub mod openapi;
@@ -185,6 +186,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(probes::healthz))
         .route("/readyz", get(probes::readyz))
+        .route("/metrics", get(metrics::with_token))
         .nest("/api/v1", ops)
         .nest("/agent/v1", agents)
         .nest("/internal/v1", peers)

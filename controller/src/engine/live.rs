@@ -317,6 +317,7 @@ impl Engine {
             None => nodes_ended(&live.run, &fx.events),
             Some(_) => (Vec::new(), Vec::new()),
         };
+        let began = Instant::now();
         self.store.record_progress(
             id,
             &mut Progress {
@@ -338,6 +339,7 @@ impl Engine {
                 },
             },
         )?;
+        crate::metrics::metrics().transaction("progress", began.elapsed());
         Ok(stated)
     }
 

@@ -103,6 +103,7 @@ pub fn step(m: &Membership, store: &dyn Store, engine: &Engine, connections: &Co
                     token,
                 }));
                 tracing::info!(controller = %m.id, token, "took the sequencing lease: this controller sequences deployments now");
+                crate::metrics::metrics().lease_takeovers.inc();
                 // The running deployments are taken on by `keep_up`, beside the beat.
                 engine.start_sequencing();
             }

@@ -126,7 +126,10 @@ fn commit(s: &Parts, group: Vec<Report>) {
         .zip(&to_store)
         .map(|(j, rs)| (j.report.node_id, rs.as_slice()))
         .collect();
-    let stored = match store.store_result_batches(&batches) {
+    let began = std::time::Instant::now();
+    let stored = store.store_result_batches(&batches);
+    crate::metrics::metrics().transaction("results", began.elapsed());
+    let stored = match stored {
         Ok(stored) => stored,
         Err(e) => {
             let e = IntakeError::from(e);
@@ -154,6 +157,7 @@ fn commit(s: &Parts, group: Vec<Report>) {
             j.verdicts[*i] = Some(match outcome {
                 Stored::New => {
                     let v = verdict(&r, Verdict::Accepted);
+                    crate::metrics::metrics().task_ended(r.status, r.duration_ms);
                     new.push(r);
                     v
                 }

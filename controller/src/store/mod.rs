@@ -537,4 +537,20 @@ pub trait Store: Send + Sync + 'static {
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
         None
     }
+    /// How the database connections are used now, for the metrics; `None` where there is no pool
+    /// (SQLite's one file).
+    fn pool_use(&self) -> Option<PoolUse> {
+        None
+    }
+}
+
+/// The database connection pool's use at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Connections open (idle or in use).
+    pub open: usize,
+    /// Open connections nobody holds.
+    pub idle: usize,
+    /// The most the pool opens.
+    pub max: usize,
 }

@@ -30,6 +30,7 @@ mod hostile_agent;
 mod hostile_files;
 mod images;
 mod master;
+mod metrics;
 mod netboot;
 mod one_truth;
 mod packages;

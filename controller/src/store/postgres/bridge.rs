@@ -87,6 +87,16 @@ impl Pool {
         }
     }
 
+    /// How many connections are open, idle, and the most.
+    pub(super) fn usage(&self) -> crate::store::PoolUse {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        crate::store::PoolUse {
+            open: slots.open,
+            idle: slots.idle.len(),
+            max: self.max,
+        }
+    }
+
     /// Takes a connection: an idle one, a new one, or the next one handed back.
     pub(super) fn get(&self) -> StoreResult<Lease<'_>> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());

@@ -267,6 +267,10 @@ impl Backend for Postgres {
         }
     }
 
+    fn pool_use(&self) -> Option<crate::store::PoolUse> {
+        Some(self.pool.usage())
+    }
+
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
         let target = self
             .listen_target

@@ -397,6 +397,10 @@ pub trait Backend: Send + Sync + 'static {
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
         None
     }
+    /// The connection pool's use now; `None` where there is none.
+    fn pool_use(&self) -> Option<crate::store::PoolUse> {
+        None
+    }
 }
 
 /// An id as stored.

@@ -580,4 +580,8 @@ impl<B: Backend> Store for SqlStore<B> {
     fn listen(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Notice>> {
         self.backend.listen()
     }
+
+    fn pool_use(&self) -> Option<crate::store::PoolUse> {
+        self.backend.pool_use()
+    }
 }

@@ -1,0 +1,104 @@
+//! `GET /metrics`: Prometheus's exposition of [`crate::metrics`], on the main listener behind an
+//! operator token (read-only suffices), and without one on the listener of its own (`metrics_listen`).
+
+use super::auth::Operator;
+use super::error::ApiError;
+use crate::metrics::{render, Snapshot, CONTENT_TYPE};
+use crate::state::AppState;
+use anyhow::{Context, Result};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Reads what a scrape reports besides the kept metrics: two reads of the store.
+fn snapshot(state: &AppState) -> Result<Snapshot, ApiError> {
+    let mut agents: BTreeMap<(&'static str, &'static str), u64> = BTreeMap::new();
+    for node in state.store.list_nodes()? {
+        let admission = match node.admission {
+            plinth_common::wire::Admission::Accepted => "accepted",
+            plinth_common::wire::Admission::Discovered => "discovered",
+        };
+        *agents.entry((node.status.as_str(), admission)).or_default() += 1;
+    }
+    let mut deployments: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for status in [
+        plinth_common::wire::DeploymentStatus::Running,
+        plinth_common::wire::DeploymentStatus::Success,
+        plinth_common::wire::DeploymentStatus::SuccessWithFailures,
+        plinth_common::wire::DeploymentStatus::Failed,
+        plinth_common::wire::DeploymentStatus::Cancelled,
+    ] {
+        deployments.insert(status.as_str(), 0);
+    }
+    for d in state.store.list_deployments(None)? {
+        *deployments.entry(d.status.as_str()).or_default() += 1;
+    }
+    Ok(Snapshot {
+        lists_published: state.engine.published_count(),
+        agents_connected: state.agents.connections.connected_keys() as u64,
+        connections_untrusted: state.agents.connections.untrusted() as u64,
+        lease_holder: state.engine.is_sequencing(),
+        agents: agents.into_iter().collect(),
+        deployments: deployments.into_iter().collect(),
+        pool: state.store.pool_use(),
+    })
+}
+
+async fn exposition(state: &Arc<AppState>) -> Result<Response, ApiError> {
+    let snap = state.blocking(snapshot).await?;
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&snap)).into_response())
+}
+
+/// `GET /metrics` on the main listener: an operator's token, any role.
+pub async fn with_token(
+    State(state): State<Arc<AppState>>,
+    _operator: Operator,
+) -> Result<Response, ApiError> {
+    exposition(&state).await
+}
+
+/// `GET /metrics` on the metrics listener: no token.
+async fn open(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    exposition(&state).await
+}
+
+/// Binds the metrics listener, warning when it is not on loopback.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            metrics_listen = %addr,
+            "metrics are served without a token beyond this machine: keep metrics_listen on a private network"
+        );
+    }
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (metrics_listen)"))
+}
+
+/// Serves `/metrics` (and `/healthz`) over plain HTTP on `listener` until `close` changes.
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    mut close: tokio::sync::watch::Receiver<bool>,
+) {
+    let router = Router::new()
+        .route("/metrics", get(open))
+        .route("/healthz", get(super::probes::healthz))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .with_state(state);
+    let stop = async move {
+        let _ = close.changed().await;
+    };
+    if let Err(e) = axum::serve(listener, router)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "the metrics listener stopped");
+    }
+}
