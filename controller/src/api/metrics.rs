@@ -11,20 +11,39 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use plinth_api::records::NodeStatus;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// Reads what a scrape reports besides the kept metrics: two reads of the store.
+/// Reads what a scrape reports besides the kept metrics: two counting queries of the store.
 fn snapshot(state: &AppState) -> Result<Snapshot, ApiError> {
+    let counts = state.store.counts()?;
+    // Statuses as the store spells them, mapped to the fixed label values (an unknown one is skipped).
+    let node_status = |s: &str| {
+        [
+            NodeStatus::Discover,
+            NodeStatus::Provisioning,
+            NodeStatus::Provisioned,
+            NodeStatus::Deploying,
+            NodeStatus::Ready,
+            NodeStatus::Error,
+        ]
+        .into_iter()
+        .map(NodeStatus::as_str)
+        .find(|known| *known == s)
+    };
     let mut agents: BTreeMap<(&'static str, &'static str), u64> = BTreeMap::new();
-    for node in state.store.list_nodes()? {
-        let admission = match node.admission {
-            plinth_common::wire::Admission::Accepted => "accepted",
-            plinth_common::wire::Admission::Discovered => "discovered",
+    for (status, admission, n) in &counts.nodes {
+        let admission = match admission.as_str() {
+            "accepted" => "accepted",
+            "discovered" => "discovered",
+            _ => continue,
         };
-        *agents.entry((node.status.as_str(), admission)).or_default() += 1;
+        if let Some(status) = node_status(status) {
+            *agents.entry((status, admission)).or_default() += n;
+        }
     }
     let mut deployments: BTreeMap<&'static str, u64> = BTreeMap::new();
     for status in [
@@ -34,10 +53,13 @@ fn snapshot(state: &AppState) -> Result<Snapshot, ApiError> {
         plinth_common::wire::DeploymentStatus::Failed,
         plinth_common::wire::DeploymentStatus::Cancelled,
     ] {
-        deployments.insert(status.as_str(), 0);
-    }
-    for d in state.store.list_deployments(None)? {
-        *deployments.entry(d.status.as_str()).or_default() += 1;
+        let stored = counts
+            .deployments
+            .iter()
+            .filter(|(s, _)| s == status.as_str())
+            .map(|(_, n)| n)
+            .sum();
+        deployments.insert(status.as_str(), stored);
     }
     Ok(Snapshot {
         lists_published: state.engine.published_count(),

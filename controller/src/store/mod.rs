@@ -268,6 +268,9 @@ pub trait Store: Send + Sync + 'static {
     fn list_nodes(&self) -> StoreResult<Vec<NodeRecord>>;
     /// Every node's id and name, without the rest (reports need only names).
     fn node_names(&self) -> StoreResult<Vec<(u64, String)>>;
+    /// How many nodes have each (status, admission), and deployments each status: two counting
+    /// queries, whatever the fleet's size (a metrics scrape asks every few seconds).
+    fn counts(&self) -> StoreResult<Counts>;
     /// One node.
     fn get_node(&self, id: u64) -> StoreResult<NodeRecord>;
     /// Sets a node's admission.

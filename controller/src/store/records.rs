@@ -260,6 +260,15 @@ pub struct Progress<'a> {
     pub nodes_ended: NodesEnded<'a>,
 }
 
+/// How many records of each kind there are ([`super::Store::counts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Nodes by (status, admission), as stored (`ready`, `accepted`).
+    pub nodes: Vec<(String, String, u64)>,
+    /// Deployments by status, as stored (`running`).
+    pub deployments: Vec<(String, u64)>,
+}
+
 /// Nodes whose outcome in a running deployment became final in one step.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NodesEnded<'a> {

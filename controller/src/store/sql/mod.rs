@@ -153,6 +153,10 @@ impl<B: Backend> Store for SqlStore<B> {
         self.read(nodes::node_names)
     }
 
+    fn counts(&self) -> StoreResult<Counts> {
+        self.read(nodes::counts)
+    }
+
     fn get_node(&self, node_id: u64) -> StoreResult<NodeRecord> {
         self.read(|t| nodes::one_node(t, node_id))
     }

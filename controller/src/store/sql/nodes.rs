@@ -170,6 +170,23 @@ pub(crate) fn node_names(t: &dyn Tx) -> StoreResult<Vec<(u64, String)>> {
     })
 }
 
+/// Nodes by status and admission, deployments by status (see [`crate::store::Store::counts`]).
+pub(crate) fn counts(t: &dyn Tx) -> StoreResult<crate::store::Counts> {
+    let count = |r: &dyn Row, i| -> StoreResult<u64> { Ok(u64::try_from(r.int(i)?).unwrap_or(0)) };
+    Ok(crate::store::Counts {
+        nodes: t.rows(
+            "SELECT status, admission, COUNT(*) FROM nodes GROUP BY status, admission",
+            args![],
+            |r| Ok((r.string(0)?, r.string(1)?, count(r, 2)?)),
+        )?,
+        deployments: t.rows(
+            "SELECT status, COUNT(*) FROM deployments GROUP BY status",
+            args![],
+            |r| Ok((r.string(0)?, count(r, 1)?)),
+        )?,
+    })
+}
+
 /// A page of nodes (see [`NodeFilter`]).
 pub(crate) fn list_nodes_page(t: &dyn Tx, f: &NodeFilter) -> StoreResult<Vec<NodeRecord>> {
     let d = t.dialect();
