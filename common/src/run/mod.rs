@@ -931,8 +931,10 @@ impl Run {
 
     /// Ends the deployment with this status.
     fn end(&mut self, status: DeploymentStatus, fx: &mut Effects) {
-        let (succeeded, failed, untouched) = self.node_outcomes();
-        let reasons = self.failure_reasons();
+        // One report of the sequencer for both: at a large fleet it is built node by node.
+        let report = self.state.sequencer.report();
+        let (succeeded, failed, untouched) = self.node_outcomes(&report);
+        let reasons = self.failure_reasons(&report);
         let mut succeeded_tasks = Vec::new();
         for node in &succeeded {
             for by_node in self.done.by_graph.values() {
@@ -967,8 +969,7 @@ impl Run {
 
     /// The deployment's nodes by how they ended: (succeeded, failed, untouched: not started, not
     /// finished, or selected by no group).
-    fn node_outcomes(&self) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
-        let report = self.state.sequencer.report();
+    fn node_outcomes(&self, report: &strategy::Report) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
         let (mut succeeded, mut failed, mut untouched) = (Vec::new(), Vec::new(), Vec::new());
         for n in &report.nodes {
             let Some(id) = self.ids.get(&n.name).copied() else {
@@ -991,8 +992,7 @@ impl Run {
 
     /// Why each failed node failed, in the words every view uses
     /// ([`strategy::NodeReport::failure_reason`]).
-    fn failure_reasons(&self) -> BTreeMap<u64, String> {
-        let report = self.state.sequencer.report();
+    fn failure_reasons(&self, report: &strategy::Report) -> BTreeMap<u64, String> {
         report
             .nodes
             .iter()
