@@ -1,4 +1,4 @@
-//! Task list verification with the agent's durable state: the pinned controller key, this node's key
+//! Task list verification with the agent's durable state: the trusted controller keys ([`keyring`]), this node's key
 //! fingerprint, the last accepted revision (persisted across reboots) and the accepted list itself, kept so
 //! that a restarted agent resumes it.
 //!
@@ -6,13 +6,16 @@
 //! accepted envelope exactly as received) and `finished` (the revision whose run has ended). Accepting a
 //! list writes `list.json`, then `revision`, each durably, before anything of it runs.
 
+pub mod keyring;
+
 use crate::fsutil;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use ed25519_dalek::VerifyingKey;
+use keyring::Keyring;
 use plinth_common::signing::{self, Expectations, GateRequest, GateVerifyError, VerifyError};
 use plinth_common::wire::{GateAnswer, TaskList, MAX_TASK_LIST_BYTES};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// File holding the last accepted revision.
 pub const REVISION_FILE: &str = "revision";
@@ -31,6 +34,16 @@ pub enum StateError {
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
+    },
+    /// The file of learned controller keys cannot be read.
+    #[error(
+        "controller keys file {path}: {message} (remove it to trust the configured key alone)"
+    )]
+    BadKeys {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
     },
     /// A state file holds something other than a revision number.
     #[error("state file {path} does not hold a revision number: {content:?}")]
@@ -75,10 +88,10 @@ impl Refused {
     }
 }
 
-/// Verifies lists against the pinned key and the persisted revision.
+/// Verifies lists against the trusted controller keys and the persisted revision.
 #[derive(Debug)]
 pub struct Verifier {
-    pinned: VerifyingKey,
+    keys: Arc<Keyring>,
     node_key: String,
     dir: PathBuf,
     last_revision: u64,
@@ -88,11 +101,28 @@ pub struct Verifier {
 /// controller ordered it to stop (a signed list with `cancel` set). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ListChecker {
-    pinned: VerifyingKey,
+    keys: Arc<Keyring>,
     node_key: String,
 }
 
 impl ListChecker {
+    /// Takes what a poll's answer said about the controller's keys ([`Keyring::consider`]); a
+    /// failure to keep it is logged (the keys file is written again on the next announcement).
+    pub fn take_key_notice(
+        &self,
+        announcement: Option<&str>,
+        signer: Option<&str>,
+        nonce: &str,
+        now: i64,
+    ) {
+        if let Err(e) = self
+            .keys
+            .consider(announcement, signer, &self.node_key, nonce, now)
+        {
+            tracing::error!(error = %e, "cannot keep the controller's announced keys");
+        }
+    }
+
     /// Verifies an envelope as [`Verifier::accept`] does (signature, format, node, nonce, a revision
     /// above `last_revision`, times), storing nothing.
     pub fn check(
@@ -108,28 +138,47 @@ impl ListChecker {
             nonce: Some(nonce),
             now: Some(now),
         };
-        signing::verify_task_list(&self.pinned, envelope, &expect).map_err(|error| {
+        verify_fresh(&self.keys, envelope, &expect)
+    }
+}
+
+/// Verifies a freshly polled list with the keys trusted now, and records which signed it.
+fn verify_fresh(
+    keys: &Keyring,
+    envelope: &[u8],
+    expect: &Expectations<'_>,
+) -> Result<TaskList, Refused> {
+    let now = expect.now.unwrap_or(0);
+    let storage = |source| Refused::Storage {
+        revision: claimed_revision(envelope).unwrap_or(0),
+        source,
+    };
+    let trusted = keys.trusted(now).map_err(storage)?;
+    let (list, by) =
+        signing::verify_task_list_with(&trusted, envelope, expect).map_err(|error| {
             Refused::Invalid {
                 claimed_revision: claimed_revision(envelope),
                 error,
             }
-        })
-    }
+        })?;
+    keys.signed_by(&trusted[by]).map_err(storage)?;
+    Ok(list)
 }
 
 impl Verifier {
-    /// A checker with the same pinned key and node, for use while a list runs.
+    /// A checker with the same keys and node, for use while a list runs.
     pub fn checker(&self) -> ListChecker {
         ListChecker {
-            pinned: self.pinned,
+            keys: self.keys.clone(),
             node_key: self.node_key.clone(),
         }
     }
 
-    /// Opens the verifier's state in `state_dir` (a missing revision file means 0).
+    /// Opens the verifier's state in `state_dir` (a missing revision file means 0), with the keys
+    /// the agent trusts (see [`Keyring`]).
     pub fn open(
         state_dir: &Path,
-        pinned: VerifyingKey,
+        keys: Arc<Keyring>,
         node_key: &str,
     ) -> Result<Verifier, StateError> {
         fsutil::ensure_dir(state_dir, 0o700).map_err(|source| StateError::Io {
@@ -138,14 +187,19 @@ impl Verifier {
         })?;
         let last_revision = read_number(&state_dir.join(REVISION_FILE))?.unwrap_or(0);
         Ok(Verifier {
-            pinned,
+            keys,
             node_key: node_key.to_string(),
             dir: state_dir.to_path_buf(),
             last_revision,
         })
     }
 
-    /// Verifies a signed gate answer: the pinned key's signature, and that it answers this node's
+    /// The keys this verifier trusts.
+    pub fn keys(&self) -> &Arc<Keyring> {
+        &self.keys
+    }
+
+    /// Verifies a signed gate answer: a trusted key's signature, and that it answers this node's
     /// request about `task` of `deployment` with `nonce`. A task starts on nothing less.
     pub fn verify_gate(
         &self,
@@ -154,8 +208,8 @@ impl Verifier {
         task: &str,
         nonce: &str,
     ) -> Result<GateAnswer, GateVerifyError> {
-        signing::verify_gate_answer(
-            &self.pinned,
+        signing::verify_gate_answer_with(
+            &self.keys.current_and_next(),
             envelope,
             &GateRequest {
                 node_key: &self.node_key,
@@ -180,12 +234,7 @@ impl Verifier {
             nonce: Some(nonce),
             now: Some(now),
         };
-        let list = signing::verify_task_list(&self.pinned, envelope, &expect).map_err(|error| {
-            Refused::Invalid {
-                claimed_revision: claimed_revision(envelope),
-                error,
-            }
-        })?;
+        let list = verify_fresh(&self.keys, envelope, &expect)?;
         let storage = |source| Refused::Storage {
             revision: list.revision,
             source,
@@ -218,12 +267,11 @@ impl Verifier {
             nonce: None,
             now: None,
         };
-        let list =
-            signing::verify_task_list(&self.pinned, &envelope, &expect).map_err(|error| {
-                Refused::Invalid {
-                    error,
-                    claimed_revision: Some(claimed),
-                }
+        let list = signing::verify_task_list_with(&self.keys.known(), &envelope, &expect)
+            .map(|(list, _)| list)
+            .map_err(|error| Refused::Invalid {
+                error,
+                claimed_revision: Some(claimed),
             })?;
         let finished = self.finished().map_err(|source| Refused::Storage {
             revision: list.revision,

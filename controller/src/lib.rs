@@ -5,6 +5,7 @@
 //! | [`config`] | flags, environment, config file, defaults |
 //! | [`datadir`] | what lives in the data directory and its modes |
 //! | [`tls`] | the server certificate and the agent client-certificate check |
+//! | [`keys`] | the signing keys in force and their rotation: announced to agents, switched, the old key retired |
 //! | [`server`] | start-up, the TLS accept loop, background work, clean stop |
 //! | [`state`] | what the HTTP handlers share; only [`api`] and [`server`] hold it whole, the other modules are given the parts they use |
 //! | [`limits`] | bounds on untrusted peers: the connection pool, per-key connections, registrations per address |
@@ -31,6 +32,7 @@ pub mod enrollment;
 pub mod file_catalog;
 pub mod ha;
 pub mod intake;
+pub mod keys;
 pub mod limits;
 pub mod memory;
 pub mod metrics;

@@ -233,6 +233,47 @@ enum NetbootCommand {
 enum KeyCommand {
     /// Print the public key that agents pin (base64), made on first start.
     Show,
+    /// Start rotating the signing key: make the next key, which the controller announces to every
+    /// agent (signed by the current key) until the switch, then signs with; the old key is retired.
+    /// Reload the controller afterwards (SIGHUP) to start announcing.
+    Rotate {
+        /// How long agents are told about the next key before the switch: `90s`, `30m`, `12h`,
+        /// `7d`. Agents off for all of it must be pinned again by hand (docs/SECURITY.md).
+        #[arg(long, default_value = "7d", value_parser = parse_overlap)]
+        overlap: i64,
+        /// Also renew the controller's own self-signed TLS certificate with a new key: agents learn
+        /// its pin now, and it is served from the switch on.
+        #[arg(long, conflicts_with = "announce_tls_cert")]
+        renew_tls: bool,
+        /// Announce the key of this certificate (PEM), which you will install as tls_cert (with its
+        /// tls_key) after the switch: agents learn its pin now.
+        #[arg(long, value_name = "CERT")]
+        announce_tls_cert: Option<PathBuf>,
+    },
+    /// Show the signing key, the rotation under way and the retired key.
+    Status,
+}
+
+/// An overlap: a number of seconds, or a number followed by `s`, `m`, `h` or `d`.
+fn parse_overlap(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&text[..i], c),
+        _ => (text, 's'),
+    };
+    let unit = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        other => return Err(format!("unknown unit {other:?}: use s, m, h or d")),
+    };
+    number
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{text:?} is not a duration such as 90s, 30m, 12h or 7d"))
 }
 
 #[derive(Subcommand)]
@@ -429,6 +470,82 @@ fn main() -> Result<()> {
                 "{}",
                 plinth_common::signing::public_key_to_text(&key.verifying_key())
             );
+            Ok(())
+        }
+        Command::Key {
+            command:
+                KeyCommand::Rotate {
+                    overlap,
+                    renew_tls,
+                    announce_tls_cert,
+                },
+        } => {
+            let config = load_config(&cli, Overrides::default())?;
+            let data = DataDir::new(&config.data_dir);
+            let tls = match (announce_tls_cert, *renew_tls) {
+                (Some(cert), _) => {
+                    plinth_controller::keys::rotation::TlsChange::Announce(cert.clone())
+                }
+                (None, true) => {
+                    if config.tls_files.is_some() {
+                        anyhow::bail!(
+                            "--renew-tls renews the controller's own certificate, but tls_cert is configured: give the next certificate with --announce-tls-cert"
+                        );
+                    }
+                    plinth_controller::keys::rotation::TlsChange::Renew {
+                        names: config.certificate_names(),
+                    }
+                }
+                (None, false) => plinth_controller::keys::rotation::TlsChange::Keep,
+            };
+            let now = plinth_controller::clock::now_ms() / 1000;
+            let started = plinth_controller::keys::rotation::start(&data, *overlap, &tls, now)?;
+            println!(
+                "next signing key {} announced; the controller switches from {} at {} (in {} s)",
+                started.next, started.current, started.plan.switch_at, overlap
+            );
+            for pin in &started.plan.tls_pins {
+                println!("next TLS key announced: {pin}");
+            }
+            println!(
+                "reload the controller now (systemctl reload plinth-controller) to start announcing; with several controllers, copy signing.next.key and key-rotation.json{} into each one's data directory first, then reload each",
+                if *renew_tls { ", tls/next-cert.pem and tls/next-key.pem" } else { "" }
+            );
+            Ok(())
+        }
+        Command::Key {
+            command: KeyCommand::Status,
+        } => {
+            let config = load_config(&cli, Overrides::default())?;
+            let status =
+                plinth_controller::keys::rotation::status(&DataDir::new(&config.data_dir))?;
+            println!(
+                "signing key   {} ({})",
+                status.signing_key, status.public_key
+            );
+            match (&status.rotation, &status.next_key) {
+                (Some(plan), Some(next)) => println!(
+                    "rotation      to {next}, switching at {}{}",
+                    plan.switch_at,
+                    if plan.tls_pins.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", next TLS key {}", plan.tls_pins.join(", "))
+                    }
+                ),
+                _ => println!("rotation      none"),
+            }
+            println!(
+                "retired key   {}",
+                status.retired_key.as_deref().unwrap_or("none")
+            );
+            let cert = match &config.tls_files {
+                Some((cert, _)) => cert.clone(),
+                None => DataDir::new(&config.data_dir).tls_cert(),
+            };
+            if cert.exists() {
+                println!("TLS key pin   {}", plinth_controller::tls::key_pin(&cert)?);
+            }
             Ok(())
         }
         Command::Backup {

@@ -20,7 +20,9 @@ use tokio::net::TcpListener;
 pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     let data = DataDir::new(&config.data_dir);
     data.ensure()?;
-    let signer = data.load_or_create_signing_key()?;
+    let keys = Arc::new(crate::keys::KeyRing::new(crate::keys::rotation::load(
+        &data,
+    )?));
     let store: Arc<dyn Store> = match &config.database_url {
         Some(url) => crate::store::open(Some(url), &data.database())
             .context("cannot open the PostgreSQL database (database_url)")?,
@@ -81,7 +83,7 @@ pub fn open_state(config: Config) -> Result<Arc<AppState>> {
     let state = Arc::new(AppState {
         config: Arc::new(LiveConfig::new(config)),
         store,
-        signer,
+        keys,
         agents,
         engine,
         exprs,
@@ -156,9 +158,36 @@ fn reload(
         fresh.netboot = current.netboot.clone();
         fresh.data_dir = current.data_dir.clone();
     }
+    let keys = crate::keys::rotation::load(&DataDir::new(&fresh.data_dir))?;
     *acceptor = tls_acceptor(&fresh)?;
+    state.keys.replace(keys);
     state.set_config(fresh);
     Ok(())
+}
+
+/// Switches to the next signing key when an announced rotation's time has come; a renewed
+/// certificate of the controller's own is served from then on.
+fn switch_keys_if_due(state: &AppState, acceptor: &mut tokio_rustls::TlsAcceptor) {
+    let config = state.config();
+    let data = DataDir::new(&config.data_dir);
+    let now = crate::clock::now_ms() / 1000;
+    match crate::keys::rotation::switch_if_due(&data, &state.keys, state.store.as_ref(), now) {
+        Ok(Some(switched)) if switched.tls_renewed => match tls_acceptor(&config) {
+            Ok(renewed) => {
+                *acceptor = renewed;
+                tracing::info!("serving the renewed TLS certificate");
+            }
+            Err(e) => tracing::error!(
+                error = format!("{e:#}"),
+                "cannot serve the renewed TLS certificate"
+            ),
+        },
+        Ok(_) => {}
+        Err(e) => tracing::error!(
+            error = format!("{e:#}"),
+            "the signing key switch failed; it is tried again"
+        ),
+    }
 }
 
 /// Serves until SIGTERM or SIGINT; SIGHUP reloads the configuration through `loader`.
@@ -172,6 +201,20 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
     config.listen = listener.local_addr()?;
     let state = tokio::task::block_in_place(|| open_state(config.clone()))?;
     let mut acceptor = tls_acceptor(&config)?;
+    tokio::task::block_in_place(|| {
+        switch_keys_if_due(&state, &mut acceptor);
+        match crate::keys::rotation::reseal_leftovers(&state.keys, state.store.as_ref()) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                bmc_passwords = n,
+                "sealed BMC passwords again under the signing key"
+            ),
+            Err(e) => tracing::warn!(
+                error = format!("{e:#}"),
+                "cannot seal BMC passwords again under the signing key"
+            ),
+        }
+    });
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .context("cannot listen for SIGHUP")?;
     let nailgun = match config.nailgun_listen {
@@ -192,7 +235,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         Some(settings) => Some(crate::netboot::start(
             state.config.clone(),
             state.store.clone(),
-            &state.signer.verifying_key(),
+            state.keys.clone(),
             settings,
         )?),
         None => None,
@@ -237,7 +280,7 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
         state.config.clone(),
         state.store.clone(),
         state.engine.clone(),
-        Arc::new(crate::enrollment::secrets::Sealer::new(&state.signer)),
+        state.keys.clone(),
     );
     crate::ha::lease::spawn(ha_parts(&state))?;
     if let Some(notices) = state.store.listen() {
@@ -246,9 +289,16 @@ pub async fn serve(config: Config, loader: ConfigLoader) -> Result<()> {
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
+    let mut key_check = tokio::time::interval(Duration::from_secs(1));
+    key_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = key_check.tick() => {
+                if state.keys.now().next.is_some() {
+                    tokio::task::block_in_place(|| switch_keys_if_due(&state, &mut acceptor));
+                }
+            }
             _ = hangup.recv() => {
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
                 match reload(&state, &loader, &mut acceptor) {

@@ -4,7 +4,6 @@
 use crate::config::{Config, LiveConfig};
 use crate::engine::Engine;
 use crate::store::Store;
-use ed25519_dalek::SigningKey;
 use std::sync::Arc;
 
 /// Everything a handler may need.
@@ -13,8 +12,9 @@ pub struct AppState {
     pub config: Arc<LiveConfig>,
     /// The database.
     pub store: Arc<dyn Store>,
-    /// The task list signing key.
-    pub signer: SigningKey,
+    /// The signing keys in force (lists, gate answers, tokens, other controllers' requests) and
+    /// their rotation.
+    pub keys: Arc<crate::keys::KeyRing>,
     /// What agents send and are sent: their connections, keys, registrations, lists and results.
     pub agents: crate::intake::AgentSide,
     /// The orchestrator.

@@ -37,26 +37,33 @@ pub fn certificate_files(
     }
     let (cert, key) = (data.tls_cert(), data.tls_key());
     if !cert.exists() {
-        let mut all = vec![
-            "localhost".to_string(),
-            "127.0.0.1".to_string(),
-            "::1".to_string(),
-        ];
-        if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
-            let host = host.trim();
-            if !host.is_empty() {
-                all.push(host.to_string());
-            }
-        }
-        all.extend(names.iter().cloned());
-        all.dedup();
-        let made = rcgen::generate_simple_self_signed(all)
-            .context("cannot make the self-signed TLS certificate")?;
-        write_new_file(&key, made.signing_key.serialize_pem().as_bytes(), 0o600)?;
-        write_new_file(&cert, made.cert.pem().as_bytes(), 0o644)?;
+        make_self_signed(&cert, &key, names)?;
         tracing::info!(path = %cert.display(), "made a self-signed TLS certificate; agents pin it");
     }
     Ok((cert, key))
+}
+
+/// Makes a self-signed certificate and its new key for `localhost`, the loopback addresses, the
+/// host's name and `names`, written to `cert` and `key` (which must not exist).
+pub fn make_self_signed(cert: &Path, key: &Path, names: &[String]) -> Result<()> {
+    let mut all = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let host = host.trim();
+        if !host.is_empty() {
+            all.push(host.to_string());
+        }
+    }
+    all.extend(names.iter().cloned());
+    all.dedup();
+    let made = rcgen::generate_simple_self_signed(all)
+        .context("cannot make the self-signed TLS certificate")?;
+    write_new_file(key, made.signing_key.serialize_pem().as_bytes(), 0o600)?;
+    write_new_file(cert, made.cert.pem().as_bytes(), 0o644)?;
+    Ok(())
 }
 
 pub use plinth_api::tls::{certificate_names, names_in};

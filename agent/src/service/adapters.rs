@@ -269,7 +269,12 @@ mod tests {
         let pem = dir.path().join("c.pem");
         std::fs::write(&pem, server.cert.pem()).unwrap();
         let id = NodeIdentity::from_key(plinth_common::signing::signing_key_from_seed([2; 32]));
-        let config = tls::client_config(&id, &crate::config::ServerTrust::Pinned(pem)).unwrap();
+        let config = tls::client_config(
+            &id,
+            &crate::config::ServerTrust::Pinned(pem),
+            &Default::default(),
+        )
+        .unwrap();
         let bases = vec![
             reqwest::Url::parse("https://127.0.0.1:9").unwrap(),
             reqwest::Url::parse(&format!("https://127.0.0.1:{port}")).unwrap(),

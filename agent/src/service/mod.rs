@@ -30,6 +30,7 @@ use crate::sender::Sender;
 use crate::shutdown::{self, Shutdown};
 use crate::tracking::Tracker;
 use crate::transport::{self, Backoff, Controller, PollAnswer, TransportError};
+use crate::verify::keyring::Keyring;
 use crate::verify::{Refused, StateError, Verifier};
 use adapters::{ControllerFiles, ControllerGate, ControllerSink};
 use plinth_common::signing::VerifyError;
@@ -114,7 +115,8 @@ pub async fn run(
     for warning in &cmdline.warnings {
         tracing::warn!("{warning}");
     }
-    let controller = Controller::new(&settings, &identity)?;
+    let keys = Arc::new(Keyring::open(&settings.state_dir, settings.controller_key)?);
+    let controller = Controller::new(&settings, &identity, &keys.tls_pins())?;
     let (trigger, shutdown) = shutdown::channel();
     let reload_requests = signals::install(trigger).map_err(ServiceError::Signals)?;
     let systemd = Systemd::from_env();
@@ -145,11 +147,7 @@ pub async fn run(
         shutdown.clone(),
     ));
 
-    let verifier = Verifier::open(
-        &settings.state_dir,
-        settings.controller_key,
-        identity.fingerprint(),
-    )?;
+    let verifier = Verifier::open(&settings.state_dir, keys, identity.fingerprint())?;
     let journal = Journal::open(&settings.state_dir.join(JOURNAL_DIR))?;
     if journal.skipped_lines() > 0 {
         tracing::warn!(
@@ -277,7 +275,15 @@ impl Agent {
                 a = self.controller.poll(&nonce, after, self.settings.poll_wait) => a,
                 _ = self.shutdown.wait() => break,
             };
-            let pause = match answer {
+            if let Ok((_, notice)) = &answer {
+                self.verifier.checker().take_key_notice(
+                    notice.announcement.as_deref(),
+                    notice.signer.as_deref(),
+                    &nonce,
+                    now_secs(),
+                );
+            }
+            let pause = match answer.map(|(answer, _)| answer) {
                 Ok(PollAnswer::NoWork) => {
                     backoff.reset();
                     MIN_POLL_INTERVAL.saturating_sub(asked.elapsed())
@@ -583,7 +589,15 @@ async fn watch_for_cancel(
             a = w.controller.poll(&nonce, w.revision, w.wait) => a,
             _ = stop.wait() => return None,
         };
-        let pause = match answer {
+        if let Ok((_, notice)) = &answer {
+            w.checker.take_key_notice(
+                notice.announcement.as_deref(),
+                notice.signer.as_deref(),
+                &nonce,
+                now_secs(),
+            );
+        }
+        let pause = match answer.map(|(answer, _)| answer) {
             Ok(PollAnswer::NoWork) => {
                 w.backoff.reset();
                 MIN_POLL_INTERVAL

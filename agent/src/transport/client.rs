@@ -24,10 +24,11 @@ use super::tls::{self, TlsError};
 use crate::config::Settings;
 use crate::executor::services::{Manifest, Pulled};
 use crate::identity::NodeIdentity;
+use crate::verify::keyring::LearnedTlsPins;
 use plinth_common::signing::MAX_GATE_ANSWER_BYTES;
 use plinth_common::wire::{
     Refusal, Registration, RegistrationAck, ResultAck, ResultsBatch, AGENT_API_PREFIX,
-    MAX_TASK_LIST_BYTES,
+    KEY_ANNOUNCEMENT_HEADER, MAX_KEY_ANNOUNCEMENT_BYTES, MAX_TASK_LIST_BYTES, SIGNING_KEY_HEADER,
 };
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
@@ -97,6 +98,32 @@ pub enum PollAnswer {
     NoWork,
 }
 
+/// What an answer to a poll said about the controller's keys (see [`crate::verify::keyring`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyNotice {
+    /// The signed key announcement, while the controller announces a rotation.
+    pub announcement: Option<String>,
+    /// The fingerprint of the key that signs the controller's lists.
+    pub signer: Option<String>,
+}
+
+impl KeyNotice {
+    fn of(response: &reqwest::Response) -> KeyNotice {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| v.len() <= MAX_KEY_ANNOUNCEMENT_BYTES)
+                .map(str::to_string)
+        };
+        KeyNotice {
+            announcement: header(KEY_ANNOUNCEMENT_HEADER),
+            signer: header(SIGNING_KEY_HEADER),
+        }
+    }
+}
+
 /// A client for the configured controllers (one at a time, see [`super::failover`]). Clones share the
 /// connection pool and the choice of the current controller.
 #[derive(Debug, Clone)]
@@ -107,9 +134,14 @@ pub struct Controller {
 
 impl Controller {
     /// Builds the client for the configured controllers with this node's identity. The one TLS trust
-    /// (`controller_cert` or `ca_cert`) applies to every controller.
-    pub fn new(settings: &Settings, identity: &NodeIdentity) -> Result<Controller, TransportError> {
-        let tls = tls::client_config(identity, &settings.trust)?;
+    /// (`controller_cert` or `ca_cert`, and the TLS keys `learned` from key announcements) applies to
+    /// every controller.
+    pub fn new(
+        settings: &Settings,
+        identity: &NodeIdentity,
+        learned: &LearnedTlsPins,
+    ) -> Result<Controller, TransportError> {
+        let tls = tls::client_config(identity, &settings.trust, learned)?;
         Controller::with_tls(settings.controllers.clone(), tls)
     }
 
@@ -181,13 +213,14 @@ impl Controller {
     }
 
     /// `GET /agent/v1/tasks`: long-polls for a task list above `after`. The body is read with the
-    /// [`MAX_TASK_LIST_BYTES`] limit and returned unparsed for verification.
+    /// [`MAX_TASK_LIST_BYTES`] limit and returned unparsed for verification, with what the answer
+    /// said about the controller's keys.
     pub async fn poll(
         &self,
         nonce: &str,
         after: u64,
         wait: Duration,
-    ) -> Result<PollAnswer, TransportError> {
+    ) -> Result<(PollAnswer, KeyNotice), TransportError> {
         self.on(|base| async move {
             let response = self
                 .http
@@ -201,11 +234,13 @@ impl Controller {
                 .send()
                 .await
                 .map_err(network)?;
+            let keys = KeyNotice::of(&response);
             match response.status() {
-                StatusCode::OK => Ok(PollAnswer::List(
-                    read_limited(response, MAX_TASK_LIST_BYTES).await?,
+                StatusCode::OK => Ok((
+                    PollAnswer::List(read_limited(response, MAX_TASK_LIST_BYTES).await?),
+                    keys,
                 )),
-                StatusCode::NO_CONTENT => Ok(PollAnswer::NoWork),
+                StatusCode::NO_CONTENT => Ok((PollAnswer::NoWork, keys)),
                 _ => Err(failure(response).await),
             }
         })
@@ -469,7 +504,12 @@ mod tests {
         let pem = dir.path().join("c.pem");
         std::fs::write(&pem, server.cert.pem()).unwrap();
         let id = NodeIdentity::from_key(plinth_common::signing::signing_key_from_seed([1; 32]));
-        let tls = tls::client_config(&id, &crate::config::ServerTrust::Pinned(pem)).unwrap();
+        let tls = tls::client_config(
+            &id,
+            &crate::config::ServerTrust::Pinned(pem),
+            &Default::default(),
+        )
+        .unwrap();
         let bases = bases
             .iter()
             .map(|b| reqwest::Url::parse(b).unwrap())

@@ -9,7 +9,7 @@ pub mod failover;
 pub mod tls;
 
 pub use backoff::Backoff;
-pub use client::{Controller, PollAnswer, TransportError};
+pub use client::{Controller, KeyNotice, PollAnswer, TransportError};
 
 /// A fresh random poll nonce: 16 bytes from the operating system, as 32 lowercase hex characters.
 pub fn fresh_nonce() -> Result<String, TransportError> {

@@ -6,6 +6,7 @@
 
 use crate::config::ServerTrust;
 use crate::identity::NodeIdentity;
+use crate::verify::keyring::LearnedTlsPins;
 use plinth_common::signing;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{
@@ -41,11 +42,13 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Builds the client configuration: client certificate from the node key, server trust as configured,
-/// HTTP/1.1 only.
+/// Builds the client configuration: client certificate from the node key, server trust as configured
+/// and the TLS keys learned from the controller's key announcements (`learned`, read on every new
+/// connection, so a renewed certificate is trusted without restarting the agent), HTTP/1.1 only.
 pub fn client_config(
     identity: &NodeIdentity,
     trust: &ServerTrust,
+    learned: &LearnedTlsPins,
 ) -> Result<rustls::ClientConfig, TlsError> {
     let provider = provider();
     let (cert, key) = client_certificate(identity)?;
@@ -77,6 +80,11 @@ pub fn client_config(
             })?
         }
     };
+    let verifier = Arc::new(OrLearned {
+        configured: verifier,
+        learned: learned.clone(),
+        algorithms: provider.signature_verification_algorithms,
+    });
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .dangerous()
@@ -203,9 +211,14 @@ impl ServerCertVerifier for PinnedServerCert {
         match &self.pinned {
             Pin::Certificate(pinned) if end_entity.as_ref() == pinned.as_ref() => {}
             Pin::Certificate(_) => {
+                tracing::warn!(
+                    "refusing the controller's TLS certificate: it is not the pinned controller_cert; if the \
+                     controller renewed it while this agent was away, pin the new certificate and restart \
+                     the agent (docs/SECURITY.md, \"An agent that missed a key rotation\")"
+                );
                 return Err(rustls::Error::InvalidCertificate(
                     CertificateError::ApplicationVerificationFailure,
-                ))
+                ));
             }
             Pin::Key(digest) => check_key_pin(end_entity, digest)?,
         }
@@ -232,6 +245,80 @@ impl ServerCertVerifier for PinnedServerCert {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+/// The configured trust, or a TLS key the controller announced (signed with its list signing key)
+/// before renewing its certificate: a certificate whose key has a learned pin is accepted as a pinned
+/// one is (the handshake still proves the server holds the key).
+#[derive(Debug)]
+struct OrLearned {
+    configured: Arc<dyn ServerCertVerifier>,
+    learned: LearnedTlsPins,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl OrLearned {
+    fn learned(&self, end_entity: &CertificateDer<'_>) -> bool {
+        let pins = self.learned.read().unwrap_or_else(|e| e.into_inner());
+        if pins.is_empty() {
+            return false;
+        }
+        let Ok(cert) = webpki::EndEntityCert::try_from(end_entity) else {
+            return false;
+        };
+        let digest = signing::tls_key_pin_digest(cert.subject_public_key_info().as_ref());
+        pins.contains(&digest)
+    }
+}
+
+impl ServerCertVerifier for OrLearned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.learned(end_entity) {
+            return Ok(ServerCertVerified::assertion());
+        }
+        self.configured.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if self.learned(cert) {
+            return verify_tls12_signature(message, cert, dss, &self.algorithms);
+        }
+        self.configured.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        if self.learned(cert) {
+            return verify_tls13_signature(message, cert, dss, &self.algorithms);
+        }
+        self.configured.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.configured.supported_verify_schemes()
     }
 }
 
@@ -349,17 +436,22 @@ mod tests {
         let pem = dir.path().join("controller.pem");
         std::fs::write(&pem, server.cert.pem()).unwrap();
         let id = identity(3);
-        let cfg = client_config(&id, &ServerTrust::Pinned(pem.clone())).unwrap();
+        let cfg =
+            client_config(&id, &ServerTrust::Pinned(pem.clone()), &Default::default()).unwrap();
         assert_eq!(cfg.alpn_protocols, vec![b"http/1.1".to_vec()]);
-        client_config(&id, &ServerTrust::Ca(pem)).unwrap();
-        client_config(&id, &ServerTrust::KeyPin([7; 32])).unwrap();
+        client_config(&id, &ServerTrust::Ca(pem), &Default::default()).unwrap();
+        client_config(&id, &ServerTrust::KeyPin([7; 32]), &Default::default()).unwrap();
 
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "nothing here").unwrap();
-        let err = client_config(&id, &ServerTrust::Pinned(empty)).unwrap_err();
+        let err = client_config(&id, &ServerTrust::Pinned(empty), &Default::default()).unwrap_err();
         assert!(err.to_string().contains("empty.pem"), "{err}");
-        let err =
-            client_config(&id, &ServerTrust::Pinned(dir.path().join("missing.pem"))).unwrap_err();
+        let err = client_config(
+            &id,
+            &ServerTrust::Pinned(dir.path().join("missing.pem")),
+            &Default::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("missing.pem"), "{err}");
     }
 }

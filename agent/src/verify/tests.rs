@@ -1,8 +1,12 @@
 use super::*;
 use crate::testutil::*;
 
+fn keys(dir: &Path) -> Arc<Keyring> {
+    Arc::new(Keyring::open(dir, controller_key().verifying_key()).unwrap())
+}
+
 fn verifier(dir: &Path) -> Verifier {
-    Verifier::open(dir, controller_key().verifying_key(), &node_fingerprint()).unwrap()
+    Verifier::open(dir, keys(dir), &node_fingerprint()).unwrap()
 }
 
 fn simple(revision: u64) -> TaskList {
@@ -185,6 +189,46 @@ fn a_tampered_stored_list_is_refused_and_can_be_abandoned() {
 fn a_corrupt_revision_file_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(REVISION_FILE), "seven").unwrap();
-    let err = Verifier::open(dir.path(), controller_key().verifying_key(), "n").unwrap_err();
+    let err = Verifier::open(dir.path(), keys(dir.path()), "n").unwrap_err();
     assert!(err.to_string().contains(REVISION_FILE), "{err}");
+}
+
+#[test]
+fn once_the_next_key_signs_lists_signed_by_the_retired_key_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ring = keys(dir.path());
+    let next = signing::signing_key_from_seed([33; 32]);
+    let header = signing::sign_key_announcement(
+        &controller_key(),
+        &plinth_common::wire::KeyAnnouncement {
+            node_key: node_fingerprint(),
+            nonce: NONCE.into(),
+            next_key: signing::public_key_to_text(&next.verifying_key()),
+            switch_at: NOW + 3600,
+            tls_pins: vec![],
+        },
+    );
+    ring.consider(Some(&header), None, &node_fingerprint(), NONCE, NOW)
+        .unwrap();
+    let mut v = Verifier::open(dir.path(), ring, &node_fingerprint()).unwrap();
+    // During the overlap both keys sign.
+    v.accept(&envelope(&controller_key(), &simple(1)), NONCE, NOW)
+        .unwrap();
+    v.accept(&envelope(&next, &simple(2)), NONCE, NOW).unwrap();
+    // The next key signed: the old one is retired.
+    let err = v
+        .accept(&envelope(&controller_key(), &simple(3)), NONCE, NOW)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Refused::Invalid {
+                error: VerifyError::BadSignature,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A list accepted under the old key still reads back after a restart.
+    assert_eq!(v.last_revision(), 2);
 }

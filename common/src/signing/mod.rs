@@ -7,7 +7,10 @@
 //! then parses them, so no part of one list can be swapped for part of another, and a signature made for
 //! anything else can never pass as a task list signature.
 
-use crate::wire::{FileManifest, GateAnswer, TaskList, MAX_TASK_LIST_BYTES, TASK_LIST_FORMAT};
+use crate::wire::{
+    FileManifest, GateAnswer, KeyAnnouncement, TaskList, MAX_KEY_ANNOUNCEMENT_BYTES,
+    MAX_TASK_LIST_BYTES, TASK_LIST_FORMAT,
+};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
@@ -23,6 +26,9 @@ pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
 /// Prefixed to a gate answer's payload before signing.
 pub const GATE_DOMAIN: &[u8] = b"plinth-gate-answer-v1\n";
+
+/// Prefixed to a key announcement's payload before signing.
+pub const KEY_ANNOUNCEMENT_DOMAIN: &[u8] = b"plinth-key-announcement-v1\n";
 
 /// Prefixed to a file manifest's canonical bytes before hashing them into its digest.
 pub const MANIFEST_DOMAIN: &[u8] = b"plinth-file-manifest-v1\n";
@@ -220,24 +226,23 @@ pub fn verify_gate_answer(
     envelope: &[u8],
     request: &GateRequest<'_>,
 ) -> Result<GateAnswer, GateVerifyError> {
+    verify_gate_answer_with(std::slice::from_ref(pinned), envelope, request)
+}
+
+/// Verifies a gate answer as [`verify_gate_answer`] does, signed by any of `keys`.
+pub fn verify_gate_answer_with(
+    keys: &[VerifyingKey],
+    envelope: &[u8],
+    request: &GateRequest<'_>,
+) -> Result<GateAnswer, GateVerifyError> {
     if envelope.len() > MAX_GATE_ANSWER_BYTES {
         return Err(GateVerifyError::TooLarge(envelope.len()));
     }
     let envelope: SignedEnvelope =
         serde_json::from_slice(envelope).map_err(|e| GateVerifyError::Malformed(e.to_string()))?;
-    let payload = B64
-        .decode(envelope.payload.as_bytes())
-        .map_err(|e| GateVerifyError::Malformed(format!("payload is not base64: {e}")))?;
-    let signature = B64
-        .decode(envelope.signature.as_bytes())
-        .map_err(|e| GateVerifyError::Malformed(format!("signature is not base64: {e}")))?;
+    let (payload, signature) = open_envelope(&envelope).map_err(GateVerifyError::Malformed)?;
     let signature = Signature::from_slice(&signature).map_err(|_| GateVerifyError::BadSignature)?;
-    let mut message = Vec::with_capacity(GATE_DOMAIN.len() + payload.len());
-    message.extend_from_slice(GATE_DOMAIN);
-    message.extend_from_slice(&payload);
-    pinned
-        .verify_strict(&message, &signature)
-        .map_err(|_| GateVerifyError::BadSignature)?;
+    signed_by(keys, GATE_DOMAIN, &payload, &signature).ok_or(GateVerifyError::BadSignature)?;
     let answer: GateAnswer =
         serde_json::from_slice(&payload).map_err(|e| GateVerifyError::Malformed(e.to_string()))?;
     let checks = [
@@ -273,29 +278,108 @@ pub fn verify_task_list(
     envelope: &[u8],
     expect: &Expectations<'_>,
 ) -> Result<TaskList, VerifyError> {
+    verify_task_list_with(std::slice::from_ref(pinned), envelope, expect).map(|(list, _)| list)
+}
+
+/// Verifies a task list as [`verify_task_list`] does, with any of `keys` (an agent trusts the current
+/// and the next key during a rotation), and says which of them signed it (its index in `keys`).
+pub fn verify_task_list_with(
+    keys: &[VerifyingKey],
+    envelope: &[u8],
+    expect: &Expectations<'_>,
+) -> Result<(TaskList, usize), VerifyError> {
     if envelope.len() > MAX_TASK_LIST_BYTES {
         return Err(VerifyError::TooLarge(envelope.len()));
     }
     let envelope: SignedTaskList =
         serde_json::from_slice(envelope).map_err(|e| VerifyError::Malformed(e.to_string()))?;
-    let payload = B64
-        .decode(envelope.payload.as_bytes())
-        .map_err(|e| VerifyError::Malformed(format!("payload is not base64: {e}")))?;
-    let signature = B64
-        .decode(envelope.signature.as_bytes())
-        .map_err(|e| VerifyError::Malformed(format!("signature is not base64: {e}")))?;
+    let (payload, signature) = open_envelope(&envelope).map_err(VerifyError::Malformed)?;
     let signature = Signature::from_slice(&signature).map_err(|_| VerifyError::BadSignature)?;
-    let mut message = Vec::with_capacity(DOMAIN.len() + payload.len());
-    message.extend_from_slice(DOMAIN);
-    message.extend_from_slice(&payload);
-    pinned
-        .verify_strict(&message, &signature)
-        .map_err(|_| VerifyError::BadSignature)?;
-
+    let signer = signed_by(keys, DOMAIN, &payload, &signature).ok_or(VerifyError::BadSignature)?;
     let list: TaskList =
         serde_json::from_slice(&payload).map_err(|e| VerifyError::BadPayload(e.to_string()))?;
     check_list(&list, expect)?;
-    Ok(list)
+    Ok((list, signer))
+}
+
+/// An envelope's payload and signature bytes.
+fn open_envelope(envelope: &SignedEnvelope) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let payload = B64
+        .decode(envelope.payload.as_bytes())
+        .map_err(|e| format!("payload is not base64: {e}"))?;
+    let signature = B64
+        .decode(envelope.signature.as_bytes())
+        .map_err(|e| format!("signature is not base64: {e}"))?;
+    Ok((payload, signature))
+}
+
+/// Which of `keys` made `signature` over `domain` followed by `payload`.
+fn signed_by(
+    keys: &[VerifyingKey],
+    domain: &[u8],
+    payload: &[u8],
+    signature: &Signature,
+) -> Option<usize> {
+    let mut message = Vec::with_capacity(domain.len() + payload.len());
+    message.extend_from_slice(domain);
+    message.extend_from_slice(payload);
+    keys.iter()
+        .position(|key| key.verify_strict(&message, signature).is_ok())
+}
+
+/// Why a key announcement was not taken: the agent keeps the keys it has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnouncementError {
+    /// The header is larger than [`MAX_KEY_ANNOUNCEMENT_BYTES`].
+    #[error("key announcement is {0} bytes, over the {MAX_KEY_ANNOUNCEMENT_BYTES}-byte limit")]
+    TooLarge(usize),
+    /// The header, its envelope or its payload cannot be read.
+    #[error("key announcement is malformed: {0}")]
+    Malformed(String),
+    /// No trusted key made its signature.
+    #[error("key announcement is not signed by a key this agent trusts")]
+    UnknownSigner,
+    /// It answers another node or another poll.
+    #[error("key announcement is for another node or poll (replayed or misdirected?)")]
+    Misdirected,
+}
+
+/// Signs a key announcement; the header carries the result's JSON in base64.
+pub fn sign_key_announcement(key: &SigningKey, announcement: &KeyAnnouncement) -> String {
+    // Serialising plain data cannot fail.
+    let payload = serde_json::to_vec(announcement).unwrap_or_default();
+    let envelope = sign_in_domain(key, KEY_ANNOUNCEMENT_DOMAIN, &payload);
+    B64.encode(serde_json::to_vec(&envelope).unwrap_or_default())
+}
+
+/// Verifies a key announcement header with any of `keys`, for this node's poll with `nonce`; returns it
+/// and the index of the key that signed it.
+pub fn verify_key_announcement(
+    keys: &[VerifyingKey],
+    header: &str,
+    node_key: &str,
+    nonce: &str,
+) -> Result<(KeyAnnouncement, usize), AnnouncementError> {
+    if header.len() > MAX_KEY_ANNOUNCEMENT_BYTES {
+        return Err(AnnouncementError::TooLarge(header.len()));
+    }
+    let malformed = |e: String| AnnouncementError::Malformed(e);
+    let json = B64
+        .decode(header.trim().as_bytes())
+        .map_err(|e| malformed(format!("not base64: {e}")))?;
+    let envelope: SignedEnvelope =
+        serde_json::from_slice(&json).map_err(|e| malformed(e.to_string()))?;
+    let (payload, signature) = open_envelope(&envelope).map_err(malformed)?;
+    let signature =
+        Signature::from_slice(&signature).map_err(|_| AnnouncementError::UnknownSigner)?;
+    let signer = signed_by(keys, KEY_ANNOUNCEMENT_DOMAIN, &payload, &signature)
+        .ok_or(AnnouncementError::UnknownSigner)?;
+    let announcement: KeyAnnouncement =
+        serde_json::from_slice(&payload).map_err(|e| malformed(e.to_string()))?;
+    if announcement.node_key != node_key || announcement.nonce != nonce {
+        return Err(AnnouncementError::Misdirected);
+    }
+    Ok((announcement, signer))
 }
 
 /// The checks on a list whose signature already verified.

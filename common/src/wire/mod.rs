@@ -10,6 +10,7 @@ mod bounded;
 mod deployment;
 mod facts;
 mod files;
+mod keys;
 mod results;
 mod task_list;
 
@@ -18,6 +19,9 @@ pub use deployment::{DeploymentEvent, DeploymentStatus, GroupStatus, NodeStatus}
 pub use facts::{normalize_mac, Cpu, Disk, Dmi, Facts, Memory, Nic, OsRelease};
 pub use files::{
     FileManifest, ManifestFile, ManifestKind, MAX_MANIFEST_FILES, MODE_HEADER, SHA256_HEADER,
+};
+pub use keys::{
+    KeyAnnouncement, KEY_ANNOUNCEMENT_HEADER, MAX_KEY_ANNOUNCEMENT_BYTES, SIGNING_KEY_HEADER,
 };
 pub use results::{
     json_len, Refusal, ResultAck, ResultKey, ResultStatus, ResultVerdict, ResultsBatch, TaskResult,

@@ -145,12 +145,14 @@ fn check_protocol(reg: &Registration) -> Result<(), ApiError> {
     let version = env!("CARGO_PKG_VERSION");
     let why = if reg.protocol < OLDEST_AGENT_PROTOCOL {
         format!(
-            "agent {} speaks protocol {}; this controller ({version}) serves protocols              {OLDEST_AGENT_PROTOCOL} to {PROTOCOL_VERSION}: upgrade the agent to {version}",
+            "agent {} speaks protocol {}; this controller ({version}) serves protocols \
+             {OLDEST_AGENT_PROTOCOL} to {PROTOCOL_VERSION}: upgrade the agent to {version}",
             reg.agent_version, reg.protocol
         )
     } else if reg.protocol > PROTOCOL_VERSION {
         format!(
-            "agent {} speaks protocol {}, newer than this controller's ({version}, protocol              {PROTOCOL_VERSION}): upgrade the controller to {} or later",
+            "agent {} speaks protocol {}, newer than this controller's ({version}, protocol \
+             {PROTOCOL_VERSION}): upgrade the controller to {} or later",
             reg.agent_version, reg.protocol, reg.agent_version
         )
     } else {
@@ -168,6 +170,38 @@ pub async fn poll(
     State(state): State<Arc<AppState>>,
     agent: Agent,
     Query(q): Query<PollQuery>,
+) -> Result<Response, ApiError> {
+    let (node_key, nonce) = (agent.node_key.clone(), q.nonce.clone());
+    let mut response = poll_answer(state.clone(), agent, q).await?;
+    key_headers(&state.keys.now(), &node_key, &nonce, response.headers_mut());
+    Ok(response)
+}
+
+/// What every answer to a poll says about the controller's keys: the key that signs its lists and,
+/// while a rotation is announced, the signed announcement of the next key (see
+/// [`plinth_common::wire::KeyAnnouncement`]).
+fn key_headers(
+    keys: &crate::keys::Keys,
+    node_key: &str,
+    nonce: &str,
+    headers: &mut axum::http::HeaderMap,
+) {
+    use axum::http::HeaderValue;
+    use plinth_common::wire::{KEY_ANNOUNCEMENT_HEADER, SIGNING_KEY_HEADER};
+    if let Ok(value) = HeaderValue::from_str(&keys.signer_fingerprint()) {
+        headers.insert(SIGNING_KEY_HEADER, value);
+    }
+    if let Some(announcement) = keys.announcement(node_key, nonce) {
+        if let Ok(value) = HeaderValue::from_str(&announcement) {
+            headers.insert(KEY_ANNOUNCEMENT_HEADER, value);
+        }
+    }
+}
+
+async fn poll_answer(
+    state: Arc<AppState>,
+    agent: Agent,
+    q: PollQuery,
 ) -> Result<Response, ApiError> {
     if !valid_nonce(&q.nonce) {
         return Err(ApiError::bad_request(
@@ -202,7 +236,7 @@ pub async fn poll(
                 list.nonce = q.nonce;
                 list.issued_at = now;
                 list.expires_at = now + state.engine.list_ttl_secs();
-                let signed = sign_task_list(&state.signer, &list);
+                let signed = sign_task_list(&state.keys.now().signer, &list);
                 agent.node.seen(now_ms());
                 crate::metrics::metrics().poll(q.wait > 0, true);
                 return Ok(Json(signed).into_response());
@@ -340,7 +374,7 @@ const HANDOVER_RETRY: Duration = Duration::from_secs(1);
 /// A signed gate answer saying the task may not start yet, and why (the agent asks again).
 fn not_yet(state: &AppState, node_key: &str, q: GateQuery, why: String) -> Json<SignedEnvelope> {
     Json(sign_gate_answer(
-        &state.signer,
+        &state.keys.now().signer,
         &GateAnswer {
             node_key: node_key.to_string(),
             deployment: q.deployment,
@@ -390,7 +424,12 @@ async fn forward_gate(
     let answer = state
         .ha
         .peers
-        .gate(&state.signer, &holder, &path, Duration::from_secs(wait))
+        .gate(
+            &state.keys.signer(),
+            &holder,
+            &path,
+            Duration::from_secs(wait),
+        )
         .await
         .map_err(|e| match e {
             crate::ha::peer::PeerError::Refused { status: 404, body } => {
@@ -424,7 +463,7 @@ pub async fn peer_gate(
         .get(crate::ha::peer::PEER_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if !crate::ha::peer::peer_header_valid(&state.signer, header, path, now_ms()) {
+    if !crate::ha::peer::peer_header_valid(&state.keys.now().verifiers(), header, path, now_ms()) {
         return Err(ApiError::unauthorized(
             "only a controller holding the signing key may ask this",
         ));
@@ -527,7 +566,7 @@ async fn answer_gate(
                 blocked,
                 waiting_for,
             };
-            return Ok(Json(sign_gate_answer(&state.signer, &answer)));
+            return Ok(Json(sign_gate_answer(&state.keys.now().signer, &answer)));
         }
         // Wait until the deployment's wait state changes (a task finished, a node settled, a phase began,
         // it ended) or the request's time is up.

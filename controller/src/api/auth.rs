@@ -60,7 +60,7 @@ pub fn operator_token_hash(state: &AppState, token: &str) -> Result<String, ApiE
         return Ok(hex::encode(token_hash(token)));
     }
     let now = crate::clock::now_ms() / 1000;
-    super::keystone_token::verify(&state.signer.verifying_key(), token, now)
+    super::keystone_token::verify_with(&state.keys.now().verifiers(), token, now)
         .map(|claims| claims.token)
         .map_err(|e| ApiError::unauthorized(e.to_string()))
 }

@@ -5,7 +5,6 @@ use super::auth::Operator;
 use super::error::{ApiError, Json, Query};
 use crate::clock::now_ms;
 use crate::enrollment::file::{self, Format};
-use crate::enrollment::secrets::Sealer;
 use crate::enrollment::StoredBmcError;
 use crate::power::{self, PowerError};
 use crate::state::AppState;
@@ -65,7 +64,7 @@ pub async fn enroll(
     })?;
     state
         .blocking(move |s| {
-            let sealer = Sealer::new(&s.signer);
+            let sealer = s.keys.sealer();
             let now = now_ms();
             let new = nodes
                 .into_iter()
@@ -232,8 +231,7 @@ async fn connected(
     state
         .blocking(move |s| {
             let timeout = s.config().power.timeout;
-            power::connect(s.store.as_ref(), &Sealer::new(&s.signer), timeout, &name)
-                .map_err(power_error)
+            power::connect(s.store.as_ref(), &s.keys.sealer(), timeout, &name).map_err(power_error)
         })
         .await
 }

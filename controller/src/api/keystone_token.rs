@@ -65,6 +65,16 @@ pub fn verify(
     token: &str,
     now_secs: i64,
 ) -> Result<Claims, KeystoneTokenError> {
+    verify_with(std::slice::from_ref(key), token, now_secs)
+}
+
+/// Verifies a token as [`verify`] does, signed by any of `keys` (a token issued before a signing key
+/// switch holds until it expires).
+pub fn verify_with(
+    keys: &[VerifyingKey],
+    token: &str,
+    now_secs: i64,
+) -> Result<Claims, KeystoneTokenError> {
     let rest = token
         .strip_prefix(PREFIX)
         .ok_or(KeystoneTokenError::Forged)?;
@@ -74,11 +84,14 @@ pub fn verify(
         .ok()
         .and_then(|s| s.try_into().ok())
         .ok_or(KeystoneTokenError::Forged)?;
-    key.verify(
-        format!("{PREFIX}{body}").as_bytes(),
-        &Signature::from_bytes(&signature),
-    )
-    .map_err(|_| KeystoneTokenError::Forged)?;
+    let message = format!("{PREFIX}{body}");
+    let signature = Signature::from_bytes(&signature);
+    if !keys
+        .iter()
+        .any(|key| key.verify(message.as_bytes(), &signature).is_ok())
+    {
+        return Err(KeystoneTokenError::Forged);
+    }
     let claims: Claims = URL_SAFE_NO_PAD
         .decode(body)
         .ok()

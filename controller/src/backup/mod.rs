@@ -55,7 +55,17 @@ pub struct Options {
 }
 
 /// The secret files of a data directory, relative to it.
-const SECRET_FILES: [&str; 3] = ["signing.key", "tls/key.pem", "admin.token"];
+const SECRET_FILES: [&str; 8] = [
+    "signing.key",
+    "tls/key.pem",
+    "admin.token",
+    // A key rotation under way, and the key the last switch retired (see `crate::keys::rotation`).
+    "signing.next.key",
+    "signing.retired.key",
+    "key-rotation.json",
+    "tls/next-key.pem",
+    "tls/next-cert.pem",
+];
 
 /// Writes a backup of `data` to `to` (replaced whole only once complete, mode 0600).
 pub fn backup(data: &DataDir, to: &Path, opts: &Options) -> Result<Manifest> {
@@ -220,7 +230,7 @@ pub fn restore(from: &Path, data: &DataDir, passphrase: Option<&str>) -> Result<
         );
     }
     fs::remove_file(staging.path().join(MANIFEST))?;
-    for private in ["plinth.db", "signing.key", "tls/key.pem", "admin.token"] {
+    for private in ["plinth.db"].iter().chain(SECRET_FILES.iter()) {
         let path = staging.path().join(private);
         if path.exists() {
             fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;

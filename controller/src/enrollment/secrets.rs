@@ -34,18 +34,45 @@ const NONCE_LEN: usize = 24;
 /// Seals and opens BMC passwords.
 pub struct Sealer {
     cipher: XChaCha20Poly1305,
+    /// The cipher of the signing key a rotation retired: opens what was sealed before the switch
+    /// until it is sealed again.
+    retired: Option<XChaCha20Poly1305>,
+}
+
+/// The cipher derived from a signing key.
+fn cipher(signing: &SigningKey) -> XChaCha20Poly1305 {
+    let mut hash = Sha256::new();
+    hash.update(b"plinth bmc credentials v1\0");
+    hash.update(signing.to_bytes());
+    XChaCha20Poly1305::new(&hash.finalize())
 }
 
 impl Sealer {
     /// The sealer of a controller with this signing key.
     pub fn new(signing: &SigningKey) -> Sealer {
-        let mut hash = Sha256::new();
-        hash.update(b"plinth bmc credentials v1\0");
-        hash.update(signing.to_bytes());
-        let key = hash.finalize();
         Sealer {
-            cipher: XChaCha20Poly1305::new(&key),
+            cipher: cipher(signing),
+            retired: None,
         }
+    }
+
+    /// The sealer of a controller with this signing key that also opens what was sealed under the
+    /// key a rotation retired.
+    pub fn with_retired(signing: &SigningKey, retired: Option<&SigningKey>) -> Sealer {
+        Sealer {
+            cipher: cipher(signing),
+            retired: retired.map(cipher),
+        }
+    }
+
+    /// The password sealed again under the current key, when it was sealed under the retired one
+    /// (`None` when it needs nothing, or cannot be opened: it is left as it is).
+    pub fn reseal(&self, name: &str, sealed: &str) -> Option<String> {
+        if self.open_with(&self.cipher, name, sealed).is_ok() {
+            return None;
+        }
+        let password = self.open_with(self.retired.as_ref()?, name, sealed).ok()?;
+        self.seal(name, &password).ok()
     }
 
     /// Seals `password` for the enrollment named `name`.
@@ -70,8 +97,21 @@ impl Sealer {
         ))
     }
 
-    /// Opens a password sealed for the enrollment named `name`.
+    /// Opens a password sealed for the enrollment named `name` (under the current key, or the
+    /// retired one).
     pub fn open(&self, name: &str, sealed: &str) -> Result<String, SecretError> {
+        match (self.open_with(&self.cipher, name, sealed), &self.retired) {
+            (Err(SecretError::WrongKey), Some(retired)) => self.open_with(retired, name, sealed),
+            (opened, _) => opened,
+        }
+    }
+
+    fn open_with(
+        &self,
+        cipher: &XChaCha20Poly1305,
+        name: &str,
+        sealed: &str,
+    ) -> Result<String, SecretError> {
         let body = sealed.strip_prefix(VERSION).ok_or(SecretError::Malformed)?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(body)
@@ -80,8 +120,7 @@ impl Sealer {
             return Err(SecretError::Malformed);
         }
         let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
-        let plain = self
-            .cipher
+        let plain = cipher
             .decrypt(
                 XNonce::from_slice(nonce),
                 Payload {
@@ -100,6 +139,20 @@ mod tests {
 
     fn key(seed: u8) -> SigningKey {
         SigningKey::from_bytes(&[seed; 32])
+    }
+
+    #[test]
+    fn after_a_key_switch_old_passwords_open_and_are_sealed_again_under_the_new_key() {
+        let old = Sealer::new(&key(1)).seal("rack1-n01", "hunter2").unwrap();
+        let after = Sealer::with_retired(&key(2), Some(&key(1)));
+        assert_eq!(after.open("rack1-n01", &old).unwrap(), "hunter2");
+        let resealed = after.reseal("rack1-n01", &old).expect("sealed again");
+        assert_eq!(
+            Sealer::new(&key(2)).open("rack1-n01", &resealed).unwrap(),
+            "hunter2"
+        );
+        assert_eq!(after.reseal("rack1-n01", &resealed), None);
+        assert_eq!(Sealer::new(&key(2)).reseal("rack1-n01", &old), None);
     }
 
     #[test]

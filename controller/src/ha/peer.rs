@@ -113,9 +113,10 @@ pub fn peer_header(signer: &SigningKey, path_and_query: &str, now_ms: i64) -> St
     )
 }
 
-/// Whether `header` was made with the shared signing key for this request, recently.
+/// Whether `header` was made with one of the shared signing keys (`keys`: during a rotation, the
+/// controllers switch one after another) for this request, recently.
 pub fn peer_header_valid(
-    signer: &SigningKey,
+    keys: &[ed25519_dalek::VerifyingKey],
     header: &str,
     path_and_query: &str,
     now_ms: i64,
@@ -135,10 +136,9 @@ pub fn peer_header_valid(
     let Ok(signature) = Signature::from_slice(&bytes) else {
         return false;
     };
-    signer
-        .verifying_key()
-        .verify(peer_message(at, path_and_query).as_bytes(), &signature)
-        .is_ok()
+    let message = peer_message(at, path_and_query);
+    keys.iter()
+        .any(|key| key.verify(message.as_bytes(), &signature).is_ok())
 }
 
 fn peer_message(at: i64, path_and_query: &str) -> String {
@@ -205,15 +205,19 @@ mod tests {
         let other = SigningKey::from_bytes(&[8; 32]);
         let path = "/internal/v1/gate?node_key=ab&deployment=1&task=t&nonce=00&wait=5";
         let header = peer_header(&key, path, 1_000_000);
-        assert!(peer_header_valid(&key, &header, path, 1_000_000 + 1_000));
-        assert!(!peer_header_valid(&other, &header, path, 1_000_000));
+        let (ours, theirs) = ([key.verifying_key()], [other.verifying_key()]);
+        assert!(peer_header_valid(&ours, &header, path, 1_000_000 + 1_000));
+        assert!(!peer_header_valid(&theirs, &header, path, 1_000_000));
+        // During a rotation either key of the two is accepted.
+        let both = [other.verifying_key(), key.verifying_key()];
+        assert!(peer_header_valid(&both, &header, path, 1_000_000));
         assert!(!peer_header_valid(
-            &key,
+            &ours,
             &header,
             "/internal/v1/gate?node_key=cd",
             1_000_000
         ));
-        assert!(!peer_header_valid(&key, &header, path, 1_000_000 + 60_000));
-        assert!(!peer_header_valid(&key, "garbage", path, 1_000_000));
+        assert!(!peer_header_valid(&ours, &header, path, 1_000_000 + 60_000));
+        assert!(!peer_header_valid(&ours, "garbage", path, 1_000_000));
     }
 }

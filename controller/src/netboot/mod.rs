@@ -91,8 +91,9 @@ struct Boot {
     config: Arc<LiveConfig>,
     /// Where enrollments are read.
     store: Arc<dyn Store>,
-    /// The controller's public signing key, as the kernel command line gives it to agents.
-    signing_key: String,
+    /// The controller's signing keys: the current public key is what the kernel command line gives
+    /// agents.
+    keys: Arc<crate::keys::KeyRing>,
     settings: Netboot,
     boot_url: String,
     files: files::BootFiles,
@@ -117,10 +118,9 @@ pub fn boot_url(settings: &Netboot, bound: SocketAddr) -> Result<String> {
 pub fn start(
     config: Arc<LiveConfig>,
     store: Arc<dyn Store>,
-    signing_key: &ed25519_dalek::VerifyingKey,
+    keys: Arc<crate::keys::KeyRing>,
     settings: Netboot,
 ) -> Result<SocketAddr> {
-    let signing_key = plinth_common::signing::public_key_to_text(signing_key);
     let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("netboot".into())
@@ -163,7 +163,7 @@ pub fn start(
                     files: files::BootFiles::new(&settings.images),
                     config,
                     store,
-                    signing_key,
+                    keys,
                     settings,
                     boot_url,
                     snapshot: Mutex::new(None),
@@ -342,7 +342,9 @@ fn read_snapshot(boot: &Boot) -> Result<Snapshot> {
     let params = BootParams {
         boot_url: boot.boot_url.clone(),
         controller_url,
-        signing_key: boot.signing_key.clone(),
+        signing_key: plinth_common::signing::public_key_to_text(
+            &boot.keys.signer().verifying_key(),
+        ),
         tls_pin: crate::tls::key_pin(&cert)?,
         token: config
             .enrollment_token

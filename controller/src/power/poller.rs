@@ -35,13 +35,13 @@ fn jittered(interval: Duration) -> Duration {
 }
 
 /// Starts the loop, which reads BMCs while the configuration in force has an interval and `engine`
-/// sequences: the enrollments from `store`, their passwords opened by `sealer`, what was read
-/// written back to `store`.
+/// sequences: the enrollments from `store`, their passwords opened under the signing keys in
+/// `keys` (as they are at each round), what was read written back to `store`.
 pub fn spawn(
     config: Arc<LiveConfig>,
     store: Arc<dyn Store>,
     engine: Arc<Engine>,
-    sealer: Arc<Sealer>,
+    keys: Arc<crate::keys::KeyRing>,
 ) {
     tokio::spawn(async move {
         let mut failing: HashMap<u64, Backoff> = HashMap::new();
@@ -52,6 +52,7 @@ pub fn spawn(
                 continue;
             };
             if engine.is_sequencing() {
+                let sealer = Arc::new(keys.sealer());
                 round(&config, &store, &sealer, interval, &mut failing).await;
             }
             tokio::time::sleep(jittered(interval)).await;

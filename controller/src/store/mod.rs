@@ -208,6 +208,13 @@ pub trait Store: Send + Sync + 'static {
     fn enrollment_secret(&self, name: &str) -> StoreResult<(EnrollmentRecord, Option<String>)>;
     /// Every enrollment with its BMC password as sealed (for the power loop).
     fn list_enrollment_secrets(&self) -> StoreResult<Vec<(EnrollmentRecord, Option<String>)>>;
+    /// Seals every stored BMC password again, in one transaction, with what `reseal` makes of it
+    /// (the enrollment's name and the sealed text; `None` leaves it): after a signing key switch.
+    /// Returns how many changed.
+    fn reseal_enrollment_secrets(
+        &self,
+        reseal: &mut dyn FnMut(&str, &str) -> Option<String>,
+    ) -> StoreResult<usize>;
     /// Deletes an enrollment; its node, if any, stays.
     fn delete_enrollment(&self, name: &str) -> StoreResult<()>;
     /// Opens or closes an enrollment to a new agent key, and sets what it boots when given.

@@ -29,6 +29,7 @@ mod hostile;
 mod hostile_agent;
 mod hostile_files;
 mod images;
+mod key_rotation;
 mod master;
 mod metrics;
 mod netboot;

@@ -93,11 +93,12 @@ pub async fn tokens(
     let parent = operator_token_hash(&state, &secret)?;
     let mut lifetime_left = lifetime;
     if secret.starts_with(keystone_token::PREFIX) {
-        if let Ok(claims) = keystone_token::verify(&state.signer.verifying_key(), &secret, now) {
+        if let Ok(claims) = keystone_token::verify_with(&state.keys.now().verifiers(), &secret, now)
+        {
             lifetime_left = lifetime.min(u64::try_from(claims.expires - now).unwrap_or(0));
         }
     }
-    let (token, claims) = keystone_token::issue(&state.signer, &parent, now, lifetime_left);
+    let (token, claims) = keystone_token::issue(&state.keys.signer(), &parent, now, lifetime_left);
     if let Some(name) = username.filter(|u| !u.is_empty()) {
         if name != record.name {
             return Err(ApiError::unauthorized(format!(

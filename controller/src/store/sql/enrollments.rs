@@ -140,6 +140,34 @@ pub(crate) fn list_with_secrets(
         .collect())
 }
 
+/// Seals every stored BMC password again with what `reseal` makes of it (its enrollment's name and
+/// the sealed text; `None` leaves it), in the caller's transaction; returns how many changed.
+pub(crate) fn reseal(
+    t: &dyn Tx,
+    reseal: &mut dyn FnMut(&str, &str) -> Option<String>,
+) -> StoreResult<usize> {
+    let mut sealed = Vec::new();
+    t.each(
+        "SELECT id, name, bmc_secret FROM enrollments WHERE bmc_secret IS NOT NULL",
+        &[],
+        &mut |r| {
+            sealed.push((r.id(0)?, r.string(1)?, r.string(2)?));
+            Ok(())
+        },
+    )?;
+    let mut changed = 0;
+    for (id, name, old) in sealed {
+        if let Some(new) = reseal(&name, &old) {
+            t.exec(
+                "UPDATE enrollments SET bmc_secret = $2 WHERE id = $1",
+                args![sql_id(id), new.as_str()],
+            )?;
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}
+
 /// Enrolls servers, all or none: a name, MAC, serial or UUID already enrolled, or a name a node other
 /// than the enrolled server already has, is a `Conflict` that names it.
 pub(crate) fn enroll(t: &dyn Tx, new: &[NewEnrollment]) -> StoreResult<Vec<EnrollmentRecord>> {

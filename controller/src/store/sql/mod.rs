@@ -120,6 +120,13 @@ impl<B: Backend> Store for SqlStore<B> {
         self.write(|t| enrollments::delete(t, name))
     }
 
+    fn reseal_enrollment_secrets(
+        &self,
+        reseal: &mut dyn FnMut(&str, &str) -> Option<String>,
+    ) -> StoreResult<usize> {
+        self.write(|t| enrollments::reseal(t, reseal))
+    }
+
     fn set_enrollment_boot(
         &self,
         name: &str,
