@@ -215,6 +215,17 @@ pub async fn run(keep: bool, format: output::Format) -> Result<bool> {
             Some(&assign),
         )
         .await?;
+    // The sample's `db` tag has a primary: say where it was elected, and what that changes.
+    let assigned: Vec<NodeView> = client.get("/nodes").await?;
+    if let Some(primary) = assigned
+        .iter()
+        .find(|n| n.effective_tags.iter().any(|t| t == "primary-db"))
+    {
+        eprintln!(
+            "  {} is elected primary-db (the db tag has a primary): init-db, tagged primary-db, runs there, once",
+            primary.node.name
+        );
+    }
     let query = DeployQuery {
         graph_type: Some("default".into()),
         ..DeployQuery::default()

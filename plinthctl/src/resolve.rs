@@ -106,6 +106,18 @@ fn load(files: &Files, findings: &mut Vec<Finding>) -> Result<Snapshot> {
         }
         plugins = enabled;
     }
+    // The rules the controller applies when an operator gives nodes roles and tags.
+    let plugin_refs: Vec<&Plugin> = plugins.iter().collect();
+    let catalog = plinth_common::tags::Catalog::new(&release, &plugin_refs, Some(&cluster));
+    let refused = plinth_common::tags::check_declared_nodes(&catalog, &cf.nodes);
+    if !refused.is_empty() {
+        let lines: Vec<String> = refused.iter().map(|e| format!("  {e}")).collect();
+        bail!(
+            "{}: the nodes break rules the controller enforces:\n{}",
+            files.cluster.display(),
+            lines.join("\n")
+        );
+    }
     if let Some(named) = &files.nodes {
         for id in named {
             if !cf.nodes.iter().any(|n| n.id == *id) {

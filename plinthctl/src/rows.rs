@@ -4,7 +4,7 @@
 use crate::output::{self, list, opt, word, Format};
 use plinth_api::deployments::{DeploymentRecord, StartedDeployment};
 use plinth_api::records::{
-    ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
+    AgentInfo, ClusterRecord, ConfigurationRecord, NodeView, ReleaseRecord, StrategyRecord,
 };
 use plinth_common::strategy::DeploymentConfiguration;
 use serde::Serialize;
@@ -156,11 +156,18 @@ impl Row for NodeView {
             list(&n.tags),
             list(&n.roles),
             list(&n.pending_roles),
-            self.agent
-                .as_ref()
-                .map_or_else(String::new, |a| a.version.clone()),
+            self.agent.as_ref().map_or_else(String::new, agent_cell),
             why,
         ]
+    }
+}
+
+/// An agent's version, with its protocol when it is not this release's (an agent to upgrade).
+fn agent_cell(agent: &AgentInfo) -> String {
+    if agent.protocol == plinth_common::wire::PROTOCOL_VERSION {
+        agent.version.clone()
+    } else {
+        format!("{} (protocol {})", agent.version, agent.protocol)
     }
 }
 
@@ -255,6 +262,20 @@ impl Row for StartedDeployment {
 mod tests {
     use super::*;
     use plinth_api::controllers::ControllerView;
+
+    #[test]
+    fn an_agent_of_another_protocol_shows_it() {
+        let agent = |protocol| AgentInfo {
+            version: "0.1.0".into(),
+            protocol,
+        };
+        let current = plinth_common::wire::PROTOCOL_VERSION;
+        assert_eq!(agent_cell(&agent(current)), "0.1.0");
+        assert_eq!(
+            agent_cell(&agent(current - 1)),
+            format!("0.1.0 (protocol {})", current - 1)
+        );
+    }
 
     fn view(id: &str, name: &str, url: &str, live: bool, agents: u64) -> ControllerView {
         ControllerView {

@@ -6,6 +6,7 @@
 
 pub mod attacker;
 pub mod browser;
+pub mod earlier;
 pub mod images;
 pub mod needs;
 pub mod netns;
@@ -169,6 +170,8 @@ pub struct Controller {
     host: String,
     port: u16,
     extra: Vec<String>,
+    /// The binary it runs (this workspace's, or an earlier release's in upgrade tests).
+    program: PathBuf,
     child: Option<Child>,
     /// The operator client (admin token).
     pub api: Api,
@@ -193,11 +196,35 @@ impl Controller {
         c
     }
 
+    /// Starts a controller running `program` (an earlier release's binary), with extra `serve` flags.
+    pub fn start_program(program: &Path, extra: &[&str]) -> Controller {
+        let mut c = Self::prepared("127.0.0.1", extra);
+        c.program = program.to_path_buf();
+        c.spawn();
+        c
+    }
+
+    /// Stops it as systemd does (SIGTERM, a clean stop) and starts `program` on the same port and
+    /// data: the controller upgraded in place.
+    pub fn upgrade_to(&mut self, program: &Path) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&mut c);
+        }
+        self.program = program.to_path_buf();
+        self.spawn();
+    }
+
     /// Starts another controller on the same database as `other` (its `--database-url` given in
     /// `extra`), with `other`'s signing key, TLS certificate and admin token copied into its data
     /// directory, as an operator sets up a second controller: agents pin one key and one certificate.
     pub fn start_sharing(other: &Controller, extra: &[&str]) -> Controller {
+        Self::start_sharing_program(other, &bin("plinth-controller"), extra)
+    }
+
+    /// Starts another controller as [`Controller::start_sharing`] does, running `program`.
+    pub fn start_sharing_program(other: &Controller, program: &Path, extra: &[&str]) -> Controller {
         let mut c = Self::prepared("127.0.0.1", extra);
+        c.program = program.to_path_buf();
         let (from, to) = (other.data_dir(), c.data_dir());
         std::fs::create_dir_all(to.join("tls")).expect("the data directory");
         for file in ["signing.key", "admin.token", "tls/cert.pem", "tls/key.pem"] {
@@ -220,6 +247,7 @@ impl Controller {
             host: host.to_string(),
             port,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            program: bin("plinth-controller"),
             child: None,
             api: Api {
                 url,
@@ -274,7 +302,7 @@ impl Controller {
             .append(true)
             .open(self.dir.path().join("controller.log"))
             .expect("log file");
-        let child = Command::new(bin("plinth-controller"))
+        let child = Command::new(&self.program)
             .arg("--data-dir")
             .arg(self.data_dir())
             .args(["serve", "--listen", &format!("{}:{}", self.host, self.port)])
@@ -665,6 +693,8 @@ pub struct Agent {
     /// Its name.
     pub name: String,
     config: PathBuf,
+    /// The binary it runs (this workspace's, or one a test installs, e.g. an earlier release's).
+    program: PathBuf,
     child: Option<Child>,
 }
 
@@ -712,13 +742,25 @@ impl Agent {
         name: &str,
         tags: &[&str],
     ) -> Agent {
-        Self::start_configured(
+        Self::start_for_controllers_program(c, urls, name, tags, &bin("plinth-agent"))
+    }
+
+    /// Starts an agent as [`Agent::start_for_controllers`] does, running `program`.
+    pub fn start_for_controllers_program(
+        c: &Controller,
+        urls: &[&str],
+        name: &str,
+        tags: &[&str],
+        program: &Path,
+    ) -> Agent {
+        Self::start_configured_program(
             &format!("controllers = {urls:?}"),
             &c.cert_path(),
             name,
             tags,
             &c.public_key(),
             "",
+            program,
         )
     }
 
@@ -729,6 +771,26 @@ impl Agent {
         tags: &[&str],
         public_key: &str,
         extra: &str,
+    ) -> Agent {
+        Self::start_configured_program(
+            controllers,
+            cert,
+            name,
+            tags,
+            public_key,
+            extra,
+            &bin("plinth-agent"),
+        )
+    }
+
+    fn start_configured_program(
+        controllers: &str,
+        cert: &Path,
+        name: &str,
+        tags: &[&str],
+        public_key: &str,
+        extra: &str,
+        program: &Path,
     ) -> Agent {
         let dir = tempfile::tempdir().expect("a temporary directory");
         std::fs::create_dir_all(dir.path().join("work")).expect("work dir");
@@ -747,10 +809,34 @@ impl Agent {
             dir,
             name: name.to_string(),
             config,
+            program: program.to_path_buf(),
             child: None,
         };
         a.spawn();
         a
+    }
+
+    /// Starts an agent for `c` running `program` (a binary a test installed: an earlier release's,
+    /// which a deployment may replace).
+    pub fn start_program(c: &Controller, name: &str, tags: &[&str], program: &Path) -> Agent {
+        Self::start_configured_program(
+            &format!("controller = \"{}\"", c.url),
+            &c.cert_path(),
+            name,
+            tags,
+            &c.public_key(),
+            "",
+            program,
+        )
+    }
+
+    /// Stops it as systemd does (SIGTERM, a clean stop) and starts its program again: after a
+    /// package replaced the binary, the new one.
+    pub fn restart_service(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&mut c);
+        }
+        self.spawn();
     }
 
     fn spawn(&mut self) {
@@ -759,7 +845,7 @@ impl Agent {
             .append(true)
             .open(self.dir.path().join("agent.log"))
             .expect("log file");
-        let child = Command::new(bin("plinth-agent"))
+        let child = Command::new(&self.program)
             .args(["run", "--config"])
             .arg(&self.config)
             .arg("--cmdline")

@@ -23,6 +23,7 @@ pub use node_tags::{node_tags, NodeTags};
 pub use pattern::{regex_source, Placement, PlacementField, TagPattern, MASTER_TAG};
 pub use primary::{cluster_tags, elect_primaries, ClusterTags, PRIMARY_PREFIX};
 pub use rules::{
-    check_assignment, check_limits, validate_catalog, validate_tag_assignment, validate_tag_create,
-    validate_tag_delete, validate_tag_modify, LimitFinding, TagError,
+    check_assignment, check_declared_nodes, check_limits, validate_catalog,
+    validate_tag_assignment, validate_tag_create, validate_tag_delete, validate_tag_modify,
+    LimitFinding, TagError,
 };

@@ -67,6 +67,25 @@ pub enum TagError {
         /// The restriction's message (or its condition when it has none).
         message: String,
     },
+    /// A node is said to be the primary of a tag it may not be the primary of: one another node is
+    /// the primary of, one that has no primary, or one it does not carry.
+    #[error("node {node} cannot be the primary of tag {tag:?}: {reason}")]
+    Primary {
+        /// The node.
+        node: String,
+        /// The tag.
+        tag: String,
+        /// Why.
+        reason: String,
+    },
+    /// A declared node breaks a rule.
+    #[error("node {node}: {error}")]
+    OnNode {
+        /// The node.
+        node: String,
+        /// The rule it breaks.
+        error: Box<TagError>,
+    },
     /// A restriction's condition could not be evaluated.
     #[error("role {role:?}: restriction {condition:?} cannot be evaluated: {message}")]
     Evaluation {
@@ -190,6 +209,52 @@ pub fn validate_catalog(catalog: &Catalog) -> Vec<TagError> {
                     role: role.clone(),
                     tag: tag.clone(),
                 });
+            }
+        }
+    }
+    out
+}
+
+/// Checks nodes as they are declared (a cluster file read offline) by the rules the controller applies
+/// when an operator gives a node roles and tags: every role exists (as [`check_assignment`] requires),
+/// every added tag may be assigned ([`validate_tag_assignment`]: no `primary-` tag, which is elected),
+/// and a node said to be a primary (`primary_tags`) carries that tag, the tag has a primary, and no
+/// other node is said to be its primary. Every violation, in node order.
+pub fn check_declared_nodes(catalog: &Catalog, nodes: &[Node]) -> Vec<TagError> {
+    let mut out = Vec::new();
+    let mut primaries: BTreeMap<&str, String> = BTreeMap::new();
+    for node in nodes {
+        let on_node = |error: TagError| TagError::OnNode {
+            node: node.display_name(),
+            error: Box::new(error),
+        };
+        for role in node.roles.iter().chain(&node.pending_roles) {
+            if catalog.role(role).is_none() {
+                out.push(on_node(TagError::UnknownRole(role.clone())));
+            }
+        }
+        for tag in &node.tags_added {
+            if let Err(e) = validate_tag_assignment(catalog, tag) {
+                out.push(on_node(e));
+            }
+        }
+        let carried = super::node_tags(node, catalog);
+        for tag in &node.primary_tags {
+            let refuse = |reason: String| TagError::Primary {
+                node: node.display_name(),
+                tag: tag.clone(),
+                reason,
+            };
+            if !catalog.has_primary(tag) {
+                out.push(refuse(
+                    "the tag has no primary (has_primary is not set)".into(),
+                ));
+            } else if !carried.carries(tag) {
+                out.push(refuse("the node does not carry the tag".into()));
+            } else if let Some(first) = primaries.insert(tag.as_str(), node.display_name()) {
+                out.push(refuse(format!(
+                    "node {first} is its primary already: a tag has one primary, which the controller elects"
+                )));
             }
         }
     }

@@ -179,3 +179,55 @@ fn limits_are_checked_before_deployment() {
         "{findings:#?}"
     );
 }
+
+/// A node with roles and what it is declared to carry.
+fn declared(id: u64, roles: &[&str], tags_added: &[&str], primary_tags: &[&str]) -> Node {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    Node {
+        id,
+        name: format!("node-{id}"),
+        pending_roles: strings(roles),
+        tags_added: strings(tags_added),
+        primary_tags: strings(primary_tags),
+        ..Node::default()
+    }
+}
+
+#[test]
+fn declared_nodes_meet_the_rules_the_controller_applies_to_assignments() {
+    let r = release();
+    let catalog = Catalog::new(&r, &[], None);
+    let fine = [
+        declared(1, &["controller"], &[], &["controller"]),
+        declared(2, &["controller"], &[], &[]),
+    ];
+    assert_eq!(
+        plinth_common::tags::check_declared_nodes(&catalog, &fine),
+        vec![]
+    );
+    // A second primary-controller, given as a tag or as a second primary: refused as the API
+    // refuses the tag, naming the node.
+    let second = [
+        declared(1, &["controller"], &[], &["controller"]),
+        declared(2, &["controller"], &["primary-controller"], &[]),
+        declared(3, &["controller"], &[], &["controller"]),
+        declared(4, &["no-such-role"], &[], &[]),
+    ];
+    let errors: Vec<String> = plinth_common::tags::check_declared_nodes(&catalog, &second)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "node node-2: {}",
+                validate_tag_assignment(&catalog, "primary-controller").unwrap_err()
+            ),
+            "node node-3 cannot be the primary of tag \"controller\": node node-1 is its primary \
+             already: a tag has one primary, which the controller elects"
+                .to_string(),
+            "node node-4: role \"no-such-role\" does not exist".to_string(),
+        ]
+    );
+}

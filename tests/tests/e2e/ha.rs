@@ -16,19 +16,32 @@ const TASKS: [&str; 3] = ["t1", "t2", "t3"];
 
 /// Three tasks on each node, a second each; `t3` waits for `t2` on every node (a gated task).
 fn graph() -> Value {
+    graph_of(1)
+}
+
+/// The three tasks of [`graph`], `secs` seconds each.
+fn graph_of(secs: u32) -> Value {
     json!({"default": {"tasks": [
-        shell("t1", &["ha"], "sleep 1; echo one >> ran"),
+        shell("t1", &["ha"], &format!("sleep {secs}; echo one >> ran")),
         {"id": "t2", "type": "shell", "tags": ["ha"], "requires": ["t1"],
-         "parameters": {"cmd": "sleep 1; echo two >> ran", "retries": 0}},
+         "parameters": {"cmd": format!("sleep {secs}; echo two >> ran"), "retries": 0}},
         {"id": "t3", "type": "shell", "tags": ["ha"], "requires": ["t2"],
          "cross_depends": [{"name": "t2", "tags": ["ha"]}],
-         "parameters": {"cmd": "sleep 1; echo three >> ran", "retries": 0}},
+         "parameters": {"cmd": format!("sleep {secs}; echo three >> ran"), "retries": 0}},
     ]}})
 }
 
 /// Two controllers on one fresh database: the first takes the sequencing lease, the second shares its
 /// key, certificate and token.
 fn two_controllers(pg: &ScratchPostgres) -> (String, Controller, Controller) {
+    two_controllers_of(pg, &bin("plinth-controller"))
+}
+
+/// Two controllers as [`two_controllers`] makes them, running `program`.
+fn two_controllers_of(
+    pg: &ScratchPostgres,
+    program: &std::path::Path,
+) -> (String, Controller, Controller) {
     let url = pg.fresh_database().expect("a database");
     // One list a transaction: every phase goes out in slices, so a controller killed or a database
     // restarted mid-phase can leave part of a phase's lists unstored.
@@ -39,11 +52,11 @@ fn two_controllers(pg: &ScratchPostgres) -> (String, Controller, Controller) {
         "--lists-per-write",
         "1",
     ];
-    let a = Controller::start_with(&flags);
+    let a = Controller::start_program(program, &flags);
     wait_until("the first controller sequences", LONG, || {
         sequencer(&a).is_some()
     });
-    let b = Controller::start_sharing(&a, &flags);
+    let b = Controller::start_sharing_program(&a, program, &flags);
     wait_until("both controllers are live", LONG, || {
         status(&b)["controllers"]
             .as_array()
@@ -389,4 +402,47 @@ fn a_controller_started_with_a_running_ones_id_is_refused() {
         Some(own_id(&a)),
         "the first one keeps the lease"
     );
+}
+
+#[test]
+#[ignore = "slow: builds the previous release from the repository's history"]
+fn controllers_upgraded_one_at_a_time_while_a_deployment_runs_lose_nothing() {
+    let earlier =
+        earlier::binaries(earlier::PREVIOUS_RELEASE).expect("the previous release builds");
+    let pg = plinth_e2e::needs::postgres();
+    // Both controllers and the agents of the previous release.
+    let (url, mut a, mut b) = two_controllers_of(&pg, &earlier.join("plinth-controller"));
+    let urls = [a.url.clone(), b.url.clone()];
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let agents: Vec<Agent> = (1..=2)
+        .map(|i| {
+            Agent::start_for_controllers_program(
+                &a,
+                &urls,
+                &format!("rolling-{i}"),
+                &["ha"],
+                &earlier.join("plinth-agent"),
+            )
+        })
+        .collect();
+    let ids: Vec<u64> = a.api.wait_nodes(2).iter().map(|(_, id)| *id).collect();
+    let cid = a.api.cluster_with_graph("rolling", graph_of(3), &ids);
+    let dep = a.api.deploy(cid, "");
+    wait_until("the first results are stored", LONG, || {
+        results_so_far(&url, dep) >= 1
+    });
+    // One controller at a time, the sequencing one first, each stopped as systemd stops it.
+    a.upgrade_to(&bin("plinth-controller"));
+    wait_until("the upgraded controller is live again", LONG, || {
+        status(&a)["controllers"]
+            .as_array()
+            .is_some_and(|c| c.iter().filter(|c| c["live"] == true).count() == 2)
+    });
+    assert!(
+        results_so_far(&url, dep) < ids.len() * TASKS.len(),
+        "the deployment still runs when the second controller is upgraded"
+    );
+    b.upgrade_to(&bin("plinth-controller"));
+    let refs: Vec<&Agent> = agents.iter().collect();
+    assert_complete_once(&url, &a, dep, &refs);
 }

@@ -48,3 +48,4 @@ mod roles_tags_plugins;
 mod strategies;
 mod systemd_units;
 mod tls_names;
+mod upgrade;

@@ -45,6 +45,22 @@ fn the_quickstart_deploys_its_sample_graph() {
         flaky["attempts"], 2,
         "the sample shows a failure and a retry"
     );
+    // The primary rule is shown on purpose, not met as a warning.
+    assert!(
+        err.contains("db-1 is elected primary-db"),
+        "the quickstart says where the primary was elected:\n{err}"
+    );
+    assert_eq!(
+        task_line(&report, "db-1", "init-db").map(|t| t["status"].clone()),
+        Some(serde_json::json!("succeeded")),
+        "init-db runs on the elected primary"
+    );
+    let (code, out, err) = plinthctl(&["quickstart"]);
+    assert_eq!(code, 0, "quickstart failed:\n{err}\n{out}");
+    assert!(
+        !format!("{out}{err}").to_lowercase().contains("warning"),
+        "a first run shows no warning the sample causes:\n{err}\n{out}"
+    );
 }
 
 #[test]

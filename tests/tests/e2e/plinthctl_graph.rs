@@ -982,3 +982,54 @@ nodes:
     assert!(answer.body.get("forced").is_none(), "{}", answer.body);
     assert!(c.api.get(&path).is_ok(), "stored");
 }
+
+#[test]
+fn a_second_primary_is_refused_offline_as_the_controller_refuses_it() {
+    let elected = "`primary-` tags are elected, not assigned";
+    // Offline: a file that gives a second node primary-controller.
+    let cluster = CLUSTER.replace(
+        "{id: 2, name: cmp-1, pending_roles: [compute], pending_addition: true}",
+        "{id: 2, name: ctl-2, pending_roles: [controller], pending_addition: true, tags_added: [primary-controller]}",
+    );
+    let f = files(RELEASE, &cluster);
+    for command in ["resolve", "check"] {
+        let (code, out, err) = plinthctl(&[
+            "graph",
+            command,
+            "--release",
+            &f.release,
+            "--cluster",
+            &f.cluster,
+        ]);
+        assert_eq!(code, 2, "{command}: {out}{err}");
+        assert!(
+            err.contains("cluster.yaml") && err.contains("node ctl-2") && err.contains(elected),
+            "{err}"
+        );
+    }
+    // The controller, asked the same for a real node.
+    let c = Controller::start();
+    let _agent = Agent::start(&c, "ctl-2", &[]);
+    let id = c.api.wait_nodes(1)[0].1;
+    let release: Value = serde_yaml_ng::from_str(RELEASE).unwrap();
+    let release = c.api.ok("POST", "/releases", Some(&release));
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "c1", "release_id": release["id"]})),
+    );
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{}/nodes", cluster["id"]),
+        Some(&json!({"nodes": [{"id": id, "roles": ["controller"]}]})),
+    );
+    let (ok, out, err) = c.plinthctl(&[
+        "tag",
+        "assign",
+        "--node",
+        &id.to_string(),
+        "primary-controller",
+    ]);
+    assert!(!ok, "{out}");
+    assert!(err.contains(elected), "{err}");
+}
