@@ -147,6 +147,7 @@ pub fn merge(sources: &[GraphSource<'_>]) -> Result<MergedGraph, ResolveError> {
         plugin_overlaps: overlaps,
     };
     super::fuel_steps::map_fuel_steps(&mut merged);
+    super::stage_anchors::supply_stage_anchors(&mut merged);
     Ok(merged)
 }
 

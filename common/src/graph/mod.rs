@@ -41,6 +41,7 @@ mod plan;
 mod resolve;
 mod schedule;
 mod shape;
+mod stage_anchors;
 mod structure;
 mod waits;
 

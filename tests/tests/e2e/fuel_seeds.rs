@@ -630,6 +630,72 @@ fn seed_003s_plugin_files_load_with_their_rules_enforced() {
     );
 }
 
+/// A plugin of the old format only: its metadata and a `tasks.yaml` with no ids, placed by stage.
+const OLD_FORMAT_PLUGIN: &str = r#"name: legacy
+title: An old-format plugin
+version: 1.0.0
+package_version: 2.0.0
+fuel_version: ['6.1']
+releases:
+  - {os: ubuntu, version: 2014.2-6.1, mode: ['ha'], deployment_scripts_path: deployment_scripts/, repository_path: repositories/ubuntu}
+tasks:
+  - role: '*'
+    stage: post_deployment/200
+    type: shell
+    parameters: {cmd: "echo post-200 >> order", timeout: 42}
+  - role: '*'
+    stage: post_deployment/100
+    type: shell
+    parameters: {cmd: "echo post-100 >> order", timeout: 42}
+  - role: '*'
+    stage: pre_deployment
+    type: shell
+    parameters: {cmd: "echo pre >> order", timeout: 42}
+"#;
+
+#[test]
+fn an_old_format_plugin_deploys_as_it_is_on_a_release_without_stages() {
+    let c = Controller::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plugin = write(dir.path(), "legacy.yaml", OLD_FORMAT_PLUGIN);
+    let (code, out, err) = ctl(&c, &["-o", "json", "plugin", "register", "--file", &plugin]);
+    assert_eq!(code, 0, "{out}{err}");
+    let plugin_id = serde_json::from_str::<Value>(&out).expect("JSON")["id"]
+        .as_u64()
+        .expect("an id");
+    // The release's own task, with no stage anchor anywhere.
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "plain", "version": "1", "graphs": {"default": {"tasks": [
+            {"id": "main", "type": "shell", "tags": ["*"], "parameters": {"cmd": "echo main >> order"}}]}}})),
+    );
+    let cluster = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(&json!({"name": "legacy", "release_id": release["id"]})),
+    );
+    let cid = cluster["id"].as_u64().expect("an id");
+    c.api
+        .ok("PUT", &format!("/clusters/{cid}/plugins/{plugin_id}"), None);
+    let agent = Agent::start(&c, "old-plugin-node", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{cid}/nodes"),
+        Some(&json!({"nodes": [{"id": node}]})),
+    );
+    let dep = c.api.deploy(cid, "");
+    let report = c.api.wait_deployment(dep, LONG);
+    assert_eq!(report["status"], "success", "{report:#}");
+    // Pre-deployment before the release's tasks, post-deployment after, by priority.
+    assert_eq!(
+        std::fs::read_to_string(agent.work().join("order")).unwrap_or_default(),
+        "pre\nmain\npost-100\npost-200\n",
+        "{report:#}"
+    );
+}
+
 #[test]
 fn seed_000s_example_online_with_the_nodes_effective_tags() {
     let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
