@@ -27,6 +27,10 @@ pub struct CreateRelease {
     /// A new cluster's attributes (`editable` and `generated`), as Nailgun's release has them.
     #[serde(default)]
     attributes_metadata: serde_json::Map<String, serde_json::Value>,
+    /// Nailgun's components (`name`, `compatible`, `requires`, ...), as `fuel2 release component
+    /// list` shows them; Plinth chooses nothing by them.
+    #[serde(default)]
+    components_metadata: Vec<serde_json::Value>,
     /// Graphs by type, created with the release.
     #[serde(default)]
     graphs: BTreeMap<String, GraphBody>,
@@ -111,6 +115,7 @@ pub async fn create(
             "tags_metadata": body.tags_metadata,
             "volumes_metadata": body.volumes_metadata,
             "attributes_metadata": body.attributes_metadata,
+            "components_metadata": body.components_metadata,
         }),
     };
     let model = crate::cluster_model::release_model(&crate::store::ReleaseRecord {

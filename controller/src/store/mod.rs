@@ -336,8 +336,9 @@ pub trait Store: Send + Sync + 'static {
         change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
     ) -> StoreResult<ReleaseRecord>;
 
-    /// Changes a cluster's settings, enabled plugins and user-defined tags in one transaction; `change`
-    /// sees the cluster and its nodes as stored and may refuse.
+    /// Changes a cluster's name, settings, enabled plugins and user-defined tags in one transaction;
+    /// `change` sees the cluster and its nodes as stored and may refuse (another cluster's name is a
+    /// `Conflict`).
     fn modify_cluster(
         &self,
         id: u64,

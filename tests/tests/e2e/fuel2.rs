@@ -749,3 +749,103 @@ fn fuel2_deploys_through_a_controller_that_does_not_sequence() {
     assert_eq!(shown["status"], "ready", "{shown:#}");
     assert_eq!(f.json(&format!("env show {cid}"))["status"], "operational");
 }
+
+/// A Fuel operator's environment commands: create, rename, deploy chosen nodes, redeploy; the
+/// release's repositories and components; extensions; and the commands Plinth has no counterpart
+/// for, each answered with what it offers instead.
+#[test]
+fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_instead() {
+    let bin = fuel2();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let f = Fuel2::new(bin, c.nailgun_port(), "admin", &c.api.token);
+    let a = Agent::start(&c, "env-a", &[]);
+    let b = Agent::start(&c, "env-b", &[]);
+    let nodes = c.api.wait_nodes(2);
+    let id_of = |name: &str| nodes.iter().find(|(n, _)| n == name).expect(name).1;
+    let (na, nb) = (id_of("env-a"), id_of("env-b"));
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({
+            "name": "repos", "version": "1",
+            "roles_metadata": {"compute": {"name": "Compute"}},
+            "attributes_metadata": {"editable": {"repo_setup": {"repos": {"type": "custom_repo_configuration", "value": [
+                {"name": "ubuntu", "type": "deb", "uri": "http://archive.ubuntu.com/ubuntu/", "suite": "xenial", "section": "main", "priority": null}
+            ]}}}},
+            "components_metadata": [{"name": "hypervisor:qemu", "default": true, "compatible": [{"name": "hypervisor:*"}]}],
+            "graphs": {"default": {"tasks": [shell("mark", &["compute"], "echo ran >> marks")]}}
+        })),
+    );
+    let rid = release["id"].as_u64().unwrap();
+
+    // env create, as Fuel's operator types it; the answer shows the new environment.
+    let created = f.json(&format!("env create -r {rid} first-env"));
+    assert_eq!(created["name"], "first-env", "{created}");
+    let cid = created["id"].as_u64().expect("an id");
+    assert_eq!(
+        c.api.ok("GET", &format!("/clusters/{cid}"), None)["release_id"],
+        rid
+    );
+    let (ok, _, err) = f.run(&format!("env create -r {rid} first-env"));
+    assert!(!ok && err.contains("exists already"), "{err}");
+
+    // env update renames it; a name another environment holds is refused.
+    let renamed = f.json(&format!("env update -n renamed-env {cid}"));
+    assert_eq!(renamed["name"], "renamed-env", "{renamed}");
+    assert_eq!(
+        c.api.ok("GET", &format!("/clusters/{cid}"), None)["name"],
+        "renamed-env"
+    );
+
+    // Deploy two chosen nodes (force=0 as the client sends it), then redeploy the whole environment.
+    f.ok(&format!("env add nodes -e {cid} -n {na} {nb} -r compute"));
+    let out = f.ok(&format!("env nodes deploy -e {cid} -n {na}"));
+    let dep: u64 = out
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("a task id in {out:?}"));
+    let report = c.api.wait_deployment(dep, Duration::from_secs(120));
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert!(a.work().join("marks").exists() && !b.work().join("marks").exists());
+    f.ok(&format!("env redeploy {cid}"));
+    wait_until(
+        "the redeploy to reach both nodes",
+        Duration::from_secs(120),
+        || {
+            std::fs::read_to_string(b.work().join("marks")).is_ok()
+                && std::fs::read_to_string(a.work().join("marks")).unwrap_or_default()
+                    == "ran\nran\n"
+        },
+    );
+
+    // The release's repositories and components; extensions (none).
+    let repos = f.json(&format!("release repos list {rid}"));
+    assert_eq!(repos[0]["name"], "ubuntu", "{repos}");
+    let components = f.json(&format!("release component list {rid}"));
+    assert_eq!(components[0]["name"], "hypervisor:qemu", "{components}");
+    assert_eq!(f.json("extension list"), json!([]));
+    let shown = f.ok(&format!("env extension show {cid}"));
+    assert!(!shown.contains("volume_manager"), "{shown}");
+
+    // No counterpart: one sentence naming what Plinth offers instead.
+    for (command, offered) in [
+        ("network-group list", "configures no networks"),
+        (
+            &format!("env network download -f yaml {cid}") as &str,
+            "configures no networks",
+        ),
+        (
+            &format!("node disks download -f yaml {na}") as &str,
+            "lays out no disks",
+        ),
+        (
+            &format!("health list -e {cid}") as &str,
+            "no OSTF health checks",
+        ),
+        ("snapshot create", "no diagnostic snapshots"),
+    ] {
+        let (ok, out, err) = f.run(command);
+        assert!(!ok, "fuel2 {command}: {out}");
+        assert!(err.contains(offered), "fuel2 {command}: {err}");
+    }
+}

@@ -150,3 +150,138 @@ pub async fn changes(
     };
     transactions::start(&state, run).await
 }
+
+/// What `fuel2 env create` posts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewEnvironment {
+    name: String,
+    release_id: u64,
+    /// Nailgun's network segmentation (`vlan`, `gre`, `tun`): Plinth configures no networks, so it
+    /// is checked as Nailgun checks it and not kept.
+    #[serde(default)]
+    net_segment_type: Option<String>,
+    /// Always empty from `fuel2`.
+    #[serde(default)]
+    nodes: Vec<Value>,
+    /// Always empty from `fuel2`.
+    #[serde(default)]
+    tasks: Vec<Value>,
+}
+
+/// `POST /clusters/` (`fuel2 env create --name N --release R [--net-segmentation-type T]`): a cluster
+/// made as Plinth's own `POST /clusters` makes it (the release's attributes), answered in Nailgun's
+/// shape (201).
+pub async fn create(
+    state: State<Arc<AppState>>,
+    op: Operator,
+    crate::api::body::Doc(body): crate::api::body::Doc<NewEnvironment>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if let Some(t) = &body.net_segment_type {
+        if !matches!(t.as_str(), "vlan" | "gre" | "tun") {
+            return Err(ApiError::bad_request(format!(
+                "`net_segment_type` {t:?} is none of vlan, gre, tun"
+            )));
+        }
+    }
+    if !body.nodes.is_empty() || !body.tasks.is_empty() {
+        return Err(ApiError::bad_request(
+            "a new environment starts without nodes and tasks: add nodes with `fuel2 env add nodes`",
+        ));
+    }
+    let request = plinth_api::requests::CreateCluster {
+        name: body.name,
+        release_id: body.release_id,
+        settings: Map::new(),
+    };
+    let (status, Json(record)) = crate::api::clusters::create(state, op, Json(request)).await?;
+    Ok((status, Json(records::cluster(&record))))
+}
+
+/// What `fuel2 env update` puts: only the name changes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentChange {
+    name: String,
+}
+
+/// `PUT /clusters/{id}/` (`fuel2 env update --name N ID`): renames the cluster.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    crate::api::body::Doc(body): crate::api::body::Doc<EnvironmentChange>,
+) -> Result<Json<Value>, ApiError> {
+    let name = body.name.trim().to_string();
+    if name.is_empty() {
+        return Err(ApiError::bad_request("`name` must not be empty"));
+    }
+    state
+        .blocking(move |s| {
+            let renamed = s.store.modify_cluster(id, &mut |c, _| {
+                c.name = name.clone();
+                Ok(())
+            })?;
+            Ok(Json(records::cluster(&renamed)))
+        })
+        .await
+}
+
+/// `PUT /clusters/{id}/deploy/?nodes=1,2&force=0&noop_run=0` (`fuel2 env nodes deploy`): the
+/// `default` graph on the chosen nodes.
+pub async fn deploy_nodes(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Query(params): Query<Params>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    on_nodes(&state, id, None, &params).await
+}
+
+/// `PUT /clusters/{id}/provision/?nodes=1,2` (`fuel2 env nodes provision`): the `provision` graph
+/// on the chosen nodes.
+pub async fn provision_nodes(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Query(params): Query<Params>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    on_nodes(&state, id, Some("provision".into()), &params).await
+}
+
+async fn on_nodes(
+    state: &Arc<AppState>,
+    id: u64,
+    graph_type: Option<String>,
+    params: &Params,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let run = transactions::Run {
+        cluster_id: id,
+        graph_type,
+        node_ids: super::node_ids_param(params, "nodes")?,
+        noop: flag(params, "noop_run")?,
+        force: flag(params, "force")?,
+        dry_run: flag(params, "dry_run")?,
+    };
+    transactions::start(state, run).await
+}
+
+/// `PUT /clusters/{id}/changes/redeploy?dry_run=&noop_run=` (`fuel2 env redeploy`): the `default`
+/// graph on every node of the cluster, deployed or not; tasks whose condition reads what changed
+/// (`changed()`) run only when it did.
+pub async fn redeploy(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Query(params): Query<Params>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let run = transactions::Run {
+        cluster_id: id,
+        graph_type: None,
+        node_ids: None,
+        noop: flag(&params, "noop_run")?,
+        force: false,
+        dry_run: flag(&params, "dry_run")?,
+    };
+    transactions::start(&state, run).await
+}

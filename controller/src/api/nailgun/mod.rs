@@ -10,7 +10,9 @@ pub mod keystone;
 pub mod listener;
 pub mod nodes;
 pub mod records;
+pub mod release_data;
 pub mod transactions;
+pub mod unsupported;
 
 use super::error::ApiError;
 use super::{body, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT};
@@ -19,7 +21,7 @@ use axum::extract::Request;
 use axum::http::header::CONTENT_TYPE;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post, put, MethodRouter};
+use axum::routing::{any, get, post, put, MethodRouter};
 use axum::Router;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -51,6 +53,26 @@ pub fn id_param(params: &Params, name: &str) -> Result<Option<u64>, ApiError> {
             .map(Some)
             .map_err(|_| ApiError::bad_request(format!("`{name}`: {v:?} is not an id"))),
     }
+}
+
+/// Reads a list of ids (`1,2,3`), if given; an empty list is an error naming the parameter.
+pub fn node_ids_param(params: &Params, name: &str) -> Result<Option<Vec<u64>>, ApiError> {
+    let Some(text) = params.get(name).map(|v| v.trim()) else {
+        return Ok(None);
+    };
+    let ids = text
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("`{name}`: {t:?} is not a node id")))
+        })
+        .collect::<Result<Vec<u64>, ApiError>>()?;
+    if ids.is_empty() {
+        return Err(ApiError::bad_request(format!("`{name}` names no node")));
+    }
+    Ok(Some(ids))
 }
 
 fn both(
@@ -104,8 +126,23 @@ async fn nailgun_errors(req: Request, next: Next) -> Response {
 pub fn router(state: Arc<AppState>) -> Router {
     let mut r: Router<Arc<AppState>> = Router::new();
     r = both(r, "/version", get(keystone::version));
-    r = both(r, "/clusters", get(clusters::list));
-    r = both(r, "/clusters/{id}", get(clusters::show));
+    r = both(r, "/clusters", get(clusters::list).post(clusters::create));
+    r = both(
+        r,
+        "/clusters/{id}",
+        get(clusters::show).put(clusters::update),
+    );
+    r = both(r, "/clusters/{id}/deploy", put(clusters::deploy_nodes));
+    r = both(
+        r,
+        "/clusters/{id}/provision",
+        put(clusters::provision_nodes),
+    );
+    r = both(
+        r,
+        "/clusters/{id}/changes/redeploy",
+        put(clusters::redeploy),
+    );
     // Nailgun's attributes: read in its shape (plugins marked as fuel2 looks for them), changed and
     // defaulted by the operator API's own handlers, so both ports check a change the same way.
     r = both(
@@ -141,6 +178,25 @@ pub fn router(state: Arc<AppState>) -> Router {
     r = both(r, "/nodes/{id}", get(nodes::show));
     r = both(r, "/releases", get(catalog::releases));
     r = both(r, "/releases/{id}", get(catalog::release));
+    r = both(
+        r,
+        "/releases/{id}/attributes_metadata",
+        get(release_data::attributes_metadata).put(release_data::put_attributes_metadata),
+    );
+    r = both(
+        r,
+        "/releases/{id}/components",
+        get(release_data::components),
+    );
+    r = both(r, "/extensions", get(release_data::extensions));
+    r = both(
+        r,
+        "/clusters/{id}/extensions",
+        get(release_data::cluster_extensions),
+    );
+    for (path, offered) in unsupported::PATHS {
+        r = both(r, path, any(move || unsupported::answer(offered)));
+    }
     r = both(r, "/plugins", get(catalog::plugins));
     r = both(r, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     r = both(
@@ -172,7 +228,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     let r = r.route_layer(middleware::from_fn(|req, next| {
         body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
     }));
+    let (ostf, offered) = unsupported::OSTF;
     let r = r
+        .route(ostf, any(move || unsupported::answer(offered)))
         .route("/keystone/v2.0/tokens", post(keystone::tokens))
         .route("/keystone/v2.0/tokens/", post(keystone::tokens));
     let plinth = Router::new()

@@ -160,7 +160,8 @@ pub(crate) fn list_clusters(t: &dyn Tx) -> StoreResult<Vec<ClusterRecord>> {
         .collect()
 }
 
-/// Writes a cluster's data (plugins, user-defined tags) and settings as `change` leaves them.
+/// Writes a cluster's name, data (plugins, user-defined tags) and settings as `change` leaves them
+/// (another cluster's name is a conflict).
 pub(crate) fn modify_cluster(
     t: &dyn Tx,
     cluster_id: u64,
@@ -173,13 +174,15 @@ pub(crate) fn modify_cluster(
         plugin_row(t, *plugin)?;
     }
     t.exec(
-        "UPDATE clusters SET data = $2, settings = $3 WHERE id = $1",
+        "UPDATE clusters SET data = $2, settings = $3, name = $4 WHERE id = $1",
         args![
             sql_id(cluster_id),
             &to_json(&cluster.data),
-            &to_json(&cluster.settings)
+            &to_json(&cluster.settings),
+            &cluster.name
         ],
-    )?;
+    )
+    .map_err(|e| conflict_as(e, || format!("cluster {:?} exists already", cluster.name)))?;
     cluster_row(t, cluster_id)
 }
 
