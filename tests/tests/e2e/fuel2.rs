@@ -818,6 +818,37 @@ fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_in
         },
     );
 
+    // The history of the chosen nodes' deployment, and what it ran with.
+    let history = f.json(&format!("task history show {dep}"));
+    let rows = history.as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{history}");
+    assert_eq!(rows[0]["task_name"], "mark");
+    assert_eq!(rows[0]["node_id"], na.to_string());
+    assert_eq!(rows[0]["status"], "ready");
+    assert!(
+        rows[0]["time_start"]
+            .as_str()
+            .is_some_and(|t| t.contains('T')),
+        "{history}"
+    );
+    let only_errors = f.json(&format!("task history show {dep} -t error"));
+    assert_eq!(only_errors, json!([]));
+    let info = f.path("info.yaml");
+    f.ok(&format!(
+        "task deployment-info download {dep} -f {}",
+        info.display()
+    ));
+    let info: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&info).unwrap()).unwrap();
+    assert_eq!(info[na.to_string()]["name"], "env-a", "{info}");
+    let settings = f.path("settings.yaml");
+    f.ok(&format!(
+        "task settings download {dep} -f {}",
+        settings.display()
+    ));
+    let settings: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert!(settings["editable"].is_object(), "{settings}");
+
     // The release's repositories and components; extensions (none).
     let repos = f.json(&format!("release repos list {rid}"));
     assert_eq!(repos[0]["name"], "ubuntu", "{repos}");
@@ -843,6 +874,10 @@ fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_in
             "no OSTF health checks",
         ),
         ("snapshot create", "no diagnostic snapshots"),
+        (
+            &format!("task network-configuration download {dep}") as &str,
+            "configures no networks",
+        ),
     ] {
         let (ok, out, err) = f.run(command);
         assert!(!ok, "fuel2 {command}: {out}");

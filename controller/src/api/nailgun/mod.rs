@@ -213,6 +213,21 @@ pub fn router(state: Arc<AppState>) -> Router {
     r = both(r, "/transactions/{id}", get(transactions::show));
     r = both(
         r,
+        "/transactions/{id}/deployment_history",
+        get(transactions::history),
+    );
+    r = both(
+        r,
+        "/transactions/{id}/deployment_info",
+        get(transactions::deployment_info),
+    );
+    r = both(
+        r,
+        "/transactions/{id}/settings",
+        get(transactions::settings),
+    );
+    r = both(
+        r,
         "/{kind}/{id}/tags",
         get(catalog::tags).post(catalog::create_tag),
     );

@@ -215,32 +215,12 @@ pub fn transaction_status(s: DeploymentStatus) -> &'static str {
     }
 }
 
-fn iso_time(ms: i64) -> Value {
-    chrono_like(ms).map(Value::String).unwrap_or(Value::Null)
-}
-
-/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC), Nailgun's timestamp form.
-fn chrono_like(ms: i64) -> Option<String> {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    ))
+/// Milliseconds since the epoch as Nailgun writes a time: `YYYY-MM-DDTHH:MM:SS` (UTC); `null` out of
+/// range.
+pub fn iso_time(ms: i64) -> Value {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| Value::String(t.format("%Y-%m-%dT%H:%M:%S").to_string()))
+        .unwrap_or(Value::Null)
 }
 
 /// A deployment as Nailgun's transaction (`GET /transactions/`).
@@ -290,12 +270,9 @@ mod tests {
 
     #[test]
     fn timestamps_read_as_utc_dates() {
-        assert_eq!(chrono_like(0).unwrap(), "1970-01-01T00:00:00");
-        assert_eq!(
-            chrono_like(1_700_000_000_000).unwrap(),
-            "2023-11-14T22:13:20"
-        );
-        assert_eq!(chrono_like(951_782_400_000).unwrap(), "2000-02-29T00:00:00");
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00");
+        assert_eq!(iso_time(1_700_000_000_000), "2023-11-14T22:13:20");
+        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00");
     }
 
     #[test]

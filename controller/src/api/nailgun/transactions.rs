@@ -168,3 +168,149 @@ pub async fn show(
         .blocking(move |s| Ok(Json(records::transaction(&s.store.get_deployment(id)?))))
         .await
 }
+
+/// `GET /transactions/{id}/deployment_history/?nodes=&statuses=&tasks_names=&include_summary=`
+/// (`fuel2 task history show`): each task of each node with its last attempt's status
+/// (`ready`, `error`, `running`, `skipped`) and times; a task not started yet is not listed.
+pub async fn history(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+    Query(params): Query<Params>,
+) -> Result<Json<Value>, ApiError> {
+    let list = |name: &str| -> Option<Vec<String>> {
+        params.get(name).map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+    };
+    let nodes = super::node_ids_param(&params, "nodes")?;
+    let statuses = list("statuses");
+    let names = list("tasks_names");
+    let summary = super::flag(&params, "include_summary")?;
+    state
+        .blocking(move |s| {
+            s.store.get_deployment(id)?;
+            // The last attempt of each node's task, in the order results came.
+            let mut last: indexmap::IndexMap<(u64, String), plinth_common::wire::TaskResult> =
+                indexmap::IndexMap::new();
+            for (node, result) in s.store.deployment_results(id)? {
+                let key = (node, result.task_id.clone());
+                let newer = last
+                    .get(&key)
+                    .is_none_or(|seen| result.attempt >= seen.attempt);
+                if newer {
+                    last.insert(key, result);
+                }
+            }
+            let records: Vec<Value> = last
+                .into_iter()
+                .filter(|((node, task), _)| {
+                    nodes.as_ref().is_none_or(|n| n.contains(node))
+                        && names.as_ref().is_none_or(|n| n.contains(task))
+                })
+                .map(|((node, task), r)| history_record(node, &task, &r, summary))
+                .filter(|record| {
+                    statuses.as_ref().is_none_or(|wanted| {
+                        record["status"]
+                            .as_str()
+                            .is_some_and(|s| wanted.iter().any(|w| w == s))
+                    })
+                })
+                .collect();
+            Ok(Json(Value::Array(records)))
+        })
+        .await
+}
+
+/// One record of Nailgun's deployment history.
+fn history_record(
+    node: u64,
+    task: &str,
+    r: &plinth_common::wire::TaskResult,
+    summary: bool,
+) -> Value {
+    use plinth_common::wire::ResultStatus;
+    let status = match r.status {
+        ResultStatus::Running => "running",
+        ResultStatus::Succeeded => "ready",
+        ResultStatus::Skipped => "skipped",
+        ResultStatus::Failed | ResultStatus::TimedOut | ResultStatus::Interrupted => "error",
+    };
+    let ended = r.status.is_terminal();
+    let end_ms = r
+        .started_at_ms
+        .saturating_add(i64::try_from(r.duration_ms).unwrap_or(i64::MAX));
+    let mut record = json!({
+        "task_name": task,
+        "node_id": node.to_string(),
+        "status": status,
+        "time_start": records::iso_time(r.started_at_ms),
+        "time_end": if ended { records::iso_time(end_ms) } else { Value::Null },
+    });
+    if summary {
+        record["summary"] = json!({
+            "message": r.message,
+            "exit_code": r.exit_code,
+            "attempt": r.attempt,
+        });
+    }
+    record
+}
+
+/// The snapshot a deployment was resolved from, as stored with it.
+fn stored_snapshot(s: &AppState, id: u64) -> Result<plinth_common::snapshot::Snapshot, ApiError> {
+    s.store.get_deployment(id)?;
+    serde_json::from_value(s.store.deployment_inputs(id)?).map_err(|e| {
+        ApiError::internal(format!(
+            "the inputs stored with deployment {id} cannot be read: {e}"
+        ))
+    })
+}
+
+/// `GET /transactions/{id}/deployment_info/` (`fuel2 task deployment-info download`): what each
+/// node's tasks ran against (Nailgun's deployment info, by node id), made again from the inputs
+/// stored with the deployment.
+pub async fn deployment_info(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .blocking(move |s| {
+            let snapshot = stored_snapshot(s, id)?;
+            let plugins: Vec<&plinth_common::model::Plugin> = snapshot.plugins.iter().collect();
+            let catalog = plinth_common::tags::Catalog::new(
+                &snapshot.release,
+                &plugins,
+                Some(&snapshot.cluster),
+            );
+            let data = snapshot.data(&catalog);
+            let mut by_node = serde_json::Map::new();
+            for node in &snapshot.nodes {
+                if let Some(state) = data.state(node.id) {
+                    by_node.insert(node.id.to_string(), state.merged());
+                }
+            }
+            Ok(Json(Value::Object(by_node)))
+        })
+        .await
+}
+
+/// `GET /transactions/{id}/settings/` (`fuel2 task settings download`): the cluster's settings the
+/// deployment ran with, as Nailgun's attributes (`editable`).
+pub async fn settings(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .blocking(move |s| {
+            let snapshot = stored_snapshot(s, id)?;
+            Ok(Json(json!({"editable": snapshot.cluster.settings})))
+        })
+        .await
+}

@@ -30,7 +30,7 @@ const OPENSTACK_CONFIG: &str =
 environment's settings (`fuel2 env settings upload`) and redeploy (`fuel2 env redeploy`)";
 
 /// Each path (as the Nailgun router writes it, under `/api/v1`) with what Plinth offers instead.
-pub const PATHS: [(&str, &str); 15] = [
+pub const PATHS: [(&str, &str); 16] = [
     ("/networks", NETWORKS),
     ("/networks/{id}", NETWORKS),
     ("/clusters/{id}/network_configuration/neutron", NETWORKS),
@@ -40,6 +40,7 @@ pub const PATHS: [(&str, &str); 15] = [
     ),
     ("/clusters/{id}/network_configuration/template", NETWORKS),
     ("/clusters/{id}/network_configuration/ips/vips", NETWORKS),
+    ("/transactions/{id}/network_configuration", NETWORKS),
     (
         "/clusters/{id}/network_configuration/ips/{ip}/vips",
         NETWORKS,
