@@ -229,8 +229,9 @@ pub trait Store: Send + Sync + 'static {
 
     // --- Nodes -------------------------------------------------------------------------------------
 
-    /// Changes a node's roles, pending roles and model fields in one transaction: `change` gets the node
-    /// as stored and edits it; an error from it changes nothing. Returns the node as written.
+    /// Changes a node's name, labels, roles, pending roles and model fields in one transaction:
+    /// `change` gets the node as stored and edits it; an error from it changes nothing; a name another
+    /// node has is a `Conflict`. Returns the node as written.
     fn modify_node(
         &self,
         id: u64,

@@ -849,6 +849,34 @@ fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_in
         serde_yaml_ng::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert!(settings["editable"].is_object(), "{settings}");
 
+    // Nodes: renamed, labelled, unlabelled; a name another node has is refused.
+    let renamed = f.json(&format!("node update --name web-1 {na}"));
+    assert_eq!(renamed["name"], "web-1", "{renamed}");
+    let (ok, _, err) = f.run(&format!("node update --name web-1 {nb}"));
+    assert!(!ok && err.contains("named \"web-1\" already"), "{err}");
+    f.ok(&format!("node label set -l rack=r1 ssd -n {na} {nb}"));
+    let labels = f.json("node label list");
+    let pairs: Vec<(String, String)> = labels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["node_id"].to_string(),
+                l["label_name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(pairs.contains(&(na.to_string(), "rack".into())), "{labels}");
+    f.ok(&format!("node label delete -l ssd -n {na}"));
+    let node = c.api.ok("GET", &format!("/nodes/{na}"), None);
+    assert_eq!(node["name"], "web-1", "{node}");
+    assert_eq!(node["labels"], json!({"rack": "r1"}), "{node}");
+    assert_eq!(
+        c.api.ok("GET", &format!("/nodes/{nb}"), None)["labels"],
+        json!({"rack": "r1", "ssd": ""})
+    );
+
     // The release's repositories and components; extensions (none).
     let repos = f.json(&format!("release repos list {rid}"));
     assert_eq!(repos[0]["name"], "ubuntu", "{repos}");

@@ -174,8 +174,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         "/clusters/{id}/deployment_tasks/{level}",
         get(graphs::level_tasks),
     );
-    r = both(r, "/nodes", get(nodes::list));
-    r = both(r, "/nodes/{id}", get(nodes::show));
+    r = both(r, "/nodes", get(nodes::list).delete(nodes::undiscover));
+    r = both(r, "/nodes/{id}", get(nodes::show).put(nodes::update));
     r = both(r, "/releases", get(catalog::releases));
     r = both(r, "/releases/{id}", get(catalog::release));
     r = both(

@@ -376,14 +376,31 @@ pub(crate) fn modify_node(
     change: &mut dyn FnMut(&mut NodeRecord) -> StoreResult<()>,
 ) -> StoreResult<NodeRecord> {
     let mut node = one_node(t, node_id)?;
+    let name = node.name.clone();
     change(&mut node)?;
+    if node.name != name {
+        let taken = t.opt(
+            "SELECT id FROM nodes WHERE name = $1 AND id <> $2",
+            args![&node.name, sql_id(node_id)],
+            |r| r.id(0),
+        )?;
+        if let Some(other) = taken {
+            return Err(StoreError::Conflict(format!(
+                "node {other} is named {:?} already",
+                node.name
+            )));
+        }
+    }
     t.exec(
-        "UPDATE nodes SET roles = $2, pending_roles = $3, model = $4 WHERE id = $1",
+        "UPDATE nodes SET roles = $2, pending_roles = $3, model = $4, name = $5, labels = $6 \
+         WHERE id = $1",
         args![
             sql_id(node_id),
             &to_json(&node.roles),
             &to_json(&node.pending_roles),
-            &to_json(&node.model)
+            &to_json(&node.model),
+            &node.name,
+            &to_json(&node.labels)
         ],
     )?;
     one_node(t, node_id)
