@@ -877,6 +877,37 @@ fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_in
         json!({"rack": "r1", "ssd": ""})
     );
 
+    // Roles: created, changed and deleted from files, as Fuel's operator keeps them; one in use is
+    // not deleted.
+    let roles = f.path("roles");
+    std::fs::create_dir_all(roles.join(format!("releases_{rid}"))).unwrap();
+    let role_file = roles.join(format!("releases_{rid}/storage.yaml"));
+    std::fs::write(
+        &role_file,
+        "name: storage\nmeta: {name: Storage, description: Keeps volumes}\nvolumes_roles_mapping: []\n",
+    )
+    .unwrap();
+    let dir = roles.display();
+    f.ok(&format!("role create -r {rid} -n storage -f yaml -d {dir}"));
+    let (ok, _, err) = f.run(&format!("role create -r {rid} -n storage -f yaml -d {dir}"));
+    assert!(!ok && err.contains("exists already"), "{err}");
+    std::fs::write(
+        &role_file,
+        "name: storage\nmeta: {name: Storage, description: Keeps volumes safe}\nvolumes_roles_mapping: []\n",
+    )
+    .unwrap();
+    f.ok(&format!("role update -r {rid} -n storage -f yaml -d {dir}"));
+    let stored = c.api.ok("GET", &format!("/releases/{rid}"), None);
+    assert_eq!(
+        stored["data"]["roles_metadata"]["storage"]["description"], "Keeps volumes safe",
+        "{stored}"
+    );
+    let (ok, _, err) = f.run(&format!("role delete -r {rid} -n compute"));
+    assert!(!ok && err.contains("held by node"), "{err}");
+    f.ok(&format!("role delete -r {rid} -n storage"));
+    let listed = f.json(&format!("role list -r {rid}"));
+    assert!(!listed.to_string().contains("storage"), "{listed}");
+
     // The release's repositories and components; extensions (none).
     let repos = f.json(&format!("release repos list {rid}"));
     assert_eq!(repos[0]["name"], "ubuntu", "{repos}");

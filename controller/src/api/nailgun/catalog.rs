@@ -163,7 +163,7 @@ pub async fn delete_tag(
 
 /// The roles an owner knows, in Nailgun's shape (`name`, `meta`, `volumes_roles_mapping`): a release's
 /// own; for a cluster, its release's and then its enabled plugins'.
-fn roles_of(s: &AppState, kind: &str, id: u64) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn roles_of(s: &AppState, kind: &str, id: u64) -> Result<Vec<Value>, ApiError> {
     let mut sources: Vec<Value> = Vec::new();
     match kind {
         "releases" => sources.push(s.store.get_release(id)?.data),
@@ -173,6 +173,7 @@ fn roles_of(s: &AppState, kind: &str, id: u64) -> Result<Vec<Value>, ApiError> {
             for p in &cluster.data.plugins {
                 sources.push(s.store.get_plugin(*p)?.data);
             }
+            sources.push(json!({"roles_metadata": cluster.data.roles_metadata}));
         }
         other => {
             return Err(ApiError::not_found(format!(

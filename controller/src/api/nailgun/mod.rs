@@ -11,6 +11,7 @@ pub mod listener;
 pub mod nodes;
 pub mod records;
 pub mod release_data;
+pub mod roles;
 pub mod transactions;
 pub mod unsupported;
 
@@ -238,8 +239,16 @@ pub fn router(state: Arc<AppState>) -> Router {
             .put(catalog::update_tag)
             .delete(catalog::delete_tag),
     );
-    r = both(r, "/{kind}/{id}/roles", get(catalog::roles));
-    r = both(r, "/{kind}/{id}/roles/{name}", get(catalog::role));
+    r = both(
+        r,
+        "/{kind}/{id}/roles",
+        get(catalog::roles).post(roles::create),
+    );
+    r = both(
+        r,
+        "/{kind}/{id}/roles/{name}",
+        get(catalog::role).put(roles::update).delete(roles::delete),
+    );
     let r = r.route_layer(middleware::from_fn(|req, next| {
         body::read_whole(req, next, MAX_OPERATOR_REQUEST_BYTES, OPERATOR_BODY_TIMEOUT)
     }));
