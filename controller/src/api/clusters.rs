@@ -414,3 +414,66 @@ pub async fn put_role(
         })
         .await
 }
+
+/// `PUT /api/v1/clusters/{id}/reset`: the cluster's nodes back to pending (their roles pending
+/// again, status `discover`, what their tasks last ran against forgotten: the next deployment runs
+/// every task), as Nailgun resets an environment. Refused (409) while a deployment runs. Answers the
+/// nodes reset.
+#[utoipa::path(
+    put,
+    path = "/clusters/{id}/reset/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 200, description = "success: `{cluster_id, nodes}`", body = serde_json::Value),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
+pub async fn reset(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state
+        .blocking(move |s| {
+            let nodes = s.store.reset_cluster(id)?;
+            for node in &nodes {
+                s.store.notify(&crate::store::Notice::Node { id: *node });
+            }
+            tracing::info!(cluster = id, nodes = nodes.len(), "cluster reset");
+            Ok(Json(serde_json::json!({"cluster_id": id, "nodes": nodes})))
+        })
+        .await
+}
+
+/// `DELETE /api/v1/clusters/{id}`: deletes the cluster with its graphs, strategies, configuration and
+/// deployments (their lists, events and results); its nodes stay, unassigned. Refused (409) while a
+/// deployment runs.
+#[utoipa::path(
+    delete,
+    path = "/clusters/{id}/",
+    tag = "clusters",
+    params(("id" = u64, Path, description = "the record's id")),
+    security(("bearer" = []), ("xAuthToken" = [])),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = "4XX", description = "refused: the error names the field or record", body = plinth_api::errors::ErrorBody)
+    )
+)]
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    _op: Operator,
+    Path(id): Path<u64>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .blocking(move |s| {
+            let nodes = s.store.delete_cluster(id)?;
+            for node in &nodes {
+                s.store.notify(&crate::store::Notice::Node { id: *node });
+            }
+            tracing::info!(cluster = id, nodes = nodes.len(), "cluster deleted");
+            Ok(StatusCode::NO_CONTENT)
+        })
+        .await
+}

@@ -107,7 +107,8 @@ operator_routes! {
     "/releases/{id}/roles/{name}/" => put(releases::put_role);
     "/clusters/{id}/roles/{name}/" => put(clusters::put_role);
     "/clusters/" => get(clusters::list), post(clusters::create);
-    "/clusters/{id}/" => get(clusters::show);
+    "/clusters/{id}/" => get(clusters::show), delete(clusters::delete);
+    "/clusters/{id}/reset/" => put(clusters::reset);
     "/clusters/{id}/generated/" => get(clusters::generated);
     "/clusters/{id}/attributes/" => get(attributes::show), put(attributes::replace), patch(attributes::patch);
     "/clusters/{id}/attributes/defaults/" => get(attributes::defaults);

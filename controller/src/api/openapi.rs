@@ -45,6 +45,8 @@ use utoipa::{Modify, OpenApi};
         super::clusters::unassign,
         super::clusters::deploy,
         super::clusters::stop_deployment,
+        super::clusters::reset,
+        super::clusters::delete,
         super::graphs::list,
         super::graphs::show,
         super::graphs::create,

@@ -337,6 +337,14 @@ pub trait Store: Send + Sync + 'static {
         change: &mut dyn FnMut(&mut ReleaseRecord) -> StoreResult<()>,
     ) -> StoreResult<ReleaseRecord>;
 
+    /// Resets a cluster as Nailgun resets an environment, in one transaction: its nodes' roles pending
+    /// again, their status `discover`, what their tasks last ran against forgotten; refused
+    /// (`Conflict`) while a deployment of it runs. Returns its nodes.
+    fn reset_cluster(&self, id: u64) -> StoreResult<Vec<u64>>;
+    /// Deletes a cluster with what it owns (graphs, strategies, configuration, deployments and their
+    /// lists, events and results), in one transaction; its nodes stay, unassigned. Refused
+    /// (`Conflict`) while a deployment of it runs. Returns the nodes it had.
+    fn delete_cluster(&self, id: u64) -> StoreResult<Vec<u64>>;
     /// Changes a cluster's name, settings, enabled plugins and user-defined tags in one transaction;
     /// `change` sees the cluster and its nodes as stored and may refuse (another cluster's name is a
     /// `Conflict`).

@@ -285,3 +285,51 @@ pub async fn redeploy(
     };
     transactions::start(&state, run).await
 }
+
+/// A finished Nailgun task for an action that ends at once (reset, deletion).
+fn done_task(name: &str, cluster: u64, message: String) -> Value {
+    json!({
+        "id": 0, "uuid": format!("{name}-{cluster}"), "name": name, "status": "ready",
+        "progress": 100, "cluster": cluster, "message": message, "result": {},
+    })
+}
+
+/// `PUT /clusters/{id}/reset/?force=` (`fuel2 env reset`): Plinth's reset (its nodes' roles pending
+/// again, what their tasks ran against forgotten); a finished task answers (202). Refused (409) while
+/// a deployment runs, `force` or not.
+pub async fn reset(
+    state: State<Arc<AppState>>,
+    op: Operator,
+    Path(id): Path<u64>,
+    Query(params): Query<Params>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    flag(&params, "force")?;
+    let Json(done) = crate::api::clusters::reset(state, op, Path(id)).await?;
+    let count = done["nodes"].as_array().map_or(0, Vec::len);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(done_task(
+            "reset_environment",
+            id,
+            format!("environment {id} reset: {count} node(s) pending again"),
+        )),
+    ))
+}
+
+/// `DELETE /clusters/{id}/` (`fuel2 env delete`): Plinth's deletion (the cluster and what it owns;
+/// its nodes stay, unassigned); a finished task answers (202).
+pub async fn delete(
+    state: State<Arc<AppState>>,
+    op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    crate::api::clusters::delete(state, op, Path(id)).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(done_task(
+            "cluster_deletion",
+            id,
+            format!("environment {id} deleted"),
+        )),
+    ))
+}

@@ -11,6 +11,7 @@ mod catalog;
 mod controllers;
 mod deployments;
 mod enrollments;
+mod lifecycle;
 pub(crate) mod nodes;
 mod results;
 mod states;
@@ -114,6 +115,14 @@ impl<B: Backend> Store for SqlStore<B> {
 
     fn list_enrollment_secrets(&self) -> StoreResult<Vec<(EnrollmentRecord, Option<String>)>> {
         self.read(enrollments::list_with_secrets)
+    }
+
+    fn reset_cluster(&self, id: u64) -> StoreResult<Vec<u64>> {
+        self.write(|t| lifecycle::reset_cluster(t, id))
+    }
+
+    fn delete_cluster(&self, id: u64) -> StoreResult<Vec<u64>> {
+        self.write(|t| lifecycle::delete_cluster(t, id))
     }
 
     fn delete_enrollment(&self, name: &str) -> StoreResult<()> {
