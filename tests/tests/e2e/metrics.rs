@@ -467,3 +467,68 @@ fn on_postgresql_the_pool_is_measured() {
         "the controller has opened its pool: {text}"
     );
 }
+
+#[test]
+fn a_cancelled_deployment_times_its_phase_as_cancelled_and_the_agent_counts_the_interruption() {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let c = Controller::start_with(&["--auto-accept", "--metrics-listen", &listen]);
+    let textfiles = tempfile::tempdir().expect("a temporary directory");
+    let textfile = textfiles.path().join("plinth_agent.prom");
+    let agent = Agent::start_with(
+        &c,
+        "cancel-1",
+        &[],
+        &c.public_key(),
+        &format!("metrics_textfile = \"{}\"", textfile.display()),
+    );
+    let ids: Vec<u64> = c.api.wait_nodes(1).iter().map(|(_, id)| *id).collect();
+    let graph = json!({"default": {"tasks": [shell("long", &["*"], "touch started; sleep 47")]}});
+    let cid = c.api.cluster_with_graph("cancelled", graph, &ids);
+    let dep = c.api.deploy(cid, "");
+    let started = agent.work().join("started");
+    wait_until("the long task to start", LONG, || started.exists());
+    let (ok, out, err) = c.plinthctl(&["deploy", "cancel", &dep.to_string()]);
+    assert!(ok, "{out}{err}");
+    let report = c.api.wait_deployment(dep, LONG);
+    assert_eq!(report["status"], "cancelled", "{report:#}");
+
+    let value_in = |text: &str, series: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{series} ")))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    };
+    // The phase was running when the deployment was cancelled.
+    let text = client()
+        .get(format!("http://{listen}/metrics"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("metrics: {e}\n{}", c.log()));
+    for (series, want) in [
+        (
+            "plinth_phase_duration_seconds_count{graph_type=\"default\",outcome=\"cancelled\"}",
+            1.0,
+        ),
+        (
+            "plinth_phase_duration_seconds_count{graph_type=\"default\",outcome=\"failed\"}",
+            0.0,
+        ),
+        (
+            "plinth_deployment_duration_seconds_count{graph_type=\"default\",status=\"cancelled\"}",
+            1.0,
+        ),
+    ] {
+        assert_eq!(value_in(&text, series), Some(want), "{series} in:\n{text}");
+    }
+    // The agent ended the running task: one interrupted attempt in its file.
+    let interrupted = "plinth_agent_task_duration_seconds_count{outcome=\"interrupted\"}";
+    wait_until("the agent's file to count the interruption", LONG, || {
+        let text = std::fs::read_to_string(&textfile).unwrap_or_default();
+        value_in(&text, interrupted) == Some(1.0)
+    });
+    let text = std::fs::read_to_string(&textfile).expect("the agent's metrics");
+    assert!(
+        value_in(&text, "plinth_agent_list_revision").is_some_and(|r| r >= 2.0),
+        "the list and the order to stop were accepted:\n{text}"
+    );
+}
