@@ -26,6 +26,8 @@ missing() {
   [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
   # The metrics test scrapes a controller with a real Prometheus server.
   [ -x /usr/bin/prometheus ] || need+=(prometheus)
+  # ... and reads the agent's metrics file through node_exporter's textfile collector.
+  [ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
   # The booted-image tests (tests/tests/e2e/images.rs): a Debian root file system built with mmdebstrap, booted
   # in systemd-nspawn containers, and as a disk under qemu with Debian's kernel.
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -139,6 +139,9 @@ pub struct FileConfig {
     pub reboot_command: Option<Vec<String>>,
     /// The file holding the current boot's id (a reboot task is done when it changes).
     pub boot_id_path: Option<PathBuf>,
+    /// Where to write the agent's metrics for node_exporter's textfile collector (a `.prom` file in
+    /// its directory); not written when absent.
+    pub metrics_textfile: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -178,6 +181,8 @@ pub enum ServerTrust {
 pub struct Overrides {
     /// `--state-dir`.
     pub state_dir: Option<PathBuf>,
+    /// `--metrics-textfile`.
+    pub metrics_textfile: Option<PathBuf>,
 }
 
 /// The validated configuration the agent runs with.
@@ -220,6 +225,9 @@ pub struct Settings {
     pub puppet: PathBuf,
     /// How reboot tasks reboot the node and tell that it did.
     pub reboot: RebootSettings,
+    /// Where the agent's metrics are written for node_exporter's textfile collector, if anywhere
+    /// (read at start only).
+    pub metrics_textfile: Option<PathBuf>,
 }
 
 impl Settings {
@@ -364,6 +372,19 @@ impl Settings {
             reboot.boot_id_path = path;
         }
 
+        let metrics_textfile = overrides.metrics_textfile.clone().or(file.metrics_textfile);
+        if let Some(path) = &metrics_textfile {
+            if path.extension().is_none_or(|e| e != "prom") || path.file_name().is_none() {
+                return Err(invalid(
+                    "metrics_textfile",
+                    format!(
+                        "{} does not end in .prom: node_exporter's textfile collector reads only such files",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+
         let name = cmdline.name.clone().or(file.name);
         if let Some(n) = &name {
             if n.trim().is_empty() || n.chars().any(char::is_control) {
@@ -392,6 +413,7 @@ impl Settings {
             ),
             puppet: file.puppet.unwrap_or_else(|| PathBuf::from(DEFAULT_PUPPET)),
             reboot,
+            metrics_textfile,
         })
     }
 }
@@ -821,10 +843,41 @@ mod tests {
             &KernelCmdline::default(),
             &Overrides {
                 state_dir: Some("/b".into()),
+                ..Overrides::default()
             },
         )
         .unwrap();
         assert_eq!(s.state_dir, PathBuf::from("/b"));
+    }
+
+    #[test]
+    fn metrics_textfile_is_off_by_default_and_the_flag_wins() {
+        assert_eq!(resolve(&base(), "").unwrap().metrics_textfile, None);
+        let text = format!("{}metrics_textfile = \"/a/plinth_agent.prom\"\n", base());
+        assert_eq!(
+            resolve(&text, "").unwrap().metrics_textfile,
+            Some(PathBuf::from("/a/plinth_agent.prom"))
+        );
+        let s = Settings::resolve(
+            file(&text),
+            Path::new("agent.toml"),
+            &KernelCmdline::default(),
+            &Overrides {
+                metrics_textfile: Some("/b/plinth_agent.prom".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            s.metrics_textfile,
+            Some(PathBuf::from("/b/plinth_agent.prom"))
+        );
+        let text = format!("{}metrics_textfile = \"/a/agent.txt\"\n", base());
+        let err = resolve(&text, "").unwrap_err().to_string();
+        assert!(
+            err.contains("metrics_textfile") && err.contains(".prom"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! | [`executor`] | running one attempt of one task, one module per task type |
 //! | [`runner`] | running a verified list in order with retries, gates and skips |
 //! | [`sender`] | uploading journaled results until the controller acknowledges them |
+//! | [`metrics`] | the agent's own metrics, written for node_exporter's textfile collector |
 //! | [`service`] | the long-running agent: registration, polling, heartbeats, systemd, signals |
 //! | [`shutdown`] | the stop signal every long-running part listens to |
 //! | [`tracking`] | the cgroup or process group each task command runs in, its durable record, and ending what a killed agent left running |
@@ -36,6 +37,7 @@ pub mod image;
 pub mod imaging;
 pub mod installed;
 pub mod journal;
+pub mod metrics;
 pub mod root_device;
 pub mod runner;
 pub mod sender;

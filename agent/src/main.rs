@@ -119,6 +119,11 @@ struct RunArgs {
     /// State directory (overrides the configuration's `state_dir`).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Write the agent's metrics to this file for node_exporter's textfile collector, for example
+    /// /var/lib/prometheus/node-exporter/plinth_agent.prom (overrides the configuration's
+    /// `metrics_textfile`).
+    #[arg(long, value_name = "PATH")]
+    metrics_textfile: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -227,6 +232,7 @@ fn run(args: RunArgs) -> u8 {
     };
     let overrides = Overrides {
         state_dir: args.state_dir,
+        metrics_textfile: args.metrics_textfile,
     };
     let source = ReloadSource {
         config: args.config.clone(),

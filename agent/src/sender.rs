@@ -85,11 +85,20 @@ impl Sender {
             );
         }
         let journal_result = self.journal.with(|j| {
-            let n = j.record_acks(&stored)? + j.quarantine(&refused)?;
-            if j.unacked_count() == 0 {
+            let acked = j.record_acks(&stored)?;
+            let quarantined = j.quarantine(&refused)?;
+            let n = acked + quarantined;
+            let backlog = j.unacked_count();
+            if backlog == 0 {
                 j.compact()?;
             }
-            Ok::<usize, crate::journal::JournalError>(n)
+            Ok::<_, crate::journal::JournalError>((n, quarantined, backlog))
+        });
+        let journal_result = journal_result.map(|(n, quarantined, backlog)| {
+            let metrics = self.journal.metrics();
+            metrics.results_refused(quarantined);
+            metrics.backlog(backlog);
+            n
         });
         match journal_result {
             Ok(acked) => Ok(Round::Sent { acked }),

@@ -10,6 +10,8 @@
 //!   while agents poll.
 //! - `imaging`: the agent's image writer against `qemu-img convert` on a loop device, and its peak
 //!   memory streaming a larger image (as root).
+//! - `metrics-cost`: the `poll` load against controllers it starts itself, without and with
+//!   `--metrics-listen` (scraped every second) in turn; polls per second of each and their ratio.
 //! - `chaos`: a fault-injection soak against a controller it starts itself: agent and controller kills,
 //!   dropped and duplicated results, slow links; checks that nothing is lost.
 //!
@@ -27,6 +29,7 @@ mod facts;
 mod fleet;
 mod gate;
 mod imaging;
+mod metrics_cost;
 mod phases;
 mod poll;
 mod sim;
@@ -48,6 +51,9 @@ struct Cli {
 enum Mode {
     /// Register simulated nodes, then poll as fast as possible: throughput and latency.
     Poll(poll::PollArgs),
+    /// Polls per second against controllers it starts, without and with their metrics listener
+    /// (scraped), in turn: what exporting metrics costs.
+    MetricsCost(metrics_cost::MetricsCostArgs),
     /// Deploy the seed's five groups scaled up and measure the phase-to-phase hand-overs.
     Phases(phases::PhaseArgs),
     /// A fault-injection soak: kills, drops, duplicates and slow links; checks nothing is lost.
@@ -87,6 +93,7 @@ async fn run(mode: Mode) -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match mode {
         Mode::Poll(args) => poll::run(args).await,
+        Mode::MetricsCost(args) => metrics_cost::run(args).await,
         Mode::Phases(args) => phases::run(args).await,
         Mode::Chaos(args) => chaos::run(args).await,
         Mode::Gate(args) => gate::run(args).await,

@@ -4,6 +4,10 @@
 //!
 //! Served as `GET /metrics` on the listener of its own (`metrics_listen`, no token) and on the main
 //! listener behind an operator token.
+//!
+//! Graph types are operators' names, so they are bounded as label values ([`GraphTypes`]): the first
+//! [`MAX_GRAPH_TYPES`] distinct ones this process meets are labels of their own, any later one is
+//! `other`.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -11,7 +15,67 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
-use std::sync::LazyLock;
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+
+/// The most distinct graph types that are label values of their own; later ones are `other`.
+pub const MAX_GRAPH_TYPES: usize = 16;
+
+/// The label value of a graph type past [`MAX_GRAPH_TYPES`].
+pub const OTHER_GRAPH_TYPE: &str = "other";
+
+/// The label value of a graph type not known where a measure is taken (a result accepted by a
+/// controller that does not sequence its deployment).
+pub const UNKNOWN_GRAPH_TYPE: &str = "unknown";
+
+/// How a phase ended, as `plinth_phase_duration_seconds` labels it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseOutcome {
+    /// Its group met the phase's success criteria.
+    Passed,
+    /// It did not (a node failed beyond the criteria, or the phase timed out).
+    Failed,
+    /// The deployment was cancelled while the phase ran.
+    Cancelled,
+}
+
+impl PhaseOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            PhaseOutcome::Passed => "passed",
+            PhaseOutcome::Failed => "failed",
+            PhaseOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The graph types that are label values: the first [`MAX_GRAPH_TYPES`] distinct ones met; any other
+/// is [`OTHER_GRAPH_TYPE`]. An empty type is [`UNKNOWN_GRAPH_TYPE`].
+#[derive(Debug, Default)]
+pub struct GraphTypes {
+    known: Mutex<HashSet<String>>,
+}
+
+impl GraphTypes {
+    /// The label value of `graph_type`, admitting it while there is room.
+    pub fn label(&self, graph_type: &str) -> String {
+        if graph_type.is_empty() {
+            return UNKNOWN_GRAPH_TYPE.to_string();
+        }
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.contains(graph_type) {
+            return graph_type.to_string();
+        }
+        if known.len() < MAX_GRAPH_TYPES
+            && graph_type != OTHER_GRAPH_TYPE
+            && graph_type != UNKNOWN_GRAPH_TYPE
+        {
+            known.insert(graph_type.to_string());
+            return graph_type.to_string();
+        }
+        OTHER_GRAPH_TYPE.to_string()
+    }
+}
 
 /// How a poll was answered.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -57,12 +121,36 @@ pub struct RefusalLabels {
     pub kind: &'static str,
 }
 
-/// Labels of `plinth_task_duration_seconds`.
+/// Labels of `plinth_task_duration_seconds` and `plinth_phase_duration_seconds`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TaskLabels {
-    /// How the task ended: `succeeded`, `failed`, `timed_out`, `interrupted` or `skipped`.
+    /// The graph type the task or phase ran (bounded, see [`GraphTypes`]).
+    pub graph_type: String,
+    /// How the task ended (`succeeded`, `failed`, `timed_out`, `interrupted` or `skipped`), or the
+    /// phase (`passed`, `failed`, `cancelled`).
     pub outcome: &'static str,
 }
+
+/// Labels of `plinth_deployment_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeploymentLabels {
+    /// The deployment's graph type (bounded, see [`GraphTypes`]), or `strategy` for a deployment that
+    /// runs a strategy's phases.
+    pub graph_type: String,
+    /// How it ended: `success`, `success_with_failures`, `failed` or `cancelled`.
+    pub status: &'static str,
+}
+
+/// Task outcomes, as labels.
+const TASK_OUTCOMES: [&str; 5] = ["succeeded", "failed", "timed_out", "interrupted", "skipped"];
+/// Phase outcomes, as labels.
+const PHASE_OUTCOMES: [PhaseOutcome; 3] = [
+    PhaseOutcome::Passed,
+    PhaseOutcome::Failed,
+    PhaseOutcome::Cancelled,
+];
+/// Deployments' final statuses, as labels.
+const FINAL_STATUSES: [&str; 4] = ["success", "success_with_failures", "failed", "cancelled"];
 
 /// Labels of `plinth_store_transaction_duration_seconds`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -81,8 +169,14 @@ pub struct Metrics {
     pub results: Family<VerdictLabels, Counter>,
     /// Refusals recorded, by kind.
     pub refusals: Family<RefusalLabels, Counter>,
-    /// Tasks' run times as their agents report them, by outcome.
+    /// Tasks' run times as their agents report them, by graph type and outcome.
     pub task_duration: Family<TaskLabels, Histogram>,
+    /// Phases' times, from their start to their end, by graph type and outcome.
+    pub phase_duration: Family<TaskLabels, Histogram>,
+    /// Deployments' times, from their start to their end, by graph type and status.
+    pub deployment_duration: Family<DeploymentLabels, Histogram>,
+    /// The graph types that are label values.
+    pub graph_types: GraphTypes,
     /// Store transactions' times, by kind.
     pub store_transaction: Family<TransactionLabels, Histogram>,
     /// Registrations turned away by the registration limits.
@@ -123,9 +217,28 @@ impl Metrics {
         });
         registry.register_with_unit(
             "task_duration",
-            "Run time of ended tasks as their agents report it (accepted results only), by outcome",
+            "Run time of ended tasks as their agents report it (accepted results only), by graph type and outcome",
             Unit::Seconds,
             task_duration.clone(),
+        );
+        let phase_duration = Family::<TaskLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.5, 2.0, 16))
+        });
+        registry.register_with_unit(
+            "phase_duration",
+            "Time of ended phases of a group, from their start to their end, by graph type and outcome (passed, failed, cancelled)",
+            Unit::Seconds,
+            phase_duration.clone(),
+        );
+        let deployment_duration =
+            Family::<DeploymentLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(1.0, 2.0, 16))
+            });
+        registry.register_with_unit(
+            "deployment_duration",
+            "Time of ended deployments, from their start to their end, by graph type and final status",
+            Unit::Seconds,
+            deployment_duration.clone(),
         );
         let store_transaction =
             Family::<TransactionLabels, Histogram>::new_with_constructor(|| {
@@ -168,15 +281,15 @@ impl Metrics {
         for kind in ["progress", "results"] {
             let _ = store_transaction.get_or_create(&TransactionLabels { kind });
         }
-        for outcome in ["succeeded", "failed", "timed_out", "interrupted", "skipped"] {
-            let _ = task_duration.get_or_create(&TaskLabels { outcome });
-        }
         Metrics {
             registry,
             polls,
             results,
             refusals,
             task_duration,
+            phase_duration,
+            deployment_duration,
+            graph_types: GraphTypes::default(),
             store_transaction,
             registrations_limited,
             lease_takeovers,
@@ -214,9 +327,14 @@ impl Metrics {
         }
     }
 
-    /// Records the run time of a task whose final result was accepted (results still running are
-    /// not counted).
-    pub fn task_ended(&self, status: plinth_common::wire::ResultStatus, duration_ms: u64) {
+    /// Records the run time of a task of `graph_type` whose final result was accepted (results still
+    /// running are not counted). `graph_type` is `None` when it is not known here.
+    pub fn task_ended(
+        &self,
+        graph_type: Option<&str>,
+        status: plinth_common::wire::ResultStatus,
+        duration_ms: u64,
+    ) {
         use plinth_common::wire::ResultStatus;
         let outcome = match status {
             ResultStatus::Running => return,
@@ -226,9 +344,90 @@ impl Metrics {
             ResultStatus::Interrupted => "interrupted",
             ResultStatus::Skipped => "skipped",
         };
+        let graph_type = match graph_type {
+            Some(t) => self.graph_types.label(t),
+            None => UNKNOWN_GRAPH_TYPE.to_string(),
+        };
         self.task_duration
-            .get_or_create(&TaskLabels { outcome })
+            .get_or_create(&TaskLabels {
+                graph_type,
+                outcome,
+            })
             .observe(duration_ms as f64 / 1000.0);
+    }
+
+    /// A deployment of `graph_type` (its record's, `strategy:NAME` for a strategy) whose phases run
+    /// `phase_types` starts or is taken on here: the series it will count in are there from now on,
+    /// at zero.
+    pub fn deployment_known<'a>(
+        &self,
+        graph_type: &str,
+        phase_types: impl IntoIterator<Item = &'a str>,
+    ) {
+        for t in phase_types {
+            let graph_type = self.graph_types.label(t);
+            for outcome in TASK_OUTCOMES {
+                let _ = self.task_duration.get_or_create(&TaskLabels {
+                    graph_type: graph_type.clone(),
+                    outcome,
+                });
+            }
+            for outcome in PHASE_OUTCOMES {
+                let _ = self.phase_duration.get_or_create(&TaskLabels {
+                    graph_type: graph_type.clone(),
+                    outcome: outcome.as_str(),
+                });
+            }
+        }
+        let graph_type = self.deployment_label(graph_type);
+        for status in FINAL_STATUSES {
+            let _ = self.deployment_duration.get_or_create(&DeploymentLabels {
+                graph_type: graph_type.clone(),
+                status,
+            });
+        }
+    }
+
+    /// Records a phase of `graph_type` that ended after `took`.
+    pub fn phase_ended(&self, graph_type: &str, outcome: PhaseOutcome, took: std::time::Duration) {
+        self.phase_duration
+            .get_or_create(&TaskLabels {
+                graph_type: self.graph_types.label(graph_type),
+                outcome: outcome.as_str(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Records a deployment of `graph_type` (its record's) that ended with `status` after `took`.
+    pub fn deployment_ended(
+        &self,
+        graph_type: &str,
+        status: plinth_common::wire::DeploymentStatus,
+        took: std::time::Duration,
+    ) {
+        use plinth_common::wire::DeploymentStatus;
+        let status = match status {
+            DeploymentStatus::Running => return,
+            DeploymentStatus::Success => "success",
+            DeploymentStatus::SuccessWithFailures => "success_with_failures",
+            DeploymentStatus::Failed => "failed",
+            DeploymentStatus::Cancelled => "cancelled",
+        };
+        self.deployment_duration
+            .get_or_create(&DeploymentLabels {
+                graph_type: self.deployment_label(graph_type),
+                status,
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A deployment's graph type as a label: `strategy` for any strategy's, else bounded.
+    fn deployment_label(&self, graph_type: &str) -> String {
+        if graph_type.starts_with("strategy:") {
+            "strategy".to_string()
+        } else {
+            self.graph_types.label(graph_type)
+        }
     }
 
     /// Records one store transaction of `kind` that took `took`.
@@ -372,7 +571,23 @@ mod tests {
     fn names_follow_the_conventions() {
         metrics().poll(true, false);
         metrics().verdict(plinth_common::wire::Verdict::Refused);
-        metrics().task_ended(plinth_common::wire::ResultStatus::Failed, 1500);
+        metrics().task_ended(
+            Some("test-provision"),
+            plinth_common::wire::ResultStatus::Failed,
+            1500,
+        );
+        metrics().task_ended(None, plinth_common::wire::ResultStatus::Succeeded, 10);
+        metrics().deployment_known("strategy:rolling", ["test-deploy"]);
+        metrics().phase_ended(
+            "test-deploy",
+            PhaseOutcome::Passed,
+            std::time::Duration::from_secs(3),
+        );
+        metrics().deployment_ended(
+            "strategy:rolling",
+            plinth_common::wire::DeploymentStatus::Success,
+            std::time::Duration::from_secs(70),
+        );
         let snap = Snapshot {
             lists_published: 3,
             agents: vec![(("ready", "accepted"), 2)],
@@ -407,8 +622,37 @@ mod tests {
         assert!(
             text.contains("plinth_store_transaction_duration_seconds_count{kind=\"progress\"} ")
         );
-        assert!(text.contains("plinth_task_duration_seconds_count{outcome=\"failed\"} "));
+        for line in [
+            "plinth_task_duration_seconds_count{graph_type=\"test-provision\",outcome=\"failed\"} 1",
+            "plinth_task_duration_seconds_count{graph_type=\"test-deploy\",outcome=\"skipped\"} 0",
+            "plinth_phase_duration_seconds_count{graph_type=\"test-deploy\",outcome=\"passed\"} 1",
+            "plinth_phase_duration_seconds_count{graph_type=\"test-deploy\",outcome=\"cancelled\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing in:\n{text}"
+            );
+        }
+        // Other tests of this binary may end deployments and accept results too: these only exist.
+        for prefix in [
+            "plinth_task_duration_seconds_count{graph_type=\"unknown\",outcome=\"succeeded\"} ",
+            "plinth_deployment_duration_seconds_count{graph_type=\"strategy\",status=\"success\"} ",
+        ] {
+            assert!(text.contains(prefix), "{prefix} missing in:\n{text}");
+        }
         assert!(text.ends_with("# EOF\n"));
         assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[test]
+    fn graph_types_past_the_bound_are_other() {
+        let types = GraphTypes::default();
+        assert_eq!(types.label(""), UNKNOWN_GRAPH_TYPE);
+        assert_eq!(types.label("other"), OTHER_GRAPH_TYPE);
+        for i in 0..MAX_GRAPH_TYPES {
+            assert_eq!(types.label(&format!("t{i}")), format!("t{i}"));
+        }
+        assert_eq!(types.label("one-too-many"), OTHER_GRAPH_TYPE);
+        assert_eq!(types.label("t0"), "t0", "a known one stays itself");
     }
 }

@@ -74,6 +74,18 @@ pub fn dnsmasq() -> PathBuf {
     dnsmasq
 }
 
+/// Debian's node_exporter, which serves the agent's metrics file through its textfile collector.
+pub fn node_exporter() -> PathBuf {
+    let exporter = PathBuf::from("/usr/bin/prometheus-node-exporter");
+    if !exporter.exists() {
+        missing(
+            "prometheus-node-exporter",
+            "apt-get install prometheus-node-exporter",
+        );
+    }
+    exporter
+}
+
 pub fn prometheus() -> PathBuf {
     let prometheus = PathBuf::from("/usr/bin/prometheus");
     if !prometheus.exists() {

@@ -1,7 +1,8 @@
 //! The journal shared between the runner (which appends) and the sender (which sends and records acks):
-//! appending wakes the sender.
+//! appending wakes the sender. It tells the agent's metrics each task attempt that ended and its backlog.
 
 use super::{Journal, JournalError};
+use crate::metrics::AgentMetrics;
 use plinth_common::wire::TaskResult;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
@@ -11,22 +12,39 @@ use tokio::sync::Notify;
 pub struct SharedJournal {
     inner: Arc<Mutex<Journal>>,
     wake: Arc<Notify>,
+    metrics: AgentMetrics,
 }
 
 impl SharedJournal {
     /// Shares a journal.
     pub fn new(journal: Journal) -> SharedJournal {
+        SharedJournal::with_metrics(journal, AgentMetrics::new())
+    }
+
+    /// Shares a journal that tells `metrics` what it records and its backlog.
+    pub fn with_metrics(journal: Journal, metrics: AgentMetrics) -> SharedJournal {
         SharedJournal {
             inner: Arc::new(Mutex::new(journal)),
             wake: Arc::new(Notify::new()),
+            metrics,
         }
+    }
+
+    /// The metrics this journal tells.
+    pub fn metrics(&self) -> &AgentMetrics {
+        &self.metrics
     }
 
     /// Appends a result durably, cut to fit the wire's limit ([`TaskResult::bounded`]), and wakes the
     /// sender.
     pub fn record(&self, result: TaskResult) -> Result<(), JournalError> {
         let result = result.bounded();
-        self.with(|j| j.append(result))?;
+        self.metrics.task_ended(&result);
+        let backlog = self.with(|j| {
+            j.append(result)?;
+            Ok::<usize, JournalError>(j.unacked_count())
+        })?;
+        self.metrics.backlog(backlog);
         self.wake.notify_one();
         Ok(())
     }

@@ -25,6 +25,7 @@ use crate::executor::Services;
 use crate::facts;
 use crate::identity::{IdentityError, NodeIdentity};
 use crate::journal::{Journal, JournalError, SharedJournal};
+use crate::metrics::AgentMetrics;
 use crate::runner::{RunEnd, Runner, RunnerSettings};
 use crate::sender::Sender;
 use crate::shutdown::{self, Shutdown};
@@ -155,7 +156,20 @@ pub async fn run(
             "journal had unreadable lines (torn by a crash); they were dropped"
         );
     }
-    let journal = SharedJournal::new(journal);
+    let metrics = AgentMetrics::new();
+    let journal = SharedJournal::with_metrics(journal, metrics.clone());
+    crate::metrics::start_from(
+        &metrics,
+        verifier.last_revision(),
+        &settings.state_dir,
+        &journal,
+    );
+    // Read at start only: a reload does not move it.
+    let textfile = settings.metrics_textfile.clone();
+    if let Some(path) = &textfile {
+        tracing::info!(path = %path.display(), "writing the agent's metrics for node_exporter's textfile collector");
+        tokio::spawn(metrics.clone().write_until(path.clone(), shutdown.clone()));
+    }
     // What a killed agent left running ends before anything resumes or starts.
     let tracker = Arc::new(Tracker::detect(&settings.state_dir));
     systemd.status("ending what the last run left running");
@@ -222,6 +236,12 @@ pub async fn run(
         agent.settings.backoff_max,
     );
     let unsent = flush.flush(FINAL_FLUSH).await;
+    if let Some(path) = &textfile {
+        // What the final flush changed (the backlog).
+        if let Err(e) = metrics.write(path) {
+            tracing::warn!(error = %e, "cannot write the agent's metrics");
+        }
+    }
     tracing::info!(unsent_results = unsent, "plinth-agent stopped");
     result
 }
@@ -290,8 +310,10 @@ impl Agent {
                 }
                 Ok(PollAnswer::List(envelope)) => {
                     backoff.reset();
-                    match self.verifier.accept(&envelope, &nonce, now_secs()) {
+                    let now = now_secs();
+                    match self.verifier.accept(&envelope, &nonce, now) {
                         Ok(list) => {
+                            self.journal.metrics().list_accepted(list.revision, now);
                             idle_status_sent = false;
                             if !self.run_lists(list).await? {
                                 break;
@@ -417,7 +439,12 @@ impl Agent {
         if let Some((envelope, nonce)) = order.filter(|_| !self.shutdown.is_triggered()) {
             self.verifier.mark_finished(list.revision)?;
             self.journal.with(|j| j.set_active_revision(None));
-            return match self.verifier.accept(&envelope, &nonce, now_secs()) {
+            let now = now_secs();
+            let accepted = self.verifier.accept(&envelope, &nonce, now);
+            if let Ok(newer) = &accepted {
+                self.journal.metrics().list_accepted(newer.revision, now);
+            }
+            return match accepted {
                 Ok(newer) if newer.cancel => {
                     tracing::warn!(
                         revision = list.revision,
@@ -529,6 +556,7 @@ impl Agent {
 
     /// Reports a refused list to the controller in the background (a few tries).
     fn report_refusal(&self, refused: &Refused) {
+        self.journal.metrics().list_refused(refused);
         let refusal = Refusal {
             reason: refused.to_string(),
             claimed_revision: refused.claimed_revision(),

@@ -4,7 +4,7 @@
 //! labels, rack and token. Timings (`poll_wait_secs`, `heartbeat_secs`, backoff, `kill_grace_secs`),
 //! `work_dir`, `puppet`, `reboot_command` and `boot_id_path` apply from the next poll or list. The
 //! controllers' addresses and keys (`controller`/`controllers`, `controller_public_key`, `controller_cert`, `ca_cert`) and
-//! `state_dir` need a restart: a change to them is logged and not applied.
+//! `state_dir` and `metrics_textfile` need a restart: a change to them is logged and not applied.
 
 use super::registration::Registrar;
 use super::signals::ReloadRequests;
@@ -48,6 +48,10 @@ pub fn merge(running: &Settings, mut new: Settings) -> (Settings, Vec<&'static s
     if new.state_dir != running.state_dir {
         ignored.push("state_dir");
         new.state_dir = running.state_dir.clone();
+    }
+    if new.metrics_textfile != running.metrics_textfile {
+        ignored.push("metrics_textfile");
+        new.metrics_textfile = running.metrics_textfile.clone();
     }
     (new, ignored)
 }

@@ -457,6 +457,14 @@ impl Run {
             .map(|c| &c.list)
     }
 
+    /// The graph type of the phase whose list `node` holds at `revision`, while the run holds it.
+    pub fn graph_type_of(&self, node: u64, revision: u64) -> Option<&str> {
+        self.current
+            .get(&node)
+            .filter(|c| c.list.revision == revision)
+            .map(|c| c.at.graph_type.as_str())
+    }
+
     /// Whether a result is for the list `node` holds now (same revision, a task of it).
     pub fn owns(&self, node: u64, r: &TaskResult) -> bool {
         self.finished.is_none()

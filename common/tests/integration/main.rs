@@ -23,6 +23,7 @@ mod graph_model_load;
 mod graph_resolve;
 mod graph_unknown_keys;
 mod run_cases;
+mod run_graph_type;
 mod run_properties;
 mod snapshot_resolve;
 mod strategy_document;

@@ -4,6 +4,7 @@
 use super::states::TaskStates;
 use super::{run_plan, Engine, EngineState, EngineStateRef};
 use crate::clock::now_ms;
+use crate::metrics::{metrics, PhaseOutcome};
 use crate::store::{DeploymentRecord, DeploymentStatus, Ending, NodesEnded, Progress, StoreError};
 use plinth_common::run::{Effects, Run};
 use plinth_common::wire::{DeploymentEvent, NodeStatus, TaskList, TaskResult};
@@ -50,10 +51,24 @@ pub(super) struct Live {
     /// Every node's reference to its state, stored at the start (and again, identically, at a resume).
     states: TaskStates,
     deploys: bool,
+    /// The deployment's graph type, as its record names it (what its duration is labelled by).
+    graph_type: String,
+    /// When it started (its record's time, for one taken on from the database).
+    started: Instant,
+    /// The phases running, as (group, phase, graph type, when it started here): a phase that
+    /// started before this controller took the deployment on is not among them, nor timed.
+    phases: Vec<(String, String, String, Instant)>,
 }
 
 impl Live {
-    fn new(run: Run, state: &EngineState, states: TaskStates) -> Live {
+    fn new(run: Run, record: &DeploymentRecord, state: &EngineState, states: TaskStates) -> Live {
+        metrics().deployment_known(
+            &record.graph_type,
+            run.state().phase_graph.values().map(String::as_str),
+        );
+        let age = std::time::Duration::from_millis(
+            u64::try_from(now_ms().saturating_sub(record.created_at_ms)).unwrap_or(0),
+        );
         Live {
             run,
             strategy: state.strategy.clone(),
@@ -62,6 +77,66 @@ impl Live {
             master: state.master,
             states,
             deploys: state.deploys(),
+            graph_type: record.graph_type.clone(),
+            started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            phases: Vec::new(),
+        }
+    }
+
+    /// Times the phases a step starts and ends, and the deployment when it ends (the step is
+    /// recorded): `plinth_phase_duration_seconds` and `plinth_deployment_duration_seconds`. Reads
+    /// only the step's events.
+    fn measure(&mut self, fx: &Effects) {
+        let now = Instant::now();
+        for e in &fx.events {
+            match e {
+                DeploymentEvent::PhaseStarted {
+                    group,
+                    phase,
+                    graph_type,
+                    ..
+                } => self
+                    .phases
+                    .push((group.clone(), phase.clone(), graph_type.clone(), now)),
+                DeploymentEvent::PhaseFinished {
+                    group,
+                    phase,
+                    passed,
+                    ..
+                } => {
+                    let Some(at) = self
+                        .phases
+                        .iter()
+                        .position(|(g, p, _, _)| g == group && p == phase)
+                    else {
+                        continue;
+                    };
+                    let (_, _, graph_type, began) = self.phases.swap_remove(at);
+                    let outcome = if *passed {
+                        PhaseOutcome::Passed
+                    } else {
+                        PhaseOutcome::Failed
+                    };
+                    metrics().phase_ended(&graph_type, outcome, now.duration_since(began));
+                }
+                _ => {}
+            }
+        }
+        if let Some(f) = &fx.finish {
+            for (_, _, graph_type, began) in self.phases.drain(..) {
+                if f.status == DeploymentStatus::Cancelled {
+                    metrics().phase_ended(
+                        &graph_type,
+                        PhaseOutcome::Cancelled,
+                        now.duration_since(began),
+                    );
+                }
+            }
+            metrics().deployment_ended(
+                &self.graph_type,
+                f.status,
+                now.duration_since(self.started),
+            );
         }
     }
 
@@ -123,7 +198,7 @@ impl Engine {
         let dep = Arc::new(Deployment::new());
         // Locked before it is findable: a result for its first lists waits until they are recorded.
         let mut slot = dep.lock();
-        *slot = Some(Live::new(run, &state, states));
+        *slot = Some(Live::new(run, record, &state, states));
         self.events.open(id);
         self.running
             .lock()
@@ -180,6 +255,7 @@ impl Engine {
             Err(e) => return Err(self.let_go(id, dep, slot, e)),
         };
         let recorded = Instant::now();
+        live.measure(&fx);
         for node in &fx.withdraw {
             self.board.withdraw(*node, id);
         }
@@ -472,7 +548,7 @@ impl Engine {
             count += 1;
             let dep = Arc::new(Deployment::new());
             let mut slot = dep.lock();
-            *slot = Some(Live::new(run, &state, states));
+            *slot = Some(Live::new(run, &record, &state, states));
             self.events.open(id);
             self.running
                 .lock()
@@ -489,6 +565,17 @@ impl Engine {
     pub fn owns(&self, node_id: u64, r: &TaskResult) -> bool {
         self.deployment(r.deployment_id)
             .is_some_and(|dep| dep.lock().as_ref().is_some_and(|l| l.run.owns(node_id, r)))
+    }
+
+    /// The graph type of the phase whose list `node_id` holds at this result's revision, when its
+    /// deployment runs here (what its task duration is labelled by).
+    pub fn graph_type_of(&self, node_id: u64, r: &TaskResult) -> Option<String> {
+        let dep = self.deployment(r.deployment_id)?;
+        let slot = dep.lock();
+        slot.as_ref()?
+            .run
+            .graph_type_of(node_id, r.revision)
+            .map(str::to_string)
     }
 
     /// Whether a deployment is running here.

@@ -157,7 +157,14 @@ fn commit(s: &Parts, group: Vec<Report>) {
             j.verdicts[*i] = Some(match outcome {
                 Stored::New => {
                     let v = verdict(&r, Verdict::Accepted);
-                    crate::metrics::metrics().task_ended(r.status, r.duration_ms);
+                    if r.status != plinth_common::wire::ResultStatus::Running {
+                        let graph_type = engine.graph_type_of(node_id, &r);
+                        crate::metrics::metrics().task_ended(
+                            graph_type.as_deref(),
+                            r.status,
+                            r.duration_ms,
+                        );
+                    }
                     new.push(r);
                     v
                 }
