@@ -943,3 +943,165 @@ fn fuel2_creates_renames_and_deploys_environments_and_says_what_plinth_offers_in
         assert!(err.contains(offered), "fuel2 {command}: {err}");
     }
 }
+
+/// Waits, through `fuel2 task show`, for a task (a deployment) to end; returns its status.
+fn task_end(f: &Fuel2, task: u64) -> String {
+    let mut status = String::new();
+    wait_until(
+        &format!("task {task} to end"),
+        Duration::from_secs(180),
+        || {
+            status = f.json(&format!("task show {task}"))["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            status == "ready" || status == "error"
+        },
+    );
+    status
+}
+
+/// The number in a `fuel2` sentence ("Deployment task with id 7 ...").
+fn number_in(text: &str) -> u64 {
+    text.split(|c: char| !c.is_ascii_digit())
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("a number in {text:?}"))
+}
+
+/// Changes one setting of `section` as an operator does it: download, edit the file, upload.
+fn set_setting(f: &Fuel2, env: u64, section: &str, key: &str, value: &str) {
+    let dir = f.path("settings");
+    f.ok(&format!(
+        "env settings download -f yaml -d {} {env}",
+        dir.display()
+    ));
+    let file = dir.join(format!("environment_{env}/settings.yaml"));
+    let mut settings: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    settings["editable"][section][key]["value"] = json!(value);
+    std::fs::write(&file, serde_yaml_ng::to_string(&settings).unwrap()).unwrap();
+    f.ok(&format!(
+        "env settings upload -f yaml -d {} {env}",
+        dir.display()
+    ));
+}
+
+/// A Fuel operator's whole day with `fuel2` as the only client once the release is installed (as a
+/// Fuel master comes with its releases): create an environment, add nodes with roles, change
+/// settings, deploy, read the history, change a setting a task's `changed()` watches and redeploy
+/// (only that task runs again), deploy two chosen nodes, stop a running deployment, reset the
+/// environment, delete it. Real agents run every task.
+#[test]
+fn a_fuel_operators_day_in_fuel2() {
+    let bin = fuel2();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let agents = [
+        Agent::start(&c, "day-1", &[]),
+        Agent::start(&c, "day-2", &[]),
+        Agent::start(&c, "day-3", &[]),
+    ];
+    let nodes = c.api.wait_nodes(3);
+    let id_of = |name: &str| nodes.iter().find(|(n, _)| n == name).expect(name).1;
+    let text = |value: &str| json!({"value": value, "type": "text", "label": "text"});
+    let note = |task: &str| format!("echo {task} >> ran");
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({
+            "name": "day", "version": "1",
+            "roles_metadata": {"compute": {"name": "Compute"}},
+            "attributes_metadata": {"editable": {"site": {
+                "motd": text("hello"), "packages": text("base"), "hold": text("go on")}}},
+            "graphs": {"default": {"tasks": [
+                {"id": "packages", "type": "shell", "tags": ["compute"],
+                 "condition": {"yaql_exp": "changed($.site.packages)"},
+                 "parameters": {"cmd": note("packages")}},
+                {"id": "motd", "type": "shell", "tags": ["compute"], "requires": ["packages"],
+                 "condition": {"yaql_exp": "changed($.site.motd)"},
+                 "parameters": {"cmd": note("motd")}},
+                {"id": "hold", "type": "shell", "tags": ["compute"], "requires": ["motd"],
+                 "condition": {"yaql_exp": "$.site.hold = 'hold'"},
+                 "parameters": {"cmd": "sleep 600", "timeout": 900}},
+            ]}}
+        })),
+    );
+    let rid = release["id"].as_u64().unwrap();
+    let f = Fuel2::new(bin, c.nailgun_port(), "admin", &c.api.token);
+    let ran = |i: usize| std::fs::read_to_string(agents[i].work().join("ran")).unwrap_or_default();
+
+    // Morning: a new environment with three compute nodes, its settings changed, deployed.
+    let env = f.json(&format!("env create -r {rid} day-env"))["id"]
+        .as_u64()
+        .expect("an id");
+    let (n1, n2, n3) = (id_of("day-1"), id_of("day-2"), id_of("day-3"));
+    f.ok(&format!(
+        "env add nodes -e {env} -n {n1} {n2} {n3} -r compute"
+    ));
+    set_setting(&f, env, "site", "motd", "welcome");
+    let first = number_in(&f.ok(&format!("env deploy {env}")));
+    assert_eq!(task_end(&f, first), "ready");
+    for i in 0..3 {
+        assert_eq!(ran(i), "packages\nmotd\n", "node {i}");
+    }
+    let history = f.json(&format!("task history show {first}"));
+    assert_eq!(history.as_array().map(Vec::len), Some(9), "{history}");
+    assert!(
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "ready"
+                || (r["task_name"] == "hold" && r["status"] == "skipped")),
+        "{history}"
+    );
+
+    // Noon: the motd changes; a redeploy runs only the task that watches it.
+    set_setting(&f, env, "site", "motd", "good afternoon");
+    let second = number_in(&f.ok(&format!("env redeploy {env}")));
+    assert_eq!(task_end(&f, second), "ready");
+    for i in 0..3 {
+        assert_eq!(ran(i), "packages\nmotd\nmotd\n", "node {i}");
+    }
+    let skipped = f.json(&format!(
+        "task history show {second} -t skipped -d packages"
+    ));
+    assert_eq!(skipped.as_array().map(Vec::len), Some(3), "{skipped}");
+
+    // Two chosen nodes, with everything forced to run.
+    let third = number_in(&f.ok(&format!("env nodes deploy -e {env} -n {n1} {n2} --force")));
+    assert_eq!(task_end(&f, third), "ready");
+    assert_eq!(ran(0), "packages\nmotd\nmotd\npackages\nmotd\n");
+    assert_eq!(
+        ran(2),
+        "packages\nmotd\nmotd\n",
+        "the third node was not chosen"
+    );
+
+    // Afternoon: a deployment that holds is stopped.
+    set_setting(&f, env, "site", "hold", "hold");
+    let fourth = number_in(&f.ok(&format!("env redeploy {env}")));
+    wait_until("the hold to start", Duration::from_secs(120), || {
+        f.json(&format!("task history show {fourth} -d hold -t running"))
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    });
+    f.ok(&format!("env stop-deployment {env}"));
+    assert_eq!(task_end(&f, fourth), "error");
+
+    // Evening: the environment is reset, then deleted; the nodes stay, unassigned.
+    f.ok(&format!("env reset {env}"));
+    let shown = f.json(&format!("node show {n1}"));
+    assert_eq!(shown["pending_roles"], json!(["compute"]), "{shown}");
+    f.ok(&format!("env delete {env}"));
+    assert_eq!(f.json("env list"), json!([]));
+    let listed = f.json("node list");
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["cluster"].is_null()),
+        "{listed}"
+    );
+}

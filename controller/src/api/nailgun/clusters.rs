@@ -49,16 +49,16 @@ pub async fn attributes(
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
-            let (mut editable, generated) = match &cluster.settings {
-                Value::Object(m) if m.contains_key("editable") => (
-                    m.get("editable")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default(),
-                    m.get("generated").cloned().unwrap_or(json!({})),
-                ),
-                Value::Object(m) => (m.clone(), json!({})),
-                _ => (Map::new(), json!({})),
+            // Nailgun answers the editable attributes alone, and refuses `generated` in a PUT: what
+            // `fuel2 env settings download` writes uploads again unchanged.
+            let mut editable = match &cluster.settings {
+                Value::Object(m) if m.contains_key("editable") => m
+                    .get("editable")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+                Value::Object(m) => m.clone(),
+                _ => Map::new(),
             };
             for plugin_id in &cluster.data.plugins {
                 let p = s.store.get_plugin(*plugin_id)?;
@@ -75,7 +75,7 @@ pub async fn attributes(
                     "versions": [{"metadata": {"plugin_id": p.id, "plugin_version": p.version}}],
                 });
             }
-            Ok(Json(json!({"editable": editable, "generated": generated})))
+            Ok(Json(json!({ "editable": editable })))
         })
         .await
 }
@@ -332,4 +332,15 @@ pub async fn delete(
             format!("environment {id} deleted"),
         )),
     ))
+}
+
+/// `PUT /clusters/{id}/stop_deployment/` (`fuel2 env stop-deployment`): Plinth's stop (the running
+/// deployment cancelled), answered as Nailgun's task: the deployment as a transaction (202).
+pub async fn stop_deployment(
+    state: State<Arc<AppState>>,
+    op: Operator,
+    Path(id): Path<u64>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let (status, Json(record)) = crate::api::clusters::stop_deployment(state, op, Path(id)).await?;
+    Ok((status, Json(records::transaction(&record))))
 }

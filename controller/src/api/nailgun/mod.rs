@@ -131,7 +131,15 @@ pub fn router(state: Arc<AppState>) -> Router {
     r = both(
         r,
         "/clusters/{id}",
-        get(clusters::show).put(clusters::update),
+        get(clusters::show)
+            .put(clusters::update)
+            .delete(clusters::delete),
+    );
+    r = both(r, "/clusters/{id}/reset", put(clusters::reset));
+    r = both(
+        r,
+        "/clusters/{id}/stop_deployment",
+        put(clusters::stop_deployment),
     );
     r = both(r, "/clusters/{id}/deploy", put(clusters::deploy_nodes));
     r = both(
