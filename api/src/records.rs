@@ -227,6 +227,11 @@ pub struct ClusterData {
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub roles_metadata: serde_json::Map<String, serde_json::Value>,
+    /// Deployment facts the operator uploaded, by node id (`fuel2 env deployment-facts upload`):
+    /// put over what is computed for each node at the next deployment.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub replaced_deployment_info: serde_json::Map<String, serde_json::Value>,
     /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
     /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
     pub status: ClusterStatus,

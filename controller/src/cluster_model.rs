@@ -232,9 +232,18 @@ pub fn cluster_model(
             what: format!("cluster {} roles_metadata", record.name),
             message: e.to_string(),
         })?;
+    let mut replaced_deployment_info = std::collections::BTreeMap::new();
+    for (uid, facts) in &record.data.replaced_deployment_info {
+        let id = uid.parse::<u64>().map_err(|_| ModelError::Invalid {
+            what: format!("cluster {} replaced_deployment_info", record.name),
+            message: format!("{uid:?} is not a node id"),
+        })?;
+        replaced_deployment_info.insert(id, facts.clone());
+    }
     Ok(Cluster {
         name: record.name.clone(),
         roles_metadata,
+        replaced_deployment_info,
         release: release.name.clone(),
         plugins: plugins.iter().map(|p| p.name.clone()).collect(),
         settings: record.settings.clone(),

@@ -93,6 +93,9 @@ pub struct DeployData {
     common: Arc<Json>,
     /// Each node's part: the index of its record in the cluster part's `nodes` list.
     nodes: BTreeMap<u64, usize>,
+    /// Nodes whose part the operator replaced (Nailgun's uploaded deployment facts): their listed
+    /// record with the uploaded keys on top. The cluster part's `nodes` list keeps what was computed.
+    overrides: BTreeMap<u64, Arc<Json>>,
 }
 
 /// Keys of a node's reported facts that are not facts of the node: how long its agent took to collect
@@ -343,10 +346,37 @@ impl DeployData {
                 (keys.key(&k), v)
             })
             .collect();
-        let nodes = nodes.iter().map(|n| n.id).zip(first).collect();
+        let listed_at: BTreeMap<u64, usize> = nodes.iter().map(|n| n.id).zip(first).collect();
+        let common = Arc::new(Json::object(common));
+        let overrides = cluster
+            .replaced_deployment_info
+            .iter()
+            .filter_map(|(id, given)| {
+                let at = *listed_at.get(id)?;
+                let mut part = common
+                    .get("nodes")
+                    .and_then(|n| n.get(at))
+                    .map(Json::to_value)
+                    .and_then(|v| match v {
+                        Value::Object(m) => Some(m),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                if let Value::Object(given) = given {
+                    for (k, v) in given {
+                        part.insert(k.clone(), v.clone());
+                    }
+                }
+                Some((
+                    *id,
+                    Arc::new(Json::from_value_with(Value::Object(part), &mut keys)),
+                ))
+            })
+            .collect();
         DeployData {
-            common: Arc::new(Json::object(common)),
-            nodes,
+            common,
+            nodes: listed_at,
+            overrides,
         }
     }
 
@@ -355,8 +385,12 @@ impl DeployData {
         &self.common
     }
 
-    /// A node's own part, or `None` for a node outside the deployment.
+    /// A node's own part (with the facts uploaded for it on top), or `None` for a node outside the
+    /// deployment.
     pub fn node_part(&self, node_id: u64) -> Option<&Json> {
+        if let Some(replaced) = self.overrides.get(&node_id) {
+            return Some(replaced);
+        }
         let at = *self.nodes.get(&node_id)?;
         self.common.get("nodes")?.get(at)
     }
@@ -369,9 +403,13 @@ impl DeployData {
     /// A node's state (sharing the cluster part, its own part read from there), or `None` for a node
     /// outside the deployment.
     pub fn state(&self, node_id: u64) -> Option<NodeState> {
-        self.nodes.get(&node_id).map(|at| NodeState {
+        let at = self.nodes.get(&node_id)?;
+        Some(NodeState {
             common: self.common.clone(),
-            node: Part::Listed(*at),
+            node: match self.overrides.get(&node_id) {
+                Some(replaced) => Part::Own(replaced.clone()),
+                None => Part::Listed(*at),
+            },
         })
     }
 }

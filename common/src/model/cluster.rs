@@ -38,6 +38,11 @@ pub struct Cluster {
     /// Where it is in its life.
     #[serde(default)]
     pub status: ClusterStatus,
+    /// Deployment facts the operator uploaded for some nodes (Nailgun's replaced deployment info,
+    /// `fuel2 env deployment-facts upload`): each node's keys here are put over what is computed
+    /// for it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub replaced_deployment_info: std::collections::BTreeMap<u64, Value>,
 }
 
 /// A cluster's status, as Nailgun names them.

@@ -1105,3 +1105,58 @@ fn a_fuel_operators_day_in_fuel2() {
         "{listed}"
     );
 }
+
+/// Deployment facts as a Fuel operator edits them: the defaults downloaded, one node's changed and
+/// uploaded, the next deployment's task reads the uploaded value; deleted, it reads the computed one.
+#[test]
+fn fuel2_deployment_facts_uploaded_feed_the_next_deployment() {
+    let bin = fuel2();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let agent = Agent::start(&c, "facts-1", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "facts", "version": "1",
+            "roles_metadata": {"compute": {"name": "Compute"}},
+            "graphs": {"default": {"tasks": [
+                {"id": "say", "type": "shell", "tags": ["compute"],
+                 "parameters": {"cmd": {"yaql_exp": "concat('echo ', $.name, ' >> said')"}}}]}}})),
+    );
+    let f = Fuel2::new(bin, c.nailgun_port(), "admin", &c.api.token);
+    let env = f.json(&format!("env create -r {} facts-env", release["id"]))["id"]
+        .as_u64()
+        .unwrap();
+    f.ok(&format!("env add nodes -e {env} -n {node} -r compute"));
+    let dir = f.path("facts");
+    std::fs::create_dir_all(&dir).unwrap();
+    f.ok(&format!(
+        "env deployment-facts get-default -e {env} -d {} -f yaml",
+        dir.display()
+    ));
+    let facts_dir = dir.join(format!("deployment_{env}"));
+    let file = std::fs::read_dir(&facts_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .expect("a facts file");
+    let mut facts: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(facts["uid"], node.to_string(), "{facts}");
+    assert_eq!(facts["name"], "facts-1");
+    facts["name"] = json!("named-by-facts");
+    std::fs::write(&file, serde_yaml_ng::to_string(&facts).unwrap()).unwrap();
+    f.ok(&format!(
+        "env deployment-facts upload -e {env} -d {} -f yaml",
+        dir.display()
+    ));
+    let said = || std::fs::read_to_string(agent.work().join("said")).unwrap_or_default();
+    let first = number_in(&f.ok(&format!("env deploy {env}")));
+    assert_eq!(task_end(&f, first), "ready");
+    assert_eq!(said(), "named-by-facts\n");
+    f.ok(&format!("env deployment-facts delete {env}"));
+    let second = number_in(&f.ok(&format!("env redeploy {env}")));
+    assert_eq!(task_end(&f, second), "ready");
+    assert_eq!(said(), "named-by-facts\nfacts-1\n");
+}

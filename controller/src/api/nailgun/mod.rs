@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod clusters;
+pub mod facts;
 pub mod graphs;
 pub mod keystone;
 pub mod listener;
@@ -136,6 +137,18 @@ pub fn router(state: Arc<AppState>) -> Router {
             .delete(clusters::delete),
     );
     r = both(r, "/clusters/{id}/reset", put(clusters::reset));
+    r = both(
+        r,
+        "/clusters/{id}/orchestrator/{fact_type}",
+        get(facts::uploaded)
+            .put(facts::upload)
+            .delete(facts::delete),
+    );
+    r = both(
+        r,
+        "/clusters/{id}/orchestrator/{fact_type}/defaults",
+        get(facts::defaults),
+    );
     r = both(
         r,
         "/clusters/{id}/stop_deployment",
