@@ -232,6 +232,11 @@ pub struct ClusterData {
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub replaced_deployment_info: serde_json::Map<String, serde_json::Value>,
+    /// Provisioning facts the operator uploaded (`fuel2 env provisioning-facts upload`): `engine`,
+    /// parameters put over every node's `provision` tasks, and `nodes`, by node id, over one node's.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub replaced_provisioning_info: serde_json::Map<String, serde_json::Value>,
     /// `new` until deployed; `deployment` while a deployment runs; then `operational`,
     /// `partially_deployed` (some groups or nodes failed) or `error` (a critical group failed).
     pub status: ClusterStatus,

@@ -240,10 +240,18 @@ pub fn cluster_model(
         })?;
         replaced_deployment_info.insert(id, facts.clone());
     }
+    let replaced_provisioning_info = serde_json::from_value(Value::Object(
+        record.data.replaced_provisioning_info.clone(),
+    ))
+    .map_err(|e| ModelError::Invalid {
+        what: format!("cluster {} replaced_provisioning_info", record.name),
+        message: e.to_string(),
+    })?;
     Ok(Cluster {
         name: record.name.clone(),
         roles_metadata,
         replaced_deployment_info,
+        replaced_provisioning_info,
         release: release.name.clone(),
         plugins: plugins.iter().map(|p| p.name.clone()).collect(),
         settings: record.settings.clone(),

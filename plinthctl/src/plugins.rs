@@ -27,6 +27,13 @@ pub enum PluginCommand {
         #[arg(long)]
         file: PathBuf,
     },
+    /// Read registered plugins again from their files in the controller's plugins directory
+    /// (`<data_dir>/plugins/`, one plugin document per file, matched by name and version): their
+    /// metadata, roles, volumes and graphs are replaced, all or none.
+    Sync {
+        /// The plugins' ids (all registered plugins with a file by default).
+        ids: Vec<u64>,
+    },
     /// Delete a plugin.
     Delete {
         /// The plugin's id.
@@ -113,6 +120,34 @@ pub async fn run(client: &Client, command: PluginCommand, format: Format) -> Res
             let plugin: PluginRecord = serde_json::from_value(v)
                 .map_err(|e| anyhow::anyhow!("unexpected answer to POST /plugins: {e}"))?;
             crate::rows::print_one(format, &plugin);
+        }
+        PluginCommand::Sync { ids } => {
+            let body = (!ids.is_empty()).then(|| serde_json::json!({ "ids": ids }));
+            let v = client
+                .call(Method::POST, "/plugins/sync", body.as_ref())
+                .await?;
+            match format {
+                Format::Json => output::json(&v),
+                Format::Table => {
+                    for p in v["synced"].as_array().into_iter().flatten() {
+                        println!(
+                            "synced  {} {} (id {}) from {}",
+                            p["name"].as_str().unwrap_or(""),
+                            p["version"].as_str().unwrap_or(""),
+                            p["id"],
+                            p["file"].as_str().unwrap_or("")
+                        );
+                    }
+                    for p in v["without_file"].as_array().into_iter().flatten() {
+                        println!(
+                            "no file {} {} (id {}): left as registered",
+                            p["name"].as_str().unwrap_or(""),
+                            p["version"].as_str().unwrap_or(""),
+                            p["id"]
+                        );
+                    }
+                }
+            }
         }
         PluginCommand::Delete { id } => {
             client

@@ -43,6 +43,43 @@ pub struct Cluster {
     /// for it.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub replaced_deployment_info: std::collections::BTreeMap<u64, Value>,
+    /// Provisioning facts the operator uploaded (Nailgun's replaced provisioning info, `fuel2 env
+    /// provisioning-facts upload`): parameters put over the `provision` tasks' own.
+    #[serde(default, skip_serializing_if = "ProvisionOverrides::is_empty")]
+    pub replaced_provisioning_info: ProvisionOverrides,
+}
+
+/// Parameters put over what the graph gives a `provision` task: `engine`'s over every node's, then a
+/// node's own over its tasks'. A key given replaces the graph's value of that key whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProvisionOverrides {
+    /// Over every node's `provision` tasks.
+    #[serde(default)]
+    pub engine: serde_json::Map<String, Value>,
+    /// Over one node's, by node id (these win over `engine`'s).
+    #[serde(default)]
+    pub nodes: std::collections::BTreeMap<u64, serde_json::Map<String, Value>>,
+}
+
+impl ProvisionOverrides {
+    /// Nothing is put over the graph's parameters.
+    pub fn is_empty(&self) -> bool {
+        self.engine.is_empty() && self.nodes.values().all(serde_json::Map::is_empty)
+    }
+
+    /// The parameters of a `provision` task of node `node_id` whose graph gives `given`.
+    pub fn apply(
+        &self,
+        node_id: u64,
+        given: &serde_json::Map<String, Value>,
+    ) -> serde_json::Map<String, Value> {
+        let mut out = given.clone();
+        let own = self.nodes.get(&node_id).into_iter().flatten();
+        for (key, value) in self.engine.iter().chain(own) {
+            out.insert(key.clone(), value.clone());
+        }
+        out
+    }
 }
 
 /// A cluster's status, as Nailgun names them.

@@ -37,7 +37,7 @@ pub use attributes::{
     dict_merge, format_cluster_id, merged_values, new_cluster_attributes, traverse, AttributeError,
     AttributeSite, ClusterAttributes,
 };
-pub use cluster::{Cluster, ClusterStatus};
+pub use cluster::{Cluster, ClusterStatus, ProvisionOverrides};
 pub use computed::{contains_expression, yaql_expression, YAQL_KEY};
 pub use graph::{default_node_filter, Graph, DEFAULT_GRAPH_TYPE, DEFAULT_NODE_FILTER};
 pub use legacy_tasks::convert_legacy_tasks;

@@ -6,7 +6,7 @@ use crate::deploy::{DeployData, NodeState};
 use crate::graph::{
     check_and_resolve, merge_for_cluster, Finding, Plan, ResolveError, ResolveRequest, Severity,
 };
-use crate::model::{Plugin, Policy, StrategyKind};
+use crate::model::{Plugin, Policy, ProvisionOverrides, StrategyKind, TaskType};
 use crate::tags::{cluster_tags, Catalog};
 use crate::wire::{TaskSpec, Tasks};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -177,15 +177,38 @@ fn resolve_with(
                 out.findings.push(f);
             }
         }
-        let plan = resolved.map_err(|error| ResolutionError::Unresolved {
+        let mut plan = resolved.map_err(|error| ResolutionError::Unresolved {
             error: Box::new(error),
             findings: out.findings.clone(),
         })?;
+        put_provision_overrides(&mut plan, &snapshot.cluster.replaced_provisioning_info);
         out.phases
             .insert(graph_type.clone(), Arc::new(phase_plan(&plan)?));
         out.plans.insert(graph_type.clone(), plan);
     }
     Ok(out)
+}
+
+/// Puts the operator's uploaded provisioning facts over the parameters of each node's `provision`
+/// tasks (only the nodes they touch get lists of their own).
+fn put_provision_overrides(plan: &mut Plan, overrides: &ProvisionOverrides) {
+    if overrides.is_empty() {
+        return;
+    }
+    for node in &mut plan.nodes {
+        if !node
+            .tasks
+            .iter()
+            .any(|t| t.task_type == TaskType::Provision)
+        {
+            continue;
+        }
+        for task in Arc::make_mut(&mut node.tasks) {
+            if task.task_type == TaskType::Provision {
+                task.parameters = Arc::new(overrides.apply(node.node_id, &task.parameters));
+            }
+        }
+    }
 }
 
 fn phase_plan(plan: &Plan) -> Result<PhasePlan, ResolutionError> {

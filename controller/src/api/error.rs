@@ -55,6 +55,11 @@ impl ApiError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
+    /// The same error, its message after `prefix` (what it is about: a file, a document).
+    pub fn prefixed(mut self, prefix: &str) -> Self {
+        self.message = format!("{prefix}{}", self.message);
+        self
+    }
     /// Adds details.
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = details;

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod nailgun;
 pub mod nodes;
 pub mod openapi;
+pub mod plugin_sync;
 pub mod plugins;
 pub mod probes;
 pub mod releases;
@@ -120,6 +121,7 @@ operator_routes! {
     "/graphs/" => get(graphs::all);
     "/graphs/{id}/" => get(graphs::by_id), put(graphs::replace_by_id), delete(graphs::delete_by_id);
     "/plugins/" => get(plugins::list), post(plugins::create);
+    "/plugins/sync/" => post(plugin_sync::sync);
     "/plugins/{id}/" => get(plugins::show), delete(plugins::delete);
     "/clusters/{id}/plugins/{plugin_id}/" => put(plugins::enable), delete(plugins::disable);
     "/{kind}/{id}/tags/" => get(tags::list), post(tags::create);

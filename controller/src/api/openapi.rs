@@ -59,6 +59,7 @@ use utoipa::{Modify, OpenApi};
         super::graphs::delete_by_id,
         super::plugins::list,
         super::plugins::create,
+        super::plugin_sync::sync,
         super::plugins::show,
         super::plugins::delete,
         super::plugins::enable,

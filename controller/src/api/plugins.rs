@@ -125,12 +125,44 @@ pub async fn create(
     super::error::Query(q): super::error::Query<super::graphs::ForceQuery>,
     upload: DocText<RegisterPlugin>,
 ) -> Result<(StatusCode, Json<Stored<PluginRecord>>), ApiError> {
-    let mut checks = UploadChecks::with_keys(
-        plinth_common::graph::DocumentKind::Plugin,
-        &upload.value,
-        upload.text.as_deref(),
-    );
-    let body = upload.doc;
+    let Prepared {
+        plugin,
+        graphs,
+        checks,
+        what,
+    } = prepare(upload.doc, &upload.value, upload.text.as_deref(), q.force)?;
+    state
+        .blocking(move |s| {
+            let created = s.store.create_plugin(&plugin, &graphs)?;
+            tracing::info!(plugin = %what, "plugin registered");
+            Ok((StatusCode::CREATED, Json(checks.stored(created, &what))))
+        })
+        .await
+}
+
+/// A plugin document read and checked: what to store, the checks' findings, and its name in words.
+pub(super) struct Prepared {
+    /// The record to store.
+    pub plugin: NewPlugin,
+    /// Its graphs by type.
+    pub graphs: BTreeMap<String, GraphBody>,
+    /// The checks' findings.
+    pub checks: UploadChecks,
+    /// `plugin NAME VERSION`.
+    pub what: String,
+}
+
+/// Reads a plugin document (`value` as written, `text` its text when it has lines) as registering
+/// does: its metadata, roles, volumes and graphs (`deployment_tasks`, old-format `tasks`), each
+/// graph checked as uploads are (`force` stores despite errors).
+pub(super) fn prepare(
+    body: RegisterPlugin,
+    value: &serde_json::Value,
+    text: Option<&str>,
+    force: bool,
+) -> Result<Prepared, ApiError> {
+    let mut checks =
+        UploadChecks::with_keys(plinth_common::graph::DocumentKind::Plugin, value, text);
     if body.name.trim().is_empty() || body.version.trim().is_empty() {
         return Err(ApiError::bad_request(
             "plugin `name` and `version` must not be empty",
@@ -213,16 +245,15 @@ pub async fn create(
         ));
     }
     for (graph_type, graph) in &graphs {
-        check_graph(graph_type, graph, q.force, &mut checks)?;
+        check_graph(graph_type, graph, force, &mut checks)?;
         graph_model(&what, graph_type, graph)?;
     }
-    state
-        .blocking(move |s| {
-            let created = s.store.create_plugin(&plugin, &graphs)?;
-            tracing::info!(plugin = %what, "plugin registered");
-            Ok((StatusCode::CREATED, Json(checks.stored(created, &what))))
-        })
-        .await
+    Ok(Prepared {
+        plugin,
+        graphs,
+        checks,
+        what,
+    })
 }
 
 /// `DELETE /api/v1/plugins/{id}`: 409 while a cluster has it enabled.

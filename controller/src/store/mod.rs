@@ -368,6 +368,16 @@ pub trait Store: Send + Sync + 'static {
     fn get_plugin(&self, id: u64) -> StoreResult<PluginRecord>;
     /// Removes a plugin and its graphs; refused while a cluster has it enabled.
     fn delete_plugin(&self, id: u64) -> StoreResult<()>;
+    /// Replaces plugins' data and graphs (`plugins sync`), all in one transaction; refused (409) when
+    /// a role a plugin drops is held by a node of a cluster that has it enabled.
+    fn replace_plugins(
+        &self,
+        plugins: &[(
+            u64,
+            NewPlugin,
+            std::collections::BTreeMap<String, GraphBody>,
+        )],
+    ) -> StoreResult<Vec<PluginRecord>>;
 
     // --- Task states (what each task last saw, for `changed()`) ------------------------------------
 

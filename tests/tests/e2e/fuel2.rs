@@ -1160,3 +1160,212 @@ fn fuel2_deployment_facts_uploaded_feed_the_next_deployment() {
     assert_eq!(task_end(&f, second), "ready");
     assert_eq!(said(), "named-by-facts\nfacts-1\n");
 }
+
+/// `fuel2 env provisioning-facts`: the defaults are each node's `provision` task parameters as the
+/// `provision` graph resolves them; uploaded facts, checked key by key, are put over them in the
+/// next provisioning; deleted, the graph's own come back.
+#[test]
+fn fuel2_provisioning_facts_are_the_provision_tasks_parameters() {
+    let bin = fuel2();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let _agent = Agent::start(&c, "prov-1", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    let release = c.api.ok(
+        "POST",
+        "/releases",
+        Some(&json!({"name": "prov", "version": "1",
+            "roles_metadata": {"compute": {"name": "Compute"}},
+            "graphs": {
+                "default": {"tasks": [{"id": "noop", "type": "shell", "tags": ["compute"],
+                                       "parameters": {"cmd": "true"}}]},
+                "provision": {"tasks": [{"id": "provision", "type": "provision", "tags": ["compute"],
+                    "parameters": {"image": "images/base.raw",
+                                   "root_device": {"size": ">= 10"}}}]}}})),
+    );
+    let f = Fuel2::new(bin, c.nailgun_port(), "admin", &c.api.token);
+    let env = f.json(&format!("env create -r {} prov-env", release["id"]))["id"]
+        .as_u64()
+        .unwrap();
+    f.ok(&format!("env add nodes -e {env} -n {node} -r compute"));
+    let dir = f.path("facts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let facts_dir = dir.join(format!("provisioning_{env}"));
+    let node_file = facts_dir.join(format!("{node}.yaml"));
+    let read = |p: &std::path::Path| -> Value {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    f.ok(&format!(
+        "env provisioning-facts get-default -e {env} -d {} -f yaml",
+        dir.display()
+    ));
+    assert_eq!(read(&facts_dir.join("engine.yaml")), json!({}));
+    let mut facts = read(&node_file);
+    assert_eq!(facts["uid"], node.to_string(), "{facts}");
+    assert_eq!(facts["name"], "prov-1");
+    assert_eq!(facts["image"], "images/base.raw");
+    assert_eq!(facts["root_device"], json!({"size": ">= 10"}));
+
+    // The provision task each node would be given, as Plinth's dry run shows it.
+    let given = || {
+        let plan = c.api.ok(
+            "PUT",
+            &format!("/clusters/{env}/deploy/?graph_type=provision&dry_run=true"),
+            None,
+        );
+        plan["nodes"]["provision"]["prov-1"]
+            .as_array()
+            .and_then(|tasks| tasks.iter().find(|t| t["id"] == "provision"))
+            .map(|t| t["parameters"].clone())
+            .unwrap_or_else(|| panic!("no provision task: {plan}"))
+    };
+
+    // A misspelled parameter is refused, named, with the one meant; nothing is stored.
+    facts["imgae"] = json!("images/other.raw");
+    std::fs::write(&node_file, serde_yaml_ng::to_string(&facts).unwrap()).unwrap();
+    let (ok, out, err) = f.run(&format!(
+        "env provisioning-facts upload -e {env} -d {} -f yaml",
+        dir.display()
+    ));
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("`imgae`") && err.contains("did you mean `image`"),
+        "{err}"
+    );
+    assert_eq!(given()["image"], "images/base.raw");
+
+    // Uploaded: put over the graph's parameters, key by key.
+    let facts = facts.as_object_mut().unwrap();
+    facts.remove("imgae");
+    facts.insert("image".into(), json!("images/other.raw"));
+    facts.insert("hostname".into(), json!("web-1"));
+    std::fs::write(&node_file, serde_yaml_ng::to_string(&facts).unwrap()).unwrap();
+    std::fs::write(facts_dir.join("engine.yaml"), "grow_last_partition: true\n").unwrap();
+    f.ok(&format!(
+        "env provisioning-facts upload -e {env} -d {} -f yaml",
+        dir.display()
+    ));
+    let params = given();
+    assert_eq!(params["image"], "images/other.raw", "{params}");
+    assert_eq!(params["hostname"], "web-1");
+    assert_eq!(params["grow_last_partition"], true);
+    assert_eq!(params["root_device"], json!({"size": ">= 10"}));
+
+    let mine = f.path("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    f.ok(&format!(
+        "env provisioning-facts download -e {env} -d {} -f yaml",
+        mine.display()
+    ));
+    let back = read(&mine.join(format!("provisioning_{env}/{node}.yaml")));
+    assert_eq!(back["image"], "images/other.raw");
+    assert_eq!(back["name"], "prov-1");
+    let engine = read(&mine.join(format!("provisioning_{env}/engine.yaml")));
+    assert_eq!(engine, json!({"grow_last_partition": true}));
+
+    // Deleted: the graph's own parameters again, and nothing to download.
+    f.ok(&format!("env provisioning-facts delete {env}"));
+    assert_eq!(given()["image"], "images/base.raw");
+    let (ok, out, err) = f.run(&format!(
+        "env provisioning-facts download -e {env} -d {} -f yaml",
+        mine.display()
+    ));
+    assert!(!ok, "{out}");
+    assert!(err.contains("no provisioning info"), "{err}");
+}
+
+/// `fuel2 plugins sync`: registered plugins read again from their files in the controller's plugins
+/// directory, all or none; a broken file or a role dropped while a node holds it changes nothing.
+#[test]
+fn fuel2_plugins_sync_reads_the_plugins_files_again() {
+    let bin = fuel2();
+    let c = Controller::start_with(&["--auto-accept", "--nailgun-listen", "127.0.0.1:0"]);
+    let _agent = Agent::start(&c, "sync-1", &[]);
+    let node = c.api.wait_nodes(1)[0].1;
+    let dir = c.data_dir().join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("demo.yaml");
+    let plugin_text = |title: &str, role: &str, tasks: &str| {
+        format!(
+            "name: demo\nversion: 1.0.0\ntitle: {title}\nnode_roles:\n  {role}: {{name: Demo}}\n\
+             deployment_tasks:\n{tasks}"
+        )
+    };
+    let one_task = "  - {id: say-1, type: shell, tags: [demo-role], parameters: {cmd: 'true'}}\n";
+    std::fs::write(&file, plugin_text("Demo", "demo-role", one_task)).unwrap();
+    let registered = c.api.raw(
+        "POST",
+        "/plugins",
+        Some(&c.api.token),
+        Some(("application/yaml", std::fs::read(&file).unwrap())),
+    );
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let id = registered.body["id"].as_u64().unwrap();
+    let tasks = || -> Vec<String> {
+        let graph = c.api.ok(
+            "GET",
+            &format!("/plugins/{id}/deployment_graphs/default"),
+            None,
+        );
+        graph["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let title =
+        || c.api.ok("GET", &format!("/plugins/{id}"), None)["data"]["metadata"]["title"].clone();
+    let f = Fuel2::new(bin, c.nailgun_port(), "admin", &c.api.token);
+
+    // Edited on disk, synced: the record follows the file.
+    let two_tasks = format!(
+        "{one_task}  - {{id: say-2, type: shell, tags: [demo-role], requires: [say-1], parameters: {{cmd: 'true'}}}}\n"
+    );
+    std::fs::write(&file, plugin_text("Demo, edited", "demo-role", &two_tasks)).unwrap();
+    let out = f.ok("plugins sync");
+    assert!(out.contains("successfully synchronized"), "{out}");
+    assert_eq!(tasks(), ["say-1", "say-2"]);
+    assert_eq!(title(), "Demo, edited");
+
+    // A file whose graph does not hold is named, and nothing changes.
+    let cycle = "  - {id: say-1, type: shell, tags: [demo-role], requires: [say-2], parameters: {cmd: 'true'}}\n  \
+                 - {id: say-2, type: shell, tags: [demo-role], requires: [say-1], parameters: {cmd: 'true'}}\n";
+    std::fs::write(&file, plugin_text("Broken", "demo-role", cycle)).unwrap();
+    let (ok, out, err) = f.run(&format!("plugins sync {id}"));
+    assert!(!ok, "{out}");
+    assert!(err.contains("demo.yaml"), "{err}");
+    assert_eq!(title(), "Demo, edited");
+    assert_eq!(tasks(), ["say-1", "say-2"]);
+
+    // A role a node holds cannot go away under it.
+    let env = c.api.ok(
+        "POST",
+        "/clusters",
+        Some(
+            &json!({"name": "sync-env", "release_id": c.api.ok("POST", "/releases",
+            Some(&json!({"name": "sync-r", "version": "1"})))["id"]}),
+        ),
+    )["id"]
+        .as_u64()
+        .unwrap();
+    c.api
+        .ok("PUT", &format!("/clusters/{env}/plugins/{id}"), None);
+    c.api.ok(
+        "PUT",
+        &format!("/clusters/{env}/nodes"),
+        Some(&json!({"nodes": [{"id": node, "roles": ["demo-role"]}]})),
+    );
+    std::fs::write(&file, plugin_text("Renamed role", "other-role", one_task)).unwrap();
+    let (ok, out, err) = f.run("plugins sync");
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("\"demo-role\"") && err.contains("sync-1"),
+        "{err}"
+    );
+    assert_eq!(title(), "Demo, edited");
+
+    // A plugin that is not registered is named.
+    let (ok, _, err) = f.run("plugins sync 99");
+    assert!(!ok);
+    assert!(err.contains("no plugin 99"), "{err}");
+}

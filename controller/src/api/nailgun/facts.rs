@@ -13,18 +13,21 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// The facts types Plinth serves (`provisioning` is not yet).
-fn check_type(fact_type: &str) -> Result<(), ApiError> {
-    match fact_type {
-        "deployment" => Ok(()),
-        "provisioning" => Err(ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_in_plinth",
-            "provisioning facts are not served yet: the provision task's parameters come from the \
-             cluster's `provision` settings (docs/PROVISIONING.md)",
-        )),
+/// The two kinds of facts Nailgun serves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FactType {
+    /// What each node's tasks run against.
+    Deployment,
+    /// What each node's `provision` tasks are given (see [`super::provisioning_facts`]).
+    Provisioning,
+}
+
+fn fact_type(name: &str) -> Result<FactType, ApiError> {
+    match name {
+        "deployment" => Ok(FactType::Deployment),
+        "provisioning" => Ok(FactType::Provisioning),
         other => Err(ApiError::not_found(format!(
-            "no {other:?} facts: deployment facts are served"
+            "no {other:?} facts: deployment and provisioning facts are served"
         ))),
     }
 }
@@ -34,11 +37,13 @@ fn check_type(fact_type: &str) -> Result<(), ApiError> {
 pub async fn defaults(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, fact_type)): Path<(u64, String)>,
+    Path((id, kind)): Path<(u64, String)>,
     Query(params): Query<Params>,
 ) -> Result<Json<Value>, ApiError> {
-    check_type(&fact_type)?;
     let nodes = node_ids_param(&params, "nodes")?;
+    if fact_type(&kind)? == FactType::Provisioning {
+        return super::provisioning_facts::defaults(state, id, nodes).await;
+    }
     state
         .blocking(move |s| {
             let model = crate::cluster_model::ClusterModel::load(s.store.as_ref(), id, &[])?;
@@ -71,9 +76,11 @@ pub async fn defaults(
 pub async fn uploaded(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, fact_type)): Path<(u64, String)>,
+    Path((id, kind)): Path<(u64, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    check_type(&fact_type)?;
+    if fact_type(&kind)? == FactType::Provisioning {
+        return super::provisioning_facts::uploaded(state, id).await;
+    }
     state
         .blocking(move |s| {
             let cluster = s.store.get_cluster(id)?;
@@ -98,10 +105,17 @@ pub async fn uploaded(
 pub async fn upload(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, fact_type)): Path<(u64, String)>,
-    Doc(body): Doc<Vec<Value>>,
+    Path((id, kind)): Path<(u64, String)>,
+    Doc(body): Doc<Value>,
 ) -> Result<Json<Value>, ApiError> {
-    check_type(&fact_type)?;
+    if fact_type(&kind)? == FactType::Provisioning {
+        return super::provisioning_facts::upload(state, id, body).await;
+    }
+    let Value::Array(body) = body else {
+        return Err(ApiError::bad_request(
+            "deployment facts are a list of mappings, one per node",
+        ));
+    };
     let mut given = serde_json::Map::new();
     for (i, facts) in body.into_iter().enumerate() {
         let Value::Object(mut facts) = facts else {
@@ -145,18 +159,22 @@ pub async fn upload(
         .await
 }
 
-/// `DELETE /clusters/{id}/orchestrator/deployment/` (`fuel2 env deployment-facts delete`): the
-/// uploaded facts are forgotten; the next deployment uses the computed ones.
+/// `DELETE /clusters/{id}/orchestrator/{deployment,provisioning}/` (`fuel2 env deployment-facts
+/// delete`, `provisioning-facts delete`): the uploaded facts are forgotten; the next deployment uses
+/// the computed ones.
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     _op: Operator,
-    Path((id, fact_type)): Path<(u64, String)>,
+    Path((id, kind)): Path<(u64, String)>,
 ) -> Result<StatusCode, ApiError> {
-    check_type(&fact_type)?;
+    let kind = fact_type(&kind)?;
     state
         .blocking(move |s| {
             s.store.modify_cluster(id, &mut |c, _| {
-                c.data.replaced_deployment_info.clear();
+                match kind {
+                    FactType::Deployment => c.data.replaced_deployment_info.clear(),
+                    FactType::Provisioning => c.data.replaced_provisioning_info.clear(),
+                }
                 Ok(())
             })?;
             Ok(StatusCode::NO_CONTENT)

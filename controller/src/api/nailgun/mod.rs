@@ -10,6 +10,7 @@ pub mod graphs;
 pub mod keystone;
 pub mod listener;
 pub mod nodes;
+pub mod provisioning_facts;
 pub mod records;
 pub mod release_data;
 pub mod roles;
@@ -220,6 +221,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         r = both(r, path, any(move || unsupported::answer(offered)));
     }
     r = both(r, "/plugins", get(catalog::plugins));
+    r = both(r, "/plugins/sync", post(crate::api::plugin_sync::sync));
     r = both(r, "/{kind}/{id}/deployment_graphs", get(graphs::list));
     r = both(
         r,

@@ -276,6 +276,70 @@ pub(crate) fn delete_plugin(t: &dyn Tx, plugin_id: u64) -> StoreResult<()> {
     Ok(())
 }
 
+/// Replaces registered plugins' data and graphs with what their files say now (each `(id, plugin,
+/// graphs)` keeps its id, name and version), all or none. A role the plugin no longer defines that a
+/// node of a cluster with the plugin enabled holds (assigned or deployed) refuses the whole change.
+pub(crate) fn replace_plugins(
+    t: &dyn Tx,
+    plugins: &[(u64, NewPlugin, BTreeMap<String, GraphBody>)],
+) -> StoreResult<Vec<PluginRecord>> {
+    let clusters = t.rows("SELECT id, data FROM clusters ORDER BY id", args![], |r| {
+        Ok((r.id(0)?, r.json::<ClusterData>(1, "cluster data")?))
+    })?;
+    let mut out = Vec::new();
+    for (plugin_id, plugin, graphs) in plugins {
+        let old = plugin_row(t, *plugin_id)?;
+        if old.name != plugin.name || old.version != plugin.version {
+            return Err(StoreError::Conflict(format!(
+                "plugin {plugin_id} is {} {}, not {} {}",
+                old.name, old.version, plugin.name, plugin.version
+            )));
+        }
+        let roles = |data: &serde_json::Value| -> Vec<String> {
+            data.get("roles_metadata")
+                .and_then(serde_json::Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let kept = roles(&plugin.data);
+        let dropped: Vec<String> = roles(&old.data)
+            .into_iter()
+            .filter(|r| !kept.contains(r))
+            .collect();
+        for (cluster_id, data) in &clusters {
+            if dropped.is_empty() || !data.plugins.contains(plugin_id) {
+                continue;
+            }
+            let nodes = query_nodes(t, "WHERE cluster_id = $1", args![sql_id(*cluster_id)])?;
+            for node in &nodes {
+                if let Some(role) = dropped
+                    .iter()
+                    .find(|r| node.roles.contains(r) || node.pending_roles.contains(r))
+                {
+                    return Err(StoreError::Conflict(format!(
+                        "plugin {} {} no longer defines role {role:?}, which node {} ({}) of cluster \
+                         {cluster_id} holds",
+                        plugin.name, plugin.version, node.id, node.name
+                    )));
+                }
+            }
+        }
+        t.exec(
+            "UPDATE plugins SET data = $2 WHERE id = $1",
+            args![sql_id(*plugin_id), &to_json(&plugin.data)],
+        )?;
+        t.exec(
+            "DELETE FROM graphs WHERE owner_kind = 'plugin' AND owner_id = $1",
+            args![sql_id(*plugin_id)],
+        )?;
+        for (graph_type, graph) in graphs {
+            insert_graph(t, GraphOwner::Plugin(*plugin_id), graph_type, graph)?;
+        }
+        out.push(plugin_row(t, *plugin_id)?);
+    }
+    Ok(out)
+}
+
 // --- Graphs -----------------------------------------------------------------------------------
 
 /// A graph's columns as [`graph_from_row`] reads them.

@@ -295,6 +295,13 @@ impl<B: Backend> Store for SqlStore<B> {
         self.write(|t| catalog::delete_plugin(t, plugin_id))
     }
 
+    fn replace_plugins(
+        &self,
+        plugins: &[(u64, NewPlugin, BTreeMap<String, GraphBody>)],
+    ) -> StoreResult<Vec<PluginRecord>> {
+        self.write(|t| catalog::replace_plugins(t, plugins))
+    }
+
     fn save_task_states(&self, blobs: &[StateBlob], rows: &[StateRow]) -> StoreResult<()> {
         self.write(|t| states::save_task_states(t, blobs, rows))
     }
