@@ -31,6 +31,7 @@ pub use plinth_yaql::json;
 pub mod model;
 pub mod run;
 pub mod signing;
+pub mod site;
 pub mod snapshot;
 pub mod strategy;
 pub mod tags;

@@ -2,6 +2,7 @@
 //! fake tree (tests build one in a temporary directory), and a missing or unreadable source is reported as
 //! absent, never as a failure.
 
+mod bmc;
 mod cpu;
 mod disks;
 mod dmi;
@@ -87,6 +88,7 @@ pub fn collect(src: &Sources) -> Facts {
         memory: memory::read(src),
         disks: disks::read(src),
         nics: nics::read(src),
+        bmc_address: bmc::address(src),
         collected_in_us: None,
     };
     facts.collected_in_us = Some(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX));

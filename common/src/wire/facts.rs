@@ -23,6 +23,10 @@ pub struct Facts {
     pub disks: Vec<Disk>,
     /// Network interfaces.
     pub nics: Vec<Nic>,
+    /// The address of the machine's own BMC, read in band (`ipmitool lan print`) where the machine
+    /// has an IPMI device; an enrollment with no MAC is known by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bmc_address: Option<String>,
     /// How long collecting these facts took, in microseconds.
     pub collected_in_us: Option<u64>,
 }

@@ -98,6 +98,13 @@ pub async fn register(
             .as_deref()
             .filter(|u| !u.trim().is_empty())
             .map(|u| u.trim().to_ascii_lowercase()),
+        bmc_address: reg
+            .facts
+            .bmc_address
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string),
     };
     let mut facts =
         serde_json::to_value(&reg.facts).map_err(|e| ApiError::bad_request(e.to_string()))?;

@@ -279,12 +279,12 @@ impl PlinthNode {
 
 /// Checks what every format shares: something to match an agent by.
 fn finish(e: NewEnrollment, password: Option<String>, index: usize) -> Result<Enrollee, FileError> {
-    if e.macs.is_empty() && e.serial.is_none() && e.uuid.is_none() {
+    if e.macs.is_empty() && e.serial.is_none() && e.uuid.is_none() && e.bmc.is_none() {
         return Err(field_error(
             index,
             &e.name,
             "macs",
-            "no MAC, serial or UUID: nothing to know its agent by".into(),
+            "no MAC, serial, UUID or BMC: nothing to know its agent by".into(),
         ));
     }
     Ok(Enrollee {
@@ -464,7 +464,7 @@ nodes:
             (PLINTH.replace("52-54-00-aa-00-02", "52-54-00-aa-00"), "node 1 (rack1-n01): macs"),
             (PLINTH.replace("ABC123", "ABC123\n    macs: [52:54:00:aa:00:01]"), "node 2 (rack1-n02): macs: 52:54:00:aa:00:01 is given to node 1 (rack1-n01) as well"),
             (PLINTH.replace("'https://10.0.0.5'", "'https://10.0.0.5/x'"), "has a path"),
-            (PLINTH.replace("    serial: ABC123\n", ""), "node 2 (rack1-n02): macs: no MAC, serial or UUID"),
+            (PLINTH.replace("    serial: ABC123\n", "").replace("    bmc: {driver: ipmi, address: 10.0.0.6, port: 6230, username: admin, password: s3cret}\n", ""), "node 2 (rack1-n02): macs: no MAC, serial, UUID or BMC"),
             (PLINTH.replace("rack1-n02", "rack1 n02"), "node 2 (rack1 n02): name"),
         ];
         for (text, expected) in cases {

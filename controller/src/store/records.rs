@@ -48,6 +48,8 @@ pub struct NodeIdentity {
     pub serial: Option<String>,
     /// DMI product UUID.
     pub uuid: Option<String>,
+    /// The address of its BMC, read in band by the agent.
+    pub bmc_address: Option<String>,
 }
 
 /// A server to enroll, as the store writes it.

@@ -302,7 +302,7 @@ pub(crate) fn matching(
     identity: &NodeIdentity,
 ) -> StoreResult<Option<EnrollmentRecord>> {
     if identity.macs.is_empty() && identity.serial.is_none() && identity.uuid.is_none() {
-        return Ok(None);
+        return by_bmc_address(t, identity.bmc_address.as_deref());
     }
     let clause = format!(
         "WHERE id IN (SELECT enrollment_id FROM enrollment_macs WHERE mac {}) \
@@ -315,7 +315,8 @@ pub(crate) fn matching(
         args![&identity.macs, &identity.serial, &identity.uuid],
     )?;
     match found.len() {
-        0 | 1 => Ok(found.pop()),
+        0 => by_bmc_address(t, identity.bmc_address.as_deref()),
+        1 => Ok(found.pop()),
         _ => {
             let names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
             Err(StoreError::Conflict(format!(
@@ -324,6 +325,55 @@ pub(crate) fn matching(
                 names.join(", ")
             )))
         }
+    }
+}
+
+/// The one enrollment with no MAC, serial or UUID whose BMC is at `address` (the host of a Redfish
+/// URL, an IPMI BMC's address), as an agent read it in band. Only such enrollments are known by their
+/// BMC: one that gives a MAC, serial or UUID is known by those alone.
+fn by_bmc_address(t: &dyn Tx, address: Option<&str>) -> StoreResult<Option<EnrollmentRecord>> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    // A coarse filter in SQL (the BMC is stored as JSON text), the exact comparison here.
+    let pattern = format!("%{}%", address.replace(['%', '_'], ""));
+    let found: Vec<EnrollmentRecord> = query(
+        t,
+        "WHERE bmc LIKE $1 AND serial IS NULL AND uuid IS NULL \
+         AND id NOT IN (SELECT enrollment_id FROM enrollment_macs)",
+        args![&pattern],
+    )?
+    .into_iter()
+    .filter(|e| {
+        e.bmc
+            .as_ref()
+            .is_some_and(|b| bmc_host(&b.address) == address)
+    })
+    .collect();
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        several => Err(StoreError::Conflict(format!(
+            "the agent's BMC address {address} is the BMC of several enrolled servers ({})",
+            several
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The host a BMC's address names: a Redfish URL's host, an IPMI address as it is.
+fn bmc_host(address: &str) -> &str {
+    let rest = address.split_once("://").map_or(address, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or(rest);
+    if let Some(inner) = host.strip_prefix('[') {
+        return inner.split(']').next().unwrap_or(inner);
+    }
+    match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.contains(':') => h,
+        _ => host,
     }
 }
 
