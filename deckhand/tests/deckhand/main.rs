@@ -1,0 +1,8 @@
+//! Deckhand's rendering, one module a subject, in one test binary.
+//!
+//! One subject: `cargo test -p plinth-deckhand --test deckhand MODULE::`.
+
+mod layering;
+mod negative;
+mod support;
+mod treasuremap;
