@@ -4,5 +4,7 @@
 
 mod layering;
 mod negative;
+mod replacement;
+mod substitution;
 mod support;
 mod treasuremap;

@@ -190,3 +190,45 @@ pub fn error_of(values: &[Value]) -> RenderError {
     );
     error
 }
+
+/// Deckhand's `DocumentSecretFactory`: a secret document of `deckhand/{kind}/v1` in the site layer.
+pub fn secret(kind: &str, storage_policy: &str, data: Value, name: &str) -> Value {
+    json!({
+        "schema": format!("deckhand/{kind}/v1"),
+        "metadata": {"schema": "metadata/Document/v1", "name": name, "storagePolicy": storage_policy,
+                     "layeringDefinition": {"abstract": false, "layer": "site"}},
+        "data": data,
+    })
+}
+
+/// As Deckhand's `_test_layering` with `strict=False`: each expected data is among the layer's.
+pub fn check_layers_include(values: &[Value], site: &[Value], global: &[Value]) {
+    let mut reversed = values.to_vec();
+    reversed.reverse();
+    for (order, values) in [("given order", values.to_vec()), ("reversed", reversed)] {
+        let r = rendered(&values).unwrap_or_else(|e| panic!("{order}: {e}"));
+        for (layer, expected) in [("site", site), ("global", global)] {
+            let actual = by_layer(&r, layer);
+            for e in expected {
+                assert!(
+                    actual.contains(e),
+                    "{layer}, {order}: {e} not in {actual:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// The data of the one global document substituted from `sources` (Deckhand's `_test_doc_substitution`).
+pub fn substituted(mapping: Value, sources: &[Value]) -> Result<Value, RenderError> {
+    let mut factory = Factory::new(&[1, 0]);
+    factory.global_abstract = false;
+    let mut values = factory.gen(mapping);
+    values.extend(sources.iter().cloned());
+    let r = rendered(&values)?;
+    Ok(r.documents
+        .iter()
+        .find(|d| d.value["metadata"]["name"] == "global1")
+        .map(|d| d.value["data"].clone())
+        .unwrap_or(Value::Null))
+}
