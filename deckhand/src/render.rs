@@ -65,12 +65,13 @@ pub struct Rendering {
 
 impl Rendering {
     /// The documents whose schema starts with `schema_prefix` (`drydock/BaremetalNode` or a whole schema).
-    pub fn find<'a>(&'a self, schema_prefix: &'a str) -> impl Iterator<Item = &'a Rendered> + 'a {
+    pub fn find(&self, schema_prefix: &str) -> impl Iterator<Item = &Rendered> + '_ {
+        let prefix = schema_prefix.to_string();
         self.documents.iter().filter(move |d| {
             d.value
                 .get("schema")
                 .and_then(Value::as_str)
-                .is_some_and(|s| s.starts_with(schema_prefix))
+                .is_some_and(|s| s.starts_with(&prefix))
         })
     }
 }
