@@ -7,11 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::finding::{Finding, StrategyError};
-use super::layering::{self, Origin, SourcedDoc};
 use super::model::{Strategy, SHIPYARD_SCHEMA};
 use super::parse::read_document;
-use super::text::looks_like_json;
-use super::yaml11;
+use plinth_deckhand::{Document, Options, Rendered};
 
 /// One text to read: its name (a file name, or empty) and its content.
 #[derive(Debug, Clone, Copy)]
@@ -47,82 +45,41 @@ pub struct LoadedStrategy {
 pub(crate) fn read_sources(
     sources: &[Source<'_>],
     warnings: &mut Vec<Finding>,
-) -> Result<Vec<SourcedDoc>, StrategyError> {
-    let mut docs = Vec::new();
-    for source in sources {
-        let named = |message: String| {
-            if source.name.is_empty() {
-                message
-            } else {
-                format!("{}: {message}", source.name)
-            }
-        };
-        if looks_like_json(source.text) {
-            if let Ok(value) = serde_json::from_str::<Value>(source.text) {
-                docs.push(SourcedDoc {
-                    value,
-                    origin: Origin {
-                        file: source.name.to_string(),
-                        index: 1,
-                        line: 1,
-                    },
-                });
-                continue;
-            }
-        }
-        let loaded = yaml11::load(source.text).map_err(|e| StrategyError::Syntax(named(e)))?;
-        let mut index = 0;
-        for doc in loaded {
-            for warning in doc.warnings {
-                warnings.push(Finding::new(None, "", named(warning)));
-            }
-            if doc.value.is_null() {
-                continue;
-            }
-            index += 1;
-            docs.push(SourcedDoc {
-                value: doc.value,
-                origin: Origin {
-                    file: source.name.to_string(),
-                    index,
-                    line: doc.line,
-                },
-            });
-        }
-    }
+) -> Result<Vec<Document>, StrategyError> {
+    let texts: Vec<(&str, &str)> = sources.iter().map(|s| (s.name, s.text)).collect();
+    let (docs, notes) = plinth_deckhand::read_sources_noting(&texts)
+        .map_err(|e| StrategyError::Syntax(e.to_string()))?;
+    warnings.extend(notes.into_iter().map(|note| Finding::new(None, "", note)));
     Ok(docs)
 }
 
-/// The concrete documents of the given schema after layering. A document asking for substitutions (which
-/// Plinth does not render) is refused when it is one of them, and named in a warning otherwise.
+/// The concrete documents of the given schema in the site as Deckhand renders it (every document layered
+/// and substituted; secrets redacted). Deckhand's warnings become warnings.
 pub(crate) fn concrete(
-    docs: &[SourcedDoc],
+    docs: &[Document],
     schema: &str,
     warnings: &mut Vec<Finding>,
-) -> Result<Vec<layering::Rendered>, StrategyError> {
-    let rendered = layering::render(docs).map_err(StrategyError::Syntax)?;
-    let mut wanted = Vec::new();
-    for doc in rendered {
-        let is_wanted = doc.value.get("schema").and_then(Value::as_str) == Some(schema);
-        match (&doc.unrendered, is_wanted) {
-            (Some(why), true) => return Err(StrategyError::Syntax(why.clone())),
-            (Some(why), false) => warnings.push(Finding::new(
-                None,
-                "",
-                format!("{why} (not needed here: it is not a {schema} document)"),
-            )),
-            (None, true) => wanted.push(doc),
-            (None, false) => {}
-        }
-    }
-    Ok(wanted)
+) -> Result<Vec<Rendered>, StrategyError> {
+    let rendering = plinth_deckhand::render(docs, &Options::default())
+        .map_err(|e| StrategyError::Syntax(e.to_string()))?;
+    warnings.extend(
+        rendering
+            .warnings
+            .iter()
+            .map(|w| Finding::new(None, "", format!("{}: {}", w.document, w.message))),
+    );
+    Ok(rendering
+        .documents
+        .into_iter()
+        .filter(|doc| doc.value.get("schema").and_then(Value::as_str) == Some(schema))
+        .collect())
 }
 
 /// Loads a strategy from one or several texts (each YAML or JSON, each one document or a stream).
 ///
-/// A lone document is read as it is (Shipyard's form or the plain form). Otherwise the documents are
-/// layered as Deckhand does ([`layering`](super::layering)) and exactly one concrete document must have
-/// `schema: shipyard/DeploymentStrategy/v1`.
+/// A lone document is read as it is (Shipyard's form or the plain form). Otherwise the documents are a
+/// site rendered as Deckhand renders it ([`plinth_deckhand::render`]: layering, replacement, substitution)
+/// and exactly one concrete document must have `schema: shipyard/DeploymentStrategy/v1`.
 pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyError> {
     let mut warnings = Vec::new();
     let docs = read_sources(sources, &mut warnings)?;
@@ -133,17 +90,21 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
             ))
         }
         [only] => {
-            // Substitutions and abstract documents are refused even alone.
-            let rendered = layering::render(docs.as_slice()).map_err(StrategyError::Syntax)?;
-            if let Some(why) = rendered.first().and_then(|r| r.unrendered.clone()) {
-                return Err(StrategyError::Syntax(why));
-            }
-            if rendered.is_empty()
-                && only.value.get("schema").and_then(Value::as_str) == Some(SHIPYARD_SCHEMA)
-            {
+            if only.is_abstract() && only.schema() == SHIPYARD_SCHEMA {
                 return Err(StrategyError::Syntax(format!(
                     "{} is abstract (metadata.layeringDefinition.abstract: true): it is only a parent for \
                      other documents and is never deployed itself",
+                    only.origin
+                )));
+            }
+            if only
+                .substitutions()
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+            {
+                return Err(StrategyError::Syntax(format!(
+                    "{} asks for substitutions (values from other documents): give the whole site (its \
+                     layering policy and the source documents) so that it is rendered as Deckhand renders it",
                     only.origin
                 )));
             }

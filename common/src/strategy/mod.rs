@@ -7,9 +7,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `model` | the strategy as data ([`Strategy`], [`Group`], [`Selector`], [`SuccessCriteria`], [`Phase`]) |
-//! | `yaml11` | YAML as Shipyard's PyYAML reads it (1.1 booleans and numbers, merge keys, repeated keys) |
-//! | `load` | one or several texts to a strategy, with warnings and provenance ([`load_strategy`]) |
-//! | `layering` | Deckhand's layering of a site design stream (abstract, parents, actions, replacement) |
+//! | `load` | one or several texts to a strategy, with warnings and provenance ([`load_strategy`]); a site design is rendered with `plinth_deckhand` (YAML 1.1, layering, substitution) |
 //! | `configuration` | Shipyard's `DeploymentConfiguration`: the strategy's name and the phase timeouts |
 //! | `parse` | reading Shipyard's document or the plain form ([`parse_strategy`]) |
 //! | `validate` | the rules across fields: names, dependencies, cycles, ranges ([`Strategy::validate`]) |
@@ -29,7 +27,6 @@ mod configuration;
 mod criteria;
 mod finding;
 mod inventory;
-pub mod layering;
 mod load;
 mod model;
 mod parse;
@@ -39,7 +36,6 @@ mod sequencer;
 mod status;
 mod text;
 mod validate;
-mod yaml11;
 
 pub use check::{
     check, simulate, CheckReport, GroupCheck, PhaseCheck, SimulatedFailure, SimulatedFailureError,

@@ -40,8 +40,8 @@ const PHASE_FIELDS: &[&str] = &["name", "graph_type", "timeout"];
 
 /// Reads a strategy from YAML or JSON text and validates it, returning every problem found.
 ///
-/// A YAML stream with several documents (a Shipyard site design) is accepted when, once abstract documents
-/// are left out and Deckhand's layering is applied, exactly one has `schema: shipyard/DeploymentStrategy/v1`.
+/// A YAML stream with several documents (a Shipyard site design) is accepted when, rendered as Deckhand
+/// renders it, exactly one concrete document has `schema: shipyard/DeploymentStrategy/v1`.
 /// Warnings (fields Plinth does not know, kept) are dropped here; [`crate::strategy::load_strategy`] returns
 /// them.
 pub fn parse_strategy(text: &str) -> Result<Strategy, StrategyError> {

@@ -344,21 +344,30 @@ fn empty_selectors_and_nulls() {
     assert!(strategy.groups[0].success_criteria.is_none());
 }
 
+/// Deckhand's layering policy, as a site holds it.
+const POLICY: &str = "---\nschema: deckhand/LayeringPolicy/v1\nmetadata: {schema: metadata/Control/v1, name: layering-policy}\ndata: {layerOrder: [global, site]}\n";
+
 #[test]
 fn a_shipyard_site_design_stream_yields_its_strategy() {
-    let text = "---\nschema: drydock/Region/v1\nmetadata: {name: site}\ndata: {}\n---\n\
-                schema: shipyard/DeploymentStrategy/v1\nmetadata: {name: ds}\ndata:\n  groups: []\n...\n";
-    assert_eq!(parse_strategy(text).unwrap().name.as_deref(), Some("ds"));
+    let text = format!(
+        "---\nschema: drydock/Region/v1\nmetadata: {{name: site}}\ndata: {{}}\n---\n\
+         schema: shipyard/DeploymentStrategy/v1\nmetadata: {{name: ds}}\ndata:\n  groups: []\n...\n{POLICY}"
+    );
+    assert_eq!(parse_strategy(&text).unwrap().name.as_deref(), Some("ds"));
     let two = format!("{text}---\nschema: shipyard/DeploymentStrategy/v1\nmetadata: {{name: other}}\ndata: {{groups: []}}\n");
     let error = parse_strategy(&two).unwrap_err();
     assert!(matches!(error, StrategyError::Syntax(_)));
     assert!(
         error.to_string().contains("ds at document 2 (line 5)")
-            && error.to_string().contains("other at document 3 (line 11)"),
+            && error.to_string().contains("other at document 4 (line 15)"),
         "{error}"
     );
+    // Deckhand renders nothing without a layering policy.
     let none = "---\na: 1\n---\nb: 2\n";
-    assert!(parse_strategy(none)
+    let error = parse_strategy(none).unwrap_err().to_string();
+    assert!(error.contains("no layering policy"), "{error}");
+    let none = format!("---\nschema: x/A/v1\nmetadata: {{name: a}}\n---\nschema: x/B/v1\nmetadata: {{name: b}}\n{POLICY}");
+    assert!(parse_strategy(&none)
         .unwrap_err()
         .to_string()
         .contains("no concrete one has schema"));

@@ -319,11 +319,15 @@ fn a_group_selecting_no_node_fails_its_minimum() {
     assert_eq!(sim.report.status, DeploymentStatus::Failed);
 }
 
+/// Deckhand's layering policy of the treasuremap site.
+const POLICY: &str = "---\nschema: deckhand/LayeringPolicy/v1\nmetadata: {schema: metadata/Control/v1, name: layering-policy}\ndata: {layerOrder: [global, type, site]}\n";
+
 #[test]
 fn the_treasuremap_site_strategy_replaces_the_global_one() {
     let global = read("treasuremap/global-deployment-strategy.yaml");
     let site = read("treasuremap/stl1-deployment-strategy.yaml");
     let loaded = load_strategy(&[
+        Source::new("layering-policy.yaml", POLICY),
         Source::new("global-deployment-strategy.yaml", &global),
         Source::new("stl1-deployment-strategy.yaml", &site),
     ])
@@ -351,31 +355,72 @@ fn the_treasuremap_site_strategy_replaces_the_global_one() {
         "{:?}",
         loaded.warnings
     );
+    // Without its layering policy, Deckhand renders nothing.
+    let error = load_strategy(&[Source::new("g", &global), Source::new("s", &site)]).unwrap_err();
+    assert!(error.to_string().contains("no layering policy"), "{error}");
 
-    // Alone, the site document lacks its parent.
-    let error = load_strategy(&[Source::new("stl1.yaml", &site)]).unwrap_err();
+    // Without its parent, the site document (`replacement: true`) is refused.
+    let error =
+        load_strategy(&[Source::new("p", POLICY), Source::new("stl1.yaml", &site)]).unwrap_err();
     assert!(
         error
             .to_string()
-            .contains("no document of schema shipyard/DeploymentStrategy/v1 in a higher layer"),
+            .contains("`replacement: true` must have a parent"),
         "{error}"
     );
     // Shipyard's test input is the same kind of site document, with two worker groups.
     let input = read("deployment_group_tests/INPUT_YAML.yaml");
-    let loaded = load_strategy(&[Source::new("g", &global), Source::new("i", &input)]).unwrap();
+    let loaded = load_strategy(&[
+        Source::new("p", POLICY),
+        Source::new("g", &global),
+        Source::new("i", &input),
+    ])
+    .unwrap();
     assert_eq!(loaded.strategy.groups.len(), 4);
-    // Two global documents with the same labels: the site document's parent is ambiguous.
+    // The v4 global document is the global document again: the same document twice is one (Deckhand keeps
+    // the first).
     let v4 = read("treasuremap/v4-global-deployment-strategy.yaml");
-    let error = load_strategy(&[
+    assert_eq!(v4, global);
+    let loaded = load_strategy(&[
+        Source::new("p", POLICY),
         Source::new("g", &global),
         Source::new("v4", &v4),
+        Source::new("s", &site),
+    ])
+    .unwrap();
+    assert_eq!(loaded.strategy.groups.len(), 3);
+    // Another document with the same schema, layer and name is refused, as Deckhand refuses to store it.
+    let changed = v4.replace(
+        "percent_successful_nodes: 60",
+        "percent_successful_nodes: 50",
+    );
+    assert_ne!(changed, v4);
+    let error = load_strategy(&[
+        Source::new("p", POLICY),
+        Source::new("g", &global),
+        Source::new("v4", &changed),
         Source::new("s", &site),
     ])
     .unwrap_err();
     assert!(
         error
             .to_string()
-            .contains("matches two documents in the same layer"),
+            .contains("the same schema, layer and name as [shipyard/DeploymentStrategy/v1] deployment-strategy (global layer, g document 1"),
+        "{error}"
+    );
+    // Renamed, it is a second parent the site document's selector matches in the same layer.
+    let v4_renamed = v4.replace("name: deployment-strategy\n", "name: v4-strategy\n");
+    let error = load_strategy(&[
+        Source::new("p", POLICY),
+        Source::new("g", &global),
+        Source::new("v4", &v4_renamed),
+        Source::new("s", &site),
+    ])
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("2 parent documents were found for it"),
         "{error}"
     );
     // Either global document alone is a strategy of its own.
@@ -463,34 +508,60 @@ fn each_single_group_fixture_selects_and_ends_as_the_seed_says() {
 }
 
 #[test]
-fn substitutions_are_out_of_scope_and_said_so() {
+fn substitutions_are_rendered_as_deckhand_renders_them() {
     let global = read("treasuremap/global-deployment-strategy.yaml");
-    let secret_user = "---\nschema: armada/Chart/v1\nmetadata:\n  name: chart\n  layeringDefinition: {abstract: false, layer: global}\n  \
-                       substitutions:\n    - {src: {schema: deckhand/Passphrase/v1, name: pw, path: .}, dest: {path: .values.pw}}\ndata: {}\n";
-    // Another document asks for substitutions: the strategy loads, with a warning naming that document.
-    let loaded = load_strategy(&[
+    let chart = "---\nschema: armada/Chart/v1\nmetadata:\n  name: chart\n  layeringDefinition: {abstract: false, layer: global}\n  \
+                 substitutions:\n    - {src: {schema: deckhand/Passphrase/v1, name: pw, path: .}, dest: {path: .values.pw}}\ndata: {}\n";
+    // Another document's substitution source is missing: Deckhand refuses the site, naming both.
+    let error = load_strategy(&[
+        Source::new("p", POLICY),
         Source::new("g", &global),
-        Source::new("chart.yaml", secret_user),
+        Source::new("chart.yaml", chart),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("[armada/Chart/v1] chart (global layer, chart.yaml document 1")
+            && error.contains("names the source [deckhand/Passphrase/v1] pw"),
+        "{error}"
+    );
+    // With its source, the site renders and the strategy loads.
+    let pw = "---\nschema: deckhand/Passphrase/v1\nmetadata: {name: pw, storagePolicy: cleartext, layeringDefinition: {layer: global}}\ndata: s3cret\n";
+    let loaded = load_strategy(&[
+        Source::new("p", POLICY),
+        Source::new("g", &global),
+        Source::new("chart.yaml", chart),
+        Source::new("pw.yaml", pw),
     ])
     .unwrap();
-    assert!(
-        loaded.warnings.iter().any(|w| w
-            .message
-            .contains("armada/Chart/v1 \"chart\" (chart.yaml document 1")
-            && w.message.contains("Plinth does not render substitutions")),
-        "{:?}",
-        loaded.warnings
-    );
-    // The strategy itself asks: refused, saying so.
+    assert_eq!(loaded.strategy.groups[0].name, "masters");
+    // The strategy itself takes a group's nodes from another document.
+    let names = "---\nschema: pegleg/CommonAddresses/v1\nmetadata: {name: names, layeringDefinition: {layer: global}}\ndata: {masters: [m1, m2]}\n";
     let asking = global.replace(
         "  storagePolicy: cleartext",
-        "  storagePolicy: cleartext\n  substitutions:\n    - {src: {schema: deckhand/CertificateAuthority/v1, name: ca, path: .}, dest: {path: '.groups[0].name'}}",
+        "  storagePolicy: cleartext\n  substitutions:\n    - {src: {schema: pegleg/CommonAddresses/v1, name: names, path: .masters}, dest: {path: '.groups[0].selectors[0].node_names'}}",
     );
+    let loaded = load_strategy(&[
+        Source::new("p", POLICY),
+        Source::new("s.yaml", &asking),
+        Source::new("n.yaml", names),
+    ])
+    .unwrap();
+    assert_eq!(
+        loaded.strategy.groups[0].selectors[0].node_names,
+        ["m1", "m2"]
+    );
+    assert!(
+        loaded
+            .provenance
+            .ends_with("substituted from [pegleg/CommonAddresses/v1] names"),
+        "{}",
+        loaded.provenance
+    );
+    // Alone, it cannot be rendered: its source is not there.
     let error = load_strategy(&[Source::new("s.yaml", &asking)]).unwrap_err();
     assert!(
-        error
-            .to_string()
-            .contains("does not render substitutions: render the site with Deckhand first"),
+        error.to_string().contains("asks for substitutions"),
         "{error}"
     );
 }

@@ -1,5 +1,5 @@
 //! Airship as its operators have it, end to end: a global + site pair of strategies from a real site
-//! (Deckhand layering), a DeploymentConfiguration choosing the strategy and the phase timeouts, Shipyard's
+//! (rendered as Deckhand renders it, with the site's layering policy), a DeploymentConfiguration choosing the strategy and the phase timeouts, Shipyard's
 //! actions (`update_site`, `redeploy_server`) with their steps, the seed's timeout rule, and `simulate`
 //! failures that never apply. Real controller and agent processes; `plinthctl` as operators run it.
 
@@ -13,6 +13,11 @@ const LONG: Duration = Duration::from_secs(180);
 
 fn corpus() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")).to_path_buf()
+}
+
+/// The treasuremap site's layering policy: Deckhand renders a site only with one.
+fn layering_policy() -> PathBuf {
+    corpus().join("treasuremap-v1.9/global/layering-policy.yaml")
 }
 
 fn plinthctl(args: &[&str]) -> (i32, String, String) {
@@ -90,12 +95,15 @@ fn a_site_design_with_its_configuration_deploys_through_shipyards_actions() {
     // The site's global and site strategies, as the corpus has them: the site one replaces the global one.
     let global = corpus().join("shipyard/treasuremap/global-deployment-strategy.yaml");
     let site = corpus().join("shipyard/treasuremap/stl1-deployment-strategy.yaml");
+    let policy = layering_policy();
     let (code, out, err) = ctl(
         &c,
         &[
             "strategy",
             "create",
             &cl,
+            "-f",
+            policy.to_str().unwrap(),
             "-f",
             global.to_str().unwrap(),
             "-f",
@@ -413,9 +421,11 @@ fn simulate_reports_failures_that_never_apply_and_speaks_in_sentences() {
     .unwrap();
     let global = corpus().join("shipyard/treasuremap/global-deployment-strategy.yaml");
     let site = corpus().join("shipyard/treasuremap/stl1-deployment-strategy.yaml");
+    let policy = layering_policy();
     let (code, out, err) = plinthctl(&[
         "strategy",
         "check",
+        policy.to_str().unwrap(),
         global.to_str().unwrap(),
         site.to_str().unwrap(),
         "--inventory",
@@ -433,6 +443,8 @@ fn simulate_reports_failures_that_never_apply_and_speaks_in_sentences() {
     let (code, out, _) = plinthctl(&[
         "strategy",
         "simulate",
+        "-f",
+        policy.to_str().unwrap(),
         "-f",
         global.to_str().unwrap(),
         "-f",

@@ -14,17 +14,17 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// One document of a YAML stream.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct YamlDoc {
+pub struct YamlDoc {
     /// The document as JSON data.
-    pub(crate) value: Value,
+    pub value: Value,
     /// The line (1-based) its content starts on.
-    pub(crate) line: usize,
+    pub line: usize,
     /// What was accepted but deserves a word (keys repeated in a mapping).
-    pub(crate) warnings: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 /// Every document of the stream, empty ones included as `null`.
-pub(crate) fn load(text: &str) -> Result<Vec<YamlDoc>, String> {
+pub fn load(text: &str) -> Result<Vec<YamlDoc>, String> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     if let Err(error) = parser.load(&mut builder, true) {

@@ -1,0 +1,198 @@
+//! A document as read ([`Document`]: the value and where it is, [`Origin`]) and the accessors for the
+//! fields Deckhand reads, each defaulting as Deckhand's `DocumentDict` does (an absent or empty field reads
+//! as empty).
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Where a document is: its file (empty for an unnamed text), its position in that file and its line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// The file's name as given (empty for text without a name).
+    pub file: String,
+    /// 1-based position of the document in its file.
+    pub index: usize,
+    /// The line the document starts on.
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.file.is_empty() {
+            write!(f, "document {} (line {})", self.index, self.line)
+        } else {
+            write!(
+                f,
+                "{} document {} (line {})",
+                self.file, self.index, self.line
+            )
+        }
+    }
+}
+
+/// A document as read, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The document: `schema`, `metadata`, `data`.
+    pub value: Value,
+    /// Where it is.
+    pub origin: Origin,
+}
+
+/// The schema prefix of the layering policy.
+pub const LAYERING_POLICY_SCHEMA: &str = "deckhand/LayeringPolicy";
+
+/// The empty mapping absent fields read as.
+fn empty() -> &'static Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Map::new)
+}
+
+impl Document {
+    /// A document from a value, with an origin.
+    pub fn new(value: Value, origin: Origin) -> Document {
+        Document { value, origin }
+    }
+
+    fn text(&self, pointer: &str) -> &str {
+        self.value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn mapping(&self, pointer: &str) -> &Map<String, Value> {
+        self.value
+            .pointer(pointer)
+            .and_then(Value::as_object)
+            .unwrap_or_else(|| empty())
+    }
+
+    /// `schema` (empty when absent).
+    pub fn schema(&self) -> &str {
+        self.text("/schema")
+    }
+
+    /// `metadata.name` (empty when absent).
+    pub fn name(&self) -> &str {
+        self.text("/metadata/name")
+    }
+
+    /// `metadata.schema`, e.g. `metadata/Document/v1` (empty when absent).
+    pub fn metadata_schema(&self) -> &str {
+        self.text("/metadata/schema")
+    }
+
+    /// `metadata.layeringDefinition.layer` (empty when absent).
+    pub fn layer(&self) -> &str {
+        self.text("/metadata/layeringDefinition/layer")
+    }
+
+    /// `metadata.layeringDefinition.abstract` is `true`.
+    pub fn is_abstract(&self) -> bool {
+        self.value.pointer("/metadata/layeringDefinition/abstract") == Some(&Value::Bool(true))
+    }
+
+    /// `metadata.replacement` is `true`.
+    pub fn is_replacement(&self) -> bool {
+        self.value.pointer("/metadata/replacement") == Some(&Value::Bool(true))
+    }
+
+    /// A control document (`metadata.schema` starting with `metadata/Control`): never layered nor
+    /// substituted, returned as it is.
+    pub fn is_control(&self) -> bool {
+        self.metadata_schema().starts_with("metadata/Control")
+    }
+
+    /// A layering policy (`schema` starting with `deckhand/LayeringPolicy`).
+    pub fn is_layering_policy(&self) -> bool {
+        self.schema().starts_with(LAYERING_POLICY_SCHEMA)
+    }
+
+    /// `metadata.labels` (empty when absent).
+    pub fn labels(&self) -> &Map<String, Value> {
+        self.mapping("/metadata/labels")
+    }
+
+    /// `metadata.layeringDefinition.parentSelector` (empty when absent).
+    pub fn parent_selector(&self) -> &Map<String, Value> {
+        self.mapping("/metadata/layeringDefinition/parentSelector")
+    }
+
+    /// `metadata.layeringDefinition.actions`, as written (absent reads as `null`).
+    pub fn actions(&self) -> &Value {
+        self.value
+            .pointer("/metadata/layeringDefinition/actions")
+            .unwrap_or(&Value::Null)
+    }
+
+    /// `metadata.substitutions`, as written (absent reads as `null`).
+    pub fn substitutions(&self) -> &Value {
+        self.value
+            .pointer("/metadata/substitutions")
+            .unwrap_or(&Value::Null)
+    }
+
+    /// `metadata.storagePolicy` (empty when absent).
+    pub fn storage_policy(&self) -> &str {
+        self.text("/metadata/storagePolicy")
+    }
+
+    /// `metadata.storagePolicy` is `encrypted`.
+    pub fn is_encrypted(&self) -> bool {
+        self.storage_policy() == "encrypted"
+    }
+
+    /// `data` (absent reads as `null`).
+    pub fn data(&self) -> &Value {
+        self.value.get("data").unwrap_or(&Value::Null)
+    }
+
+    /// The document named for messages: schema, name, layer and origin.
+    pub fn reference(&self) -> Box<DocRef> {
+        Box::new(DocRef {
+            schema: self.schema().to_string(),
+            name: self.name().to_string(),
+            layer: self.layer().to_string(),
+            origin: self.origin.clone(),
+        })
+    }
+}
+
+/// A document named in an error or a warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocRef {
+    /// Its schema.
+    pub schema: String,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// Its layer (empty when it has none).
+    pub layer: String,
+    /// Where it is.
+    pub origin: Origin,
+}
+
+impl fmt::Display for DocRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let schema = if self.schema.is_empty() {
+            "(no schema)"
+        } else {
+            &self.schema
+        };
+        let name = if self.name.is_empty() {
+            "(unnamed)"
+        } else {
+            &self.name
+        };
+        if self.layer.is_empty() {
+            write!(f, "[{schema}] {name} ({})", self.origin)
+        } else {
+            write!(
+                f,
+                "[{schema}] {name} ({} layer, {})",
+                self.layer, self.origin
+            )
+        }
+    }
+}

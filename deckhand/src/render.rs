@@ -1,0 +1,461 @@
+//! The entry point: [`render`] takes every document of a site and gives its concrete documents, layered
+//! and substituted in Deckhand's order (a document after its parent, its parent's replacement and its
+//! substitution sources), with secrets redacted unless asked for in clear.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::document::{DocRef, Document, Origin};
+use crate::error::RenderError;
+use crate::layering::{self, Action};
+use crate::path::Path;
+use crate::policy;
+use crate::secrets::{is_secret, redact};
+use crate::substitution::{self, Source, Substitution, Written};
+
+/// How to render.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Show secrets in clear: a secret document's data and the values substituted from secrets. When
+    /// false they are redacted as Deckhand redacts (the SHA-256 of the value's JSON).
+    pub cleartext_secrets: bool,
+}
+
+/// A concrete document after rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The whole document: its own envelope and metadata, with the layered and substituted `data`.
+    pub value: Value,
+    /// Where the document is.
+    pub origin: Origin,
+    /// Where its data came from, in words.
+    pub provenance: String,
+    /// A secret document, or one holding data substituted from a secret.
+    pub secret: bool,
+}
+
+/// Accepted but worth a word, as Deckhand logs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The document concerned: schema, name, origin.
+    pub document: String,
+    /// What was noticed.
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning about a document.
+    pub fn about(doc: &Document, message: String) -> Warning {
+        Warning {
+            document: doc.reference().to_string(),
+            message,
+        }
+    }
+}
+
+/// The concrete documents of a site and the warnings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rendering {
+    /// The concrete documents (neither abstract nor replaced), control documents included, in input order.
+    pub documents: Vec<Rendered>,
+    /// What was accepted but deserves a word.
+    pub warnings: Vec<Warning>,
+}
+
+impl Rendering {
+    /// The documents whose schema starts with `schema_prefix` (`drydock/BaremetalNode` or a whole schema).
+    pub fn find(&self, schema_prefix: &str) -> impl Iterator<Item = &Rendered> + '_ {
+        let prefix = schema_prefix.to_string();
+        self.documents.iter().filter(move |d| {
+            d.value
+                .get("schema")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.starts_with(&prefix))
+        })
+    }
+}
+
+/// What each kept document needs while rendering.
+struct Plan<'a> {
+    docs: Vec<&'a Document>,
+    parents: Vec<Option<usize>>,
+    replaced_by: Vec<Option<usize>>,
+    sources: HashMap<(&'a str, &'a str), usize>,
+    actions: Vec<Vec<Action>>,
+    subs: Vec<Vec<Substitution>>,
+}
+
+/// Renders the documents as Deckhand does. See the crate's README for the rules.
+pub fn render(input: &[Document], options: &Options) -> Result<Rendering, RenderError> {
+    for doc in input {
+        if !doc.value.is_object() {
+            return Err(RenderError::NotAMapping {
+                origin: doc.origin.clone(),
+            });
+        }
+    }
+    let mut warnings = Vec::new();
+    let order = policy::layer_order(input, &mut warnings)?;
+    let mut seen: HashMap<(&str, &str, &str), &Document> = HashMap::new();
+    let mut docs = Vec::with_capacity(input.len());
+    for doc in input {
+        match seen.get(&(doc.schema(), doc.layer(), doc.name())) {
+            // The very same document twice is one document (Deckhand keeps the first).
+            Some(first) if first.value == doc.value => {}
+            Some(first) => {
+                return Err(RenderError::DuplicateDocument {
+                    document: doc.reference(),
+                    first: first.reference(),
+                })
+            }
+            None => {
+                seen.insert((doc.schema(), doc.layer(), doc.name()), doc);
+                docs.push(doc);
+            }
+        }
+    }
+    let parents = layering::parents(&docs, &order)?;
+    for (i, doc) in docs.iter().enumerate() {
+        if !doc.parent_selector().is_empty() && parents[i].is_none() {
+            warnings.push(Warning::about(
+                doc,
+                "its parentSelector matches no document in a higher layer: it keeps its own data"
+                    .to_string(),
+            ));
+        }
+    }
+    let replaced_by = replacements(&docs, &parents)?;
+    let sources = substitution_sources(&docs, &replaced_by)?;
+    let actions = docs
+        .iter()
+        .map(|d| layering::actions(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let subs = docs
+        .iter()
+        .map(|d| substitution::read(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = Plan {
+        docs,
+        parents,
+        replaced_by,
+        sources,
+        actions,
+        subs,
+    };
+    let sorted = dependency_order(&plan)?;
+    render_sorted(&plan, &sorted, options, warnings)
+}
+
+/// Checks the replacement rules; returns each document's replacement.
+fn replacements(
+    docs: &[&Document],
+    parents: &[Option<usize>],
+) -> Result<Vec<Option<usize>>, RenderError> {
+    let mut replaced_by = vec![None; docs.len()];
+    let mut names: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, doc) in docs.iter().enumerate() {
+        let parent = parents[i];
+        let same = |p: usize| docs[p].schema() == doc.schema() && docs[p].name() == doc.name();
+        let refuse = |reason: &str| RenderError::InvalidDocumentReplacement {
+            document: doc.reference(),
+            reason: reason.to_string(),
+        };
+        if doc.is_replacement() {
+            let Some(p) = parent else {
+                return Err(refuse(
+                    "a document with `replacement: true` must have a parent (a document its parentSelector \
+                     selects in a higher layer)",
+                ));
+            };
+            if !same(p) {
+                return Err(refuse(&format!(
+                    "a replacement must have the same schema and metadata.name as its parent {}",
+                    docs[p].reference()
+                )));
+            }
+            replaced_by[p] = Some(i);
+        } else {
+            if let Some(p) = parent.filter(|p| same(*p)) {
+                return Err(refuse(&format!(
+                    "it has the schema and metadata.name of its parent {} but not `replacement: true`: add \
+                     `replacement: true` or give it another name",
+                    docs[p].reference()
+                )));
+            }
+            if !doc.is_control() {
+                if let Some(first) = names.insert((doc.schema(), doc.name()), i) {
+                    return Err(refuse(&format!(
+                        "{} has the same schema and metadata.name and neither has `replacement: true`",
+                        docs[first].reference()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(replaced_by)
+}
+
+/// The substitution sources by (schema, name): concrete documents, a replaced one standing for its
+/// replacement.
+fn substitution_sources<'a>(
+    docs: &[&'a Document],
+    replaced_by: &[Option<usize>],
+) -> Result<HashMap<(&'a str, &'a str), usize>, RenderError> {
+    let mut sources = HashMap::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.is_abstract() {
+            continue;
+        }
+        let mut source = i;
+        if let Some(replacement) = replaced_by[i] {
+            if doc.is_replacement() {
+                return Err(RenderError::InvalidDocumentReplacement {
+                    document: doc.reference(),
+                    reason: format!(
+                        "a replacement cannot itself be replaced (by {})",
+                        docs[replacement].reference()
+                    ),
+                });
+            }
+            source = replacement;
+        }
+        sources.insert((docs[source].schema(), docs[source].name()), source);
+    }
+    Ok(sources)
+}
+
+/// The documents each one waits for: its parent (or the parent's replacement, unless it is that
+/// replacement) and its substitution sources.
+fn dependencies(plan: &Plan<'_>, i: usize) -> Vec<usize> {
+    let mut deps = Vec::new();
+    if let Some(p) = plan.parents[i] {
+        match plan.replaced_by[p] {
+            Some(r) if r != i => deps.push(r),
+            _ => deps.push(p),
+        }
+    }
+    for sub in &plan.subs[i] {
+        if let Some(&s) = plan
+            .sources
+            .get(&(sub.src_schema.as_str(), sub.src_name.as_str()))
+        {
+            deps.push(s);
+        }
+    }
+    deps
+}
+
+/// Every document after those it waits for; a cycle is an error naming its documents.
+fn dependency_order(plan: &Plan<'_>) -> Result<Vec<usize>, RenderError> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let n = plan.docs.len();
+    let deps: Vec<Vec<usize>> = (0..n).map(|i| dependencies(plan, i)).collect();
+    let mut mark = vec![Mark::New; n];
+    let mut sorted = Vec::with_capacity(n);
+    for start in 0..n {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // An explicit stack: (document, next dependency to visit).
+        let mut stack = vec![(start, 0usize)];
+        mark[start] = Mark::Open;
+        while let Some(&mut (at, ref mut next)) = stack.last_mut() {
+            if let Some(&dep) = deps[at].get(*next) {
+                *next += 1;
+                match mark[dep] {
+                    Mark::New => {
+                        mark[dep] = Mark::Open;
+                        stack.push((dep, 0));
+                    }
+                    Mark::Open => {
+                        let from = stack.iter().position(|(d, _)| *d == dep).unwrap_or(0);
+                        let mut cycle: Vec<DocRef> = stack[from..]
+                            .iter()
+                            .map(|(d, _)| *plan.docs[*d].reference())
+                            .collect();
+                        cycle.push(*plan.docs[dep].reference());
+                        return Err(RenderError::SubstitutionDependencyCycle { cycle });
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[at] = Mark::Done;
+                sorted.push(at);
+                stack.pop();
+            }
+        }
+    }
+    Ok(sorted)
+}
+
+fn render_sorted(
+    plan: &Plan<'_>,
+    sorted: &[usize],
+    options: &Options,
+    mut warnings: Vec<Warning>,
+) -> Result<Rendering, RenderError> {
+    let docs = &plan.docs;
+    let n = docs.len();
+    let mut data: Vec<Value> = docs.iter().map(|d| d.data().clone()).collect();
+    let mut provenance: Vec<String> = docs.iter().map(|d| own_provenance(d, "")).collect();
+    // Values written from secrets, per document, with the value written (still secret while unchanged).
+    let mut secret_values: Vec<Vec<(Path, Value)>> = vec![Vec::new(); n];
+    let mut encrypted_dest = vec![false; n];
+    for &i in sorted {
+        let doc = docs[i];
+        if doc.is_control() {
+            continue;
+        }
+        if let (Some(p), false) = (plan.parents[i], doc.parent_selector().is_empty()) {
+            let steps = &plan.actions[i];
+            if steps.is_empty() {
+                provenance[i] = own_provenance(
+                    doc,
+                    &format!(
+                        "no actions: its own data, not its parent's {}",
+                        docs[p].reference()
+                    ),
+                );
+            } else {
+                data[i] = layering::apply_actions(doc, doc.data(), docs[p], &data[p], steps)?;
+                secret_values[i] = secret_values[p].clone();
+                encrypted_dest[i] |= encrypted_dest[p];
+                let how: Vec<String> = steps
+                    .iter()
+                    .map(|a| format!("{} {}", a.method, a.path))
+                    .collect();
+                let relation = if doc.is_replacement() {
+                    "replacing"
+                } else {
+                    "layered onto"
+                };
+                provenance[i] = format!(
+                    "{}, {relation} {}",
+                    own_provenance(doc, &how.join(", ")),
+                    provenance[p]
+                );
+            }
+        }
+        if !plan.subs[i].is_empty() {
+            let mut own = std::mem::take(&mut data[i]);
+            let result = {
+                let lookup = |schema: &str, name: &str| {
+                    plan.sources.get(&(schema, name)).map(|&s| Source {
+                        index: s,
+                        doc: docs[s],
+                        data: &data[s],
+                    })
+                };
+                substitution::substitute(doc, &mut own, &plan.subs[i], &lookup, &mut warnings)
+            };
+            data[i] = own;
+            let written: Vec<Written> = result?;
+            let mut from = Vec::new();
+            for w in written {
+                let source = docs[w.source];
+                if source.is_encrypted() {
+                    encrypted_dest[i] = true;
+                }
+                if is_secret(source)
+                    || !secret_values[w.source].is_empty()
+                    || encrypted_dest[w.source]
+                {
+                    secret_values[i].push((w.path.clone(), w.value));
+                }
+                let named = format!("[{}] {}", source.schema(), source.name());
+                if !from.contains(&named) {
+                    from.push(named);
+                }
+            }
+            provenance[i] = format!("{}; substituted from {}", provenance[i], from.join(", "));
+        }
+        if let (true, Some(p)) = (doc.is_replacement(), plan.parents[i]) {
+            data[p] = data[i].clone();
+            provenance[p] = provenance[i].clone();
+            secret_values[p] = secret_values[i].clone();
+            encrypted_dest[p] = encrypted_dest[i];
+        }
+    }
+    let mut documents = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.is_abstract() || plan.replaced_by[i].is_some() {
+            continue;
+        }
+        let mut value = doc.value.clone();
+        let mut rendered = std::mem::take(&mut data[i]);
+        let own_secret = is_secret(doc) || encrypted_dest[i];
+        secret_values[i].retain(|(path, v)| path.get(&rendered) == Some(v));
+        let secret = own_secret || !secret_values[i].is_empty();
+        if !options.cleartext_secrets {
+            if own_secret {
+                rendered = redact(&rendered);
+                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                    if encrypted_dest[i] {
+                        meta.insert("storagePolicy".into(), Value::String("encrypted".into()));
+                    }
+                    if let Some(Value::Array(subs)) = meta.get_mut("substitutions") {
+                        redact_substitution_paths(subs);
+                    }
+                }
+            } else {
+                for (path, v) in &secret_values[i] {
+                    if let Ok(place) = path.place(&mut rendered) {
+                        *place = redact(v);
+                    }
+                }
+            }
+        }
+        if let Some(map) = value.as_object_mut() {
+            if !doc.is_control() || map.contains_key("data") {
+                map.insert("data".to_string(), rendered);
+            }
+        }
+        documents.push(Rendered {
+            value,
+            origin: doc.origin.clone(),
+            provenance: std::mem::take(&mut provenance[i]),
+            secret,
+        });
+    }
+    Ok(Rendering {
+        documents,
+        warnings,
+    })
+}
+
+/// `file document N (line L) (site layer; what was done)`.
+fn own_provenance(doc: &Document, how: &str) -> String {
+    match (doc.layer().is_empty(), how.is_empty()) {
+        (true, true) => doc.origin.to_string(),
+        (true, false) => format!("{} ({how})", doc.origin),
+        (false, true) => format!("{} ({} layer)", doc.origin, doc.layer()),
+        (false, false) => format!("{} ({} layer; {how})", doc.origin, doc.layer()),
+    }
+}
+
+/// An encrypted document's substitution paths, redacted as Deckhand redacts them.
+fn redact_substitution_paths(subs: &mut [Value]) {
+    let hash = |slot: Option<&mut Value>| {
+        if let Some(path) = slot {
+            *path = redact(path);
+        }
+    };
+    for sub in subs {
+        hash(sub.pointer_mut("/src/path"));
+        match sub.get_mut("dest") {
+            Some(Value::Array(dests)) => {
+                for dest in dests {
+                    hash(dest.get_mut("path"));
+                }
+            }
+            Some(dest) => hash(dest.get_mut("path")),
+            None => {}
+        }
+    }
+}

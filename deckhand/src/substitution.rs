@@ -1,0 +1,282 @@
+//! Substitution: `metadata.substitutions` read, and each one done as Deckhand does it: the source is the
+//! concrete document of that schema and name (its replacement when it is replaced), its value at
+//! `src.path` (its whole data when the data is not a mapping), optionally cut by `src.pattern` and
+//! `src.match_group`, written at each `dest.path` (in place, or replacing `dest.pattern`, or with `recurse`
+//! inside every string below).
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::document::Document;
+use crate::error::RenderError;
+use crate::path::{kind, write, Path, Write};
+use crate::render::Warning;
+
+/// One substitution as written.
+#[derive(Debug, Clone)]
+pub struct Substitution {
+    /// `src.schema`.
+    pub src_schema: String,
+    /// `src.name`.
+    pub src_name: String,
+    /// `src.path`.
+    pub src_path: String,
+    /// `src.pattern`: a regular expression searched in the source value.
+    pub src_pattern: Option<String>,
+    /// `src.match_group`: the group of `src.pattern` taken (0: the whole match).
+    pub match_group: usize,
+    /// `dest`, one or a list.
+    pub dests: Vec<Dest>,
+}
+
+/// One destination of a substitution.
+#[derive(Debug, Clone)]
+pub struct Dest {
+    /// `dest.path`.
+    pub path: String,
+    /// `dest.pattern`.
+    pub pattern: Option<String>,
+    /// `dest.recurse.depth` when `recurse` is given (`-1` when it has no depth).
+    pub recurse: Option<i64>,
+}
+
+/// The document's substitutions (absent, null or empty: none).
+pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
+    let invalid = |field: String, reason: &str| RenderError::InvalidField {
+        document: doc.reference(),
+        field,
+        reason: reason.to_string(),
+    };
+    let items = match doc.substitutions() {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        _ => {
+            return Err(invalid(
+                "metadata.substitutions".into(),
+                "must be a list of {src, dest}",
+            ))
+        }
+    };
+    let mut subs = Vec::with_capacity(items.len());
+    for (n, item) in items.iter().enumerate() {
+        let field = |f: &str| format!("metadata.substitutions[{n}].{f}");
+        let text = |v: Option<&Value>, f: &str| -> Result<String, RenderError> {
+            v.and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| invalid(field(f), "must be a string"))
+        };
+        let src = item.get("src");
+        let src_pattern = match src.and_then(|s| s.get("pattern")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) => Some(p.clone()),
+            Some(_) => return Err(invalid(field("src.pattern"), "must be a string")),
+        };
+        let match_group = match src.and_then(|s| s.get("match_group")) {
+            None | Some(Value::Null) => 0,
+            Some(v) => v
+                .as_u64()
+                .and_then(|g| usize::try_from(g).ok())
+                .ok_or_else(|| invalid(field("src.match_group"), "must be a group number"))?,
+        };
+        let dest_items: Vec<&Value> = match item.get("dest") {
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(one @ Value::Object(_)) => vec![one],
+            _ => {
+                return Err(invalid(
+                    field("dest"),
+                    "must be {path, pattern?} or a list of them",
+                ))
+            }
+        };
+        let mut dests = Vec::with_capacity(dest_items.len());
+        for (d, dest) in dest_items.into_iter().enumerate() {
+            let dfield = |f: &str| field(&format!("dest[{d}].{f}"));
+            let path = dest
+                .get("path")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid(dfield("path"), "must be a string"))?
+                .to_string();
+            let pattern = match dest.get("pattern") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) if p.is_empty() => None,
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(_) => return Err(invalid(dfield("pattern"), "must be a string")),
+            };
+            let recurse = match dest.get("recurse") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(r)) if r.is_empty() => None,
+                Some(Value::Object(r)) => Some(match r.get("depth") {
+                    None => -1,
+                    Some(d) => d
+                        .as_i64()
+                        .ok_or_else(|| invalid(dfield("recurse.depth"), "must be a number"))?,
+                }),
+                Some(_) => return Err(invalid(dfield("recurse"), "must be {depth: N}")),
+            };
+            dests.push(Dest {
+                path,
+                pattern,
+                recurse,
+            });
+        }
+        subs.push(Substitution {
+            src_schema: text(src.and_then(|s| s.get("schema")), "src.schema")?,
+            src_name: text(src.and_then(|s| s.get("name")), "src.name")?,
+            src_path: text(src.and_then(|s| s.get("path")), "src.path")?,
+            src_pattern,
+            match_group,
+            dests,
+        });
+    }
+    Ok(subs)
+}
+
+/// A value written into a destination: where, what is there now, and from which source.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The destination path.
+    pub path: Path,
+    /// The value at the path after the write.
+    pub value: Value,
+    /// The source document (index).
+    pub source: usize,
+}
+
+/// The source of a substitution as the renderer resolved it: the document and its current data.
+pub struct Source<'a> {
+    /// The source document's index.
+    pub index: usize,
+    /// The document.
+    pub doc: &'a Document,
+    /// Its data as rendered so far.
+    pub data: &'a Value,
+}
+
+/// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
+pub fn substitute<'a>(
+    doc: &Document,
+    data: &mut Value,
+    subs: &[Substitution],
+    source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<Written>, RenderError> {
+    let mut written = Vec::new();
+    for (index, sub) in subs.iter().enumerate() {
+        let src = source(&sub.src_schema, &sub.src_name).ok_or_else(|| {
+            RenderError::SubstitutionSourceNotFound {
+                document: doc.reference(),
+                index,
+                src_schema: sub.src_schema.clone(),
+                src_name: sub.src_name.clone(),
+            }
+        })?;
+        let value = if src.data.is_object() {
+            let path = Path::parse(&sub.src_path).map_err(|reason| RenderError::InvalidField {
+                document: doc.reference(),
+                field: format!("metadata.substitutions[{index}].src.path"),
+                reason,
+            })?;
+            path.get(src.data).cloned()
+        } else if src.data.is_null() {
+            None
+        } else {
+            Some(src.data.clone())
+        };
+        let mut value = value.ok_or_else(|| RenderError::SubstitutionSourceDataNotFound {
+            document: doc.reference(),
+            index,
+            source_doc: src.doc.reference(),
+            path: sub.src_path.clone(),
+        })?;
+        let failed = |path: &str, details: String| RenderError::UnknownSubstitutionError {
+            document: doc.reference(),
+            index,
+            source_doc: src.doc.reference(),
+            path: path.to_string(),
+            details,
+        };
+        if let Some(pattern) = &sub.src_pattern {
+            let Value::String(text) = &value else {
+                return Err(failed(
+                    &sub.src_path,
+                    format!(
+                        "src.pattern needs a string, the source value is {}",
+                        kind(&value)
+                    ),
+                ));
+            };
+            let re = Regex::new(pattern)
+                .map_err(|e| failed(&sub.src_path, format!("src.pattern {pattern:?}: {e}")))?;
+            match re.captures(text) {
+                None => warnings.push(Warning::about(
+                    doc,
+                    format!(
+                        "substitution {index}: src.pattern {pattern:?} does not match the value of {} at {}; \
+                         the whole value is used",
+                        src.doc.reference(),
+                        sub.src_path
+                    ),
+                )),
+                Some(captures) => {
+                    value = captures
+                        .get(sub.match_group)
+                        .map(|m| Value::String(m.as_str().to_string()))
+                        .unwrap_or(Value::Null);
+                }
+            }
+        }
+        for dest in &sub.dests {
+            let path = Path::parse(&dest.path).map_err(|reason| failed(&dest.path, reason))?;
+            let pattern = match &dest.pattern {
+                Some(p) => Some(
+                    Regex::new(p)
+                        .map_err(|e| failed(&dest.path, format!("dest.pattern {p:?}: {e}")))?,
+                ),
+                None => None,
+            };
+            let how = Write {
+                pattern: pattern.as_ref(),
+                pattern_text: dest.pattern.as_deref().unwrap_or(""),
+                recurse: dest.recurse,
+            };
+            let now = if path.steps.is_empty() {
+                let mut result = data.clone();
+                write(&mut result, &path, value.clone(), how).map_err(|e| failed(&dest.path, e))?;
+                match (&mut *data, result) {
+                    (Value::Object(map), Value::Object(new)) => {
+                        for (k, v) in new {
+                            map.insert(k, v);
+                        }
+                    }
+                    (_, result) if truthy(&result) => *data = result,
+                    _ => return Err(failed(
+                        &dest.path,
+                        "the value substituted at the whole data is empty; no data was substituted"
+                            .to_string(),
+                    )),
+                }
+                data.clone()
+            } else {
+                write(data, &path, value.clone(), how).map_err(|e| failed(&dest.path, e))?
+            };
+            written.push(Written {
+                path,
+                value: now,
+                source: src.index,
+            });
+        }
+    }
+    Ok(written)
+}
+
+/// Python's truth of a value.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
