@@ -29,6 +29,7 @@ mod quickstart;
 mod resolve;
 mod rows;
 mod settings;
+mod site;
 mod strategy;
 mod tags;
 mod watch;
@@ -131,6 +132,11 @@ enum Command {
     Tag {
         #[command(subcommand)]
         command: tags::TagCommand,
+    },
+    /// An Airship site: render it as Deckhand does (offline), enrol its Drydock nodes.
+    Site {
+        #[command(subcommand)]
+        command: site::SiteCommand,
     },
     /// Plugins: list, show, register, delete, enable and disable in a cluster.
     Plugin {
@@ -751,6 +757,17 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
             plinth_common::cli_docs::generate(*what, cli_command(), &mut std::io::stdout())?;
             return Ok(true);
         }
+        Command::Site {
+            command:
+                site::SiteCommand::Render {
+                    files,
+                    cleartext_secrets,
+                    schema,
+                },
+        } => return site::render_site(files, *cleartext_secrets, schema.as_deref(), cli.output),
+        Command::Site {
+            command: site::SiteCommand::Nodes { files },
+        } => return site::show_nodes(files, cli.output),
         Command::Graph { command } => {
             if let Some(r) = graph::run_offline(command, cli.output) {
                 return r;
@@ -795,6 +812,12 @@ async fn run(cli: Cli, server: ServerArgs) -> Result<bool> {
         Command::Graph { command } => return graph::run(&client, command, f).await,
         Command::Tag { command } => return tags::run(&client, command, f).await,
         Command::Plugin { command } => return plugins::run(&client, command, f).await,
+        Command::Site {
+            command: site::SiteCommand::Load { files, dry_run },
+        } => return site::load(&client, &files, dry_run, f).await,
+        Command::Site {
+            command: site::SiteCommand::Render { .. } | site::SiteCommand::Nodes { .. },
+        } => unreachable!("handled above"),
         Command::Strategy { command } => match command {
             StrategyCommand::List { cluster } => {
                 let list: Vec<StrategyRecord> = client

@@ -93,11 +93,13 @@ pub fn enrollment_document(site: &Site) -> (Value, Vec<NotEnrolled>) {
         if let Some(rack) = &node.rack {
             entry.insert("rack".into(), json!(rack));
         }
-        if let Some(mode) = node
-            .boot_mode
-            .as_deref()
-            .filter(|m| ["bios", "uefi"].contains(m))
-        {
+        // Drydock's `bios` is Plinth's `legacy`.
+        let mode = match node.boot_mode.as_deref() {
+            Some("bios") => Some("legacy"),
+            Some("uefi") => Some("uefi"),
+            _ => None,
+        };
+        if let Some(mode) = mode {
             entry.insert("profile".into(), json!({ "boot_mode": mode }));
         }
         if let Some(bmc) = bmc {

@@ -45,6 +45,7 @@ mod pull_loop;
 mod rack;
 mod refusals;
 mod roles_tags_plugins;
+mod site;
 mod strategies;
 mod systemd_units;
 mod tls_names;
