@@ -50,7 +50,7 @@ pub enum SiteCommand {
 }
 
 /// Every YAML file `paths` name, folders read whole and in name order.
-fn site_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn site_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .with_context(|| format!("cannot read the folder {}", dir.display()))?
@@ -170,6 +170,27 @@ pub fn show_nodes(files: &[PathBuf], f: Format) -> Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// The site's Drydock nodes as a strategy's inventory: name, tags, labels (`owner_data`), rack.
+pub(crate) fn inventory(files: &[PathBuf]) -> Result<Vec<plinth_common::strategy::InventoryNode>> {
+    let rendering = rendered(files, false)?;
+    let values: Vec<Value> = rendering
+        .documents
+        .iter()
+        .map(|d| d.value.clone())
+        .collect();
+    let site = compile(&values)?;
+    Ok(site
+        .nodes
+        .into_iter()
+        .map(|n| plinth_common::strategy::InventoryNode {
+            name: n.name,
+            tags: n.tags,
+            labels: n.labels,
+            rack: n.rack,
+        })
+        .collect())
 }
 
 /// What loading changes for one node.

@@ -35,14 +35,19 @@ fn refusal(what: &str, e: &strategy::StrategyError) -> anyhow::Error {
     anyhow::anyhow!(msg)
 }
 
-/// The files named, read (`-` is standard input).
+/// The files named, read (`-` is standard input; a folder is read whole, as a site is).
 fn read_all(paths: &[PathBuf]) -> Result<Vec<(String, String)>> {
     if paths.is_empty() {
         bail!("give at least one file");
     }
-    paths
-        .iter()
-        .map(|p| Ok((p.display().to_string(), read(p)?)))
+    let (stdin, files): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        paths.iter().partition(|p| p.as_path() == Path::new("-"));
+    let files: Vec<PathBuf> = files.into_iter().cloned().collect();
+    stdin
+        .into_iter()
+        .cloned()
+        .chain(crate::site::site_files(&files)?)
+        .map(|p| Ok((p.display().to_string(), read(&p)?)))
         .collect()
 }
 
@@ -63,9 +68,17 @@ pub fn load_strategy(paths: &[PathBuf]) -> Result<strategy::LoadedStrategy> {
     Ok(loaded)
 }
 
-/// Reads a node inventory file (YAML or JSON list of {name, tags, labels, rack}).
+/// Reads a node inventory: a file (YAML or JSON list of {name, tags, labels, rack}), or an Airship
+/// site (a folder, or a file of `drydock/BaremetalNode/v1` documents) whose Drydock nodes, compiled
+/// as Drydock compiles them, are the inventory.
 pub fn load_inventory(path: &Path) -> Result<Vec<strategy::InventoryNode>> {
+    if path.is_dir() {
+        return crate::site::inventory(&[path.to_path_buf()]);
+    }
     let text = read(path)?;
+    if text.contains("drydock/BaremetalNode/v1") {
+        return crate::site::inventory(&[path.to_path_buf()]);
+    }
     strategy::parse_inventory(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 

@@ -53,6 +53,29 @@ fn the_treasuremap_site_renders_and_its_nodes_enrol_as_drydock_has_them() {
         "the substituted IPMI password is redacted: {credential}"
     );
 
+    // Shipyard's strategy, picked out of the rendered site, selects from Drydock's nodes as Drydock
+    // compiles them (their tags set on the nodes themselves, their host profiles inherited).
+    let out = std::process::Command::new(bin("plinthctl"))
+        .args(["strategy", "check", site, "--inventory", site])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "masters  yes       -           100%      2      cab23-r720-12, cab23-r720-13"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("workers  yes       masters     60%       3      cab23-r720-14, cab23-r720-16, cab23-r720-17"),
+        "{text}"
+    );
+
     // Loading shows the plan first; a dry run changes nothing.
     let (ok, out, err) = c.plinthctl(&["site", "load", site, "--dry-run"]);
     assert!(ok, "{err}");
