@@ -100,6 +100,17 @@ fn rendered(paths: &[PathBuf], cleartext_secrets: bool) -> Result<Rendering> {
     Ok(rendering)
 }
 
+/// The site's Drydock nodes compiled from its rendered documents.
+fn compiled(files: &[PathBuf], cleartext_secrets: bool) -> Result<plinth_common::site::Site> {
+    let rendering = rendered(files, cleartext_secrets)?;
+    let values: Vec<Value> = rendering
+        .documents
+        .iter()
+        .map(|d| d.value.clone())
+        .collect();
+    Ok(compile(&values)?)
+}
+
 /// `site render`: the rendered documents, as a YAML stream (or a JSON list with `-o json`).
 pub fn render_site(
     files: &[PathBuf],
@@ -135,13 +146,7 @@ pub fn render_site(
 
 /// `site nodes`: the compiled nodes, a table or JSON.
 pub fn show_nodes(files: &[PathBuf], f: Format) -> Result<bool> {
-    let rendering = rendered(files, false)?;
-    let values: Vec<Value> = rendering
-        .documents
-        .iter()
-        .map(|d| d.value.clone())
-        .collect();
-    let site = compile(&values)?;
+    let site = compiled(files, false)?;
     match f {
         Format::Json => crate::output::json(&serde_json::json!(site.nodes)),
         Format::Table => {
@@ -174,13 +179,7 @@ pub fn show_nodes(files: &[PathBuf], f: Format) -> Result<bool> {
 
 /// The site's Drydock nodes as a strategy's inventory: name, tags, labels (`owner_data`), rack.
 pub(crate) fn inventory(files: &[PathBuf]) -> Result<Vec<plinth_common::strategy::InventoryNode>> {
-    let rendering = rendered(files, false)?;
-    let values: Vec<Value> = rendering
-        .documents
-        .iter()
-        .map(|d| d.value.clone())
-        .collect();
-    let site = compile(&values)?;
+    let site = compiled(files, false)?;
     Ok(site
         .nodes
         .into_iter()
@@ -282,13 +281,7 @@ fn summary(entry: &Value) -> String {
 pub async fn load(client: &Client, files: &[PathBuf], dry_run: bool, f: Format) -> Result<bool> {
     // In clear: the enrollment carries each BMC's credential (sealed by the controller at rest);
     // nothing below prints one.
-    let rendering = rendered(files, true)?;
-    let values: Vec<Value> = rendering
-        .documents
-        .iter()
-        .map(|d| d.value.clone())
-        .collect();
-    let site = compile(&values)?;
+    let site = compiled(files, true)?;
     if site.nodes.is_empty() {
         bail!("the site has no drydock/BaremetalNode/v1 document: no node to enrol");
     }
