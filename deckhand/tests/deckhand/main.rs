@@ -4,6 +4,7 @@
 //!
 //! One subject: `cargo test -p plinth-deckhand --test deckhand MODULE::`.
 
+mod api;
 mod generated;
 mod layering;
 mod negative;
