@@ -9,6 +9,7 @@ mod generated;
 mod layering;
 mod negative;
 mod replacement;
+mod robustness;
 mod secrets;
 mod substitution;
 mod support;
