@@ -6,11 +6,18 @@ treasuremap site's folder, or the file `cargo run -p plinth-deckhand --example g
 writes. Deckhand's `DocumentLayering` is run as its API runs it for a revision (no pre-validation), on a
 fresh copy of the documents each time; reading the YAML is timed apart.
 
-    python3 render_with_deckhand.py --deckhand-src DECKHAND_CHECKOUT [--repeat N] [--cleartext] PATH...
+    python3 render_with_deckhand.py --deckhand-src DECKHAND_CHECKOUT [--repeat N] [--cleartext]
+        [--digests FILE] PATH...
+
+With `--digests`, it also writes one line per rendered document, `schema|layer|name sha256`, the digest
+of its data as compact JSON with sorted keys: what `deckhand/tests/deckhand/conformance.rs` compares
+`plinth-deckhand`'s rendering with.
 """
 
 import argparse
 import copy
+import hashlib
+import json
 import os
 import statistics
 import sys
@@ -35,6 +42,7 @@ def main():
                         help="a checkout of Deckhand's source (the folder holding the `deckhand` package)")
     parser.add_argument('--repeat', type=int, default=10, help='renderings to time (default 10)')
     parser.add_argument('--cleartext', action='store_true', help='render secrets in clear')
+    parser.add_argument('--digests', help="write each rendered document's data digest to this file")
     parser.add_argument('paths', nargs='+', help='YAML files or folders of them')
     args = parser.parse_args()
 
@@ -59,6 +67,18 @@ def main():
         rendered = engine.render()
         times.append(time.perf_counter() - started)
         count = len(rendered)
+
+    if args.digests:
+        lines = []
+        for doc in rendered:
+            meta = doc.get('metadata') or {}
+            layer = (meta.get('layeringDefinition') or {}).get('layer') or ''
+            text = json.dumps(doc.get('data'), sort_keys=True, separators=(',', ':'),
+                              ensure_ascii=False)
+            lines.append('%s|%s|%s %s' % (doc.get('schema'), layer, meta.get('name'),
+                                          hashlib.sha256(text.encode('utf-8')).hexdigest()))
+        with open(args.digests, 'w') as f:
+            f.write('\n'.join(sorted(lines)) + '\n')
 
     print('documents read: %d (%.1f ms)' % (len(documents), read * 1000))
     print('concrete documents rendered: %d' % count)
