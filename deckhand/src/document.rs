@@ -55,48 +55,49 @@ impl Document {
         Document { value, origin }
     }
 
-    fn text(&self, pointer: &str) -> &str {
-        self.value
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
+    /// The value at a path of keys (no allocation, unlike `Value::pointer`).
+    fn at(&self, keys: &[&str]) -> Option<&Value> {
+        keys.iter().try_fold(&self.value, |v, k| v.get(k))
     }
 
-    fn mapping(&self, pointer: &str) -> &Map<String, Value> {
-        self.value
-            .pointer(pointer)
+    fn text(&self, keys: &[&str]) -> &str {
+        self.at(keys).and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn mapping(&self, keys: &[&str]) -> &Map<String, Value> {
+        self.at(keys)
             .and_then(Value::as_object)
             .unwrap_or_else(|| empty())
     }
 
     /// `schema` (empty when absent).
     pub fn schema(&self) -> &str {
-        self.text("/schema")
+        self.text(&["schema"])
     }
 
     /// `metadata.name` (empty when absent).
     pub fn name(&self) -> &str {
-        self.text("/metadata/name")
+        self.text(&["metadata", "name"])
     }
 
     /// `metadata.schema`, e.g. `metadata/Document/v1` (empty when absent).
     pub fn metadata_schema(&self) -> &str {
-        self.text("/metadata/schema")
+        self.text(&["metadata", "schema"])
     }
 
     /// `metadata.layeringDefinition.layer` (empty when absent).
     pub fn layer(&self) -> &str {
-        self.text("/metadata/layeringDefinition/layer")
+        self.text(&["metadata", "layeringDefinition", "layer"])
     }
 
     /// `metadata.layeringDefinition.abstract` is `true`.
     pub fn is_abstract(&self) -> bool {
-        self.value.pointer("/metadata/layeringDefinition/abstract") == Some(&Value::Bool(true))
+        self.at(&["metadata", "layeringDefinition", "abstract"]) == Some(&Value::Bool(true))
     }
 
     /// `metadata.replacement` is `true`.
     pub fn is_replacement(&self) -> bool {
-        self.value.pointer("/metadata/replacement") == Some(&Value::Bool(true))
+        self.at(&["metadata", "replacement"]) == Some(&Value::Bool(true))
     }
 
     /// A control document (`metadata.schema` starting with `metadata/Control`): never layered nor
@@ -112,31 +113,29 @@ impl Document {
 
     /// `metadata.labels` (empty when absent).
     pub fn labels(&self) -> &Map<String, Value> {
-        self.mapping("/metadata/labels")
+        self.mapping(&["metadata", "labels"])
     }
 
     /// `metadata.layeringDefinition.parentSelector` (empty when absent).
     pub fn parent_selector(&self) -> &Map<String, Value> {
-        self.mapping("/metadata/layeringDefinition/parentSelector")
+        self.mapping(&["metadata", "layeringDefinition", "parentSelector"])
     }
 
     /// `metadata.layeringDefinition.actions`, as written (absent reads as `null`).
     pub fn actions(&self) -> &Value {
-        self.value
-            .pointer("/metadata/layeringDefinition/actions")
+        self.at(&["metadata", "layeringDefinition", "actions"])
             .unwrap_or(&Value::Null)
     }
 
     /// `metadata.substitutions`, as written (absent reads as `null`).
     pub fn substitutions(&self) -> &Value {
-        self.value
-            .pointer("/metadata/substitutions")
+        self.at(&["metadata", "substitutions"])
             .unwrap_or(&Value::Null)
     }
 
     /// `metadata.storagePolicy` (empty when absent).
     pub fn storage_policy(&self) -> &str {
-        self.text("/metadata/storagePolicy")
+        self.text(&["metadata", "storagePolicy"])
     }
 
     /// `metadata.storagePolicy` is `encrypted`.

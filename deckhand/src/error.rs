@@ -5,13 +5,22 @@ use thiserror::Error;
 
 use crate::document::{DocRef, Origin};
 
+/// A message prefixed with the text's name, when it has one.
+fn named(name: &str, message: &str) -> String {
+    if name.is_empty() {
+        message.to_string()
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
 /// Why a set of documents cannot be rendered.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum RenderError {
     /// A text is neither YAML nor JSON.
-    #[error("{source_name}: {message}")]
+    #[error("{}", named(source_name, message))]
     Syntax {
-        /// The text's name.
+        /// The text's name (empty for an unnamed text).
         source_name: String,
         /// What is wrong, with the line.
         message: String,

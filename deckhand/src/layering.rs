@@ -6,6 +6,8 @@
 //! one parent is an error; a child whose selector matches nothing keeps its own data. A selected parent
 //! of another schema, or in a layer not above the child's, is an error.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::document::Document;
@@ -15,19 +17,42 @@ use crate::policy::LayerOrder;
 
 /// Each document's parent (an index into `docs`), or none.
 pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usize>>, RenderError> {
+    // The children that could be selected by a label: (key, value) -> documents whose parentSelector
+    // holds that pair.
+    let selectors: Vec<&Map<String, Value>> = docs.iter().map(|d| d.parent_selector()).collect();
+    let mut by_pair: HashMap<(&str, String), Vec<usize>> = HashMap::new();
+    for (child, selector) in selectors.iter().enumerate() {
+        for (k, v) in selector.iter() {
+            by_pair
+                .entry((k.as_str(), v.to_string()))
+                .or_default()
+                .push(child);
+        }
+    }
+    let layers: Vec<&str> = docs.iter().map(|d| d.layer()).collect();
     let mut parent: Vec<Option<usize>> = vec![None; docs.len()];
     let mut count = vec![0usize; docs.len()];
+    let mut candidates = Vec::new();
     for (rank, layer) in order.layers.iter().enumerate() {
         for (candidate, doc) in docs.iter().enumerate() {
-            if doc.layer() != layer {
+            if layers[candidate] != layer {
                 continue;
             }
             let labels = doc.labels();
-            for (child, other) in docs.iter().enumerate() {
-                let selector = other.parent_selector();
+            candidates.clear();
+            for (k, v) in labels.iter() {
+                if let Some(children) = by_pair.get(&(k.as_str(), v.to_string())) {
+                    candidates.extend_from_slice(children);
+                }
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            for &child in &candidates {
+                let other = docs[child];
                 if child == candidate
-                    || selector.is_empty()
-                    || !selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+                    || !selectors[child]
+                        .iter()
+                        .all(|(k, v)| labels.get(k) == Some(v))
                 {
                     continue;
                 }
@@ -39,7 +64,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
                             .to_string(),
                     });
                 }
-                let child_rank = order.rank(other.layer());
+                let child_rank = order.rank(layers[child]);
                 if child_rank.is_none_or(|c| rank >= c) {
                     return Err(RenderError::InvalidDocumentParent {
                         document: other.reference(),
@@ -47,7 +72,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
                         reason: format!(
                             "the child's layer {:?} must be lower than the parent's layer {layer:?} in the \
                              layerOrder ({})",
-                            other.layer(),
+                            layers[child],
                             order.layers.join(", ")
                         ),
                     });
@@ -55,7 +80,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
                 count[child] += 1;
                 match parent[child] {
                     Some(current) => {
-                        let current_rank = order.rank(docs[current].layer()).unwrap_or(0);
+                        let current_rank = order.rank(layers[current]).unwrap_or(0);
                         if rank > current_rank {
                             parent[child] = Some(candidate);
                             count[child] -= 1;
@@ -66,9 +91,9 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
             }
         }
     }
+    let top = order.layers.first().map(String::as_str);
     for (child, doc) in docs.iter().enumerate() {
-        let top = order.layers.first().map(String::as_str);
-        if doc.layer().is_empty() || Some(doc.layer()) == top {
+        if layers[child].is_empty() || Some(layers[child]) == top {
             continue;
         }
         if count[child] > 1 {

@@ -12,7 +12,7 @@ use crate::layering::{self, Action};
 use crate::path::Path;
 use crate::policy;
 use crate::secrets::{is_secret, redact};
-use crate::substitution::{self, Source, Substitution, Written};
+use crate::substitution::{self, Patterns, Source, Substitution, Written};
 
 /// How to render.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -307,6 +307,7 @@ fn render_sorted(
     // Values written from secrets, per document, with the value written (still secret while unchanged).
     let mut secret_values: Vec<Vec<(Path, Value)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
+    let mut patterns = Patterns::default();
     for &i in sorted {
         let doc = docs[i];
         if doc.is_control() {
@@ -352,7 +353,14 @@ fn render_sorted(
                         data: &data[s],
                     })
                 };
-                substitution::substitute(doc, &mut own, &plan.subs[i], &lookup, &mut warnings)
+                substitution::substitute(
+                    doc,
+                    &mut own,
+                    &plan.subs[i],
+                    &lookup,
+                    &mut patterns,
+                    &mut warnings,
+                )
             };
             data[i] = own;
             let written: Vec<Written> = result?;

@@ -41,11 +41,7 @@ pub fn read_sources_noting(
             }
         }
         let loaded = yaml::load(text).map_err(|message| RenderError::Syntax {
-            source_name: if name.is_empty() {
-                "text".into()
-            } else {
-                name.to_string()
-            },
+            source_name: name.to_string(),
             message,
         })?;
         let mut index = 0;

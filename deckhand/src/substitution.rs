@@ -4,6 +4,8 @@
 //! `src.match_group`, written at each `dest.path` (in place, or replacing `dest.pattern`, or with `recurse`
 //! inside every string below).
 
+use std::collections::HashMap;
+
 use regex::Regex;
 use serde_json::Value;
 
@@ -152,12 +154,27 @@ pub struct Source<'a> {
     pub data: &'a Value,
 }
 
+/// Regular expressions compiled once per rendering.
+#[derive(Default)]
+pub struct Patterns(HashMap<String, Regex>);
+
+impl Patterns {
+    fn get(&mut self, pattern: &str) -> Result<&Regex, regex::Error> {
+        if !self.0.contains_key(pattern) {
+            let re = Regex::new(pattern)?;
+            self.0.insert(pattern.to_string(), re);
+        }
+        self.0.get(pattern).ok_or(regex::Error::CompiledTooBig(0))
+    }
+}
+
 /// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
 pub fn substitute<'a>(
     doc: &Document,
     data: &mut Value,
     subs: &[Substitution],
     source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
+    patterns: &mut Patterns,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::new();
@@ -205,7 +222,8 @@ pub fn substitute<'a>(
                     ),
                 ));
             };
-            let re = Regex::new(pattern)
+            let re = patterns
+                .get(pattern)
                 .map_err(|e| failed(&sub.src_path, format!("src.pattern {pattern:?}: {e}")))?;
             match re.captures(text) {
                 None => warnings.push(Warning::about(
@@ -229,13 +247,14 @@ pub fn substitute<'a>(
             let path = Path::parse(&dest.path).map_err(|reason| failed(&dest.path, reason))?;
             let pattern = match &dest.pattern {
                 Some(p) => Some(
-                    Regex::new(p)
+                    patterns
+                        .get(p)
                         .map_err(|e| failed(&dest.path, format!("dest.pattern {p:?}: {e}")))?,
                 ),
                 None => None,
             };
             let how = Write {
-                pattern: pattern.as_ref(),
+                pattern,
                 pattern_text: dest.pattern.as_deref().unwrap_or(""),
                 recurse: dest.recurse,
             };

@@ -36,9 +36,31 @@ pub fn load(text: &str) -> Result<Vec<YamlDoc>, String> {
             error.info()
         ));
     }
-    match builder.error {
-        Some(error) => Err(error),
-        None => Ok(builder.docs),
+    if let Some(error) = builder.error {
+        return Err(error);
+    }
+    // A block scalar running to the end of a text that has no final line break has none either (as
+    // PyYAML reads it); the parser gives it one.
+    if builder.last_was_block && !text.ends_with('\n') {
+        if let Some(Value::String(s)) = builder
+            .docs
+            .last_mut()
+            .and_then(|d| last_leaf(&mut d.value))
+        {
+            if s.ends_with('\n') {
+                s.pop();
+            }
+        }
+    }
+    Ok(builder.docs)
+}
+
+/// The last scalar of a document, in the order it was written.
+fn last_leaf(value: &mut Value) -> Option<&mut Value> {
+    match value {
+        Value::Object(map) => map.values_mut().next_back().and_then(last_leaf),
+        Value::Array(items) => items.last_mut().and_then(last_leaf),
+        other => Some(other),
     }
 }
 
@@ -70,6 +92,8 @@ struct Builder {
     line: usize,
     warnings: Vec<String>,
     error: Option<String>,
+    /// The last node read was a block scalar (`|` or `>`) value.
+    last_was_block: bool,
 }
 
 /// The merge key, when written plain.
@@ -114,6 +138,14 @@ impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, event: Event, mark: Marker) {
         if self.error.is_some() {
             return;
+        }
+        match &event {
+            Event::Scalar(_, style, _, _) => {
+                self.last_was_block = matches!(style, TScalarStyle::Literal | TScalarStyle::Folded)
+                    && !self.expecting_key();
+            }
+            Event::SequenceEnd | Event::MappingEnd | Event::DocumentEnd | Event::StreamEnd => {}
+            _ => self.last_was_block = false,
         }
         match event {
             Event::DocumentStart => {
@@ -317,6 +349,14 @@ mod tests {
         let docs = load(text).unwrap();
         assert_eq!(docs.len(), 1, "{docs:?}");
         docs[0].value.clone()
+    }
+
+    #[test]
+    fn a_block_scalar_at_the_end_of_a_text_without_a_final_line_break_has_none() {
+        let doc = |text: &str| load(text).unwrap().remove(0).value;
+        assert_eq!(doc("a: |\n  x\n  y"), json!({"a": "x\ny"}));
+        assert_eq!(doc("a: |\n  x\n  y\n"), json!({"a": "x\ny\n"}));
+        assert_eq!(doc("a: |\n  x\nb: 1"), json!({"a": "x\n", "b": 1}));
     }
 
     #[test]

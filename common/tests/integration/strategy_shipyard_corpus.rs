@@ -565,3 +565,67 @@ fn substitutions_are_rendered_as_deckhand_renders_them() {
         "{error}"
     );
 }
+
+/// Every YAML file of the treasuremap v1.9 site, in path order.
+fn treasuremap_site() -> Vec<(String, String)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    let root = corpus().join("treasuremap-v1.9");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.strip_prefix(&root).unwrap().display().to_string();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn the_whole_treasuremap_site_gives_its_strategy_and_configuration() {
+    let texts = treasuremap_site();
+    assert!(texts.len() > 300);
+    let sources: Vec<Source<'_>> = texts.iter().map(|(n, t)| Source::new(n, t)).collect();
+    let loaded = load_strategy(&sources).unwrap();
+    assert_eq!(loaded.strategy.name.as_deref(), Some("deployment-strategy"));
+    let names: Vec<&str> = loaded
+        .strategy
+        .groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect();
+    assert_eq!(names, ["masters", "workers"]);
+    assert!(
+        loaded
+            .provenance
+            .starts_with("global/deployment/deployment-strategy.yaml document 1 (line"),
+        "{}",
+        loaded.provenance
+    );
+    let configuration = load_configuration(&sources).unwrap().configuration;
+    assert_eq!(configuration.name, "deployment-configuration");
+    assert_eq!(
+        configuration.deployment_strategy.as_deref(),
+        Some("deployment-strategy")
+    );
+    assert_eq!(
+        (
+            configuration.prepare_node_timeout,
+            configuration.deploy_timeout
+        ),
+        (1800, 3600)
+    );
+}

@@ -492,3 +492,34 @@ fn layering_nearest_parent_wins() {
     docs[3]["metadata"]["layeringDefinition"]["parentSelector"] = json!({"k": "v"});
     check_layers(&docs, &[json!({"from": "region", "b": 4})], &[], &[]);
 }
+
+/// Deckhand's delete removes the first value equal to the one at the path, searching from the top.
+#[test]
+fn layering_delete_removes_the_first_equal_value() {
+    let docs = site_merge_global(
+        json!({"a": 1, "b": 1, "c": {"d": [5, 1]}}),
+        json!({}),
+        "delete",
+        ".b",
+    );
+    check_layers(&docs, &[json!({"b": 1, "c": {"d": [5, 1]}})], &[], &[]);
+    let docs = site_merge_global(
+        json!({"c": {"d": [5, 1]}, "e": 1}),
+        json!({}),
+        "delete",
+        ".e",
+    );
+    check_layers(&docs, &[json!({"c": {"d": [5]}, "e": 1})], &[], &[]);
+}
+
+/// A leading `.data` is dropped from an action's path even when it starts a longer key.
+#[test]
+fn layering_path_starting_with_data_is_cut_as_deckhand_cuts_it() {
+    let docs = site_merge_global(
+        json!({"database": 1, "base": 2}),
+        json!({}),
+        "delete",
+        ".database",
+    );
+    check_layers(&docs, &[json!({"database": 1})], &[], &[]);
+}

@@ -1,7 +1,7 @@
 //! Airship as its operators have it, end to end: a global + site pair of strategies from a real site
-//! (rendered as Deckhand renders it, with the site's layering policy), a DeploymentConfiguration choosing the strategy and the phase timeouts, Shipyard's
-//! actions (`update_site`, `redeploy_server`) with their steps, the seed's timeout rule, and `simulate`
-//! failures that never apply. Real controller and agent processes; `plinthctl` as operators run it.
+//! (rendered as Deckhand renders it, with the site's layering policy), a DeploymentConfiguration choosing
+//! the strategy and the phase timeouts, Shipyard's actions (`update_site`, `redeploy_server`) with their
+//! steps, the seed's timeout rule, and `simulate` failures that never apply. Real controller and agent processes; `plinthctl` as operators run it.
 
 use plinth_e2e::*;
 use serde_json::{json, Value};

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Render site documents with Deckhand's own engine and print how long it takes.
+
+The same documents `plinth-deckhand` renders (its benchmark `deckhand/benches/render.rs`): give the
+treasuremap site's folder, or the file `cargo run -p plinth-deckhand --example generate_site -- FILE`
+writes. Deckhand's `DocumentLayering` is run as its API runs it for a revision (no pre-validation), on a
+fresh copy of the documents each time; reading the YAML is timed apart.
+
+    python3 render_with_deckhand.py --deckhand-src DECKHAND_CHECKOUT [--repeat N] [--cleartext]
+        [--digests FILE] PATH...
+
+With `--digests`, it also writes one line per rendered document, `schema|layer|name sha256`, the digest
+of its data as compact JSON with sorted keys: what `deckhand/tests/deckhand/conformance.rs` compares
+`plinth-deckhand`'s rendering with.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def yaml_files(paths):
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith('.yaml'):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--deckhand-src', required=True,
+                        help="a checkout of Deckhand's source (the folder holding the `deckhand` package)")
+    parser.add_argument('--repeat', type=int, default=10, help='renderings to time (default 10)')
+    parser.add_argument('--cleartext', action='store_true', help='render secrets in clear')
+    parser.add_argument('--digests', help="write each rendered document's data digest to this file")
+    parser.add_argument('paths', nargs='+', help='YAML files or folders of them')
+    args = parser.parse_args()
+
+    sys.path.insert(0, args.deckhand_src)
+    import yaml
+    from deckhand.engine import layering
+
+    started = time.perf_counter()
+    documents = []
+    for path in yaml_files(args.paths):
+        with open(path) as f:
+            documents.extend(d for d in yaml.safe_load_all(f) if d is not None)
+    read = time.perf_counter() - started
+
+    times = []
+    count = 0
+    for _ in range(args.repeat):
+        docs = copy.deepcopy(documents)
+        started = time.perf_counter()
+        engine = layering.DocumentLayering(
+            docs, validate=False, cleartext_secrets=args.cleartext)
+        rendered = engine.render()
+        times.append(time.perf_counter() - started)
+        count = len(rendered)
+
+    if args.digests:
+        lines = []
+        for doc in rendered:
+            meta = doc.get('metadata') or {}
+            layer = (meta.get('layeringDefinition') or {}).get('layer') or ''
+            text = json.dumps(doc.get('data'), sort_keys=True, separators=(',', ':'),
+                              ensure_ascii=False)
+            lines.append('%s|%s|%s %s' % (doc.get('schema'), layer, meta.get('name'),
+                                          hashlib.sha256(text.encode('utf-8')).hexdigest()))
+        with open(args.digests, 'w') as f:
+            f.write('\n'.join(sorted(lines)) + '\n')
+
+    print('documents read: %d (%.1f ms)' % (len(documents), read * 1000))
+    print('concrete documents rendered: %d' % count)
+    print('render: min %.2f ms, median %.2f ms, max %.2f ms over %d runs' % (
+        min(times) * 1000, statistics.median(times) * 1000,
+        max(times) * 1000, len(times)))
+
+
+if __name__ == '__main__':
+    main()
