@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use plinth_deckhand::{generate, read_sources, render, Options};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use plinth_deckhand::{generate, read_sources, render, render_owned, Options};
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -43,12 +43,27 @@ fn benches(c: &mut Criterion) {
             b.iter(|| read_sources(&sources).map(|d| d.len()))
         });
         c.bench_function("render treasuremap", |b| {
-            b.iter(|| render(&docs, &options).map(|r| r.documents.len()))
+            b.iter_with_large_drop(|| render(&docs, &options))
+        });
+        // As Deckhand's engine is timed: on documents copied beforehand, rendered in place.
+        c.bench_function("render treasuremap owned", |b| {
+            b.iter_batched(
+                || docs.clone(),
+                |d| render_owned(d, &options),
+                BatchSize::LargeInput,
+            )
         });
     }
     let generated = generate::baremetal_site(1000);
     c.bench_function("render 1000 nodes", |b| {
-        b.iter(|| render(&generated, &options).map(|r| r.documents.len()))
+        b.iter_with_large_drop(|| render(&generated, &options))
+    });
+    c.bench_function("render 1000 nodes owned", |b| {
+        b.iter_batched(
+            || generated.clone(),
+            |d| render_owned(d, &options),
+            BatchSize::LargeInput,
+        )
     });
 }
 

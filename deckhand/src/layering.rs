@@ -210,14 +210,17 @@ pub fn apply_actions(
             "merge" => {
                 let from_child = path
                     .get(child_data)
-                    .ok_or_else(|| missing("the child's data has nothing at this path"))?
-                    .clone();
-                match (path.get(&data).cloned(), from_child) {
-                    (Some(Value::Object(mut ours)), Value::Object(theirs)) => {
-                        deep_merge(&mut ours, theirs);
-                        put(&mut data, Value::Object(ours))?;
+                    .ok_or_else(|| missing("the child's data has nothing at this path"))?;
+                match (path.get(&data).is_some_and(Value::is_object), from_child) {
+                    (true, Value::Object(theirs)) => {
+                        // Merged in place: only what the child adds is copied.
+                        if let Value::Object(ours) =
+                            path.place(&mut data).map_err(|r| missing(&r))?
+                        {
+                            deep_merge_from(ours, theirs);
+                        }
                     }
-                    (_, from_child) => put(&mut data, from_child)?,
+                    (_, from_child) => put(&mut data, from_child.clone())?,
                 }
             }
             _ => {
@@ -232,13 +235,15 @@ pub fn apply_actions(
     Ok(data)
 }
 
-/// Deckhand's merge: mapping into mapping key by key, recursively; anything else is replaced.
-pub fn deep_merge(target: &mut Map<String, Value>, child: Map<String, Value>) {
+/// Deckhand's merge: mapping into mapping key by key, recursively; anything else is replaced. The
+/// child's values are copied as they are inserted.
+fn deep_merge_from(target: &mut Map<String, Value>, child: &Map<String, Value>) {
     for (k, v) in child {
-        match (target.get_mut(&k), v) {
-            (Some(Value::Object(ours)), Value::Object(theirs)) => deep_merge(ours, theirs),
-            (_, v) => {
-                target.insert(k, v);
+        match (target.get_mut(k), v) {
+            (Some(Value::Object(ours)), Value::Object(theirs)) => deep_merge_from(ours, theirs),
+            (Some(slot), v) => *slot = v.clone(),
+            (None, v) => {
+                target.insert(k.clone(), v.clone());
             }
         }
     }

@@ -62,5 +62,5 @@ pub mod yaml;
 
 pub use document::{DocRef, Document, Origin, LAYERING_POLICY_SCHEMA};
 pub use error::RenderError;
-pub use render::{render, Options, Rendered, Rendering, Warning};
+pub use render::{render, render_owned, Options, Rendered, Rendering, Warning};
 pub use source::{read_sources, read_sources_noting};

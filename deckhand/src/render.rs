@@ -88,6 +88,132 @@ struct Plan<'a> {
 
 /// Renders the documents as Deckhand does. See the crate's README for the rules.
 pub fn render(input: &[Document], options: &Options) -> Result<Rendering, RenderError> {
+    let parts = render_parts(input)?;
+    let documents = parts
+        .out
+        .into_iter()
+        .map(|o| {
+            let doc = &input[o.input];
+            // The document's own data is copied only when it is the rendered data.
+            let copy = if o.data.is_some() {
+                Document {
+                    value: without_data(&doc.value),
+                    origin: doc.origin.clone(),
+                }
+            } else {
+                doc.clone()
+            };
+            finish(copy, o, options)
+        })
+        .collect();
+    Ok(Rendering {
+        documents,
+        warnings: parts.warnings,
+    })
+}
+
+/// [`render`] taking the documents: what is not layered moves into the result instead of being
+/// copied. The result is the same.
+pub fn render_owned(input: Vec<Document>, options: &Options) -> Result<Rendering, RenderError> {
+    let parts = render_parts(&input)?;
+    let mut input: Vec<Option<Document>> = input.into_iter().map(Some).collect();
+    let documents = parts
+        .out
+        .into_iter()
+        .filter_map(|o| {
+            let doc = input.get_mut(o.input)?.take()?;
+            Some(finish(doc, o, options))
+        })
+        .collect();
+    Ok(Rendering {
+        documents,
+        warnings: parts.warnings,
+    })
+}
+
+/// A document's envelope and metadata copied, its `data` (if any) left null.
+fn without_data(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if k == "data" { Value::Null } else { v.clone() };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// What rendering found for one concrete document, before its envelope is put around it.
+struct OutDoc {
+    /// Its place in the input.
+    input: usize,
+    /// Its rendered data, when it is not its own.
+    data: Option<Value>,
+    provenance: String,
+    /// Values written from secrets, with the value written.
+    secret_values: Vec<(Path, Value)>,
+    /// Data substituted from an encrypted document.
+    encrypted_dest: bool,
+}
+
+/// The concrete documents' findings, in input order, and the warnings.
+struct Parts {
+    out: Vec<OutDoc>,
+    warnings: Vec<Warning>,
+}
+
+/// The document `doc` (owned: its data is the rendered data unless `o` has other) with the rendered
+/// data put in, secrets redacted unless asked for in clear.
+fn finish(mut doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
+    let own = doc
+        .value
+        .get_mut("data")
+        .map(std::mem::take)
+        .unwrap_or(Value::Null);
+    let mut rendered = o.data.take().unwrap_or(own);
+    let own_secret = is_secret(&doc) || o.encrypted_dest;
+    o.secret_values
+        .retain(|(path, v)| path.get(&rendered) == Some(v));
+    let secret = own_secret || !o.secret_values.is_empty();
+    let control = doc.is_control();
+    let mut value = doc.value;
+    if !options.cleartext_secrets {
+        if own_secret {
+            rendered = redact(&rendered);
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                if o.encrypted_dest {
+                    meta.insert("storagePolicy".into(), Value::String("encrypted".into()));
+                }
+                if let Some(Value::Array(subs)) = meta.get_mut("substitutions") {
+                    redact_substitution_paths(subs);
+                }
+            }
+        } else {
+            for (path, v) in &o.secret_values {
+                if let Ok(place) = path.place(&mut rendered) {
+                    *place = redact(v);
+                }
+            }
+        }
+    }
+    if let Some(map) = value.as_object_mut() {
+        if !control || map.contains_key("data") {
+            map.insert("data".to_string(), rendered);
+        }
+    }
+    Rendered {
+        value,
+        origin: doc.origin,
+        provenance: o.provenance,
+        secret,
+    }
+}
+
+/// Everything rendering works out, with the input borrowed.
+fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
     for doc in input {
         if !doc.value.is_object() {
             return Err(RenderError::NotAMapping {
@@ -99,7 +225,8 @@ pub fn render(input: &[Document], options: &Options) -> Result<Rendering, Render
     let order = policy::layer_order(input, &mut warnings)?;
     let mut seen: HashMap<(&str, &str, &str), &Document> = HashMap::new();
     let mut docs = Vec::with_capacity(input.len());
-    for doc in input {
+    let mut positions = Vec::with_capacity(input.len());
+    for (at, doc) in input.iter().enumerate() {
         match seen.get(&(doc.schema(), doc.layer(), doc.name())) {
             // The very same document twice is one document (Deckhand keeps the first).
             Some(first) if first.value == doc.value => {}
@@ -112,6 +239,7 @@ pub fn render(input: &[Document], options: &Options) -> Result<Rendering, Render
             None => {
                 seen.insert((doc.schema(), doc.layer(), doc.name()), doc);
                 docs.push(doc);
+                positions.push(at);
             }
         }
     }
@@ -144,7 +272,7 @@ pub fn render(input: &[Document], options: &Options) -> Result<Rendering, Render
         subs,
     };
     let sorted = dependency_order(&plan)?;
-    render_sorted(&plan, &sorted, options, warnings)
+    render_sorted(&plan, &sorted, &positions, warnings)
 }
 
 /// Checks the replacement rules; returns each document's replacement.
@@ -297,12 +425,14 @@ fn dependency_order(plan: &Plan<'_>) -> Result<Vec<usize>, RenderError> {
 fn render_sorted(
     plan: &Plan<'_>,
     sorted: &[usize],
-    options: &Options,
+    positions: &[usize],
     mut warnings: Vec<Warning>,
-) -> Result<Rendering, RenderError> {
+) -> Result<Parts, RenderError> {
     let docs = &plan.docs;
     let n = docs.len();
-    let mut data: Vec<Value> = docs.iter().map(|d| d.data().clone()).collect();
+    // Each document's data as rendered so far; a layered document's is made from its parent's,
+    // the others' are their own, copied when first needed.
+    let mut data: Vec<Option<Value>> = vec![None; n];
     let mut provenance: Vec<String> = docs.iter().map(|d| own_provenance(d, "")).collect();
     // Values written from secrets, per document, with the value written (still secret while unchanged).
     let mut secret_values: Vec<Vec<(Path, Value)>> = vec![Vec::new(); n];
@@ -324,7 +454,13 @@ fn render_sorted(
                     ),
                 );
             } else {
-                data[i] = layering::apply_actions(doc, doc.data(), docs[p], &data[p], steps)?;
+                data[i] = Some(layering::apply_actions(
+                    doc,
+                    doc.data(),
+                    docs[p],
+                    current(&data, docs, p),
+                    steps,
+                )?);
                 secret_values[i] = secret_values[p].clone();
                 encrypted_dest[i] |= encrypted_dest[p];
                 let how: Vec<String> = steps
@@ -344,13 +480,13 @@ fn render_sorted(
             }
         }
         if !plan.subs[i].is_empty() {
-            let mut own = std::mem::take(&mut data[i]);
+            let mut own = data[i].take().unwrap_or_else(|| doc.data().clone());
             let result = {
                 let lookup = |schema: &str, name: &str| {
                     plan.sources.get(&(schema, name)).map(|&s| Source {
                         index: s,
                         doc: docs[s],
-                        data: &data[s],
+                        data: current(&data, docs, s),
                     })
                 };
                 substitution::substitute(
@@ -362,7 +498,7 @@ fn render_sorted(
                     &mut warnings,
                 )
             };
-            data[i] = own;
+            data[i] = Some(own);
             let written: Vec<Written> = result?;
             let mut from = Vec::new();
             for w in written {
@@ -384,57 +520,31 @@ fn render_sorted(
             provenance[i] = format!("{}; substituted from {}", provenance[i], from.join(", "));
         }
         if let (true, Some(p)) = (doc.is_replacement(), plan.parents[i]) {
-            data[p] = data[i].clone();
+            data[p] = Some(current(&data, docs, i).clone());
             provenance[p] = provenance[i].clone();
             secret_values[p] = secret_values[i].clone();
             encrypted_dest[p] = encrypted_dest[i];
         }
     }
-    let mut documents = Vec::new();
+    let mut out = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
         if doc.is_abstract() || plan.replaced_by[i].is_some() {
             continue;
         }
-        let mut value = doc.value.clone();
-        let mut rendered = std::mem::take(&mut data[i]);
-        let own_secret = is_secret(doc) || encrypted_dest[i];
-        secret_values[i].retain(|(path, v)| path.get(&rendered) == Some(v));
-        let secret = own_secret || !secret_values[i].is_empty();
-        if !options.cleartext_secrets {
-            if own_secret {
-                rendered = redact(&rendered);
-                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                    if encrypted_dest[i] {
-                        meta.insert("storagePolicy".into(), Value::String("encrypted".into()));
-                    }
-                    if let Some(Value::Array(subs)) = meta.get_mut("substitutions") {
-                        redact_substitution_paths(subs);
-                    }
-                }
-            } else {
-                for (path, v) in &secret_values[i] {
-                    if let Ok(place) = path.place(&mut rendered) {
-                        *place = redact(v);
-                    }
-                }
-            }
-        }
-        if let Some(map) = value.as_object_mut() {
-            if !doc.is_control() || map.contains_key("data") {
-                map.insert("data".to_string(), rendered);
-            }
-        }
-        documents.push(Rendered {
-            value,
-            origin: doc.origin.clone(),
+        out.push(OutDoc {
+            input: positions[i],
+            data: data[i].take(),
             provenance: std::mem::take(&mut provenance[i]),
-            secret,
+            secret_values: std::mem::take(&mut secret_values[i]),
+            encrypted_dest: encrypted_dest[i],
         });
     }
-    Ok(Rendering {
-        documents,
-        warnings,
-    })
+    Ok(Parts { out, warnings })
+}
+
+/// Document `i`'s data as rendered so far: its own until something was made of it.
+fn current<'a>(data: &'a [Option<Value>], docs: &[&'a Document], i: usize) -> &'a Value {
+    data[i].as_ref().unwrap_or_else(|| docs[i].data())
 }
 
 /// `file document N (line L) (site layer; what was done)`.

@@ -206,3 +206,22 @@ fn treasuremap_certificates_substituted() {
         &named(&clear, "deckhand/Certificate/v1", "apiserver").value["data"]
     );
 }
+
+#[test]
+fn rendering_owned_documents_gives_what_rendering_borrowed_ones_gives() {
+    let texts = site_texts();
+    let sources: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let docs = read_sources(&sources).unwrap();
+    let generated = plinth_deckhand::generate::baremetal_site(50);
+    for cleartext_secrets in [false, true] {
+        let options = Options { cleartext_secrets };
+        for docs in [&docs, &generated] {
+            let borrowed = render(docs, &options).unwrap();
+            let owned = plinth_deckhand::render_owned(docs.clone(), &options).unwrap();
+            assert_eq!(owned, borrowed);
+        }
+    }
+}
