@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use plinth_api::enrollment::{EnrollAnswer, EnrollmentRecord};
 use plinth_common::site::{compile, enrollment_document, SiteNode};
-use plinth_deckhand::{read_sources, render, Options, Rendering};
+use plinth_deckhand::{read_sources, render_owned, Options, Rendering};
 use reqwest::Method;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ fn rendered(paths: &[PathBuf], cleartext_secrets: bool) -> Result<Rendering> {
         .map(|(n, t)| (n.as_str(), t.as_str()))
         .collect();
     let docs = read_sources(&sources)?;
-    let rendering = render(&docs, &Options { cleartext_secrets })?;
+    let rendering = render_owned(docs, &Options { cleartext_secrets })?;
     for w in &rendering.warnings {
         eprintln!("warning: {}: {}", w.document, w.message);
     }
