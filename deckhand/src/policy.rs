@@ -64,8 +64,10 @@ pub fn layer_order(
             ))
         }
     };
+    let mut present = std::collections::HashSet::new();
     for doc in docs {
         let layer = doc.layer();
+        present.insert(layer);
         if !layer.is_empty() && !declared.iter().any(|l| l == layer) {
             return Err(RenderError::InvalidDocumentLayer {
                 document: doc.reference(),
@@ -77,7 +79,7 @@ pub fn layer_order(
     }
     let layers = declared
         .into_iter()
-        .filter(|l| docs.iter().any(|d| d.layer() == l))
+        .filter(|l| present.contains(l.as_str()))
         .collect();
     Ok(LayerOrder { layers })
 }

@@ -76,9 +76,37 @@ impl Rendering {
     }
 }
 
+/// The fields rendering reads of a document, read once (each read is a walk through its mappings).
+struct Meta<'a> {
+    schema: &'a str,
+    name: &'a str,
+    layer: &'a str,
+    is_abstract: bool,
+    is_control: bool,
+    is_replacement: bool,
+    is_encrypted: bool,
+    has_selector: bool,
+}
+
+impl<'a> Meta<'a> {
+    fn of(doc: &'a Document) -> Meta<'a> {
+        Meta {
+            schema: doc.schema(),
+            name: doc.name(),
+            layer: doc.layer(),
+            is_abstract: doc.is_abstract(),
+            is_control: doc.is_control(),
+            is_replacement: doc.is_replacement(),
+            is_encrypted: doc.is_encrypted(),
+            has_selector: !doc.parent_selector().is_empty(),
+        }
+    }
+}
+
 /// What each kept document needs while rendering.
 struct Plan<'a> {
     docs: Vec<&'a Document>,
+    meta: Vec<Meta<'a>>,
     parents: Vec<Option<usize>>,
     replaced_by: Vec<Option<usize>>,
     sources: HashMap<(&'a str, &'a str), usize>,
@@ -225,9 +253,11 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
     let order = policy::layer_order(input, &mut warnings)?;
     let mut seen: HashMap<(&str, &str, &str), &Document> = HashMap::new();
     let mut docs = Vec::with_capacity(input.len());
+    let mut meta = Vec::with_capacity(input.len());
     let mut positions = Vec::with_capacity(input.len());
     for (at, doc) in input.iter().enumerate() {
-        match seen.get(&(doc.schema(), doc.layer(), doc.name())) {
+        let m = Meta::of(doc);
+        match seen.get(&(m.schema, m.layer, m.name)) {
             // The very same document twice is one document (Deckhand keeps the first).
             Some(first) if first.value == doc.value => {}
             Some(first) => {
@@ -237,15 +267,16 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
                 })
             }
             None => {
-                seen.insert((doc.schema(), doc.layer(), doc.name()), doc);
+                seen.insert((m.schema, m.layer, m.name), doc);
                 docs.push(doc);
+                meta.push(m);
                 positions.push(at);
             }
         }
     }
     let parents = layering::parents(&docs, &order)?;
     for (i, doc) in docs.iter().enumerate() {
-        if !doc.parent_selector().is_empty() && parents[i].is_none() {
+        if meta[i].has_selector && parents[i].is_none() {
             warnings.push(Warning::about(
                 doc,
                 "its parentSelector matches no document in a higher layer: it keeps its own data"
@@ -253,8 +284,8 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
             ));
         }
     }
-    let replaced_by = replacements(&docs, &parents)?;
-    let sources = substitution_sources(&docs, &replaced_by)?;
+    let replaced_by = replacements(&docs, &meta, &parents)?;
+    let sources = substitution_sources(&docs, &meta, &replaced_by)?;
     let actions = docs
         .iter()
         .map(|d| layering::actions(d))
@@ -265,6 +296,7 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
         .collect::<Result<Vec<_>, _>>()?;
     let plan = Plan {
         docs,
+        meta,
         parents,
         replaced_by,
         sources,
@@ -278,18 +310,20 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
 /// Checks the replacement rules; returns each document's replacement.
 fn replacements(
     docs: &[&Document],
+    meta: &[Meta<'_>],
     parents: &[Option<usize>],
 ) -> Result<Vec<Option<usize>>, RenderError> {
     let mut replaced_by = vec![None; docs.len()];
     let mut names: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, doc) in docs.iter().enumerate() {
         let parent = parents[i];
-        let same = |p: usize| docs[p].schema() == doc.schema() && docs[p].name() == doc.name();
+        let m = &meta[i];
+        let same = |p: usize| meta[p].schema == m.schema && meta[p].name == m.name;
         let refuse = |reason: &str| RenderError::InvalidDocumentReplacement {
             document: doc.reference(),
             reason: reason.to_string(),
         };
-        if doc.is_replacement() {
+        if m.is_replacement {
             let Some(p) = parent else {
                 return Err(refuse(
                     "a document with `replacement: true` must have a parent (a document its parentSelector \
@@ -311,8 +345,8 @@ fn replacements(
                     docs[p].reference()
                 )));
             }
-            if !doc.is_control() {
-                if let Some(first) = names.insert((doc.schema(), doc.name()), i) {
+            if !m.is_control {
+                if let Some(first) = names.insert((m.schema, m.name), i) {
                     return Err(refuse(&format!(
                         "{} has the same schema and metadata.name and neither has `replacement: true`",
                         docs[first].reference()
@@ -328,16 +362,17 @@ fn replacements(
 /// replacement.
 fn substitution_sources<'a>(
     docs: &[&'a Document],
+    meta: &[Meta<'a>],
     replaced_by: &[Option<usize>],
 ) -> Result<HashMap<(&'a str, &'a str), usize>, RenderError> {
     let mut sources = HashMap::new();
     for (i, doc) in docs.iter().enumerate() {
-        if doc.is_abstract() {
+        if meta[i].is_abstract {
             continue;
         }
         let mut source = i;
         if let Some(replacement) = replaced_by[i] {
-            if doc.is_replacement() {
+            if meta[i].is_replacement {
                 return Err(RenderError::InvalidDocumentReplacement {
                     document: doc.reference(),
                     reason: format!(
@@ -348,7 +383,7 @@ fn substitution_sources<'a>(
             }
             source = replacement;
         }
-        sources.insert((docs[source].schema(), docs[source].name()), source);
+        sources.insert((meta[source].schema, meta[source].name), source);
     }
     Ok(sources)
 }
@@ -433,21 +468,28 @@ fn render_sorted(
     // Each document's data as rendered so far; a layered document's is made from its parent's,
     // the others' are their own, copied when first needed.
     let mut data: Vec<Option<Value>> = vec![None; n];
-    let mut provenance: Vec<String> = docs.iter().map(|d| own_provenance(d, "")).collect();
+    let meta = &plan.meta;
+    let mut provenance: Vec<String> = docs
+        .iter()
+        .zip(meta)
+        .map(|(d, m)| own_provenance(d, m.layer, ""))
+        .collect();
     // Values written from secrets, per document, with the value written (still secret while unchanged).
     let mut secret_values: Vec<Vec<(Path, Value)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
     let mut patterns = Patterns::default();
     for &i in sorted {
         let doc = docs[i];
-        if doc.is_control() {
+        let m = &meta[i];
+        if m.is_control {
             continue;
         }
-        if let (Some(p), false) = (plan.parents[i], doc.parent_selector().is_empty()) {
+        if let (Some(p), true) = (plan.parents[i], m.has_selector) {
             let steps = &plan.actions[i];
             if steps.is_empty() {
                 provenance[i] = own_provenance(
                     doc,
+                    m.layer,
                     &format!(
                         "no actions: its own data, not its parent's {}",
                         docs[p].reference()
@@ -467,14 +509,14 @@ fn render_sorted(
                     .iter()
                     .map(|a| format!("{} {}", a.method, a.path))
                     .collect();
-                let relation = if doc.is_replacement() {
+                let relation = if m.is_replacement {
                     "replacing"
                 } else {
                     "layered onto"
                 };
                 provenance[i] = format!(
                     "{}, {relation} {}",
-                    own_provenance(doc, &how.join(", ")),
+                    own_provenance(doc, m.layer, &how.join(", ")),
                     provenance[p]
                 );
             }
@@ -503,7 +545,7 @@ fn render_sorted(
             let mut from = Vec::new();
             for w in written {
                 let source = docs[w.source];
-                if source.is_encrypted() {
+                if meta[w.source].is_encrypted {
                     encrypted_dest[i] = true;
                 }
                 if is_secret(source)
@@ -512,14 +554,14 @@ fn render_sorted(
                 {
                     secret_values[i].push((w.path.clone(), w.value));
                 }
-                let named = format!("[{}] {}", source.schema(), source.name());
+                let named = format!("[{}] {}", meta[w.source].schema, meta[w.source].name);
                 if !from.contains(&named) {
                     from.push(named);
                 }
             }
             provenance[i] = format!("{}; substituted from {}", provenance[i], from.join(", "));
         }
-        if let (true, Some(p)) = (doc.is_replacement(), plan.parents[i]) {
+        if let (true, Some(p)) = (m.is_replacement, plan.parents[i]) {
             data[p] = Some(current(&data, docs, i).clone());
             provenance[p] = provenance[i].clone();
             secret_values[p] = secret_values[i].clone();
@@ -527,8 +569,8 @@ fn render_sorted(
         }
     }
     let mut out = Vec::new();
-    for (i, doc) in docs.iter().enumerate() {
-        if doc.is_abstract() || plan.replaced_by[i].is_some() {
+    for i in 0..n {
+        if meta[i].is_abstract || plan.replaced_by[i].is_some() {
             continue;
         }
         out.push(OutDoc {
@@ -548,12 +590,12 @@ fn current<'a>(data: &'a [Option<Value>], docs: &[&'a Document], i: usize) -> &'
 }
 
 /// `file document N (line L) (site layer; what was done)`.
-fn own_provenance(doc: &Document, how: &str) -> String {
-    match (doc.layer().is_empty(), how.is_empty()) {
+fn own_provenance(doc: &Document, layer: &str, how: &str) -> String {
+    match (layer.is_empty(), how.is_empty()) {
         (true, true) => doc.origin.to_string(),
         (true, false) => format!("{} ({how})", doc.origin),
-        (false, true) => format!("{} ({} layer)", doc.origin, doc.layer()),
-        (false, false) => format!("{} ({} layer; {how})", doc.origin, doc.layer()),
+        (false, true) => format!("{} ({layer} layer)", doc.origin),
+        (false, false) => format!("{} ({layer} layer; {how})", doc.origin),
     }
 }
 
