@@ -134,25 +134,43 @@ pub async fn upload(
         };
         given.insert(uid, Value::Object(facts));
     }
+    let uids: Vec<String> = given.keys().cloned().collect();
+    let count = given.len();
+    store_uploaded(&state, id, "", uids, move |data| {
+        data.replaced_deployment_info = given.clone()
+    })
+    .await?;
+    Ok(Json(json!({ "uploaded": count })))
+}
+
+/// Stores facts uploaded for the nodes `uids` (node ids as text) with `put`, in one transaction that
+/// first refuses a `uid` that is no node of cluster `id`, naming it (after `what`).
+pub(super) async fn store_uploaded(
+    state: &Arc<AppState>,
+    id: u64,
+    what: &'static str,
+    uids: Vec<String>,
+    put: impl Fn(&mut plinth_api::records::ClusterData) + Send + 'static,
+) -> Result<(), ApiError> {
     state
         .blocking(move |s| {
             let mut problem = None;
             let stored = s.store.modify_cluster(id, &mut |c, nodes| {
-                if let Some(stranger) = given
-                    .keys()
+                if let Some(stranger) = uids
+                    .iter()
                     .find(|uid| !nodes.iter().any(|n| n.id.to_string() == **uid))
                 {
                     problem = Some(ApiError::bad_request(format!(
-                        "uid {stranger:?} is no node of cluster {id}"
+                        "{what}uid {stranger:?} is no node of cluster {id}"
                     )));
                     return Err(crate::store::StoreError::Conflict("refused".into()));
                 }
-                c.data.replaced_deployment_info = given.clone();
+                put(&mut c.data);
                 Ok(())
             });
             match (stored, problem) {
                 (_, Some(p)) => Err(p),
-                (Ok(_), None) => Ok(Json(json!({"uploaded": given.len()}))),
+                (Ok(_), None) => Ok(()),
                 (Err(e), None) => Err(e.into()),
             }
         })

@@ -120,30 +120,12 @@ pub async fn upload(state: Arc<AppState>, id: u64, body: Value) -> Result<Json<V
         })
         .ok_or_else(|| ApiError::internal("provisioning facts did not serialize as a mapping"))?;
     let count = overrides.nodes.len();
-    state
-        .blocking(move |s| {
-            let mut problem = None;
-            let stored = s.store.modify_cluster(id, &mut |c, nodes| {
-                if let Some(stranger) = overrides
-                    .nodes
-                    .keys()
-                    .find(|uid| !nodes.iter().any(|n| n.id == **uid))
-                {
-                    problem = Some(ApiError::bad_request(format!(
-                        "provisioning facts: uid \"{stranger}\" is no node of cluster {id}"
-                    )));
-                    return Err(crate::store::StoreError::Conflict("refused".into()));
-                }
-                c.data.replaced_provisioning_info = given.clone();
-                Ok(())
-            });
-            match (stored, problem) {
-                (_, Some(p)) => Err(p),
-                (Ok(_), None) => Ok(Json(json!({"uploaded": count}))),
-                (Err(e), None) => Err(e.into()),
-            }
-        })
-        .await
+    let uids = overrides.nodes.keys().map(u64::to_string).collect();
+    super::facts::store_uploaded(&state, id, "provisioning facts: ", uids, move |data| {
+        data.replaced_provisioning_info = given.clone()
+    })
+    .await?;
+    Ok(Json(json!({ "uploaded": count })))
 }
 
 /// The stored facts as the model reads them.
