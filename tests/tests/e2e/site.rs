@@ -2,8 +2,9 @@
 //! treasuremap site (global, type and site folders) rendered with its secrets redacted unless asked
 //! for, its Drydock nodes enrolled as Drydock has them (known by their BMC's address, which an agent
 //! reads in band), and seed 004's example deployed with real agents from a site of Deckhand documents
-//! (layered, substituted): its strategy picked out of the rendered site, its agents the Drydock nodes
-//! `site nodes` compiles (names, tags from host profiles, racks), which the strategy's selectors pick.
+//! (layered, substituted) around the seed's example strategy as the seed writes it, picked out of the
+//! rendered site, its agents the Drydock nodes `site nodes` compiles (names, tags from host profiles,
+//! racks), which the strategy's selectors pick.
 
 use plinth_e2e::rogue::Rogue;
 use plinth_e2e::*;
@@ -142,47 +143,13 @@ fn the_treasuremap_site_renders_and_its_nodes_enrol_as_drydock_has_them() {
     assert_eq!(node["name"], "stranger");
 }
 
-/// Seed 004's example strategy as the site's global document, the site's own replacing it with one
-/// change; Drydock's nodes of the seed's racks, their tags from host profiles; a passphrase
-/// substituted into the profiles.
+/// The site around seed 004's example strategy (read from the seed as written, [`seed_strategy`]):
+/// Drydock's nodes of the seed's racks, their tags from host profiles; a passphrase substituted into
+/// the profiles.
 const GLOBAL: &str = r#"
 schema: deckhand/LayeringPolicy/v1
 metadata: {schema: metadata/Control/v1, name: layering-policy}
 data: {layerOrder: [global, site]}
----
-schema: shipyard/DeploymentStrategy/v1
-metadata:
-  schema: metadata/Document/v1
-  name: deployment-strategy
-  labels: {name: deployment-strategy-global}
-  layeringDefinition: {abstract: false, layer: global}
-  storagePolicy: cleartext
-data:
-  groups:
-    - name: control-nodes
-      critical: true
-      depends_on: [ntp-node]
-      selectors: [{node_names: [], node_labels: [], node_tags: [control], rack_names: [rack03]}]
-      success_criteria: {percent_successful_nodes: 90, minimum_successful_nodes: 3, maximum_failed_nodes: 1}
-    - name: compute-nodes-1
-      critical: false
-      depends_on: [control-nodes]
-      selectors: [{node_names: [], node_labels: [], rack_names: [rack01], node_tags: [compute]}]
-      success_criteria: {percent_successful_nodes: 50}
-    - name: compute-nodes-2
-      critical: false
-      depends_on: [control-nodes]
-      selectors: [{node_names: [], node_labels: [], rack_names: [rack02], node_tags: [compute]}]
-      success_criteria: {percent_successful_nodes: 50}
-    - name: monitoring-nodes
-      critical: false
-      depends_on: []
-      selectors: [{node_names: [], node_labels: [], node_tags: [monitoring], rack_names: [rack03, rack02, rack01]}]
-    - name: ntp-node
-      critical: true
-      depends_on: []
-      selectors: [{node_names: [ntp01], node_labels: [], node_tags: [], rack_names: []}]
-      success_criteria: {minimum_successful_nodes: 1}
 ---
 schema: drydock/HostProfile/v1
 metadata:
@@ -216,19 +183,6 @@ metadata:
   storagePolicy: cleartext
 data: Site-Secret-7
 ---
-schema: shipyard/DeploymentStrategy/v1
-metadata:
-  schema: metadata/Document/v1
-  name: deployment-strategy
-  replacement: true
-  layeringDefinition:
-    abstract: false
-    layer: site
-    parentSelector: {name: deployment-strategy-global}
-    actions: [{method: merge, path: .}]
-  storagePolicy: cleartext
-data: {}
----
 schema: drydock/HostProfile/v1
 metadata:
   schema: metadata/Document/v1
@@ -247,6 +201,25 @@ data: {host_profile: base, metadata: {tags: [compute]}}
 "#;
 
 /// The seed's nodes: name, host profile or tag, rack, BMC address.
+/// Seed 004's "Example Deployment Strategy Document", as the seed writes it.
+fn seed_strategy() -> String {
+    let seeds = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/seeds"));
+    let seed = std::fs::read_dir(seeds)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("004_"))
+        .expect("seed 004");
+    let text = std::fs::read_to_string(seed).unwrap();
+    let start = text
+        .find("---\nschema: shipyard/DeploymentStrategy/v1")
+        .expect("the seed's example document");
+    let end = start
+        + text[start..]
+            .find("\nThe ordering of groups")
+            .expect("the text after the example");
+    text[start..end].trim_end().to_string() + "\n"
+}
+
 const NODES: &[(&str, &str, &str, &str)] = &[
     ("ntp01", "", "rack03", "10.0.9.1"),
     ("ctl01", "control", "rack03", "10.0.9.2"),
@@ -284,6 +257,7 @@ fn seed_004s_example_deploys_from_a_rendered_site_with_real_agents() {
     std::fs::create_dir_all(dir.path().join("global")).unwrap();
     std::fs::create_dir_all(dir.path().join("site")).unwrap();
     std::fs::write(dir.path().join("global/site.yaml"), GLOBAL).unwrap();
+    std::fs::write(dir.path().join("global/strategy.yaml"), seed_strategy()).unwrap();
     std::fs::write(dir.path().join("site/site.yaml"), SITE).unwrap();
     std::fs::write(dir.path().join("site/nodes.yaml"), node_documents()).unwrap();
     let root = dir.path().to_str().unwrap();
@@ -327,16 +301,24 @@ fn seed_004s_example_deploys_from_a_rendered_site_with_real_agents() {
         json!({"prepare": {"tasks": [task("prepare")]}, "deploy": {"tasks": [task("deploy")]}});
     let cluster = c.api.cluster_with_graph("site", graph, &ids);
 
-    // The strategy comes from the whole rendered site: the site's replacement of the global one.
+    // The strategy comes from the whole rendered site: the seed's example, as written.
     let mut args = vec!["strategy".to_string(), "create".into(), cluster.to_string()];
-    for file in ["global/site.yaml", "site/site.yaml", "site/nodes.yaml"] {
+    for file in [
+        "global/site.yaml",
+        "global/strategy.yaml",
+        "site/site.yaml",
+        "site/nodes.yaml",
+    ] {
         args.push("-f".into());
         args.push(dir.path().join(file).display().to_string());
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (ok, out, err) = c.plinthctl(&args);
     assert!(ok, "{err}{out}");
-    assert!(err.contains("replacing"), "{err}");
+    assert!(
+        err.contains("strategy.yaml document 1") && err.contains("(global layer)"),
+        "{err}"
+    );
 
     let dep = c.api.deploy(cluster, "strategy=deployment-strategy");
     let report = c.api.wait_deployment(dep, Duration::from_secs(180));
