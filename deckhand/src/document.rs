@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use crate::tree::{Map, Tree};
 
 /// Where a document is: its file (empty for an unnamed text), its position in that file and its line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -35,7 +35,7 @@ impl fmt::Display for Origin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
     /// The document: `schema`, `metadata`, `data`.
-    pub value: Value,
+    pub value: Tree,
     /// Where it is.
     pub origin: Origin,
 }
@@ -44,29 +44,32 @@ pub struct Document {
 pub const LAYERING_POLICY_SCHEMA: &str = "deckhand/LayeringPolicy";
 
 /// The empty mapping absent fields read as.
-fn empty() -> &'static Map<String, Value> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(Map::new)
+fn empty() -> &'static Map {
+    static EMPTY: std::sync::OnceLock<Map> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Map::default)
 }
 
 impl Document {
-    /// A document from a value, with an origin.
-    pub fn new(value: Value, origin: Origin) -> Document {
-        Document { value, origin }
+    /// A document from a value (a [`Tree`] or a `serde_json::Value`), with an origin.
+    pub fn new(value: impl Into<Tree>, origin: Origin) -> Document {
+        Document {
+            value: value.into(),
+            origin,
+        }
     }
 
     /// The value at a path of keys (no allocation, unlike `Value::pointer`).
-    fn at(&self, keys: &[&str]) -> Option<&Value> {
+    fn at(&self, keys: &[&str]) -> Option<&Tree> {
         keys.iter().try_fold(&self.value, |v, k| v.get(k))
     }
 
     fn text(&self, keys: &[&str]) -> &str {
-        self.at(keys).and_then(Value::as_str).unwrap_or("")
+        self.at(keys).and_then(Tree::as_str).unwrap_or("")
     }
 
-    fn mapping(&self, keys: &[&str]) -> &Map<String, Value> {
+    fn mapping(&self, keys: &[&str]) -> &Map {
         self.at(keys)
-            .and_then(Value::as_object)
+            .and_then(Tree::as_object)
             .unwrap_or_else(|| empty())
     }
 
@@ -92,12 +95,12 @@ impl Document {
 
     /// `metadata.layeringDefinition.abstract` is `true`.
     pub fn is_abstract(&self) -> bool {
-        self.at(&["metadata", "layeringDefinition", "abstract"]) == Some(&Value::Bool(true))
+        self.at(&["metadata", "layeringDefinition", "abstract"]) == Some(&Tree::Bool(true))
     }
 
     /// `metadata.replacement` is `true`.
     pub fn is_replacement(&self) -> bool {
-        self.at(&["metadata", "replacement"]) == Some(&Value::Bool(true))
+        self.at(&["metadata", "replacement"]) == Some(&Tree::Bool(true))
     }
 
     /// A control document (`metadata.schema` starting with `metadata/Control`): never layered nor
@@ -112,25 +115,25 @@ impl Document {
     }
 
     /// `metadata.labels` (empty when absent).
-    pub fn labels(&self) -> &Map<String, Value> {
+    pub fn labels(&self) -> &Map {
         self.mapping(&["metadata", "labels"])
     }
 
     /// `metadata.layeringDefinition.parentSelector` (empty when absent).
-    pub fn parent_selector(&self) -> &Map<String, Value> {
+    pub fn parent_selector(&self) -> &Map {
         self.mapping(&["metadata", "layeringDefinition", "parentSelector"])
     }
 
     /// `metadata.layeringDefinition.actions`, as written (absent reads as `null`).
-    pub fn actions(&self) -> &Value {
+    pub fn actions(&self) -> &Tree {
         self.at(&["metadata", "layeringDefinition", "actions"])
-            .unwrap_or(&Value::Null)
+            .unwrap_or(&Tree::Null)
     }
 
     /// `metadata.substitutions`, as written (absent reads as `null`).
-    pub fn substitutions(&self) -> &Value {
+    pub fn substitutions(&self) -> &Tree {
         self.at(&["metadata", "substitutions"])
-            .unwrap_or(&Value::Null)
+            .unwrap_or(&Tree::Null)
     }
 
     /// `metadata.storagePolicy` (empty when absent).
@@ -144,8 +147,8 @@ impl Document {
     }
 
     /// `data` (absent reads as `null`).
-    pub fn data(&self) -> &Value {
-        self.value.get("data").unwrap_or(&Value::Null)
+    pub fn data(&self) -> &Tree {
+        self.value.get("data").unwrap_or(&Tree::Null)
     }
 
     /// The document named for messages: schema, name, layer and origin.

@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use crate::tree::{Map, Tree};
 
 use crate::document::Document;
 use crate::error::RenderError;
@@ -19,14 +21,11 @@ use crate::policy::LayerOrder;
 pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usize>>, RenderError> {
     // The children that could be selected by a label: (key, value) -> documents whose parentSelector
     // holds that pair.
-    let selectors: Vec<&Map<String, Value>> = docs.iter().map(|d| d.parent_selector()).collect();
-    let mut by_pair: HashMap<(&str, String), Vec<usize>> = HashMap::new();
+    let selectors: Vec<&Map> = docs.iter().map(|d| d.parent_selector()).collect();
+    let mut by_pair: HashMap<(&str, Label<'_>), Vec<usize>> = HashMap::new();
     for (child, selector) in selectors.iter().enumerate() {
         for (k, v) in selector.iter() {
-            by_pair
-                .entry((k.as_str(), v.to_string()))
-                .or_default()
-                .push(child);
+            by_pair.entry((&**k, Label::of(v))).or_default().push(child);
         }
     }
     let layers: Vec<&str> = docs.iter().map(|d| d.layer()).collect();
@@ -41,7 +40,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
             let labels = doc.labels();
             candidates.clear();
             for (k, v) in labels.iter() {
-                if let Some(children) = by_pair.get(&(k.as_str(), v.to_string())) {
+                if let Some(children) = by_pair.get(&(&**k, Label::of(v))) {
                     candidates.extend_from_slice(children);
                 }
             }
@@ -52,7 +51,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
                 if child == candidate
                     || !selectors[child]
                         .iter()
-                        .all(|(k, v)| labels.get(k) == Some(v))
+                        .all(|(k, v)| labels.get(&**k) == Some(v))
                 {
                     continue;
                 }
@@ -106,6 +105,22 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
     Ok(parent)
 }
 
+/// A label's value as a key: its text when it is a string (as nearly all are), else its JSON.
+#[derive(PartialEq, Eq, Hash)]
+enum Label<'a> {
+    Text(&'a str),
+    Json(String),
+}
+
+impl<'a> Label<'a> {
+    fn of(value: &'a Tree) -> Label<'a> {
+        match value {
+            Tree::String(s) => Label::Text(s),
+            other => Label::Json(other.to_string()),
+        }
+    }
+}
+
 /// A layering action as written.
 #[derive(Debug, Clone)]
 pub struct Action {
@@ -123,8 +138,8 @@ pub fn actions(doc: &Document) -> Result<Vec<Action>, RenderError> {
         reason: reason.to_string(),
     };
     let items = match doc.actions() {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(items) => items,
+        Tree::Null => return Ok(Vec::new()),
+        Tree::Array(items) => items,
         _ => {
             return Err(invalid(
                 "metadata.layeringDefinition.actions".into(),
@@ -137,8 +152,8 @@ pub fn actions(doc: &Document) -> Result<Vec<Action>, RenderError> {
         .enumerate()
         .map(|(n, item)| {
             let field = |f: &str| format!("metadata.layeringDefinition.actions[{n}].{f}");
-            let method = item.get("method").and_then(Value::as_str);
-            let path = item.get("path").and_then(Value::as_str);
+            let method = item.get("method").and_then(Tree::as_str);
+            let path = item.get("path").and_then(Tree::as_str);
             match (method, path) {
                 (None, _) => Err(invalid(field("method"), "must be merge, replace or delete")),
                 (_, None) => Err(invalid(field("path"), "must be a path such as .a.b")),
@@ -154,11 +169,11 @@ pub fn actions(doc: &Document) -> Result<Vec<Action>, RenderError> {
 /// Applies the child's actions to a copy of its parent's data, in order; returns the child's new data.
 pub fn apply_actions(
     child: &Document,
-    child_data: &Value,
+    child_data: &Tree,
     parent: &Document,
-    parent_data: &Value,
+    parent_data: &Tree,
     actions: &[Action],
-) -> Result<Value, RenderError> {
+) -> Result<Tree, RenderError> {
     let mut data = parent_data.clone();
     for (index, action) in actions.iter().enumerate() {
         let missing = |reason: &str| RenderError::MissingDocumentKey {
@@ -181,7 +196,7 @@ pub fn apply_actions(
             field: format!("metadata.layeringDefinition.actions[{index}].path"),
             reason,
         })?;
-        let put = |data: &mut Value, value: Value| {
+        let put = |data: &mut Tree, value: Tree| {
             write(
                 data,
                 &path,
@@ -198,7 +213,7 @@ pub fn apply_actions(
         match action.method.as_str() {
             "delete" => {
                 if normalized == "." {
-                    data = Value::Object(Map::new());
+                    data = Tree::empty_object();
                 } else {
                     let target = path
                         .get(&data)
@@ -211,10 +226,10 @@ pub fn apply_actions(
                 let from_child = path
                     .get(child_data)
                     .ok_or_else(|| missing("the child's data has nothing at this path"))?;
-                match (path.get(&data).is_some_and(Value::is_object), from_child) {
-                    (true, Value::Object(theirs)) => {
-                        // Merged in place: only what the child adds is copied.
-                        if let Value::Object(ours) =
+                match (path.get(&data).is_some_and(Tree::is_object), from_child) {
+                    (true, Tree::Object(theirs)) => {
+                        // Merged in place: only the mappings the child changes are copied.
+                        if let Tree::Object(ours) =
                             path.place(&mut data).map_err(|r| missing(&r))?
                         {
                             deep_merge_from(ours, theirs);
@@ -235,12 +250,16 @@ pub fn apply_actions(
     Ok(data)
 }
 
-/// Deckhand's merge: mapping into mapping key by key, recursively; anything else is replaced. The
-/// child's values are copied as they are inserted.
-fn deep_merge_from(target: &mut Map<String, Value>, child: &Map<String, Value>) {
+/// Deckhand's merge: mapping into mapping key by key, recursively; anything else is replaced. What
+/// the child gives is shared, not copied; a mapping of the target is copied only when it changes.
+fn deep_merge_from(target: &mut Arc<Map>, child: &Map) {
     for (k, v) in child {
-        match (target.get_mut(k), v) {
-            (Some(Value::Object(ours)), Value::Object(theirs)) => deep_merge_from(ours, theirs),
+        if target.get(&**k).is_some_and(|ours| ours.same(v)) {
+            continue;
+        }
+        let target = Arc::make_mut(target);
+        match (target.get_mut(&**k), v) {
+            (Some(Tree::Object(ours)), Tree::Object(theirs)) => deep_merge_from(ours, theirs),
             (Some(slot), v) => *slot = v.clone(),
             (None, v) => {
                 target.insert(k.clone(), v.clone());
@@ -252,48 +271,64 @@ fn deep_merge_from(target: &mut Map<String, Value>, child: &Map<String, Value>) 
 /// Deckhand's delete: the first value equal to `target`, searching the data depth first (a mapping's
 /// values in order, a list's items in order), is removed from its mapping or list. The whole data is
 /// never removed this way.
-pub fn deep_delete(target: &Value, data: &mut Value) -> bool {
+pub fn deep_delete(target: &Tree, data: &mut Tree) -> bool {
     if data == target {
         return false;
     }
     delete_within(target, data)
 }
 
-fn delete_within(target: &Value, container: &mut Value) -> bool {
+fn delete_within(target: &Tree, container: &mut Tree) -> bool {
     match container {
-        Value::Object(map) => {
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for key in keys {
-                if map.get(&key) == Some(target) {
-                    let first = map
-                        .iter()
-                        .find(|(_, v)| *v == target)
-                        .map(|(k, _)| k.clone());
-                    if let Some(first) = first {
-                        map.shift_remove(&first);
-                    }
-                    return true;
+        Tree::Object(map) => {
+            // Where the first value equal to the target is, searching depth first: a value of this
+            // mapping (removed here), or somewhere below one.
+            let found = map.iter().enumerate().find_map(|(at, (_, v))| {
+                if v == target {
+                    Some((at, true))
+                } else {
+                    holds(v, target).then_some((at, false))
                 }
-                if let Some(child) = map.get_mut(&key) {
-                    if delete_within(target, child) {
-                        return true;
-                    }
+            });
+            match found {
+                Some((at, true)) => {
+                    Arc::make_mut(map).shift_remove_index(at);
+                    true
                 }
+                Some((at, false)) => Arc::make_mut(map)
+                    .get_index_mut(at)
+                    .is_some_and(|(_, v)| delete_within(target, v)),
+                None => false,
             }
-            false
         }
-        Value::Array(items) => {
-            for at in 0..items.len() {
-                if items[at] == *target {
-                    items.remove(at);
-                    return true;
+        Tree::Array(items) => {
+            let found = items.iter().enumerate().find_map(|(at, v)| {
+                if v == target {
+                    Some((at, true))
+                } else {
+                    holds(v, target).then_some((at, false))
                 }
-                if delete_within(target, &mut items[at]) {
-                    return true;
+            });
+            match found {
+                Some((at, true)) => {
+                    Arc::make_mut(items).remove(at);
+                    true
                 }
+                Some((at, false)) => Arc::make_mut(items)
+                    .get_mut(at)
+                    .is_some_and(|v| delete_within(target, v)),
+                None => false,
             }
-            false
         }
+        _ => false,
+    }
+}
+
+/// Whether a value equal to `target` lies below `container`.
+fn holds(container: &Tree, target: &Tree) -> bool {
+    match container {
+        Tree::Object(map) => map.values().any(|v| v == target || holds(v, target)),
+        Tree::Array(items) => items.iter().any(|v| v == target || holds(v, target)),
         _ => false,
     }
 }

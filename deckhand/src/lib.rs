@@ -58,9 +58,11 @@ mod render;
 pub mod secrets;
 mod source;
 mod substitution;
+pub mod tree;
 pub mod yaml;
 
 pub use document::{DocRef, Document, Origin, LAYERING_POLICY_SCHEMA};
 pub use error::RenderError;
 pub use render::{render, render_owned, Options, Rendered, Rendering, Warning};
 pub use source::{read_sources, read_sources_noting};
+pub use tree::Tree;

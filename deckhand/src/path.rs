@@ -8,7 +8,9 @@
 //! `recurse` inside every string below it that contains the pattern's text.
 
 use regex::Regex;
-use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use crate::tree::{Key, Tree};
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,51 +59,52 @@ impl Path {
                 "the path {text:?} does not begin with \".\" or \"$\""
             ));
         };
-        let chars: Vec<char> = rest.chars().collect();
+        // Every delimiter is ASCII, so the text is cut only at character boundaries.
+        let bytes = rest.as_bytes();
         let mut steps = Vec::new();
         let mut at = 0;
-        while at < chars.len() {
-            match chars[at] {
-                '.' => {
+        while at < bytes.len() {
+            match bytes[at] {
+                b'.' => {
                     at += 1;
-                    match chars.get(at) {
-                        Some(q @ ('\'' | '"')) => {
-                            let (key, next) = quoted(&chars, at + 1, *q, text)?;
-                            steps.push(Step::Key(key));
+                    match bytes.get(at) {
+                        Some(&q @ (b'\'' | b'"')) => {
+                            let (key, next) = quoted(rest, at + 1, q, text)?;
+                            steps.push(Step::Key(key.to_string()));
                             at = next;
                         }
                         _ => {
                             let start = at;
-                            while at < chars.len() && !matches!(chars[at], '.' | '[') {
+                            while at < bytes.len() && !matches!(bytes[at], b'.' | b'[') {
                                 at += 1;
                             }
                             if at == start {
                                 return Err(format!("the path {text:?} has an empty step"));
                             }
-                            steps.push(Step::Key(chars[start..at].iter().collect()));
+                            steps.push(Step::Key(rest[start..at].to_string()));
                         }
                     }
                 }
-                '[' => {
+                b'[' => {
                     at += 1;
-                    match chars.get(at) {
-                        Some(q @ ('\'' | '"')) => {
-                            let (key, next) = quoted(&chars, at + 1, *q, text)?;
-                            if chars.get(next) != Some(&']') {
+                    match bytes.get(at) {
+                        Some(&q @ (b'\'' | b'"')) => {
+                            let (key, next) = quoted(rest, at + 1, q, text)?;
+                            if bytes.get(next) != Some(&b']') {
                                 return Err(format!("the path {text:?} has an unclosed `[`"));
                             }
-                            steps.push(Step::Key(key));
+                            steps.push(Step::Key(key.to_string()));
                             at = next + 1;
                         }
                         _ => {
                             let start = at;
-                            while at < chars.len() && chars[at] != ']' {
+                            while at < bytes.len() && bytes[at] != b']' {
                                 at += 1;
                             }
-                            if at == chars.len() {
+                            if at == bytes.len() {
                                 return Err(format!("the path {text:?} has an unclosed `[`"));
                             }
-                            let inner: String = chars[start..at].iter().collect();
+                            let inner = &rest[start..at];
                             let index = inner.trim().parse::<usize>().map_err(|_| {
                                 format!(
                                     "the path {text:?} has [{inner}], which is not a list position"
@@ -112,10 +115,11 @@ impl Path {
                         }
                     }
                 }
-                other => {
+                _ => {
+                    let other = rest[at..].chars().next().unwrap_or('?');
                     return Err(format!(
                         "the path {text:?} has {other:?} where a `.` or `[` was expected"
-                    ))
+                    ));
                 }
             }
         }
@@ -123,63 +127,62 @@ impl Path {
     }
 
     /// The value at the path; absent or null reads as nothing (as Deckhand's `jsonpath_parse`).
-    pub fn get<'a>(&self, data: &'a Value) -> Option<&'a Value> {
+    pub fn get<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
         self.find(data).filter(|v| !v.is_null())
     }
 
     /// The value at the path, null included.
-    fn find<'a>(&self, data: &'a Value) -> Option<&'a Value> {
+    fn find<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
         self.steps.iter().try_fold(data, |v, step| match step {
-            Step::Key(k) => v.as_object()?.get(k),
+            Step::Key(k) => v.as_object()?.get(k.as_str()),
             Step::Index(i) => v.as_array()?.get(*i),
-        })
-    }
-
-    fn find_mut<'a>(&self, data: &'a mut Value) -> Option<&'a mut Value> {
-        self.steps.iter().try_fold(data, |v, step| match step {
-            Step::Key(k) => v.as_object_mut()?.get_mut(k),
-            Step::Index(i) => v.as_array_mut()?.get_mut(*i),
         })
     }
 
     /// The place at the path, created when absent: missing keys become empty mappings, a position past a
     /// list's end pads the list with empty mappings, a missing key before a position becomes a list.
-    pub fn place<'a>(&self, data: &'a mut Value) -> Result<&'a mut Value, String> {
-        if self.find(data).is_some() {
-            return self
-                .find_mut(data)
-                .ok_or_else(|| "the path moved".to_string());
-        }
+    /// The mappings and lists on the way are copied if they are shared ([`Tree`]).
+    pub fn place<'a>(&self, data: &'a mut Tree) -> Result<&'a mut Tree, String> {
         let mut current = data;
         for (n, step) in self.steps.iter().enumerate() {
             let next_is_index = matches!(self.steps.get(n + 1), Some(Step::Index(_)));
-            current = match step {
-                Step::Key(k) => {
-                    let Value::Object(map) = current else {
-                        return Err(format!(
-                            "cannot create key {k:?}: the data there is {}, not a mapping",
-                            kind(current)
-                        ));
-                    };
-                    map.entry(k.clone()).or_insert_with(|| {
-                        if next_is_index {
-                            Value::Array(Vec::new())
-                        } else {
-                            Value::Object(Map::new())
+            current = match (step, current) {
+                (Step::Key(k), Tree::Object(map)) => {
+                    let map = Arc::make_mut(map);
+                    let at = match map.get_index_of(k.as_str()) {
+                        Some(at) => at,
+                        None => {
+                            let empty = if next_is_index {
+                                Tree::array(Vec::new())
+                            } else {
+                                Tree::empty_object()
+                            };
+                            map.insert_full(Key::from(k.as_str()), empty).0
                         }
-                    })
-                }
-                Step::Index(i) => {
-                    let Value::Array(items) = current else {
-                        return Err(format!(
-                            "cannot create position [{i}]: the data there is {}, not a list",
-                            kind(current)
-                        ));
                     };
+                    match map.get_index_mut(at) {
+                        Some((_, v)) => v,
+                        None => return Err("the path moved".to_string()),
+                    }
+                }
+                (Step::Index(i), Tree::Array(items)) => {
+                    let items = Arc::make_mut(items);
                     while items.len() <= *i {
-                        items.push(Value::Object(Map::new()));
+                        items.push(Tree::empty_object());
                     }
                     &mut items[*i]
+                }
+                (Step::Key(k), other) => {
+                    return Err(format!(
+                        "cannot create key {k:?}: the data there is {}, not a mapping",
+                        other.kind()
+                    ))
+                }
+                (Step::Index(i), other) => {
+                    return Err(format!(
+                        "cannot create position [{i}]: the data there is {}, not a list",
+                        other.kind()
+                    ))
                 }
             };
         }
@@ -203,31 +206,15 @@ impl std::fmt::Display for Path {
     }
 }
 
-fn quoted(
-    chars: &[char],
-    mut at: usize,
-    quote: char,
-    text: &str,
-) -> Result<(String, usize), String> {
-    let start = at;
-    while at < chars.len() && chars[at] != quote {
-        at += 1;
-    }
-    if at == chars.len() {
-        return Err(format!("the path {text:?} has an unclosed quote"));
-    }
-    Ok((chars[start..at].iter().collect(), at + 1))
-}
-
-/// A value's kind in words.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
+/// The quoted key starting at `at` in `rest` (after the opening quote), and the position after its
+/// closing quote.
+fn quoted<'r>(rest: &'r str, at: usize, quote: u8, text: &str) -> Result<(&'r str, usize), String> {
+    match rest.as_bytes()[at.min(rest.len())..]
+        .iter()
+        .position(|b| *b == quote)
+    {
+        Some(len) => Ok((&rest[at..at + len], at + len + 1)),
+        None => Err(format!("the path {text:?} has an unclosed quote")),
     }
 }
 
@@ -244,7 +231,7 @@ pub struct Write<'a> {
 
 /// Writes `value` at `path` in `data` as Deckhand's `jsonpath_replace` does (the path created when
 /// absent). Returns the path's new value.
-pub fn write(data: &mut Value, path: &Path, value: Value, how: Write<'_>) -> Result<Value, String> {
+pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Result<Tree, String> {
     let Some(pattern) = how.pattern else {
         let place = path.place(data)?;
         *place = value;
@@ -253,105 +240,124 @@ pub fn write(data: &mut Value, path: &Path, value: Value, how: Write<'_>) -> Res
     let text = python_str(&value);
     let place = path.place(data)?;
     match (how.recurse, &mut *place) {
-        (Some(depth), Value::Object(_) | Value::Array(_)) => {
+        (Some(depth), Tree::Object(_) | Tree::Array(_)) => {
             replace_within(place, pattern, how.pattern_text, &text, 0, depth);
         }
-        (_, Value::String(s)) => {
-            *s = pattern.replace_all(s, regex::NoExpand(&text)).into_owned();
+        (_, Tree::String(s)) => {
+            let replaced = pattern.replace_all(s, regex::NoExpand(&text));
+            if let std::borrow::Cow::Owned(new) = replaced {
+                *s = Arc::from(new);
+            }
         }
-        (_, other) => {
-            return Err(format!(
+        (_, other) => return Err(format!(
             "the pattern {:?} cannot be replaced at {path}: the value there is {}, not a string",
             how.pattern_text,
-            kind(other)
-        ))
-        }
+            other.kind()
+        )),
     }
     Ok(place.clone())
 }
 
+/// Replaces `pattern` inside every string below `value` that contains `literal`, down to `max` levels
+/// (`-1`: all); only the mappings and lists holding such a string are copied.
 fn replace_within(
-    value: &mut Value,
+    value: &mut Tree,
     pattern: &Regex,
     literal: &str,
     text: &str,
     depth: i64,
     max: i64,
 ) {
-    if depth == max {
+    if depth == max || !contains_text(value, literal, depth, max) {
         return;
     }
-    let children: Vec<&mut Value> = match value {
-        Value::Object(map) => map.values_mut().collect(),
-        Value::Array(items) => items.iter_mut().collect(),
+    let children: Vec<&mut Tree> = match value {
+        Tree::Object(map) => Arc::make_mut(map).values_mut().collect(),
+        Tree::Array(items) => Arc::make_mut(items).iter_mut().collect(),
         _ => return,
     };
     for child in children {
         match child {
-            Value::String(s) if s.contains(literal) => {
-                *s = pattern.replace_all(s, regex::NoExpand(text)).into_owned();
+            Tree::String(s) if s.contains(literal) => {
+                let replaced = pattern.replace_all(s, regex::NoExpand(text)).into_owned();
+                *s = Arc::from(replaced);
             }
             other => replace_within(other, pattern, literal, text, depth + 1, max),
         }
     }
 }
 
-/// A value as Python's `str()` writes it (what Deckhand puts in place of a pattern).
-pub fn python_str(value: &Value) -> String {
+/// Whether a string holding `literal` lies below `value` within the levels [`replace_within`] visits.
+fn contains_text(value: &Tree, literal: &str, depth: i64, max: i64) -> bool {
+    if depth == max {
+        return false;
+    }
+    let below = |child: &Tree| match child {
+        Tree::String(s) => s.contains(literal),
+        other => contains_text(other, literal, depth + 1, max),
+    };
     match value {
-        Value::String(s) => s.clone(),
+        Tree::Object(map) => map.values().any(below),
+        Tree::Array(items) => items.iter().any(below),
+        _ => false,
+    }
+}
+
+/// A value as Python's `str()` writes it (what Deckhand puts in place of a pattern).
+pub fn python_str(value: &Tree) -> String {
+    match value {
+        Tree::String(s) => s.to_string(),
         other => python_repr(other),
     }
 }
 
-fn python_repr(value: &Value) -> String {
+fn python_repr(value: &Tree) -> String {
     match value {
-        Value::Null => "None".to_string(),
-        Value::Bool(true) => "True".to_string(),
-        Value::Bool(false) => "False".to_string(),
-        Value::Number(n) => match n.as_f64() {
+        Tree::Null => "None".to_string(),
+        Tree::Bool(true) => "True".to_string(),
+        Tree::Bool(false) => "False".to_string(),
+        Tree::Number(n) => match n.as_f64() {
             Some(f) if !n.is_i64() && !n.is_u64() => python_float(f),
             _ => n.to_string(),
         },
-        Value::String(s) => {
-            let quote = if s.contains('\'') && !s.contains('"') {
-                '"'
-            } else {
-                '\''
-            };
-            let mut out = String::from(quote);
-            for c in s.chars() {
-                match c {
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\t' => out.push_str("\\t"),
-                    '\r' => out.push_str("\\r"),
-                    c if c == quote => {
-                        out.push('\\');
-                        out.push(c);
-                    }
-                    c => out.push(c),
-                }
-            }
-            out.push(quote);
-            out
-        }
-        Value::Array(items) => format!(
+        Tree::String(s) => python_quoted(s),
+        Tree::Array(items) => format!(
             "[{}]",
             items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
         ),
-        Value::Object(map) => format!(
+        Tree::Object(map) => format!(
             "{{{}}}",
             map.iter()
-                .map(|(k, v)| format!(
-                    "{}: {}",
-                    python_repr(&Value::String(k.clone())),
-                    python_repr(v)
-                ))
+                .map(|(k, v)| format!("{}: {}", python_quoted(k), python_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
+}
+
+/// A string as Python's `repr` writes it.
+fn python_quoted(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::from(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 /// A float as Python's `repr` writes it: the shortest form that reads back, `1.0` for whole numbers,

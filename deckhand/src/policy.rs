@@ -2,11 +2,10 @@
 //! ignored with a warning); none is an error, as is a document whose layer is not in the order. Layers
 //! holding no document are dropped from the order, as Deckhand drops them.
 
-use serde_json::Value;
-
 use crate::document::Document;
 use crate::error::RenderError;
 use crate::render::Warning;
+use crate::tree::Tree;
 
 /// The layer order in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +45,9 @@ pub fn layer_order(
         reason: reason.to_string(),
     };
     let declared: Vec<String> = match policy.data() {
-        Value::Object(data) => match data.get("layerOrder") {
+        Tree::Object(data) => match data.get("layerOrder") {
             None => Vec::new(),
-            Some(Value::Array(items)) => items
+            Some(Tree::Array(items)) => items
                 .iter()
                 .map(|i| {
                     i.as_str()

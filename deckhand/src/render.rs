@@ -4,8 +4,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use crate::document::{DocRef, Document, Origin};
 use crate::error::RenderError;
 use crate::layering::{self, Action};
@@ -13,6 +11,7 @@ use crate::path::Path;
 use crate::policy;
 use crate::secrets::{is_secret, redact};
 use crate::substitution::{self, Patterns, Source, Substitution, Written};
+use crate::tree::Tree;
 
 /// How to render.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,7 +25,7 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
     /// The whole document: its own envelope and metadata, with the layered and substituted `data`.
-    pub value: Value,
+    pub value: Tree,
     /// Where the document is.
     pub origin: Origin,
     /// Where its data came from, in words.
@@ -70,7 +69,7 @@ impl Rendering {
         self.documents.iter().filter(move |d| {
             d.value
                 .get("schema")
-                .and_then(Value::as_str)
+                .and_then(Tree::as_str)
                 .is_some_and(|s| s.starts_with(&prefix))
         })
     }
@@ -114,25 +113,14 @@ struct Plan<'a> {
     subs: Vec<Vec<Substitution>>,
 }
 
-/// Renders the documents as Deckhand does. See the crate's README for the rules.
+/// Renders the documents as Deckhand does. See the crate's README for the rules. The rendered
+/// documents share with the input what rendering did not change.
 pub fn render(input: &[Document], options: &Options) -> Result<Rendering, RenderError> {
     let parts = render_parts(input)?;
     let documents = parts
         .out
         .into_iter()
-        .map(|o| {
-            let doc = &input[o.input];
-            // The document's own data is copied only when it is the rendered data.
-            let copy = if o.data.is_some() {
-                Document {
-                    value: without_data(&doc.value),
-                    origin: doc.origin.clone(),
-                }
-            } else {
-                doc.clone()
-            };
-            finish(copy, o, options)
-        })
+        .map(|o| finish(input[o.input].clone(), o, options))
         .collect();
     Ok(Rendering {
         documents,
@@ -140,8 +128,8 @@ pub fn render(input: &[Document], options: &Options) -> Result<Rendering, Render
     })
 }
 
-/// [`render`] taking the documents: what is not layered moves into the result instead of being
-/// copied. The result is the same.
+/// [`render`] taking the documents: each one moves into the result rather than being shared with the
+/// input. The result is the same.
 pub fn render_owned(input: Vec<Document>, options: &Options) -> Result<Rendering, RenderError> {
     let parts = render_parts(&input)?;
     let mut input: Vec<Option<Document>> = input.into_iter().map(Some).collect();
@@ -159,30 +147,15 @@ pub fn render_owned(input: Vec<Document>, options: &Options) -> Result<Rendering
     })
 }
 
-/// A document's envelope and metadata copied, its `data` (if any) left null.
-fn without_data(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let v = if k == "data" { Value::Null } else { v.clone() };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// What rendering found for one concrete document, before its envelope is put around it.
 struct OutDoc {
     /// Its place in the input.
     input: usize,
     /// Its rendered data, when it is not its own.
-    data: Option<Value>,
+    data: Option<Tree>,
     provenance: String,
     /// Values written from secrets, with the value written.
-    secret_values: Vec<(Path, Value)>,
+    secret_values: Vec<(Path, Tree)>,
     /// Data substituted from an encrypted document.
     encrypted_dest: bool,
 }
@@ -195,13 +168,8 @@ struct Parts {
 
 /// The document `doc` (owned: its data is the rendered data unless `o` has other) with the rendered
 /// data put in, secrets redacted unless asked for in clear.
-fn finish(mut doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
-    let own = doc
-        .value
-        .get_mut("data")
-        .map(std::mem::take)
-        .unwrap_or(Value::Null);
-    let mut rendered = o.data.take().unwrap_or(own);
+fn finish(doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
+    let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
     let own_secret = is_secret(&doc) || o.encrypted_dest;
     o.secret_values
         .retain(|(path, v)| path.get(&rendered) == Some(v));
@@ -211,11 +179,15 @@ fn finish(mut doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
     if !options.cleartext_secrets {
         if own_secret {
             rendered = redact(&rendered);
-            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            let meta = value
+                .as_object_mut()
+                .and_then(|m| m.get_mut("metadata"))
+                .and_then(Tree::as_object_mut);
+            if let Some(meta) = meta {
                 if o.encrypted_dest {
-                    meta.insert("storagePolicy".into(), Value::String("encrypted".into()));
+                    meta.insert("storagePolicy".into(), Tree::string("encrypted"));
                 }
-                if let Some(Value::Array(subs)) = meta.get_mut("substitutions") {
+                if let Some(subs) = meta.get_mut("substitutions").and_then(Tree::as_array_mut) {
                     redact_substitution_paths(subs);
                 }
             }
@@ -227,9 +199,11 @@ fn finish(mut doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
             }
         }
     }
-    if let Some(map) = value.as_object_mut() {
-        if !control || map.contains_key("data") {
-            map.insert("data".to_string(), rendered);
+    let has_data = value.get("data").is_some();
+    // The envelope is copied only when the data put in it is not the document's own.
+    if (!control || has_data) && !value.get("data").is_some_and(|d| d.same(&rendered)) {
+        if let Some(map) = value.as_object_mut() {
+            map.insert("data".into(), rendered);
         }
     }
     Rendered {
@@ -467,7 +441,7 @@ fn render_sorted(
     let n = docs.len();
     // Each document's data as rendered so far; a layered document's is made from its parent's,
     // the others' are their own, copied when first needed.
-    let mut data: Vec<Option<Value>> = vec![None; n];
+    let mut data: Vec<Option<Tree>> = vec![None; n];
     let meta = &plan.meta;
     let mut provenance: Vec<String> = docs
         .iter()
@@ -475,7 +449,7 @@ fn render_sorted(
         .map(|(d, m)| own_provenance(d, m.layer, ""))
         .collect();
     // Values written from secrets, per document, with the value written (still secret while unchanged).
-    let mut secret_values: Vec<Vec<(Path, Value)>> = vec![Vec::new(); n];
+    let mut secret_values: Vec<Vec<(Path, Tree)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
     let mut patterns = Patterns::default();
     for &i in sorted {
@@ -585,7 +559,7 @@ fn render_sorted(
 }
 
 /// Document `i`'s data as rendered so far: its own until something was made of it.
-fn current<'a>(data: &'a [Option<Value>], docs: &[&'a Document], i: usize) -> &'a Value {
+fn current<'a>(data: &'a [Option<Tree>], docs: &[&'a Document], i: usize) -> &'a Tree {
     data[i].as_ref().unwrap_or_else(|| docs[i].data())
 }
 
@@ -600,21 +574,27 @@ fn own_provenance(doc: &Document, layer: &str, how: &str) -> String {
 }
 
 /// An encrypted document's substitution paths, redacted as Deckhand redacts them.
-fn redact_substitution_paths(subs: &mut [Value]) {
-    let hash = |slot: Option<&mut Value>| {
-        if let Some(path) = slot {
+fn redact_substitution_paths(subs: &mut [Tree]) {
+    let hash = |holder: Option<&mut Tree>| {
+        if let Some(path) = holder
+            .and_then(Tree::as_object_mut)
+            .and_then(|m| m.get_mut("path"))
+        {
             *path = redact(path);
         }
     };
     for sub in subs {
-        hash(sub.pointer_mut("/src/path"));
+        let Some(sub) = sub.as_object_mut() else {
+            continue;
+        };
+        hash(sub.get_mut("src"));
         match sub.get_mut("dest") {
-            Some(Value::Array(dests)) => {
-                for dest in dests {
-                    hash(dest.get_mut("path"));
+            Some(dest @ Tree::Object(_)) => hash(Some(dest)),
+            Some(dests) => {
+                for dest in dests.as_array_mut().into_iter().flatten() {
+                    hash(Some(dest));
                 }
             }
-            Some(dest) => hash(dest.get_mut("path")),
             None => {}
         }
     }

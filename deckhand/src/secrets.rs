@@ -5,11 +5,11 @@
 //! what Deckhand's `DocumentDict.redact` gives: the SHA-256, in hex, of the value written as Python's
 //! `json.dumps` writes it.
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::document::Document;
 use crate::path::python_float;
+use crate::tree::Tree;
 
 /// Deckhand's secret schemas (each with any version).
 pub const SECRET_SCHEMAS: &[&str] = &[
@@ -28,36 +28,36 @@ pub fn is_secret(doc: &Document) -> bool {
 }
 
 /// What Deckhand puts in place of a secret value: `sha256(json.dumps(value))` in hex.
-pub fn redact(value: &Value) -> Value {
+pub fn redact(value: &Tree) -> Tree {
     let digest = Sha256::digest(python_json(value).as_bytes());
     let mut hex = String::with_capacity(64);
     for byte in digest {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
         hex.push(char::from(HEX[usize::from(byte & 15)]));
     }
-    Value::String(hex)
+    Tree::from(hex)
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A value as Python's `json.dumps` writes it by default: `", "` and `": "` separators, non-ASCII
 /// characters escaped as `\uXXXX`, keys in the mapping's order.
-pub fn python_json(value: &Value) -> String {
+pub fn python_json(value: &Tree) -> String {
     let mut out = String::new();
     write_json(value, &mut out);
     out
 }
 
-fn write_json(value: &Value, out: &mut String) {
+fn write_json(value: &Tree, out: &mut String) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_f64() {
+        Tree::Null => out.push_str("null"),
+        Tree::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Tree::Number(n) => match n.as_f64() {
             Some(f) if !n.is_i64() && !n.is_u64() => out.push_str(&python_float(f)),
             _ => out.push_str(&n.to_string()),
         },
-        Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
+        Tree::String(s) => write_string(s, out),
+        Tree::Array(items) => {
             out.push('[');
             for (n, item) in items.iter().enumerate() {
                 if n > 0 {
@@ -67,7 +67,7 @@ fn write_json(value: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
+        Tree::Object(map) => {
             out.push('{');
             for (n, (k, v)) in map.iter().enumerate() {
                 if n > 0 {
@@ -84,23 +84,34 @@ fn write_json(value: &Value, out: &mut String) {
 
 fn write_string(s: &str, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
+    // Runs of printable ASCII other than `"` and `\` are copied whole.
+    let mut plain = 0;
+    for (at, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => "",
+            _ => continue,
+        };
+        out.push_str(&s[plain..at]);
+        plain = at + c.len_utf8();
+        if escape.is_empty() {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str("\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(char::from(HEX[usize::from((*unit >> shift) & 15)]));
                 }
             }
-            c => out.push(c),
+        } else {
+            out.push_str(escape);
         }
     }
+    out.push_str(&s[plain..]);
     out.push('"');
 }

@@ -7,12 +7,12 @@
 use std::collections::HashMap;
 
 use regex::Regex;
-use serde_json::Value;
 
 use crate::document::Document;
 use crate::error::RenderError;
-use crate::path::{kind, write, Path, Write};
+use crate::path::{write, Path, Write};
 use crate::render::Warning;
+use crate::tree::Tree;
 
 /// One substitution as written.
 #[derive(Debug, Clone)]
@@ -50,8 +50,8 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
         reason: reason.to_string(),
     };
     let items = match doc.substitutions() {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(items) => items,
+        Tree::Null => return Ok(Vec::new()),
+        Tree::Array(items) => items,
         _ => {
             return Err(invalid(
                 "metadata.substitutions".into(),
@@ -62,27 +62,27 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
     let mut subs = Vec::with_capacity(items.len());
     for (n, item) in items.iter().enumerate() {
         let field = |f: &str| format!("metadata.substitutions[{n}].{f}");
-        let text = |v: Option<&Value>, f: &str| -> Result<String, RenderError> {
-            v.and_then(Value::as_str)
+        let text = |v: Option<&Tree>, f: &str| -> Result<String, RenderError> {
+            v.and_then(Tree::as_str)
                 .map(str::to_string)
                 .ok_or_else(|| invalid(field(f), "must be a string"))
         };
         let src = item.get("src");
         let src_pattern = match src.and_then(|s| s.get("pattern")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(p)) => Some(p.clone()),
+            None | Some(Tree::Null) => None,
+            Some(Tree::String(p)) => Some(p.to_string()),
             Some(_) => return Err(invalid(field("src.pattern"), "must be a string")),
         };
         let match_group = match src.and_then(|s| s.get("match_group")) {
-            None | Some(Value::Null) => 0,
+            None | Some(Tree::Null) => 0,
             Some(v) => v
                 .as_u64()
                 .and_then(|g| usize::try_from(g).ok())
                 .ok_or_else(|| invalid(field("src.match_group"), "must be a group number"))?,
         };
-        let dest_items: Vec<&Value> = match item.get("dest") {
-            Some(Value::Array(list)) => list.iter().collect(),
-            Some(one @ Value::Object(_)) => vec![one],
+        let dest_items: Vec<&Tree> = match item.get("dest") {
+            Some(Tree::Array(list)) => list.iter().collect(),
+            Some(one @ Tree::Object(_)) => vec![one],
             _ => {
                 return Err(invalid(
                     field("dest"),
@@ -95,19 +95,19 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
             let dfield = |f: &str| field(&format!("dest[{d}].{f}"));
             let path = dest
                 .get("path")
-                .and_then(Value::as_str)
+                .and_then(Tree::as_str)
                 .ok_or_else(|| invalid(dfield("path"), "must be a string"))?
                 .to_string();
             let pattern = match dest.get("pattern") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(p)) if p.is_empty() => None,
-                Some(Value::String(p)) => Some(p.clone()),
+                None | Some(Tree::Null) => None,
+                Some(Tree::String(p)) if p.is_empty() => None,
+                Some(Tree::String(p)) => Some(p.to_string()),
                 Some(_) => return Err(invalid(dfield("pattern"), "must be a string")),
             };
             let recurse = match dest.get("recurse") {
-                None | Some(Value::Null) => None,
-                Some(Value::Object(r)) if r.is_empty() => None,
-                Some(Value::Object(r)) => Some(match r.get("depth") {
+                None | Some(Tree::Null) => None,
+                Some(Tree::Object(r)) if r.is_empty() => None,
+                Some(Tree::Object(r)) => Some(match r.get("depth") {
                     None => -1,
                     Some(d) => d
                         .as_i64()
@@ -139,7 +139,7 @@ pub struct Written {
     /// The destination path.
     pub path: Path,
     /// The value at the path after the write.
-    pub value: Value,
+    pub value: Tree,
     /// The source document (index).
     pub source: usize,
 }
@@ -151,7 +151,7 @@ pub struct Source<'a> {
     /// The document.
     pub doc: &'a Document,
     /// Its data as rendered so far.
-    pub data: &'a Value,
+    pub data: &'a Tree,
 }
 
 /// Regular expressions compiled once per rendering.
@@ -171,7 +171,7 @@ impl Patterns {
 /// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
 pub fn substitute<'a>(
     doc: &Document,
-    data: &mut Value,
+    data: &mut Tree,
     subs: &[Substitution],
     source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
     patterns: &mut Patterns,
@@ -213,12 +213,12 @@ pub fn substitute<'a>(
             details,
         };
         if let Some(pattern) = &sub.src_pattern {
-            let Value::String(text) = &value else {
+            let Tree::String(text) = &value else {
                 return Err(failed(
                     &sub.src_path,
                     format!(
                         "src.pattern needs a string, the source value is {}",
-                        kind(&value)
+                        value.kind()
                     ),
                 ));
             };
@@ -238,8 +238,8 @@ pub fn substitute<'a>(
                 Some(captures) => {
                     value = captures
                         .get(sub.match_group)
-                        .map(|m| Value::String(m.as_str().to_string()))
-                        .unwrap_or(Value::Null);
+                        .map(|m| Tree::string(m.as_str()))
+                        .unwrap_or(Tree::Null);
                 }
             }
         }
@@ -262,9 +262,10 @@ pub fn substitute<'a>(
                 let mut result = data.clone();
                 write(&mut result, &path, value.clone(), how).map_err(|e| failed(&dest.path, e))?;
                 match (&mut *data, result) {
-                    (Value::Object(map), Value::Object(new)) => {
-                        for (k, v) in new {
-                            map.insert(k, v);
+                    (Tree::Object(map), Tree::Object(new)) => {
+                        let map = std::sync::Arc::make_mut(map);
+                        for (k, v) in new.iter() {
+                            map.insert(k.clone(), v.clone());
                         }
                     }
                     (_, result) if truthy(&result) => *data = result,
@@ -289,13 +290,13 @@ pub fn substitute<'a>(
 }
 
 /// Python's truth of a value.
-fn truthy(value: &Value) -> bool {
+fn truthy(value: &Tree) -> bool {
     match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
+        Tree::Null => false,
+        Tree::Bool(b) => *b,
+        Tree::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Tree::String(s) => !s.is_empty(),
+        Tree::Array(a) => !a.is_empty(),
+        Tree::Object(o) => !o.is_empty(),
     }
 }

@@ -8,7 +8,11 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_json::{Map, Number, Value};
+use std::sync::Arc;
+
+use serde_json::Number;
+
+use crate::tree::{Key as MapKey, Map, Tree};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -16,7 +20,7 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 #[derive(Debug, Clone, PartialEq)]
 pub struct YamlDoc {
     /// The document as JSON data.
-    pub value: Value,
+    pub value: Tree,
     /// The line (1-based) its content starts on.
     pub line: usize,
     /// What was accepted but deserves a word (keys repeated in a mapping).
@@ -42,13 +46,13 @@ pub fn load(text: &str) -> Result<Vec<YamlDoc>, String> {
     // A block scalar running to the end of a text that has no final line break has none either (as
     // PyYAML reads it); the parser gives it one.
     if builder.last_was_block && !text.ends_with('\n') {
-        if let Some(Value::String(s)) = builder
+        if let Some(leaf) = builder
             .docs
             .last_mut()
             .and_then(|d| last_leaf(&mut d.value))
         {
-            if s.ends_with('\n') {
-                s.pop();
+            if let Some(cut) = leaf.as_str().and_then(|s| s.strip_suffix('\n')) {
+                *leaf = Tree::string(cut);
             }
         }
     }
@@ -56,23 +60,26 @@ pub fn load(text: &str) -> Result<Vec<YamlDoc>, String> {
 }
 
 /// The last scalar of a document, in the order it was written.
-fn last_leaf(value: &mut Value) -> Option<&mut Value> {
+fn last_leaf(value: &mut Tree) -> Option<&mut Tree> {
     match value {
-        Value::Object(map) => map.values_mut().next_back().and_then(last_leaf),
-        Value::Array(items) => items.last_mut().and_then(last_leaf),
+        Tree::Object(map) => Arc::make_mut(map)
+            .values_mut()
+            .next_back()
+            .and_then(last_leaf),
+        Tree::Array(items) => Arc::make_mut(items).last_mut().and_then(last_leaf),
         other => Some(other),
     }
 }
 
 enum Frame {
     Seq {
-        items: Vec<Value>,
+        items: Vec<Tree>,
         anchor: usize,
     },
     Map {
-        map: Map<String, Value>,
+        map: Map,
         key: Option<(Key, usize)>,
-        merges: Vec<Value>,
+        merges: Vec<Tree>,
         anchor: usize,
     },
 }
@@ -87,8 +94,8 @@ enum Key {
 struct Builder {
     docs: Vec<YamlDoc>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Value>,
-    root: Option<Value>,
+    anchors: HashMap<usize, Tree>,
+    root: Option<Tree>,
     line: usize,
     warnings: Vec<String>,
     error: Option<String>,
@@ -101,7 +108,7 @@ const MERGE: &str = "<<";
 
 impl Builder {
     /// Places a finished node into its parent (or as the document's root).
-    fn push(&mut self, value: Value, anchor: usize, line: usize) {
+    fn push(&mut self, value: Tree, anchor: usize, line: usize) {
         if anchor > 0 {
             self.anchors.insert(anchor, value.clone());
         }
@@ -113,11 +120,11 @@ impl Builder {
             }) => match key.take() {
                 None => *key = Some((Key::Name(key_text(&value)), line)),
                 Some((Key::Merge, _)) => match value {
-                    Value::Array(sources) => merges.extend(sources),
+                    Tree::Array(sources) => merges.extend(sources.iter().cloned()),
                     other => merges.push(other),
                 },
                 Some((Key::Name(name), key_line)) => {
-                    if map.insert(name.clone(), value).is_some() {
+                    if map.insert(MapKey::from(name.as_str()), value).is_some() {
                         self.warnings.push(format!(
                             "line {key_line}: key {name:?} appears twice in one mapping; the last value counts \
                              (as PyYAML reads it)"
@@ -154,7 +161,7 @@ impl MarkedEventReceiver for Builder {
                 self.anchors.clear();
             }
             Event::DocumentEnd => {
-                let value = self.root.take().unwrap_or(Value::Null);
+                let value = self.root.take().unwrap_or(Tree::Null);
                 self.docs.push(YamlDoc {
                     value,
                     line: self.line,
@@ -179,7 +186,7 @@ impl MarkedEventReceiver for Builder {
                         return;
                     }
                     // Keys keep their text (a quoted `<<` is an ordinary key).
-                    self.push(Value::String(text), anchor, mark.line());
+                    self.push(Tree::from(text), anchor, mark.line());
                 } else {
                     self.push(scalar(text, style, tag.as_ref()), anchor, mark.line());
                 }
@@ -190,11 +197,11 @@ impl MarkedEventReceiver for Builder {
             }),
             Event::SequenceEnd => {
                 if let Some(Frame::Seq { items, anchor }) = self.stack.pop() {
-                    self.push(Value::Array(items), anchor, mark.line());
+                    self.push(Tree::array(items), anchor, mark.line());
                 }
             }
             Event::MappingStart(anchor, _) => self.stack.push(Frame::Map {
-                map: Map::new(),
+                map: Map::default(),
                 key: None,
                 merges: Vec::new(),
                 anchor,
@@ -207,13 +214,13 @@ impl MarkedEventReceiver for Builder {
                     ..
                 }) = self.stack.pop()
                 {
-                    let mut merged = Map::new();
+                    let mut merged = Map::default();
                     for source in merges {
                         match source {
-                            Value::Object(source) => {
-                                for (k, v) in source {
+                            Tree::Object(source) => {
+                                for (k, v) in source.iter() {
                                     // The first source that sets a key wins among sources.
-                                    merged.entry(k).or_insert(v);
+                                    merged.entry(k.clone()).or_insert_with(|| v.clone());
                                 }
                             }
                             _ => {
@@ -229,7 +236,7 @@ impl MarkedEventReceiver for Builder {
                     for (k, v) in merged {
                         map.entry(k).or_insert(v);
                     }
-                    self.push(Value::Object(map), anchor, mark.line());
+                    self.push(Tree::object(map), anchor, mark.line());
                 }
             }
             Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
@@ -238,32 +245,37 @@ impl MarkedEventReceiver for Builder {
 }
 
 /// A mapping key as text (JSON keys are strings).
-fn key_text(value: &Value) -> String {
+fn key_text(value: &Tree) -> String {
     match value {
-        Value::String(text) => text.clone(),
+        Tree::String(text) => text.to_string(),
         other => other.to_string(),
     }
 }
 
 /// A scalar read as PyYAML's resolver reads it.
-fn scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Value {
+fn scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Tree {
     let core = tag.filter(|t| t.handle == "!!" || t.handle == "tag:yaml.org,2002:");
     match core.map(|t| t.suffix.as_str()) {
-        Some("str") => return Value::String(text),
-        Some("bool") => return boolean(&text).map_or(Value::String(text), Value::Bool),
-        Some("int") => return integer(&text).unwrap_or(Value::String(text)),
-        Some("float") => return float(&text).unwrap_or(Value::String(text)),
-        Some("null") => return Value::Null,
+        Some("str") => return Tree::from(text),
+        Some("bool") => {
+            return match boolean(&text) {
+                Some(flag) => Tree::Bool(flag),
+                None => Tree::from(text),
+            }
+        }
+        Some("int") => return integer(&text).unwrap_or(Tree::from(text)),
+        Some("float") => return float(&text).unwrap_or(Tree::from(text)),
+        Some("null") => return Tree::Null,
         _ => {}
     }
     if style != TScalarStyle::Plain || tag.is_some() {
-        return Value::String(text);
+        return Tree::from(text);
     }
     if matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL") {
-        return Value::Null;
+        return Tree::Null;
     }
     if let Some(flag) = boolean(&text) {
-        return Value::Bool(flag);
+        return Tree::Bool(flag);
     }
     if let Some(number) = integer(&text) {
         return number;
@@ -271,7 +283,7 @@ fn scalar(text: String, style: TScalarStyle, tag: Option<&Tag>) -> Value {
     if let Some(number) = float(&text) {
         return number;
     }
-    Value::String(text)
+    Tree::from(text)
 }
 
 fn boolean(text: &str) -> Option<bool> {
@@ -288,7 +300,7 @@ fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
 }
 
 /// PyYAML's integers: binary, octal (leading 0), decimal, hexadecimal, base 60; `_` separators.
-fn integer(text: &str) -> Option<Value> {
+fn integer(text: &str) -> Option<Tree> {
     static INT: OnceLock<Regex> = OnceLock::new();
     let re = regex(
         &INT,
@@ -317,16 +329,16 @@ fn integer(text: &str) -> Option<Value> {
     };
     let signed = if negative { -magnitude } else { magnitude };
     if let Ok(small) = i64::try_from(signed) {
-        Some(Value::Number(small.into()))
+        Some(Tree::Number(small.into()))
     } else {
         u64::try_from(signed)
             .ok()
-            .map(|big| Value::Number(big.into()))
+            .map(|big| Tree::Number(big.into()))
     }
 }
 
 /// PyYAML's floats: a dot is required (`1e3` is text); infinities and NaN stay text (JSON has none).
-fn float(text: &str) -> Option<Value> {
+fn float(text: &str) -> Option<Tree> {
     static FLOAT: OnceLock<Regex> = OnceLock::new();
     let re = regex(
         &FLOAT,
@@ -337,7 +349,7 @@ fn float(text: &str) -> Option<Value> {
     }
     let clean: String = text.chars().filter(|c| *c != '_').collect();
     let number: f64 = clean.parse().ok()?;
-    Number::from_f64(number).map(Value::Number)
+    Number::from_f64(number).map(Tree::Number)
 }
 
 #[cfg(test)]
@@ -345,7 +357,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn one(text: &str) -> Value {
+    fn one(text: &str) -> Tree {
         let docs = load(text).unwrap();
         assert_eq!(docs.len(), 1, "{docs:?}");
         docs[0].value.clone()

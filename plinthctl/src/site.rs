@@ -106,7 +106,7 @@ fn compiled(files: &[PathBuf], cleartext_secrets: bool) -> Result<plinth_common:
     let values: Vec<Value> = rendering
         .documents
         .iter()
-        .map(|d| d.value.clone())
+        .map(|d| d.value.to_value())
         .collect();
     Ok(compile(&values)?)
 }
@@ -119,7 +119,7 @@ pub fn render_site(
     f: Format,
 ) -> Result<bool> {
     let rendering = rendered(files, cleartext_secrets)?;
-    let docs: Vec<&Value> = rendering
+    let docs: Vec<&plinth_deckhand::Tree> = rendering
         .find(schema.unwrap_or(""))
         .map(|d| &d.value)
         .collect();

@@ -231,11 +231,11 @@ pub fn load_configuration(sources: &[Source<'_>]) -> Result<LoadedConfiguration,
                 "the text holds no document".to_string(),
             ))
         }
-        [only] => only.value.clone(),
+        [only] => only.value.to_value(),
         _ => {
             let found = concrete(&docs, CONFIGURATION_SCHEMA, &mut warnings)?;
             match found.as_slice() {
-                [only] => only.value.clone(),
+                [only] => only.value.to_value(),
                 other => {
                     return Err(StrategyError::Syntax(format!(
                         "the text holds {} concrete documents with schema {CONFIGURATION_SCHEMA}; give one",

@@ -71,7 +71,7 @@ pub(crate) fn concrete(
     Ok(rendering
         .documents
         .into_iter()
-        .filter(|doc| doc.value.get("schema").and_then(Value::as_str) == Some(schema))
+        .filter(|doc| doc.value["schema"] == schema)
         .collect())
 }
 
@@ -108,13 +108,13 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
                     only.origin
                 )));
             }
-            (only.value.clone(), only.origin.to_string())
+            (only.value.to_value(), only.origin.to_string())
         }
         _ => {
             let count = docs.len();
             let strategies = concrete(&docs, SHIPYARD_SCHEMA, &mut warnings)?;
             match strategies.as_slice() {
-                [only] => (only.value.clone(), only.provenance.clone()),
+                [only] => (only.value.to_value(), only.provenance.clone()),
                 [] => {
                     return Err(StrategyError::Syntax(format!(
                         "the text holds {count} documents and no concrete one has schema {SHIPYARD_SCHEMA}"
@@ -126,9 +126,8 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
                         .map(|doc| {
                             format!(
                                 "{} at {}",
-                                doc.value
-                                    .pointer("/metadata/name")
-                                    .and_then(Value::as_str)
+                                doc.value["metadata"]["name"]
+                                    .as_str()
                                     .unwrap_or("(unnamed)"),
                                 doc.origin
                             )

@@ -79,7 +79,7 @@ fn treasuremap_matches_deckhands_own_rendering() {
                 .unwrap_or(""),
             v["metadata"]["name"].as_str().unwrap_or("")
         );
-        ours.insert(key, digest(v.get("data").unwrap_or(&Value::Null)));
+        ours.insert(key, digest(&v["data"].to_value()));
     }
     assert_eq!(
         ours.keys().map(String::as_str).collect::<Vec<_>>(),

@@ -37,7 +37,7 @@ fn generated_site_layers_and_substitutes_every_node() {
         .value["data"];
     assert_eq!(
         node["oob"]["credential"],
-        redact(&json!("generated-password"))
+        redact(&"generated-password".into())
     );
     assert_eq!(node["dns"], "10.0.0.2,10.0.0.3");
     // Written as YAML and read back: the same documents.

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::support::{check_layers, error_of, yaml, Factory};
 
 fn values(text: &str) -> Vec<Value> {
-    yaml(text).into_iter().map(|d| d.value).collect()
+    yaml(text).into_iter().map(|d| d.value.to_value()).collect()
 }
 
 const WITH_REPLACER: &str = include_str!("fixtures/replacement_with_layering_with_replacer.yaml");

@@ -1,11 +1,22 @@
 //! Secrets: which documents are secret, what Deckhand puts in place of a secret value (the SHA-256 of
 //! Python's `json.dumps` of it; the digests below are Python's), and where redaction applies.
 
-use plinth_deckhand::secrets::{python_json, redact};
+use plinth_deckhand::secrets;
+use plinth_deckhand::Tree;
 use plinth_deckhand::{render, Options};
 use serde_json::{json, Value};
 
 use crate::support::{docs, secret, Factory};
+
+/// What Deckhand puts in place of a secret value.
+fn redact(value: &Value) -> Value {
+    secrets::redact(&Tree::from(value)).to_value()
+}
+
+/// A value as Python's `json.dumps` writes it.
+fn python_json(value: &Value) -> String {
+    secrets::python_json(&Tree::from(value))
+}
 
 #[test]
 fn redaction_is_the_digest_of_pythons_json() {
@@ -74,7 +85,7 @@ fn chart(values: &[Value], cleartext: bool) -> (Value, bool) {
     )
     .unwrap();
     let chart = r.find("example/Kind").next().unwrap();
-    (chart.value.clone(), chart.secret)
+    (chart.value.to_value(), chart.secret)
 }
 
 #[test]

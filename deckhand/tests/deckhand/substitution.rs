@@ -310,7 +310,7 @@ fn substitution_does_not_alter_source_document() {
         "fixtures/substitution_does_not_alter_source_document.yaml"
     ))
     .into_iter()
-    .map(|d| d.value)
+    .map(|d| d.value.to_value())
     .collect();
     let messaging = json!({"namespace": null, "hosts": {"default": "rabbitmq"}, "host_fqdn_override": {"default": null},
                            "path": "/openstack", "scheme": "rabbit", "port": {"amqp": {"default": 5672}}});
@@ -479,11 +479,11 @@ data:
 ";
 
 fn maas_url(text: &str) -> Value {
-    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value).collect();
+    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value.to_value()).collect();
     let r = rendered(&values).unwrap();
     let url = r.find("armada/Chart").next().unwrap().value["data"]["values"]["conf"]["drydock"]
         ["maasdriver"]["maas_api_url"]
-        .clone();
+        .to_value();
     url
 }
 
@@ -536,7 +536,7 @@ metadata:
 data:
   values: {images: {hello: {repo: null, tag: null}}}
 ";
-    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value).collect();
+    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value.to_value()).collect();
     let r = rendered(&values).unwrap();
     assert_eq!(
         r.find("armada/Chart").next().unwrap().value["data"]["values"]["images"]["hello"],
@@ -581,7 +581,7 @@ metadata:
       dest: {path: .values.endpoints}
 data: {values: {endpoints: null}}
 ";
-    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value).collect();
+    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value.to_value()).collect();
     let r = rendered(&values).unwrap();
     let client = |name: &str| {
         r.documents

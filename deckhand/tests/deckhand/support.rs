@@ -139,7 +139,7 @@ fn by_layer(r: &Rendering, layer: &str) -> Vec<Value> {
                 .starts_with("deckhand/LayeringPolicy")
         })
         .filter(|d| d.value["metadata"]["layeringDefinition"]["layer"] == layer)
-        .map(|d| d.value.get("data").cloned().unwrap_or(Value::Null))
+        .map(|d| d.value["data"].to_value())
         .collect()
 }
 
@@ -173,7 +173,7 @@ pub fn check_layers(values: &[Value], site: &[Value], region: &[Value], global: 
 
 /// A YAML stream's layers, as [`check_layers`].
 pub fn check_yaml_layers(text: &str, site: &[Value], region: &[Value], global: &[Value]) {
-    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value).collect();
+    let values: Vec<Value> = yaml(text).into_iter().map(|d| d.value.to_value()).collect();
     check_layers(&values, site, region, global);
 }
 
@@ -229,6 +229,6 @@ pub fn substituted(mapping: Value, sources: &[Value]) -> Result<Value, RenderErr
     Ok(r.documents
         .iter()
         .find(|d| d.value["metadata"]["name"] == "global1")
-        .map(|d| d.value["data"].clone())
+        .map(|d| d.value["data"].to_value())
         .unwrap_or(Value::Null))
 }
