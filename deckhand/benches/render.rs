@@ -37,6 +37,9 @@ fn benches(c: &mut Criterion) {
         .map(|(n, t)| (n.as_str(), t.as_str()))
         .collect();
     let options = Options::default();
+    let clear = Options {
+        cleartext_secrets: true,
+    };
     if !sources.is_empty() {
         let docs = read_sources(&sources).expect("the treasuremap site reads");
         c.bench_function("read treasuremap", |b| {
@@ -44,6 +47,9 @@ fn benches(c: &mut Criterion) {
         });
         c.bench_function("render treasuremap", |b| {
             b.iter_with_large_drop(|| render(&docs, &options))
+        });
+        c.bench_function("render treasuremap cleartext", |b| {
+            b.iter_with_large_drop(|| render(&docs, &clear))
         });
         // As Deckhand's engine is timed: on documents copied beforehand, rendered in place.
         c.bench_function("render treasuremap owned", |b| {
@@ -57,6 +63,9 @@ fn benches(c: &mut Criterion) {
     let generated = generate::baremetal_site(1000);
     c.bench_function("render 1000 nodes", |b| {
         b.iter_with_large_drop(|| render(&generated, &options))
+    });
+    c.bench_function("render 1000 nodes cleartext", |b| {
+        b.iter_with_large_drop(|| render(&generated, &clear))
     });
     c.bench_function("render 1000 nodes owned", |b| {
         b.iter_batched(

@@ -162,6 +162,59 @@ impl Document {
     }
 }
 
+/// The fields rendering reads of a document, read in one walk through its mappings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header<'a> {
+    pub schema: &'a str,
+    pub name: &'a str,
+    pub layer: &'a str,
+    pub is_abstract: bool,
+    pub is_control: bool,
+    pub is_replacement: bool,
+    pub is_encrypted: bool,
+    pub labels: &'a Map,
+    pub parent_selector: &'a Map,
+    /// `metadata.layeringDefinition.actions` as written (`null` when absent).
+    pub actions: &'a Tree,
+    /// `metadata.substitutions` as written (`null` when absent).
+    pub substitutions: &'a Tree,
+}
+
+impl<'a> Header<'a> {
+    /// The header of a document, each field defaulting as its [`Document`] accessor does.
+    pub fn of(doc: &'a Document) -> Header<'a> {
+        static NULL: Tree = Tree::Null;
+        let map = |v: Option<&'a Tree>| v.and_then(Tree::as_object).unwrap_or_else(|| empty());
+        let text = |v: Option<&'a Tree>| v.and_then(Tree::as_str).unwrap_or("");
+        let yes = |v: Option<&'a Tree>| v.and_then(Tree::as_bool) == Some(true);
+        let metadata = map(doc.value.get("metadata"));
+        let layering = map(metadata.get("layeringDefinition"));
+        Header {
+            schema: text(doc.value.get("schema")),
+            name: text(metadata.get("name")),
+            layer: text(layering.get("layer")),
+            is_abstract: yes(layering.get("abstract")),
+            is_control: text(metadata.get("schema")).starts_with("metadata/Control"),
+            is_replacement: yes(metadata.get("replacement")),
+            is_encrypted: text(metadata.get("storagePolicy")) == "encrypted",
+            labels: map(metadata.get("labels")),
+            parent_selector: map(layering.get("parentSelector")),
+            actions: layering.get("actions").unwrap_or(&NULL),
+            substitutions: metadata.get("substitutions").unwrap_or(&NULL),
+        }
+    }
+
+    /// A layering policy (`schema` starting with `deckhand/LayeringPolicy`).
+    pub fn is_layering_policy(&self) -> bool {
+        self.schema.starts_with(LAYERING_POLICY_SCHEMA)
+    }
+
+    /// A secret document: one of Deckhand's secret schemas, or encrypted.
+    pub fn is_secret(&self) -> bool {
+        self.is_encrypted || crate::secrets::is_secret_schema(self.schema)
+    }
+}
+
 /// A document named in an error or a warning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocRef {

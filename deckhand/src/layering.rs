@@ -12,23 +12,29 @@ use std::sync::Arc;
 
 use crate::tree::{Map, Tree};
 
-use crate::document::Document;
+use foldhash::fast::RandomState;
+
+use crate::document::{Document, Header};
 use crate::error::RenderError;
 use crate::path::{layering_path, write, Path, Write};
 use crate::policy::LayerOrder;
 
 /// Each document's parent (an index into `docs`), or none.
-pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usize>>, RenderError> {
+pub fn parents(
+    docs: &[&Document],
+    headers: &[Header<'_>],
+    order: &LayerOrder,
+) -> Result<Vec<Option<usize>>, RenderError> {
     // The children that could be selected by a label: (key, value) -> documents whose parentSelector
     // holds that pair.
-    let selectors: Vec<&Map> = docs.iter().map(|d| d.parent_selector()).collect();
-    let mut by_pair: HashMap<(&str, Label<'_>), Vec<usize>> = HashMap::new();
+    let selectors: Vec<&Map> = headers.iter().map(|h| h.parent_selector).collect();
+    let mut by_pair: HashMap<(&str, Label<'_>), Vec<usize>, RandomState> = HashMap::default();
     for (child, selector) in selectors.iter().enumerate() {
         for (k, v) in selector.iter() {
             by_pair.entry((&**k, Label::of(v))).or_default().push(child);
         }
     }
-    let layers: Vec<&str> = docs.iter().map(|d| d.layer()).collect();
+    let layers: Vec<&str> = headers.iter().map(|h| h.layer).collect();
     let mut parent: Vec<Option<usize>> = vec![None; docs.len()];
     let mut count = vec![0usize; docs.len()];
     let mut candidates = Vec::new();
@@ -37,7 +43,7 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
             if layers[candidate] != layer {
                 continue;
             }
-            let labels = doc.labels();
+            let labels = headers[candidate].labels;
             candidates.clear();
             for (k, v) in labels.iter() {
                 if let Some(children) = by_pair.get(&(&**k, Label::of(v))) {
@@ -51,11 +57,11 @@ pub fn parents(docs: &[&Document], order: &LayerOrder) -> Result<Vec<Option<usiz
                 if child == candidate
                     || !selectors[child]
                         .iter()
-                        .all(|(k, v)| labels.get(&**k) == Some(v))
+                        .all(|(k, v)| labels.get(k) == Some(v))
                 {
                     continue;
                 }
-                if other.schema() != doc.schema() {
+                if headers[child].schema != headers[candidate].schema {
                     return Err(RenderError::InvalidDocumentParent {
                         document: other.reference(),
                         parent: doc.reference(),
@@ -131,13 +137,13 @@ pub struct Action {
 }
 
 /// A child's actions, read from `metadata.layeringDefinition.actions` (absent or null: none).
-pub fn actions(doc: &Document) -> Result<Vec<Action>, RenderError> {
+pub fn actions(doc: &Document, written: &Tree) -> Result<Vec<Action>, RenderError> {
     let invalid = |field: String, reason: &str| RenderError::InvalidField {
         document: doc.reference(),
         field,
         reason: reason.to_string(),
     };
-    let items = match doc.actions() {
+    let items = match written {
         Tree::Null => return Ok(Vec::new()),
         Tree::Array(items) => items,
         _ => {
@@ -254,11 +260,11 @@ pub fn apply_actions(
 /// the child gives is shared, not copied; a mapping of the target is copied only when it changes.
 fn deep_merge_from(target: &mut Arc<Map>, child: &Map) {
     for (k, v) in child {
-        if target.get(&**k).is_some_and(|ours| ours.same(v)) {
+        if target.get(k).is_some_and(|ours| ours.same(v)) {
             continue;
         }
         let target = Arc::make_mut(target);
-        match (target.get_mut(&**k), v) {
+        match (target.get_mut(k), v) {
             (Some(Tree::Object(ours)), Tree::Object(theirs)) => deep_merge_from(ours, theirs),
             (Some(slot), v) => *slot = v.clone(),
             (None, v) => {

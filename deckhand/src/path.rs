@@ -249,11 +249,13 @@ pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Resul
                 *s = Arc::from(new);
             }
         }
-        (_, other) => return Err(format!(
+        (_, other) => {
+            return Err(format!(
             "the pattern {:?} cannot be replaced at {path}: the value there is {}, not a string",
             how.pattern_text,
             other.kind()
-        )),
+        ))
+        }
     }
     Ok(place.clone())
 }

@@ -2,7 +2,7 @@
 //! ignored with a warning); none is an error, as is a document whose layer is not in the order. Layers
 //! holding no document are dropped from the order, as Deckhand drops them.
 
-use crate::document::Document;
+use crate::document::{Document, Header};
 use crate::error::RenderError;
 use crate::render::Warning;
 use crate::tree::Tree;
@@ -24,9 +24,14 @@ impl LayerOrder {
 /// Reads the layer order from the documents and checks every document's layer against it.
 pub fn layer_order(
     docs: &[Document],
+    headers: &[Header<'_>],
     warnings: &mut Vec<Warning>,
 ) -> Result<LayerOrder, RenderError> {
-    let mut policies = docs.iter().filter(|d| d.is_layering_policy());
+    let mut policies = docs
+        .iter()
+        .zip(headers)
+        .filter(|(_, h)| h.is_layering_policy())
+        .map(|(d, _)| d);
     let policy = policies.next().ok_or(RenderError::LayeringPolicyNotFound)?;
     for other in policies {
         warnings.push(Warning::about(
@@ -64,8 +69,8 @@ pub fn layer_order(
         }
     };
     let mut present = std::collections::HashSet::new();
-    for doc in docs {
-        let layer = doc.layer();
+    for (doc, header) in docs.iter().zip(headers) {
+        let layer = header.layer;
         present.insert(layer);
         if !layer.is_empty() && !declared.iter().any(|l| l == layer) {
             return Err(RenderError::InvalidDocumentLayer {

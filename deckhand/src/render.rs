@@ -4,12 +4,14 @@
 
 use std::collections::HashMap;
 
-use crate::document::{DocRef, Document, Origin};
+use foldhash::fast::RandomState;
+
+use crate::document::{DocRef, Document, Header, Origin};
 use crate::error::RenderError;
 use crate::layering::{self, Action};
 use crate::path::Path;
 use crate::policy;
-use crate::secrets::{is_secret, redact};
+use crate::secrets::redact;
 use crate::substitution::{self, Patterns, Source, Substitution, Written};
 use crate::tree::Tree;
 
@@ -75,42 +77,18 @@ impl Rendering {
     }
 }
 
-/// The fields rendering reads of a document, read once (each read is a walk through its mappings).
-struct Meta<'a> {
-    schema: &'a str,
-    name: &'a str,
-    layer: &'a str,
-    is_abstract: bool,
-    is_control: bool,
-    is_replacement: bool,
-    is_encrypted: bool,
-    has_selector: bool,
-}
-
-impl<'a> Meta<'a> {
-    fn of(doc: &'a Document) -> Meta<'a> {
-        Meta {
-            schema: doc.schema(),
-            name: doc.name(),
-            layer: doc.layer(),
-            is_abstract: doc.is_abstract(),
-            is_control: doc.is_control(),
-            is_replacement: doc.is_replacement(),
-            is_encrypted: doc.is_encrypted(),
-            has_selector: !doc.parent_selector().is_empty(),
-        }
-    }
-}
+/// The substitution sources by (schema, name).
+type Sources<'a> = HashMap<(&'a str, &'a str), usize, RandomState>;
 
 /// What each kept document needs while rendering.
 struct Plan<'a> {
     docs: Vec<&'a Document>,
-    meta: Vec<Meta<'a>>,
+    meta: Vec<Header<'a>>,
     parents: Vec<Option<usize>>,
     replaced_by: Vec<Option<usize>>,
-    sources: HashMap<(&'a str, &'a str), usize>,
+    sources: Sources<'a>,
     actions: Vec<Vec<Action>>,
-    subs: Vec<Vec<Substitution>>,
+    subs: Vec<Vec<Substitution<'a>>>,
 }
 
 /// Renders the documents as Deckhand does. See the crate's README for the rules. The rendered
@@ -158,6 +136,10 @@ struct OutDoc {
     secret_values: Vec<(Path, Tree)>,
     /// Data substituted from an encrypted document.
     encrypted_dest: bool,
+    /// A secret document itself.
+    secret_doc: bool,
+    /// A control document.
+    control: bool,
 }
 
 /// The concrete documents' findings, in input order, and the warnings.
@@ -170,11 +152,11 @@ struct Parts {
 /// data put in, secrets redacted unless asked for in clear.
 fn finish(doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
     let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
-    let own_secret = is_secret(&doc) || o.encrypted_dest;
+    let own_secret = o.secret_doc || o.encrypted_dest;
     o.secret_values
         .retain(|(path, v)| path.get(&rendered) == Some(v));
     let secret = own_secret || !o.secret_values.is_empty();
-    let control = doc.is_control();
+    let control = o.control;
     let mut value = doc.value;
     if !options.cleartext_secrets {
         if own_secret {
@@ -224,13 +206,14 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
         }
     }
     let mut warnings = Vec::new();
-    let order = policy::layer_order(input, &mut warnings)?;
-    let mut seen: HashMap<(&str, &str, &str), &Document> = HashMap::new();
+    let headers: Vec<Header<'_>> = input.iter().map(Header::of).collect();
+    let order = policy::layer_order(input, &headers, &mut warnings)?;
+    let mut seen: HashMap<(&str, &str, &str), &Document, RandomState> =
+        HashMap::with_capacity_and_hasher(input.len(), RandomState::default());
     let mut docs = Vec::with_capacity(input.len());
     let mut meta = Vec::with_capacity(input.len());
     let mut positions = Vec::with_capacity(input.len());
-    for (at, doc) in input.iter().enumerate() {
-        let m = Meta::of(doc);
+    for (at, (doc, m)) in input.iter().zip(headers).enumerate() {
         match seen.get(&(m.schema, m.layer, m.name)) {
             // The very same document twice is one document (Deckhand keeps the first).
             Some(first) if first.value == doc.value => {}
@@ -248,9 +231,9 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
             }
         }
     }
-    let parents = layering::parents(&docs, &order)?;
+    let parents = layering::parents(&docs, &meta, &order)?;
     for (i, doc) in docs.iter().enumerate() {
-        if meta[i].has_selector && parents[i].is_none() {
+        if !meta[i].parent_selector.is_empty() && parents[i].is_none() {
             warnings.push(Warning::about(
                 doc,
                 "its parentSelector matches no document in a higher layer: it keeps its own data"
@@ -262,11 +245,13 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
     let sources = substitution_sources(&docs, &meta, &replaced_by)?;
     let actions = docs
         .iter()
-        .map(|d| layering::actions(d))
+        .zip(&meta)
+        .map(|(d, m)| layering::actions(d, m.actions))
         .collect::<Result<Vec<_>, _>>()?;
     let subs = docs
         .iter()
-        .map(|d| substitution::read(d))
+        .zip(&meta)
+        .map(|(d, m)| substitution::read(d, m.substitutions))
         .collect::<Result<Vec<_>, _>>()?;
     let plan = Plan {
         docs,
@@ -284,11 +269,11 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
 /// Checks the replacement rules; returns each document's replacement.
 fn replacements(
     docs: &[&Document],
-    meta: &[Meta<'_>],
+    meta: &[Header<'_>],
     parents: &[Option<usize>],
 ) -> Result<Vec<Option<usize>>, RenderError> {
     let mut replaced_by = vec![None; docs.len()];
-    let mut names: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut names: HashMap<(&str, &str), usize, RandomState> = HashMap::default();
     for (i, doc) in docs.iter().enumerate() {
         let parent = parents[i];
         let m = &meta[i];
@@ -336,10 +321,10 @@ fn replacements(
 /// replacement.
 fn substitution_sources<'a>(
     docs: &[&'a Document],
-    meta: &[Meta<'a>],
+    meta: &[Header<'a>],
     replaced_by: &[Option<usize>],
-) -> Result<HashMap<(&'a str, &'a str), usize>, RenderError> {
-    let mut sources = HashMap::new();
+) -> Result<Sources<'a>, RenderError> {
+    let mut sources = Sources::default();
     for (i, doc) in docs.iter().enumerate() {
         if meta[i].is_abstract {
             continue;
@@ -373,10 +358,7 @@ fn dependencies(plan: &Plan<'_>, i: usize) -> Vec<usize> {
         }
     }
     for sub in &plan.subs[i] {
-        if let Some(&s) = plan
-            .sources
-            .get(&(sub.src_schema.as_str(), sub.src_name.as_str()))
-        {
+        if let Some(&s) = plan.sources.get(&(sub.src_schema, sub.src_name)) {
             deps.push(s);
         }
     }
@@ -458,7 +440,7 @@ fn render_sorted(
         if m.is_control {
             continue;
         }
-        if let (Some(p), true) = (plan.parents[i], m.has_selector) {
+        if let (Some(p), false) = (plan.parents[i], m.parent_selector.is_empty()) {
             let steps = &plan.actions[i];
             if steps.is_empty() {
                 provenance[i] = own_provenance(
@@ -518,11 +500,10 @@ fn render_sorted(
             let written: Vec<Written> = result?;
             let mut from = Vec::new();
             for w in written {
-                let source = docs[w.source];
                 if meta[w.source].is_encrypted {
                     encrypted_dest[i] = true;
                 }
-                if is_secret(source)
+                if meta[w.source].is_secret()
                     || !secret_values[w.source].is_empty()
                     || encrypted_dest[w.source]
                 {
@@ -553,6 +534,8 @@ fn render_sorted(
             provenance: std::mem::take(&mut provenance[i]),
             secret_values: std::mem::take(&mut secret_values[i]),
             encrypted_dest: encrypted_dest[i],
+            secret_doc: meta[i].is_secret(),
+            control: meta[i].is_control,
         });
     }
     Ok(Parts { out, warnings })

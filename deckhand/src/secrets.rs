@@ -24,7 +24,12 @@ pub const SECRET_SCHEMAS: &[&str] = &[
 
 /// A secret document: one of the secret schemas, or `metadata.storagePolicy: encrypted`.
 pub fn is_secret(doc: &Document) -> bool {
-    doc.is_encrypted() || SECRET_SCHEMAS.iter().any(|s| doc.schema().starts_with(s))
+    doc.is_encrypted() || is_secret_schema(doc.schema())
+}
+
+/// One of Deckhand's secret schemas.
+pub fn is_secret_schema(schema: &str) -> bool {
+    schema.starts_with("deckhand/") && SECRET_SCHEMAS.iter().any(|s| schema.starts_with(s))
 }
 
 /// What Deckhand puts in place of a secret value: `sha256(json.dumps(value))` in hex.

@@ -14,42 +14,42 @@ use crate::path::{write, Path, Write};
 use crate::render::Warning;
 use crate::tree::Tree;
 
-/// One substitution as written.
+/// One substitution as written (borrowing the document's text).
 #[derive(Debug, Clone)]
-pub struct Substitution {
+pub struct Substitution<'a> {
     /// `src.schema`.
-    pub src_schema: String,
+    pub src_schema: &'a str,
     /// `src.name`.
-    pub src_name: String,
+    pub src_name: &'a str,
     /// `src.path`.
-    pub src_path: String,
+    pub src_path: &'a str,
     /// `src.pattern`: a regular expression searched in the source value.
-    pub src_pattern: Option<String>,
+    pub src_pattern: Option<&'a str>,
     /// `src.match_group`: the group of `src.pattern` taken (0: the whole match).
     pub match_group: usize,
     /// `dest`, one or a list.
-    pub dests: Vec<Dest>,
+    pub dests: Vec<Dest<'a>>,
 }
 
 /// One destination of a substitution.
 #[derive(Debug, Clone)]
-pub struct Dest {
+pub struct Dest<'a> {
     /// `dest.path`.
-    pub path: String,
+    pub path: &'a str,
     /// `dest.pattern`.
-    pub pattern: Option<String>,
+    pub pattern: Option<&'a str>,
     /// `dest.recurse.depth` when `recurse` is given (`-1` when it has no depth).
     pub recurse: Option<i64>,
 }
 
 /// The document's substitutions (absent, null or empty: none).
-pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
+pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a>>, RenderError> {
     let invalid = |field: String, reason: &str| RenderError::InvalidField {
         document: doc.reference(),
         field,
         reason: reason.to_string(),
     };
-    let items = match doc.substitutions() {
+    let items = match written {
         Tree::Null => return Ok(Vec::new()),
         Tree::Array(items) => items,
         _ => {
@@ -62,15 +62,14 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
     let mut subs = Vec::with_capacity(items.len());
     for (n, item) in items.iter().enumerate() {
         let field = |f: &str| format!("metadata.substitutions[{n}].{f}");
-        let text = |v: Option<&Tree>, f: &str| -> Result<String, RenderError> {
+        let text = |v: Option<&'a Tree>, f: &str| -> Result<&'a str, RenderError> {
             v.and_then(Tree::as_str)
-                .map(str::to_string)
                 .ok_or_else(|| invalid(field(f), "must be a string"))
         };
         let src = item.get("src");
         let src_pattern = match src.and_then(|s| s.get("pattern")) {
             None | Some(Tree::Null) => None,
-            Some(Tree::String(p)) => Some(p.to_string()),
+            Some(Tree::String(p)) => Some(&**p),
             Some(_) => return Err(invalid(field("src.pattern"), "must be a string")),
         };
         let match_group = match src.and_then(|s| s.get("match_group")) {
@@ -80,7 +79,7 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
                 .and_then(|g| usize::try_from(g).ok())
                 .ok_or_else(|| invalid(field("src.match_group"), "must be a group number"))?,
         };
-        let dest_items: Vec<&Tree> = match item.get("dest") {
+        let dest_items: Vec<&'a Tree> = match item.get("dest") {
             Some(Tree::Array(list)) => list.iter().collect(),
             Some(one @ Tree::Object(_)) => vec![one],
             _ => {
@@ -96,12 +95,11 @@ pub fn read(doc: &Document) -> Result<Vec<Substitution>, RenderError> {
             let path = dest
                 .get("path")
                 .and_then(Tree::as_str)
-                .ok_or_else(|| invalid(dfield("path"), "must be a string"))?
-                .to_string();
+                .ok_or_else(|| invalid(dfield("path"), "must be a string"))?;
             let pattern = match dest.get("pattern") {
                 None | Some(Tree::Null) => None,
                 Some(Tree::String(p)) if p.is_empty() => None,
-                Some(Tree::String(p)) => Some(p.to_string()),
+                Some(Tree::String(p)) => Some(&**p),
                 Some(_) => return Err(invalid(dfield("pattern"), "must be a string")),
             };
             let recurse = match dest.get("recurse") {
@@ -172,23 +170,23 @@ impl Patterns {
 pub fn substitute<'a>(
     doc: &Document,
     data: &mut Tree,
-    subs: &[Substitution],
+    subs: &[Substitution<'_>],
     source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
     patterns: &mut Patterns,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::new();
     for (index, sub) in subs.iter().enumerate() {
-        let src = source(&sub.src_schema, &sub.src_name).ok_or_else(|| {
+        let src = source(sub.src_schema, sub.src_name).ok_or_else(|| {
             RenderError::SubstitutionSourceNotFound {
                 document: doc.reference(),
                 index,
-                src_schema: sub.src_schema.clone(),
-                src_name: sub.src_name.clone(),
+                src_schema: sub.src_schema.to_string(),
+                src_name: sub.src_name.to_string(),
             }
         })?;
         let value = if src.data.is_object() {
-            let path = Path::parse(&sub.src_path).map_err(|reason| RenderError::InvalidField {
+            let path = Path::parse(sub.src_path).map_err(|reason| RenderError::InvalidField {
                 document: doc.reference(),
                 field: format!("metadata.substitutions[{index}].src.path"),
                 reason,
@@ -203,7 +201,7 @@ pub fn substitute<'a>(
             document: doc.reference(),
             index,
             source_doc: src.doc.reference(),
-            path: sub.src_path.clone(),
+            path: sub.src_path.to_string(),
         })?;
         let failed = |path: &str, details: String| RenderError::UnknownSubstitutionError {
             document: doc.reference(),
@@ -212,10 +210,10 @@ pub fn substitute<'a>(
             path: path.to_string(),
             details,
         };
-        if let Some(pattern) = &sub.src_pattern {
+        if let Some(pattern) = sub.src_pattern {
             let Tree::String(text) = &value else {
                 return Err(failed(
-                    &sub.src_path,
+                    sub.src_path,
                     format!(
                         "src.pattern needs a string, the source value is {}",
                         value.kind()
@@ -224,7 +222,7 @@ pub fn substitute<'a>(
             };
             let re = patterns
                 .get(pattern)
-                .map_err(|e| failed(&sub.src_path, format!("src.pattern {pattern:?}: {e}")))?;
+                .map_err(|e| failed(sub.src_path, format!("src.pattern {pattern:?}: {e}")))?;
             match re.captures(text) {
                 None => warnings.push(Warning::about(
                     doc,
@@ -244,23 +242,23 @@ pub fn substitute<'a>(
             }
         }
         for dest in &sub.dests {
-            let path = Path::parse(&dest.path).map_err(|reason| failed(&dest.path, reason))?;
-            let pattern = match &dest.pattern {
+            let path = Path::parse(dest.path).map_err(|reason| failed(dest.path, reason))?;
+            let pattern = match dest.pattern {
                 Some(p) => Some(
                     patterns
                         .get(p)
-                        .map_err(|e| failed(&dest.path, format!("dest.pattern {p:?}: {e}")))?,
+                        .map_err(|e| failed(dest.path, format!("dest.pattern {p:?}: {e}")))?,
                 ),
                 None => None,
             };
             let how = Write {
                 pattern,
-                pattern_text: dest.pattern.as_deref().unwrap_or(""),
+                pattern_text: dest.pattern.unwrap_or(""),
                 recurse: dest.recurse,
             };
             let now = if path.steps.is_empty() {
                 let mut result = data.clone();
-                write(&mut result, &path, value.clone(), how).map_err(|e| failed(&dest.path, e))?;
+                write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
                 match (&mut *data, result) {
                     (Tree::Object(map), Tree::Object(new)) => {
                         let map = std::sync::Arc::make_mut(map);
@@ -270,14 +268,14 @@ pub fn substitute<'a>(
                     }
                     (_, result) if truthy(&result) => *data = result,
                     _ => return Err(failed(
-                        &dest.path,
+                        dest.path,
                         "the value substituted at the whole data is empty; no data was substituted"
                             .to_string(),
                     )),
                 }
                 data.clone()
             } else {
-                write(data, &path, value.clone(), how).map_err(|e| failed(&dest.path, e))?
+                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?
             };
             written.push(Written {
                 path,

@@ -220,7 +220,9 @@ impl MarkedEventReceiver for Builder {
                             Tree::Object(source) => {
                                 for (k, v) in source.iter() {
                                     // The first source that sets a key wins among sources.
-                                    merged.entry(k.clone()).or_insert_with(|| v.clone());
+                                    if !merged.contains_key(k) {
+                                        merged.insert(k.clone(), v.clone());
+                                    }
                                 }
                             }
                             _ => {
@@ -233,8 +235,10 @@ impl MarkedEventReceiver for Builder {
                             }
                         }
                     }
-                    for (k, v) in merged {
-                        map.entry(k).or_insert(v);
+                    for (k, v) in merged.iter() {
+                        if !map.contains_key(k) {
+                            map.insert(k.clone(), v.clone());
+                        }
                     }
                     self.push(Tree::object(map), anchor, mark.line());
                 }

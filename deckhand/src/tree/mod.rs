@@ -15,15 +15,15 @@ use std::fmt;
 use std::ops::Index;
 use std::sync::Arc;
 
-use indexmap::IndexMap;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Number, Value};
 
 /// A mapping's key.
 pub type Key = Arc<str>;
 
-/// A mapping: keys in the order written.
-pub type Map = IndexMap<Key, Tree, foldhash::fast::RandomState>;
+mod map;
+
+pub use map::{Iter, Map, INDEXED};
 
 /// A JSON value whose strings, lists and mappings are shared (see the module's documentation).
 #[derive(Clone, Default)]
@@ -64,7 +64,7 @@ impl Tree {
 
     /// An empty mapping.
     pub fn empty_object() -> Tree {
-        Tree::object(Map::default())
+        Tree::object(Map::new())
     }
 
     /// The value at a mapping's key (nothing when this is not a mapping or has no such key).
