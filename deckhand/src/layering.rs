@@ -127,17 +127,17 @@ impl<'a> Label<'a> {
     }
 }
 
-/// A layering action as written.
+/// A layering action as written (borrowing the document's text).
 #[derive(Debug, Clone)]
-pub struct Action {
+pub struct Action<'a> {
     /// `merge`, `replace` or `delete`.
-    pub method: String,
+    pub method: &'a str,
     /// The path as written.
-    pub path: String,
+    pub path: &'a str,
 }
 
 /// A child's actions, read from `metadata.layeringDefinition.actions` (absent or null: none).
-pub fn actions(doc: &Document, written: &Tree) -> Result<Vec<Action>, RenderError> {
+pub fn actions<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Action<'a>>, RenderError> {
     let invalid = |field: String, reason: &str| RenderError::InvalidField {
         document: doc.reference(),
         field,
@@ -163,10 +163,7 @@ pub fn actions(doc: &Document, written: &Tree) -> Result<Vec<Action>, RenderErro
             match (method, path) {
                 (None, _) => Err(invalid(field("method"), "must be merge, replace or delete")),
                 (_, None) => Err(invalid(field("path"), "must be a path such as .a.b")),
-                (Some(method), Some(path)) => Ok(Action {
-                    method: method.to_string(),
-                    path: path.to_string(),
-                }),
+                (Some(method), Some(path)) => Ok(Action { method, path }),
             }
         })
         .collect()
@@ -178,25 +175,25 @@ pub fn apply_actions(
     child_data: &Tree,
     parent: &Document,
     parent_data: &Tree,
-    actions: &[Action],
+    actions: &[Action<'_>],
 ) -> Result<Tree, RenderError> {
     let mut data = parent_data.clone();
     for (index, action) in actions.iter().enumerate() {
         let missing = |reason: &str| RenderError::MissingDocumentKey {
             document: child.reference(),
             parent: parent.reference(),
-            method: action.method.clone(),
-            path: action.path.clone(),
+            method: action.method.to_string(),
+            path: action.path.to_string(),
             reason: reason.to_string(),
         };
-        if !matches!(action.method.as_str(), "merge" | "replace" | "delete") {
+        if !matches!(action.method, "merge" | "replace" | "delete") {
             return Err(RenderError::UnsupportedActionMethod {
                 document: child.reference(),
                 index,
-                method: action.method.clone(),
+                method: action.method.to_string(),
             });
         }
-        let normalized = layering_path(&action.path);
+        let normalized = layering_path(action.path);
         let path = Path::parse(&normalized).map_err(|reason| RenderError::InvalidField {
             document: child.reference(),
             field: format!("metadata.layeringDefinition.actions[{index}].path"),
@@ -216,7 +213,7 @@ pub fn apply_actions(
             .map(drop)
             .map_err(|reason| missing(&reason))
         };
-        match action.method.as_str() {
+        match action.method {
             "delete" => {
                 if normalized == "." {
                     data = Tree::empty_object();

@@ -41,10 +41,12 @@
 //! | `document` | a document and the fields Deckhand reads ([`Document`], [`Origin`]) |
 //! | [`path`] | Deckhand's data paths, read and written |
 //! | `policy` | the layering policy and the layer order |
+//! | [`tree`] | the data, shared where it is not changed ([`Tree`]) |
 //! | `layering` | parents and the merge, replace and delete actions |
 //! | `substitution` | `metadata.substitutions` |
 //! | [`secrets`] | secret documents and redaction |
 //! | `render` | the entry point ([`render`]) |
+//! | `provenance` | where a rendered document's data came from ([`Provenance`]) |
 //! | `error` | [`RenderError`] |
 //! | [`generate`] | generated sites for benchmarks |
 
@@ -54,6 +56,7 @@ pub mod generate;
 mod layering;
 pub mod path;
 mod policy;
+mod provenance;
 mod render;
 pub mod secrets;
 mod source;
@@ -63,6 +66,7 @@ pub mod yaml;
 
 pub use document::{DocRef, Document, Origin, LAYERING_POLICY_SCHEMA};
 pub use error::RenderError;
+pub use provenance::Provenance;
 pub use render::{render, render_owned, Options, Rendered, Rendering, Warning};
 pub use source::{read_sources, read_sources_noting};
 pub use tree::Tree;

@@ -8,7 +8,10 @@
 //! `recurse` inside every string below it that contains the pattern's text.
 
 use regex::Regex;
+use std::borrow::Cow;
 use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use crate::tree::{Key, Tree};
 
@@ -16,7 +19,7 @@ use crate::tree::{Key, Tree};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// A mapping's key.
-    Key(String),
+    Key(Key),
     /// A list's position.
     Index(usize),
 }
@@ -24,13 +27,13 @@ pub enum Step {
 /// A parsed path: no steps is the whole data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Path {
-    /// The steps from the data's root.
-    pub steps: Vec<Step>,
+    /// The steps from the data's root (held in place up to six).
+    pub steps: SmallVec<[Step; 6]>,
 }
 
 /// A layering action's path as Deckhand reads it: a leading `.data` or `$.data` is dropped (even when it
 /// is the start of a longer key, as Deckhand does), and a path with no leading `.` or `$.` gets one.
-pub fn layering_path(path: &str) -> String {
+pub fn layering_path(path: &str) -> Cow<'_, str> {
     let rest = if let Some(rest) = path.strip_prefix(".data") {
         rest
     } else if let Some(rest) = path.strip_prefix("$.data") {
@@ -39,9 +42,9 @@ pub fn layering_path(path: &str) -> String {
         path
     };
     if rest.starts_with('.') || rest.starts_with("$.") {
-        rest.to_string()
+        Cow::Borrowed(rest)
     } else {
-        format!(".{rest}")
+        Cow::Owned(format!(".{rest}"))
     }
 }
 
@@ -61,7 +64,7 @@ impl Path {
         };
         // Every delimiter is ASCII, so the text is cut only at character boundaries.
         let bytes = rest.as_bytes();
-        let mut steps = Vec::new();
+        let mut steps = SmallVec::new();
         let mut at = 0;
         while at < bytes.len() {
             match bytes[at] {
@@ -70,7 +73,7 @@ impl Path {
                     match bytes.get(at) {
                         Some(&q @ (b'\'' | b'"')) => {
                             let (key, next) = quoted(rest, at + 1, q, text)?;
-                            steps.push(Step::Key(key.to_string()));
+                            steps.push(Step::Key(Key::from(key)));
                             at = next;
                         }
                         _ => {
@@ -81,7 +84,7 @@ impl Path {
                             if at == start {
                                 return Err(format!("the path {text:?} has an empty step"));
                             }
-                            steps.push(Step::Key(rest[start..at].to_string()));
+                            steps.push(Step::Key(Key::from(&rest[start..at])));
                         }
                     }
                 }
@@ -93,7 +96,7 @@ impl Path {
                             if bytes.get(next) != Some(&b']') {
                                 return Err(format!("the path {text:?} has an unclosed `[`"));
                             }
-                            steps.push(Step::Key(key.to_string()));
+                            steps.push(Step::Key(Key::from(key)));
                             at = next + 1;
                         }
                         _ => {
@@ -157,7 +160,7 @@ impl Path {
                             } else {
                                 Tree::empty_object()
                             };
-                            map.insert_full(Key::from(k.as_str()), empty).0
+                            map.insert_full(k.clone(), empty).0
                         }
                     };
                     match map.get_index_mut(at) {

@@ -3,6 +3,7 @@
 //! substitution sources), with secrets redacted unless asked for in clear.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
@@ -11,6 +12,7 @@ use crate::error::RenderError;
 use crate::layering::{self, Action};
 use crate::path::Path;
 use crate::policy;
+use crate::provenance::{How, Provenance, Trail, Trails};
 use crate::secrets::redact;
 use crate::substitution::{self, Patterns, Source, Substitution, Written};
 use crate::tree::Tree;
@@ -30,8 +32,8 @@ pub struct Rendered {
     pub value: Tree,
     /// Where the document is.
     pub origin: Origin,
-    /// Where its data came from, in words.
-    pub provenance: String,
+    /// Where its data came from (written out in words by `Display`).
+    pub provenance: Provenance,
     /// A secret document, or one holding data substituted from a secret.
     pub secret: bool,
 }
@@ -87,7 +89,7 @@ struct Plan<'a> {
     parents: Vec<Option<usize>>,
     replaced_by: Vec<Option<usize>>,
     sources: Sources<'a>,
-    actions: Vec<Vec<Action>>,
+    actions: Vec<Vec<Action<'a>>>,
     subs: Vec<Vec<Substitution<'a>>>,
 }
 
@@ -98,7 +100,7 @@ pub fn render(input: &[Document], options: &Options) -> Result<Rendering, Render
     let documents = parts
         .out
         .into_iter()
-        .map(|o| finish(input[o.input].clone(), o, options))
+        .map(|o| finish(input[o.input].clone(), o, &parts.trails, options))
         .collect();
     Ok(Rendering {
         documents,
@@ -116,7 +118,7 @@ pub fn render_owned(input: Vec<Document>, options: &Options) -> Result<Rendering
         .into_iter()
         .filter_map(|o| {
             let doc = input.get_mut(o.input)?.take()?;
-            Some(finish(doc, o, options))
+            Some(finish(doc, o, &parts.trails, options))
         })
         .collect();
     Ok(Rendering {
@@ -131,7 +133,8 @@ struct OutDoc {
     input: usize,
     /// Its rendered data, when it is not its own.
     data: Option<Tree>,
-    provenance: String,
+    /// Its trail (see [`Provenance`]).
+    trail: usize,
     /// Values written from secrets, with the value written.
     secret_values: Vec<(Path, Tree)>,
     /// Data substituted from an encrypted document.
@@ -146,11 +149,13 @@ struct OutDoc {
 struct Parts {
     out: Vec<OutDoc>,
     warnings: Vec<Warning>,
+    /// The trails the documents' provenances read.
+    trails: Arc<Trails>,
 }
 
 /// The document `doc` (owned: its data is the rendered data unless `o` has other) with the rendered
 /// data put in, secrets redacted unless asked for in clear.
-fn finish(doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
+fn finish(doc: Document, mut o: OutDoc, trails: &Arc<Trails>, options: &Options) -> Rendered {
     let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
     let own_secret = o.secret_doc || o.encrypted_dest;
     o.secret_values
@@ -191,7 +196,7 @@ fn finish(doc: Document, mut o: OutDoc, options: &Options) -> Rendered {
     Rendered {
         value,
         origin: doc.origin,
-        provenance: o.provenance,
+        provenance: Provenance::new(trails.clone(), o.trail),
         secret,
     }
 }
@@ -425,11 +430,16 @@ fn render_sorted(
     // the others' are their own, copied when first needed.
     let mut data: Vec<Option<Tree>> = vec![None; n];
     let meta = &plan.meta;
-    let mut provenance: Vec<String> = docs
-        .iter()
-        .zip(meta)
-        .map(|(d, m)| own_provenance(d, m.layer, ""))
+    // Each document's trail: its own to begin with, a new one when it is layered, its replacement's
+    // once it is replaced.
+    let mut trails: Vec<Trail> = (0..n)
+        .map(|doc| Trail {
+            doc,
+            how: How::Own,
+            from: Vec::new(),
+        })
         .collect();
+    let mut trail_of: Vec<usize> = (0..n).collect();
     // Values written from secrets, per document, with the value written (still secret while unchanged).
     let mut secret_values: Vec<Vec<(Path, Tree)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
@@ -443,14 +453,7 @@ fn render_sorted(
         if let (Some(p), false) = (plan.parents[i], m.parent_selector.is_empty()) {
             let steps = &plan.actions[i];
             if steps.is_empty() {
-                provenance[i] = own_provenance(
-                    doc,
-                    m.layer,
-                    &format!(
-                        "no actions: its own data, not its parent's {}",
-                        docs[p].reference()
-                    ),
-                );
+                trails[trail_of[i]].how = How::NoActions { parent: p };
             } else {
                 data[i] = Some(layering::apply_actions(
                     doc,
@@ -461,20 +464,15 @@ fn render_sorted(
                 )?);
                 secret_values[i] = secret_values[p].clone();
                 encrypted_dest[i] |= encrypted_dest[p];
-                let how: Vec<String> = steps
-                    .iter()
-                    .map(|a| format!("{} {}", a.method, a.path))
-                    .collect();
-                let relation = if m.is_replacement {
-                    "replacing"
-                } else {
-                    "layered onto"
-                };
-                provenance[i] = format!(
-                    "{}, {relation} {}",
-                    own_provenance(doc, m.layer, &how.join(", ")),
-                    provenance[p]
-                );
+                trails.push(Trail {
+                    doc: i,
+                    how: How::Layered {
+                        parent: trail_of[p],
+                        replacing: m.is_replacement,
+                    },
+                    from: Vec::new(),
+                });
+                trail_of[i] = trails.len() - 1;
             }
         }
         if !plan.subs[i].is_empty() {
@@ -498,7 +496,7 @@ fn render_sorted(
             };
             data[i] = Some(own);
             let written: Vec<Written> = result?;
-            let mut from = Vec::new();
+            let from = &mut trails[trail_of[i]].from;
             for w in written {
                 if meta[w.source].is_encrypted {
                     encrypted_dest[i] = true;
@@ -509,16 +507,14 @@ fn render_sorted(
                 {
                     secret_values[i].push((w.path.clone(), w.value));
                 }
-                let named = format!("[{}] {}", meta[w.source].schema, meta[w.source].name);
-                if !from.contains(&named) {
-                    from.push(named);
+                if !from.contains(&w.source) {
+                    from.push(w.source);
                 }
             }
-            provenance[i] = format!("{}; substituted from {}", provenance[i], from.join(", "));
         }
         if let (true, Some(p)) = (m.is_replacement, plan.parents[i]) {
             data[p] = Some(current(&data, docs, i).clone());
-            provenance[p] = provenance[i].clone();
+            trail_of[p] = trail_of[i];
             secret_values[p] = secret_values[i].clone();
             encrypted_dest[p] = encrypted_dest[i];
         }
@@ -531,29 +527,27 @@ fn render_sorted(
         out.push(OutDoc {
             input: positions[i],
             data: data[i].take(),
-            provenance: std::mem::take(&mut provenance[i]),
+            trail: trail_of[i],
             secret_values: std::mem::take(&mut secret_values[i]),
             encrypted_dest: encrypted_dest[i],
             secret_doc: meta[i].is_secret(),
             control: meta[i].is_control,
         });
     }
-    Ok(Parts { out, warnings })
+    let trails = Arc::new(Trails {
+        docs: docs.iter().map(|d| (*d).clone()).collect(),
+        trails,
+    });
+    Ok(Parts {
+        out,
+        warnings,
+        trails,
+    })
 }
 
 /// Document `i`'s data as rendered so far: its own until something was made of it.
 fn current<'a>(data: &'a [Option<Tree>], docs: &[&'a Document], i: usize) -> &'a Tree {
     data[i].as_ref().unwrap_or_else(|| docs[i].data())
-}
-
-/// `file document N (line L) (site layer; what was done)`.
-fn own_provenance(doc: &Document, layer: &str, how: &str) -> String {
-    match (layer.is_empty(), how.is_empty()) {
-        (true, true) => doc.origin.to_string(),
-        (true, false) => format!("{} ({how})", doc.origin),
-        (false, true) => format!("{} ({layer} layer)", doc.origin),
-        (false, false) => format!("{} ({layer} layer; {how})", doc.origin),
-    }
 }
 
 /// An encrypted document's substitution paths, redacted as Deckhand redacts them.

@@ -4,7 +4,10 @@
 //! `src.match_group`, written at each `dest.path` (in place, or replacing `dest.pattern`, or with `recurse`
 //! inside every string below).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
 
 use regex::Regex;
 
@@ -152,27 +155,26 @@ pub struct Source<'a> {
     pub data: &'a Tree,
 }
 
-/// Regular expressions compiled once per rendering.
+/// Regular expressions compiled once per rendering, by their text.
 #[derive(Default)]
-pub struct Patterns(HashMap<String, Regex>);
+pub struct Patterns<'a>(HashMap<&'a str, Regex, RandomState>);
 
-impl Patterns {
-    fn get(&mut self, pattern: &str) -> Result<&Regex, regex::Error> {
-        if !self.0.contains_key(pattern) {
-            let re = Regex::new(pattern)?;
-            self.0.insert(pattern.to_string(), re);
+impl<'a> Patterns<'a> {
+    fn get(&mut self, pattern: &'a str) -> Result<&Regex, regex::Error> {
+        match self.0.entry(pattern) {
+            Entry::Occupied(found) => Ok(found.into_mut()),
+            Entry::Vacant(slot) => Ok(slot.insert(Regex::new(pattern)?)),
         }
-        self.0.get(pattern).ok_or(regex::Error::CompiledTooBig(0))
     }
 }
 
 /// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
-pub fn substitute<'a>(
+pub fn substitute<'a, 's>(
     doc: &Document,
     data: &mut Tree,
-    subs: &[Substitution<'_>],
+    subs: &[Substitution<'s>],
     source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
-    patterns: &mut Patterns,
+    patterns: &mut Patterns<'s>,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::new();

@@ -114,7 +114,7 @@ pub fn load_strategy(sources: &[Source<'_>]) -> Result<LoadedStrategy, StrategyE
             let count = docs.len();
             let strategies = concrete(&docs, SHIPYARD_SCHEMA, &mut warnings)?;
             match strategies.as_slice() {
-                [only] => (only.value.to_value(), only.provenance.clone()),
+                [only] => (only.value.to_value(), only.provenance.to_string()),
                 [] => {
                     return Err(StrategyError::Syntax(format!(
                         "the text holds {count} documents and no concrete one has schema {SHIPYARD_SCHEMA}"

@@ -56,10 +56,7 @@ impl Map {
     pub fn get_index_of(&self, key: &str) -> Option<usize> {
         match &self.index {
             Some(index) => index.get(key).copied(),
-            None => self
-                .entries
-                .iter()
-                .position(|(k, _)| k.len() == key.len() && **k == *key),
+            None => self.entries.iter().position(|(k, _)| k.as_str() == key),
         }
     }
 

@@ -18,8 +18,9 @@ use std::sync::Arc;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Number, Value};
 
-/// A mapping's key.
-pub type Key = Arc<str>;
+/// A mapping's key: up to 24 bytes held in place (nearly every key), so that comparing keys reads no
+/// other memory and copying a mapping touches no shared counter.
+pub type Key = compact_str::CompactString;
 
 mod map;
 
@@ -277,7 +278,7 @@ impl From<Value> for Tree {
             Value::Array(items) => Tree::array(items.into_iter().map(Tree::from).collect()),
             Value::Object(map) => Tree::object(
                 map.into_iter()
-                    .map(|(k, v)| (Key::from(k), Tree::from(v)))
+                    .map(|(k, v)| (Key::from(k.as_str()), Tree::from(v)))
                     .collect(),
             ),
         }

@@ -111,6 +111,7 @@ fn treasuremap_baremetal_node_data() {
     assert!(!node.secret);
     assert!(node
         .provenance
+        .to_string()
         .starts_with("site/seaworthy/baremetal/nodes.yaml document 1 (line"));
 }
 
@@ -120,7 +121,7 @@ fn treasuremap_host_profile_is_layered_and_its_passphrase_redacted() {
     let clear = rendered(true);
     let profile = named(&redacted, "drydock/HostProfile/v1", "cp_r720-primary");
     assert!(
-        profile.provenance.contains("(site layer; replace .interfaces, replace .storage, merge .), layered onto global/profiles/host/cp.yaml document 1"),
+        profile.provenance.to_string().contains("(site layer; replace .interfaces, replace .storage, merge .), layered onto global/profiles/host/cp.yaml document 1"),
         "{}",
         profile.provenance
     );
