@@ -32,7 +32,7 @@ impl fmt::Display for Origin {
 }
 
 /// A document as read, with where it came from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Document {
     /// The document: `schema`, `metadata`, `data`.
     pub value: Tree,

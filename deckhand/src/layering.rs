@@ -210,7 +210,6 @@ pub fn apply_actions(
                     recurse: None,
                 },
             )
-            .map(drop)
             .map_err(|reason| missing(&reason))
         };
         match action.method {

@@ -135,7 +135,7 @@ impl Path {
     }
 
     /// The value at the path, null included.
-    fn find<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
+    pub(crate) fn find<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
         self.steps.iter().try_fold(data, |v, step| match step {
             Step::Key(k) => v.as_object()?.get(k.as_str()),
             Step::Index(i) => v.as_array()?.get(*i),
@@ -221,11 +221,38 @@ fn quoted<'r>(rest: &'r str, at: usize, quote: u8, text: &str) -> Result<(&'r st
     }
 }
 
+/// A `pattern`, as Deckhand searches it with Python's `re`. A pattern holding none of the characters
+/// special to a regular expression is its own text, and is replaced as text.
+#[derive(Debug, Clone)]
+pub enum Pattern<'a> {
+    /// A pattern that is plain text.
+    Text(&'a str),
+    /// A regular expression.
+    Regex(Regex),
+}
+
+impl<'a> Pattern<'a> {
+    /// A pattern that is its own text, when it is one.
+    pub fn text(pattern: &'a str) -> Option<Pattern<'a>> {
+        let special = |c: char| "\\.+*?()|[]{}^$".contains(c);
+        (!pattern.is_empty() && !pattern.contains(special)).then_some(Pattern::Text(pattern))
+    }
+
+    /// `s` with every match replaced by `with` (taken as it is: no group references).
+    pub fn replace_all<'s>(&self, s: &'s str, with: &str) -> Cow<'s, str> {
+        match self {
+            Pattern::Text(text) if s.contains(text) => Cow::Owned(s.replace(text, with)),
+            Pattern::Text(_) => Cow::Borrowed(s),
+            Pattern::Regex(re) => re.replace_all(s, regex::NoExpand(with)),
+        }
+    }
+}
+
 /// How a value is written into a destination: in place, or by pattern.
 #[derive(Debug, Clone, Copy)]
 pub struct Write<'a> {
-    /// The regular expression replaced by the value (Deckhand's `dest.pattern`).
-    pub pattern: Option<&'a Regex>,
+    /// The pattern replaced by the value (Deckhand's `dest.pattern`).
+    pub pattern: Option<&'a Pattern<'a>>,
     /// The pattern's text (a string below the path is changed only if it contains this text).
     pub pattern_text: &'a str,
     /// `dest.recurse`: `Some(depth)` (`-1`: no limit) to replace inside every string below the path.
@@ -233,12 +260,11 @@ pub struct Write<'a> {
 }
 
 /// Writes `value` at `path` in `data` as Deckhand's `jsonpath_replace` does (the path created when
-/// absent). Returns the path's new value.
-pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Result<Tree, String> {
+/// absent).
+pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Result<(), String> {
     let Some(pattern) = how.pattern else {
-        let place = path.place(data)?;
-        *place = value;
-        return Ok(place.clone());
+        *path.place(data)? = value;
+        return Ok(());
     };
     let text = python_str(&value);
     let place = path.place(data)?;
@@ -247,8 +273,8 @@ pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Resul
             replace_within(place, pattern, how.pattern_text, &text, 0, depth);
         }
         (_, Tree::String(s)) => {
-            let replaced = pattern.replace_all(s, regex::NoExpand(&text));
-            if let std::borrow::Cow::Owned(new) = replaced {
+            let replaced = pattern.replace_all(s, &text);
+            if let Cow::Owned(new) = replaced {
                 *s = Arc::from(new);
             }
         }
@@ -260,14 +286,14 @@ pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Resul
         ))
         }
     }
-    Ok(place.clone())
+    Ok(())
 }
 
 /// Replaces `pattern` inside every string below `value` that contains `literal`, down to `max` levels
 /// (`-1`: all); only the mappings and lists holding such a string are copied.
 fn replace_within(
     value: &mut Tree,
-    pattern: &Regex,
+    pattern: &Pattern<'_>,
     literal: &str,
     text: &str,
     depth: i64,
@@ -284,7 +310,7 @@ fn replace_within(
     for child in children {
         match child {
             Tree::String(s) if s.contains(literal) => {
-                let replaced = pattern.replace_all(s, regex::NoExpand(text)).into_owned();
+                let replaced = pattern.replace_all(s, text).into_owned();
                 *s = Arc::from(replaced);
             }
             other => replace_within(other, pattern, literal, text, depth + 1, max),

@@ -96,41 +96,87 @@ struct Plan<'a> {
 /// Renders the documents as Deckhand does. See the crate's README for the rules. The rendered
 /// documents share with the input what rendering did not change.
 pub fn render(input: &[Document], options: &Options) -> Result<Rendering, RenderError> {
-    let parts = render_parts(input)?;
-    let documents = parts
+    let parts = render_parts(input, Vec::new())?;
+    let finished = parts
         .out
-        .into_iter()
-        .map(|o| finish(input[o.input].clone(), o, &parts.trails, options))
+        .iter()
+        .map(|o| finish(input[o.input].clone(), o, options))
         .collect();
-    Ok(Rendering {
-        documents,
-        warnings: parts.warnings,
-    })
+    Ok(assemble(parts, finished, |at| input.get(at).cloned()))
 }
 
-/// [`render`] taking the documents: each one moves into the result rather than being shared with the
-/// input. The result is the same.
-pub fn render_owned(input: Vec<Document>, options: &Options) -> Result<Rendering, RenderError> {
-    let parts = render_parts(&input)?;
-    let mut input: Vec<Option<Document>> = input.into_iter().map(Some).collect();
-    let documents = parts
-        .out
-        .into_iter()
-        .filter_map(|o| {
-            let doc = input.get_mut(o.input)?.take()?;
-            Some(finish(doc, o, &parts.trails, options))
+/// [`render`] taking the documents, rendered in place as Deckhand's engine renders them: a document's
+/// data is changed where it is, not copied first (unless it shares it with another document). The
+/// result is the same.
+pub fn render_owned(mut input: Vec<Document>, options: &Options) -> Result<Rendering, RenderError> {
+    // Control documents keep their data (the layering policy is read there): they are never changed.
+    let own: Vec<Option<Tree>> = input
+        .iter_mut()
+        .map(|doc| {
+            if doc.is_control() {
+                return None;
+            }
+            doc.value
+                .as_object_mut()
+                .and_then(|m| m.get_mut("data"))
+                .map(std::mem::take)
         })
         .collect();
-    Ok(Rendering {
+    let parts = render_parts(&input, own)?;
+    let mut input: Vec<Option<Document>> = input.into_iter().map(Some).collect();
+    let finished = parts
+        .out
+        .iter()
+        .filter_map(|o| Some(finish(input.get_mut(o.input)?.take()?, o, options)))
+        .collect();
+    Ok(assemble(parts, finished, |at| {
+        input.get(at).cloned().flatten()
+    }))
+}
+
+/// The rendering from the concrete documents finished: each is given its provenance, read from the
+/// trails and the documents they name (`unfinished` gives an input document that is not in the result).
+fn assemble(
+    parts: Parts,
+    finished: Vec<(Document, bool)>,
+    unfinished: impl Fn(usize) -> Option<Document>,
+) -> Rendering {
+    let mut named: Vec<Option<Document>> = vec![None; parts.positions.len()];
+    for (o, (doc, _)) in parts.out.iter().zip(&finished) {
+        named[o.plan] = Some(doc.clone());
+    }
+    let docs = named
+        .into_iter()
+        .zip(&parts.positions)
+        .map(|(doc, &at)| doc.or_else(|| unfinished(at)).unwrap_or_default())
+        .collect();
+    let trails = Arc::new(Trails {
+        docs,
+        trails: parts.trails,
+    });
+    let documents = parts
+        .out
+        .iter()
+        .zip(finished)
+        .map(|(o, (doc, secret))| Rendered {
+            value: doc.value,
+            origin: doc.origin,
+            provenance: Provenance::new(trails.clone(), o.trail),
+            secret,
+        })
+        .collect();
+    Rendering {
         documents,
         warnings: parts.warnings,
-    })
+    }
 }
 
 /// What rendering found for one concrete document, before its envelope is put around it.
 struct OutDoc {
     /// Its place in the input.
     input: usize,
+    /// Its place among the documents rendered (duplicates dropped).
+    plan: usize,
     /// Its rendered data, when it is not its own.
     data: Option<Tree>,
     /// Its trail (see [`Provenance`]).
@@ -149,18 +195,23 @@ struct OutDoc {
 struct Parts {
     out: Vec<OutDoc>,
     warnings: Vec<Warning>,
-    /// The trails the documents' provenances read.
-    trails: Arc<Trails>,
+    /// The trails the documents' provenances read, by rendered document.
+    trails: Vec<Trail>,
+    /// Each rendered document's place in the input.
+    positions: Vec<usize>,
 }
 
-/// The document `doc` (owned: its data is the rendered data unless `o` has other) with the rendered
-/// data put in, secrets redacted unless asked for in clear.
-fn finish(doc: Document, mut o: OutDoc, trails: &Arc<Trails>, options: &Options) -> Rendered {
-    let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
+/// The document `doc` with its rendered data put in (its own when `o` has none), secrets redacted unless
+/// asked for in clear; and whether it is secret.
+fn finish(doc: Document, o: &OutDoc, options: &Options) -> (Document, bool) {
+    let mut rendered = o.data.clone().unwrap_or_else(|| doc.data().clone());
     let own_secret = o.secret_doc || o.encrypted_dest;
-    o.secret_values
-        .retain(|(path, v)| path.get(&rendered) == Some(v));
-    let secret = own_secret || !o.secret_values.is_empty();
+    let secret_values: Vec<&(Path, Tree)> = o
+        .secret_values
+        .iter()
+        .filter(|(path, v)| path.get(&rendered) == Some(v))
+        .collect();
+    let secret = own_secret || !secret_values.is_empty();
     let control = o.control;
     let mut value = doc.value;
     if !options.cleartext_secrets {
@@ -179,7 +230,7 @@ fn finish(doc: Document, mut o: OutDoc, trails: &Arc<Trails>, options: &Options)
                 }
             }
         } else {
-            for (path, v) in &o.secret_values {
+            for (path, v) in secret_values {
                 if let Ok(place) = path.place(&mut rendered) {
                     *place = redact(v);
                 }
@@ -193,16 +244,19 @@ fn finish(doc: Document, mut o: OutDoc, trails: &Arc<Trails>, options: &Options)
             map.insert("data".into(), rendered);
         }
     }
-    Rendered {
-        value,
-        origin: doc.origin,
-        provenance: Provenance::new(trails.clone(), o.trail),
+    (
+        Document {
+            value,
+            origin: doc.origin,
+        },
         secret,
-    }
+    )
 }
 
 /// Everything rendering works out, with the input borrowed.
-fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
+/// `own`: each input document's data, when it was taken out of it (empty: the data is read in the
+/// documents).
+fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts, RenderError> {
     for doc in input {
         if !doc.value.is_object() {
             return Err(RenderError::NotAMapping {
@@ -268,7 +322,16 @@ fn render_parts(input: &[Document]) -> Result<Parts, RenderError> {
         subs,
     };
     let sorted = dependency_order(&plan)?;
-    render_sorted(&plan, &sorted, &positions, warnings)
+    // The data taken out of the documents, in the plan's order.
+    let data: Vec<Option<Tree>> = if own.is_empty() {
+        vec![None; positions.len()]
+    } else {
+        positions
+            .iter()
+            .map(|&at| own.get_mut(at).and_then(Option::take))
+            .collect()
+    };
+    render_sorted(&plan, &sorted, positions, data, warnings)
 }
 
 /// Checks the replacement rules; returns each document's replacement.
@@ -421,14 +484,14 @@ fn dependency_order(plan: &Plan<'_>) -> Result<Vec<usize>, RenderError> {
 fn render_sorted(
     plan: &Plan<'_>,
     sorted: &[usize],
-    positions: &[usize],
+    positions: Vec<usize>,
+    mut data: Vec<Option<Tree>>,
     mut warnings: Vec<Warning>,
 ) -> Result<Parts, RenderError> {
     let docs = &plan.docs;
     let n = docs.len();
-    // Each document's data as rendered so far; a layered document's is made from its parent's,
-    // the others' are their own, copied when first needed.
-    let mut data: Vec<Option<Tree>> = vec![None; n];
+    // Each document's data as rendered so far (`data`, when it is not the data in the document); a
+    // layered document's is made from its parent's.
     let meta = &plan.meta;
     // Each document's trail: its own to begin with, a new one when it is layered, its replacement's
     // once it is replaced.
@@ -457,7 +520,7 @@ fn render_sorted(
             } else {
                 data[i] = Some(layering::apply_actions(
                     doc,
-                    doc.data(),
+                    current(&data, docs, i),
                     docs[p],
                     current(&data, docs, p),
                     steps,
@@ -483,6 +546,9 @@ fn render_sorted(
                         index: s,
                         doc: docs[s],
                         data: current(&data, docs, s),
+                        secret: meta[s].is_secret()
+                            || !secret_values[s].is_empty()
+                            || encrypted_dest[s],
                     })
                 };
                 substitution::substitute(
@@ -501,11 +567,8 @@ fn render_sorted(
                 if meta[w.source].is_encrypted {
                     encrypted_dest[i] = true;
                 }
-                if meta[w.source].is_secret()
-                    || !secret_values[w.source].is_empty()
-                    || encrypted_dest[w.source]
-                {
-                    secret_values[i].push((w.path.clone(), w.value));
+                if let Some(value) = w.value {
+                    secret_values[i].push((w.path, value));
                 }
                 if !from.contains(&w.source) {
                     from.push(w.source);
@@ -526,6 +589,7 @@ fn render_sorted(
         }
         out.push(OutDoc {
             input: positions[i],
+            plan: i,
             data: data[i].take(),
             trail: trail_of[i],
             secret_values: std::mem::take(&mut secret_values[i]),
@@ -534,14 +598,11 @@ fn render_sorted(
             control: meta[i].is_control,
         });
     }
-    let trails = Arc::new(Trails {
-        docs: docs.iter().map(|d| (*d).clone()).collect(),
-        trails,
-    });
     Ok(Parts {
         out,
         warnings,
         trails,
+        positions,
     })
 }
 

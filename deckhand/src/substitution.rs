@@ -6,6 +6,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use foldhash::fast::RandomState;
 
@@ -13,7 +14,7 @@ use regex::Regex;
 
 use crate::document::Document;
 use crate::error::RenderError;
-use crate::path::{write, Path, Write};
+use crate::path::{write, Path, Pattern, Write};
 use crate::render::Warning;
 use crate::tree::Tree;
 
@@ -134,13 +135,14 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
     Ok(subs)
 }
 
-/// A value written into a destination: where, what is there now, and from which source.
+/// A value written into a destination: where, from which source, and (for a secret source) what is
+/// there after the write.
 #[derive(Debug, Clone)]
 pub struct Written {
     /// The destination path.
     pub path: Path,
-    /// The value at the path after the write.
-    pub value: Tree,
+    /// The value at the path after the write, when the source is secret.
+    pub value: Option<Tree>,
     /// The source document (index).
     pub source: usize,
 }
@@ -153,19 +155,61 @@ pub struct Source<'a> {
     pub doc: &'a Document,
     /// Its data as rendered so far.
     pub data: &'a Tree,
+    /// Its data is secret, or holds values substituted from a secret.
+    pub secret: bool,
 }
 
-/// Regular expressions compiled once per rendering, by their text.
+/// The patterns of a rendering, by their text: each read once per rendering, each regular expression
+/// compiled once per process (as Python's `re` keeps the patterns it compiled).
 #[derive(Default)]
-pub struct Patterns<'a>(HashMap<&'a str, Regex, RandomState>);
+pub struct Patterns<'a>(HashMap<&'a str, Pattern<'a>, RandomState>);
 
 impl<'a> Patterns<'a> {
-    fn get(&mut self, pattern: &'a str) -> Result<&Regex, regex::Error> {
-        match self.0.entry(pattern) {
-            Entry::Occupied(found) => Ok(found.into_mut()),
-            Entry::Vacant(slot) => Ok(slot.insert(Regex::new(pattern)?)),
+    /// The pattern as a regular expression (a source pattern's groups are taken).
+    fn regex(&mut self, pattern: &'a str) -> Result<&Regex, regex::Error> {
+        let found = match self.0.entry(pattern) {
+            Entry::Occupied(found) => found.into_mut(),
+            Entry::Vacant(slot) => slot.insert(Pattern::Regex(compiled(pattern)?)),
+        };
+        if let Pattern::Regex(re) = found {
+            return Ok(re);
+        }
+        *found = Pattern::Regex(compiled(pattern)?);
+        match found {
+            Pattern::Regex(re) => Ok(re),
+            Pattern::Text(_) => Err(regex::Error::Syntax(pattern.to_string())),
         }
     }
+
+    /// The pattern, as text when it is plain text.
+    fn get(&mut self, pattern: &'a str) -> Result<&Pattern<'a>, regex::Error> {
+        match self.0.entry(pattern) {
+            Entry::Occupied(found) => Ok(found.into_mut()),
+            Entry::Vacant(slot) => Ok(slot.insert(match Pattern::text(pattern) {
+                Some(text) => text,
+                None => Pattern::Regex(compiled(pattern)?),
+            })),
+        }
+    }
+}
+
+/// The regular expression, compiled once per process (up to 512 are kept, as Python's `re` keeps them).
+fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
+    const KEPT: usize = 512;
+    static CACHE: OnceLock<Mutex<HashMap<String, Regex, RandomState>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    // A panic while the lock was held cannot leave the map inconsistent: it is only read and written
+    // whole entries at a time.
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(re) = cache.get(pattern) {
+        return Ok(re.clone());
+    }
+    let re = Regex::new(pattern)?;
+    if cache.len() >= KEPT {
+        cache.clear();
+    }
+    cache.insert(pattern.to_string(), re.clone());
+    Ok(re)
 }
 
 /// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
@@ -223,7 +267,7 @@ pub fn substitute<'a, 's>(
                 ));
             };
             let re = patterns
-                .get(pattern)
+                .regex(pattern)
                 .map_err(|e| failed(sub.src_path, format!("src.pattern {pattern:?}: {e}")))?;
             match re.captures(text) {
                 None => warnings.push(Warning::about(
@@ -258,7 +302,7 @@ pub fn substitute<'a, 's>(
                 pattern_text: dest.pattern.unwrap_or(""),
                 recurse: dest.recurse,
             };
-            let now = if path.steps.is_empty() {
+            if path.steps.is_empty() {
                 let mut result = data.clone();
                 write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
                 match (&mut *data, result) {
@@ -275,9 +319,13 @@ pub fn substitute<'a, 's>(
                             .to_string(),
                     )),
                 }
-                data.clone()
             } else {
-                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?
+                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+            }
+            let now = if src.secret {
+                path.find(data).cloned()
+            } else {
+                None
             };
             written.push(Written {
                 path,

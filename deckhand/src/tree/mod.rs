@@ -194,6 +194,21 @@ impl Tree {
         }
     }
 
+    /// A copy sharing nothing with this tree (every string, list and mapping copied), as Python's
+    /// `copy.deepcopy` copies.
+    pub fn deep_clone(&self) -> Tree {
+        match self {
+            Tree::String(s) => Tree::string(s),
+            Tree::Array(items) => Tree::array(items.iter().map(Tree::deep_clone).collect()),
+            Tree::Object(map) => Tree::object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), v.deep_clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
     /// The tree as a `serde_json::Value` (a copy).
     pub fn to_value(&self) -> Value {
         Value::from(self)
