@@ -7,7 +7,11 @@ writes. Deckhand's `DocumentLayering` is run as its API runs it for a revision (
 fresh copy of the documents each time; reading the YAML is timed apart.
 
     python3 render_with_deckhand.py --deckhand-src DECKHAND_CHECKOUT [--repeat N] [--cleartext]
-        [--digests FILE] PATH...
+        [--api-redaction] [--digests FILE] PATH...
+
+With `--api-redaction`, each rendering is followed, inside the time measured, by the redaction Deckhand's
+API applies before it answers with rendered documents (`utils.redact_documents`: the data of encrypted
+documents replaced by its SHA-256).
 
 With `--digests`, it also writes one line per rendered document, `schema|layer|name sha256`, the digest
 of its data as compact JSON with sorted keys: what `deckhand/tests/deckhand/conformance.rs` compares
@@ -42,12 +46,15 @@ def main():
                         help="a checkout of Deckhand's source (the folder holding the `deckhand` package)")
     parser.add_argument('--repeat', type=int, default=10, help='renderings to time (default 10)')
     parser.add_argument('--cleartext', action='store_true', help='render secrets in clear')
+    parser.add_argument('--api-redaction', action='store_true',
+                        help="redact as Deckhand's API does before answering, inside the time measured")
     parser.add_argument('--digests', help="write each rendered document's data digest to this file")
     parser.add_argument('paths', nargs='+', help='YAML files or folders of them')
     args = parser.parse_args()
 
     sys.path.insert(0, args.deckhand_src)
     import yaml
+    from deckhand.common import utils
     from deckhand.engine import layering
 
     started = time.perf_counter()
@@ -65,6 +72,8 @@ def main():
         engine = layering.DocumentLayering(
             docs, validate=False, cleartext_secrets=args.cleartext)
         rendered = engine.render()
+        if args.api_redaction:
+            rendered = utils.redact_documents(rendered)
         times.append(time.perf_counter() - started)
         count = len(rendered)
 

@@ -1,10 +1,19 @@
 //! Rendering a site: the treasuremap v1.9 site from the corpus, and a generated site of 1,000 layered and
 //! substituted BaremetalNode documents. The texts are read once, outside the measurement.
+//!
+//! As Deckhand's engine is timed (`bench/deckhand/render_with_deckhand.py`), the documents rendered in
+//! place (`render_owned`) are copied beforehand, outside the measurement, each copy sharing nothing (as
+//! Python's `copy.deepcopy` copies). `render` on documents it borrows is measured too: it copies what it
+//! changes. With jemalloc, the allocator of the binaries that render sites (the controller, plinthctl).
 
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use plinth_deckhand::{generate, read_sources, render, render_owned, Options};
+use plinth_deckhand::{generate, read_sources, render, render_owned, Document, Options};
+
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -18,6 +27,31 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if path.extension().is_some_and(|e| e == "yaml") {
             out.push(path);
         }
+    }
+}
+
+/// The documents copied, sharing nothing with the originals.
+fn deep_copy(docs: &[Document]) -> Vec<Document> {
+    docs.iter()
+        .map(|d| Document::new(d.value.deep_clone(), d.origin.clone()))
+        .collect()
+}
+
+/// `render` borrowed, and `render_owned` on deep copies, redacted and in clear.
+fn bench_site(c: &mut Criterion, name: &str, docs: &[Document]) {
+    for cleartext_secrets in [false, true] {
+        let options = Options { cleartext_secrets };
+        let suffix = if cleartext_secrets { " cleartext" } else { "" };
+        c.bench_function(&format!("render {name}{suffix}"), |b| {
+            b.iter_with_large_drop(|| render(docs, &options))
+        });
+        c.bench_function(&format!("render {name} owned{suffix}"), |b| {
+            b.iter_batched(
+                || deep_copy(docs),
+                |d| render_owned(d, &options),
+                BatchSize::LargeInput,
+            )
+        });
     }
 }
 
@@ -36,44 +70,14 @@ fn benches(c: &mut Criterion) {
         .iter()
         .map(|(n, t)| (n.as_str(), t.as_str()))
         .collect();
-    let options = Options::default();
-    let clear = Options {
-        cleartext_secrets: true,
-    };
     if !sources.is_empty() {
         let docs = read_sources(&sources).expect("the treasuremap site reads");
         c.bench_function("read treasuremap", |b| {
             b.iter(|| read_sources(&sources).map(|d| d.len()))
         });
-        c.bench_function("render treasuremap", |b| {
-            b.iter_with_large_drop(|| render(&docs, &options))
-        });
-        c.bench_function("render treasuremap cleartext", |b| {
-            b.iter_with_large_drop(|| render(&docs, &clear))
-        });
-        // As Deckhand's engine is timed: on documents copied beforehand, rendered in place.
-        c.bench_function("render treasuremap owned", |b| {
-            b.iter_batched(
-                || docs.clone(),
-                |d| render_owned(d, &options),
-                BatchSize::LargeInput,
-            )
-        });
+        bench_site(c, "treasuremap", &docs);
     }
-    let generated = generate::baremetal_site(1000);
-    c.bench_function("render 1000 nodes", |b| {
-        b.iter_with_large_drop(|| render(&generated, &options))
-    });
-    c.bench_function("render 1000 nodes cleartext", |b| {
-        b.iter_with_large_drop(|| render(&generated, &clear))
-    });
-    c.bench_function("render 1000 nodes owned", |b| {
-        b.iter_batched(
-            || generated.clone(),
-            |d| render_owned(d, &options),
-            BatchSize::LargeInput,
-        )
-    });
+    bench_site(c, "1000 nodes", &generate::baremetal_site(1000));
 }
 
 criterion_group!(render_benches, benches);

@@ -151,22 +151,13 @@ impl Path {
             let next_is_index = matches!(self.steps.get(n + 1), Some(Step::Index(_)));
             current = match (step, current) {
                 (Step::Key(k), Tree::Object(map)) => {
-                    let map = Arc::make_mut(map);
-                    let at = match map.get_index_of(k.as_str()) {
-                        Some(at) => at,
-                        None => {
-                            let empty = if next_is_index {
-                                Tree::array(Vec::new())
-                            } else {
-                                Tree::empty_object()
-                            };
-                            map.insert_full(k.clone(), empty).0
+                    Arc::make_mut(map).get_or_insert_with(k, || {
+                        if next_is_index {
+                            Tree::array(Vec::new())
+                        } else {
+                            Tree::empty_object()
                         }
-                    };
-                    match map.get_index_mut(at) {
-                        Some((_, v)) => v,
-                        None => return Err("the path moved".to_string()),
-                    }
+                    })
                 }
                 (Step::Index(i), Tree::Array(items)) => {
                     let items = Arc::make_mut(items);

@@ -14,7 +14,7 @@ use crate::path::Path;
 use crate::policy;
 use crate::provenance::{How, Provenance, Trail, Trails};
 use crate::secrets::redact;
-use crate::substitution::{self, Patterns, Source, Substitution, Written};
+use crate::substitution::{self, Paths, Patterns, Source, Substitution, Written};
 use crate::tree::Tree;
 
 /// How to render.
@@ -507,6 +507,7 @@ fn render_sorted(
     let mut secret_values: Vec<Vec<(Path, Tree)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
     let mut patterns = Patterns::default();
+    let mut paths = Paths::default();
     for &i in sorted {
         let doc = docs[i];
         let m = &meta[i];
@@ -557,6 +558,7 @@ fn render_sorted(
                     &plan.subs[i],
                     &lookup,
                     &mut patterns,
+                    &mut paths,
                     &mut warnings,
                 )
             };
@@ -567,8 +569,8 @@ fn render_sorted(
                 if meta[w.source].is_encrypted {
                     encrypted_dest[i] = true;
                 }
-                if let Some(value) = w.value {
-                    secret_values[i].push((w.path, value));
+                if let Some(secret) = w.secret {
+                    secret_values[i].push(secret);
                 }
                 if !from.contains(&w.source) {
                     from.push(w.source);

@@ -135,16 +135,14 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
     Ok(subs)
 }
 
-/// A value written into a destination: where, from which source, and (for a secret source) what is
+/// A value written into a destination: from which source, and (for a secret source) where and what is
 /// there after the write.
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// The destination path.
-    pub path: Path,
-    /// The value at the path after the write, when the source is secret.
-    pub value: Option<Tree>,
     /// The source document (index).
     pub source: usize,
+    /// The destination path and the value there after the write, when the source is secret.
+    pub secret: Option<(Path, Tree)>,
 }
 
 /// The source of a substitution as the renderer resolved it: the document and its current data.
@@ -193,6 +191,21 @@ impl<'a> Patterns<'a> {
     }
 }
 
+/// The paths of a rendering, each parsed once, by their text.
+#[derive(Default)]
+pub struct Paths<'a>(HashMap<&'a str, Result<Path, String>, RandomState>);
+
+impl<'a> Paths<'a> {
+    /// The path written `text`, or why it is not one.
+    fn get(&mut self, text: &'a str) -> Result<&Path, String> {
+        self.0
+            .entry(text)
+            .or_insert_with(|| Path::parse(text))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
 /// The regular expression, compiled once per process (up to 512 are kept, as Python's `re` keeps them).
 fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
     const KEPT: usize = 512;
@@ -219,6 +232,7 @@ pub fn substitute<'a, 's>(
     subs: &[Substitution<'s>],
     source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
     patterns: &mut Patterns<'s>,
+    paths: &mut Paths<'s>,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::new();
@@ -232,11 +246,13 @@ pub fn substitute<'a, 's>(
             }
         })?;
         let value = if src.data.is_object() {
-            let path = Path::parse(sub.src_path).map_err(|reason| RenderError::InvalidField {
-                document: doc.reference(),
-                field: format!("metadata.substitutions[{index}].src.path"),
-                reason,
-            })?;
+            let path = paths
+                .get(sub.src_path)
+                .map_err(|reason| RenderError::InvalidField {
+                    document: doc.reference(),
+                    field: format!("metadata.substitutions[{index}].src.path"),
+                    reason,
+                })?;
             path.get(src.data).cloned()
         } else if src.data.is_null() {
             None
@@ -288,7 +304,9 @@ pub fn substitute<'a, 's>(
             }
         }
         for dest in &sub.dests {
-            let path = Path::parse(dest.path).map_err(|reason| failed(dest.path, reason))?;
+            let path = paths
+                .get(dest.path)
+                .map_err(|reason| failed(dest.path, reason))?;
             let pattern = match dest.pattern {
                 Some(p) => Some(
                     patterns
@@ -304,7 +322,7 @@ pub fn substitute<'a, 's>(
             };
             if path.steps.is_empty() {
                 let mut result = data.clone();
-                write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                write(&mut result, path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
                 match (&mut *data, result) {
                     (Tree::Object(map), Tree::Object(new)) => {
                         let map = std::sync::Arc::make_mut(map);
@@ -320,17 +338,16 @@ pub fn substitute<'a, 's>(
                     )),
                 }
             } else {
-                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                write(data, path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
             }
-            let now = if src.secret {
-                path.find(data).cloned()
+            let secret = if src.secret {
+                path.find(data).map(|now| (path.clone(), now.clone()))
             } else {
                 None
             };
             written.push(Written {
-                path,
-                value: now,
                 source: src.index,
+                secret,
             });
         }
     }

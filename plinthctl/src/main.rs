@@ -1,5 +1,12 @@
 //! `plinthctl`: Plinth's command-line client. Talks to a controller's API, and works offline on files.
 
+/// plinthctl's allocator, the controller's: rendering a site (`plinthctl site`, strategies given as a
+/// site) makes and frees many small blocks, and jemalloc spends less CPU per block than glibc's malloc
+/// (with it, rendering the treasuremap site takes under half the time; docs/BENCHMARKS.md).
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// `println!` through [`pipe::write_out`]: a closed standard output ends `plinthctl` quietly.
 macro_rules! println {
     () => {

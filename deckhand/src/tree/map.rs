@@ -56,7 +56,7 @@ impl Map {
     pub fn get_index_of(&self, key: &str) -> Option<usize> {
         match &self.index {
             Some(index) => index.get(key).copied(),
-            None => self.entries.iter().position(|(k, _)| k.as_str() == key),
+            None => self.entries.iter().position(|(k, _)| same_text(k, key)),
         }
     }
 
@@ -95,6 +95,11 @@ impl Map {
         if let Some(at) = self.get_index_of(&key) {
             return (at, Some(std::mem::replace(&mut self.entries[at].1, value)));
         }
+        (self.push_new(key, value), None)
+    }
+
+    /// Adds a key the mapping does not have, at the end; gives its position.
+    fn push_new(&mut self, key: Key, value: Tree) -> usize {
         let at = self.entries.len();
         match &mut self.index {
             Some(index) => {
@@ -111,7 +116,16 @@ impl Map {
             None => {}
         }
         self.entries.push((key, value));
-        (at, None)
+        at
+    }
+
+    /// The value of a key, added at the end (made by `make`) when the mapping does not have it.
+    pub fn get_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> Tree) -> &mut Tree {
+        let at = match self.get_index_of(key) {
+            Some(at) => at,
+            None => self.push_new(Key::from(key), make()),
+        };
+        &mut self.entries[at].1
     }
 
     /// Removes the entry at a position; the later ones move up.
@@ -150,6 +164,33 @@ impl Map {
     /// The values in order, to change.
     pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Tree> + ExactSizeIterator {
         self.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// Whether two texts are the same, without a library call for the short ones (nearly every key): the
+/// lengths, then the first and last eight (or four) bytes, which together cover up to sixteen.
+#[inline]
+fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let half = |s: &[u8], at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_ne_bytes(w)
+    };
+    match n {
+        0..=3 => a == b,
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => word(a, 0) == word(b, 0) && a == b,
     }
 }
 
@@ -193,6 +234,22 @@ mod tests {
 
     fn key(n: usize) -> Key {
         Key::from(format!("key{n}").as_str())
+    }
+
+    #[test]
+    fn texts_of_every_length_compare_as_texts() {
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..text.len() {
+            let a = &text[..n];
+            assert!(same_text(a, String::from(a).as_str()));
+            for at in 0..n {
+                let mut other = a.as_bytes().to_vec();
+                other[at] = b'_';
+                let other = String::from_utf8(other).unwrap();
+                assert!(!same_text(a, &other), "{a} {other}");
+            }
+            assert!(!same_text(a, &text[..n + 1]));
+        }
     }
 
     #[test]
