@@ -13,7 +13,7 @@ use crate::layering::{self, Action};
 use crate::path::Path;
 use crate::policy;
 use crate::provenance::{How, Provenance, Trail, Trails};
-use crate::secrets::redact;
+use crate::secrets::{redact, Redactions};
 use crate::substitution::{self, Paths, Patterns, Source, Substitution, Written};
 use crate::tree::Tree;
 
@@ -96,11 +96,12 @@ struct Plan<'a> {
 /// Renders the documents as Deckhand does. See the crate's README for the rules. The rendered
 /// documents share with the input what rendering did not change.
 pub fn render(input: &[Document], options: &Options) -> Result<Rendering, RenderError> {
-    let parts = render_parts(input, Vec::new())?;
+    let mut parts = render_parts(input, Vec::new())?;
+    let mut redactions = Redactions::default();
     let finished = parts
         .out
-        .iter()
-        .map(|o| finish(input[o.input].clone(), o, options))
+        .iter_mut()
+        .map(|o| finish(input[o.input].clone(), o, options, &mut redactions))
         .collect();
     Ok(assemble(parts, finished, |at| input.get(at).cloned()))
 }
@@ -122,12 +123,16 @@ pub fn render_owned(mut input: Vec<Document>, options: &Options) -> Result<Rende
                 .map(std::mem::take)
         })
         .collect();
-    let parts = render_parts(&input, own)?;
+    let mut parts = render_parts(&input, own)?;
+    let mut redactions = Redactions::default();
     let mut input: Vec<Option<Document>> = input.into_iter().map(Some).collect();
     let finished = parts
         .out
-        .iter()
-        .filter_map(|o| Some(finish(input.get_mut(o.input)?.take()?, o, options)))
+        .iter_mut()
+        .filter_map(|o| {
+            let doc = input.get_mut(o.input)?.take()?;
+            Some(finish(doc, o, options, &mut redactions))
+        })
         .collect();
     Ok(assemble(parts, finished, |at| {
         input.get(at).cloned().flatten()
@@ -203,8 +208,13 @@ struct Parts {
 
 /// The document `doc` with its rendered data put in (its own when `o` has none), secrets redacted unless
 /// asked for in clear; and whether it is secret.
-fn finish(doc: Document, o: &OutDoc, options: &Options) -> (Document, bool) {
-    let mut rendered = o.data.clone().unwrap_or_else(|| doc.data().clone());
+fn finish(
+    doc: Document,
+    o: &mut OutDoc,
+    options: &Options,
+    redactions: &mut Redactions,
+) -> (Document, bool) {
+    let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
     let own_secret = o.secret_doc || o.encrypted_dest;
     let secret_values: Vec<&(Path, Tree)> = o
         .secret_values
@@ -216,7 +226,7 @@ fn finish(doc: Document, o: &OutDoc, options: &Options) -> (Document, bool) {
     let mut value = doc.value;
     if !options.cleartext_secrets {
         if own_secret {
-            rendered = redact(&rendered);
+            rendered = redactions.redact(&rendered);
             let meta = value
                 .as_object_mut()
                 .and_then(|m| m.get_mut("metadata"))
@@ -232,7 +242,7 @@ fn finish(doc: Document, o: &OutDoc, options: &Options) -> (Document, bool) {
         } else {
             for (path, v) in secret_values {
                 if let Ok(place) = path.place(&mut rendered) {
-                    *place = redact(v);
+                    *place = redactions.redact(v);
                 }
             }
         }

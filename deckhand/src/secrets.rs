@@ -5,6 +5,10 @@
 //! what Deckhand's `DocumentDict.redact` gives: the SHA-256, in hex, of the value written as Python's
 //! `json.dumps` writes it.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
 use sha2::{Digest, Sha256};
 
 use crate::document::Document;
@@ -44,6 +48,25 @@ pub fn redact(value: &Tree) -> Tree {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Redacted values of one rendering, by identity: a secret substituted into many documents (shared, as
+/// [`Tree`]s share) is hashed once. Each value is kept while it is cached, so that its address cannot be
+/// taken by another value.
+#[derive(Default)]
+pub(crate) struct Redactions(HashMap<usize, (Tree, Tree), RandomState>);
+
+impl Redactions {
+    /// [`redact`], from the cache when this very value was redacted before.
+    pub fn redact(&mut self, value: &Tree) -> Tree {
+        let Some(id) = value.address() else {
+            return redact(value);
+        };
+        match self.0.entry(id) {
+            Entry::Occupied(found) => found.get().1.clone(),
+            Entry::Vacant(slot) => slot.insert((value.clone(), redact(value))).1.clone(),
+        }
+    }
+}
 
 /// A value as Python's `json.dumps` writes it by default: `", "` and `": "` separators, non-ASCII
 /// characters escaped as `\uXXXX`, keys in the mapping's order.

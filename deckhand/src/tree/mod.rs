@@ -209,6 +209,17 @@ impl Tree {
         }
     }
 
+    /// Where a shared string, list or mapping is held (the same for every copy of it); nothing for the
+    /// values held in place.
+    pub fn address(&self) -> Option<usize> {
+        match self {
+            Tree::String(s) => Some(Arc::as_ptr(s).cast::<u8>() as usize),
+            Tree::Array(items) => Some(Arc::as_ptr(items) as usize),
+            Tree::Object(map) => Some(Arc::as_ptr(map) as usize),
+            _ => None,
+        }
+    }
+
     /// The tree as a `serde_json::Value` (a copy).
     pub fn to_value(&self) -> Value {
         Value::from(self)
