@@ -65,3 +65,75 @@ fn errors_name_schema_name_layer_file_index_line_and_path() {
          data has nothing at this path (parent [a/B/v1] base (global layer, site.yaml document 2 (line 5)))"
     );
 }
+
+/// Each rendered document says where its data came from: its own document, the parent it was layered
+/// onto or replaced (and that parent's own story), a parent without actions, the documents values were
+/// substituted from. The words are the same whether the documents were borrowed or taken.
+#[test]
+fn provenance_tells_each_documents_story() {
+    let site = format!(
+        "{POLICY}---
+schema: a/Pw/v1
+metadata: {{schema: metadata/Document/v1, name: pw, layeringDefinition: {{layer: site}}}}
+data: s3cret
+---
+schema: a/K/v1
+metadata:
+  schema: metadata/Document/v1
+  name: base
+  labels: {{role: base}}
+  layeringDefinition: {{abstract: false, layer: global}}
+data: {{a: 1}}
+---
+schema: a/K/v1
+metadata:
+  schema: metadata/Document/v1
+  name: base
+  replacement: true
+  layeringDefinition: {{layer: site, parentSelector: {{role: base}}, actions: [{{method: merge, path: .}}]}}
+  substitutions:
+    - {{src: {{schema: a/Pw/v1, name: pw, path: .}}, dest: {{path: .pw}}}}
+data: {{b: 2}}
+---
+schema: a/K/v1
+metadata:
+  schema: metadata/Document/v1
+  name: lazy
+  layeringDefinition: {{layer: site, parentSelector: {{role: base}}}}
+data: {{c: 3}}
+"
+    );
+    let docs = read_sources(&[("s.yaml", &site)]).unwrap();
+    let words = |r: &plinth_deckhand::Rendering, name: &str| {
+        r.documents
+            .iter()
+            .find(|d| d.value["metadata"]["name"] == name && d.value["schema"] != "a/Pw/v1")
+            .map(|d| d.provenance.to_string())
+            .unwrap_or_default()
+    };
+    for owned in [false, true] {
+        let options = Options::default();
+        let r = if owned {
+            plinth_deckhand::render_owned(docs.clone(), &options).unwrap()
+        } else {
+            render(&docs, &options).unwrap()
+        };
+        assert_eq!(
+            words(&r, "base"),
+            "s.yaml document 4 (line 16) (site layer; merge .), replacing s.yaml document 3 (line 8) \
+             (global layer); substituted from [a/Pw/v1] pw",
+            "owned: {owned}"
+        );
+        assert_eq!(
+            words(&r, "lazy"),
+            "s.yaml document 5 (line 26) (site layer; no actions: its own data, not its parent's [a/K/v1] \
+             base (global layer, s.yaml document 3 (line 8)))",
+            "owned: {owned}"
+        );
+        let pw = r.find("a/Pw/v1").next().unwrap();
+        assert_eq!(
+            pw.provenance.to_string(),
+            "s.yaml document 2 (line 4) (site layer)"
+        );
+    }
+}
