@@ -187,20 +187,54 @@ impl<'a> Header<'a> {
         let map = |v: Option<&'a Tree>| v.and_then(Tree::as_object).unwrap_or_else(|| empty());
         let text = |v: Option<&'a Tree>| v.and_then(Tree::as_str).unwrap_or("");
         let yes = |v: Option<&'a Tree>| v.and_then(Tree::as_bool) == Some(true);
-        let metadata = map(doc.value.get("metadata"));
-        let layering = map(metadata.get("layeringDefinition"));
+        // Each mapping's keys read in one pass.
+        let (mut schema, mut metadata) = (None, None);
+        for (k, v) in doc.value.as_object().into_iter().flatten() {
+            match k.as_str() {
+                "schema" => schema = Some(v),
+                "metadata" => metadata = Some(v),
+                _ => {}
+            }
+        }
+        let mut fields: [Option<&'a Tree>; 7] = [None; 7];
+        for (k, v) in map(metadata) {
+            let at = match k.as_str() {
+                "name" => 0,
+                "schema" => 1,
+                "layeringDefinition" => 2,
+                "replacement" => 3,
+                "storagePolicy" => 4,
+                "labels" => 5,
+                "substitutions" => 6,
+                _ => continue,
+            };
+            fields[at] = Some(v);
+        }
+        let [name, meta_schema, layering, replacement, storage, labels, substitutions] = fields;
+        let mut layered: [Option<&'a Tree>; 4] = [None; 4];
+        for (k, v) in map(layering) {
+            let at = match k.as_str() {
+                "layer" => 0,
+                "abstract" => 1,
+                "parentSelector" => 2,
+                "actions" => 3,
+                _ => continue,
+            };
+            layered[at] = Some(v);
+        }
+        let [layer, is_abstract, parent_selector, actions] = layered;
         Header {
-            schema: text(doc.value.get("schema")),
-            name: text(metadata.get("name")),
-            layer: text(layering.get("layer")),
-            is_abstract: yes(layering.get("abstract")),
-            is_control: text(metadata.get("schema")).starts_with("metadata/Control"),
-            is_replacement: yes(metadata.get("replacement")),
-            is_encrypted: text(metadata.get("storagePolicy")) == "encrypted",
-            labels: map(metadata.get("labels")),
-            parent_selector: map(layering.get("parentSelector")),
-            actions: layering.get("actions").unwrap_or(&NULL),
-            substitutions: metadata.get("substitutions").unwrap_or(&NULL),
+            schema: text(schema),
+            name: text(name),
+            layer: text(layer),
+            is_abstract: yes(is_abstract),
+            is_control: text(meta_schema).starts_with("metadata/Control"),
+            is_replacement: yes(replacement),
+            is_encrypted: text(storage) == "encrypted",
+            labels: map(labels),
+            parent_selector: map(parent_selector),
+            actions: actions.unwrap_or(&NULL),
+            substitutions: substitutions.unwrap_or(&NULL),
         }
     }
 

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use foldhash::fast::RandomState;
+use smallvec::SmallVec;
 
 use regex::Regex;
 
@@ -31,8 +32,8 @@ pub struct Substitution<'a> {
     pub src_pattern: Option<&'a str>,
     /// `src.match_group`: the group of `src.pattern` taken (0: the whole match).
     pub match_group: usize,
-    /// `dest`, one or a list.
-    pub dests: Vec<Dest<'a>>,
+    /// `dest`, one or a list (held in place when one).
+    pub dests: SmallVec<[Dest<'a>; 1]>,
 }
 
 /// One destination of a substitution.
@@ -70,22 +71,42 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
             v.and_then(Tree::as_str)
                 .ok_or_else(|| invalid(field(f), "must be a string"))
         };
-        let src = item.get("src");
-        let src_pattern = match src.and_then(|s| s.get("pattern")) {
+        // Each mapping's keys read in one pass.
+        let (mut src, mut dest) = (None, None);
+        for (k, v) in item.as_object().into_iter().flatten() {
+            match k.as_str() {
+                "src" => src = Some(v),
+                "dest" => dest = Some(v),
+                _ => {}
+            }
+        }
+        let (mut src_schema, mut src_name, mut src_path, mut src_pattern, mut src_group) =
+            (None, None, None, None, None);
+        for (k, v) in src.and_then(Tree::as_object).into_iter().flatten() {
+            match k.as_str() {
+                "schema" => src_schema = Some(v),
+                "name" => src_name = Some(v),
+                "path" => src_path = Some(v),
+                "pattern" => src_pattern = Some(v),
+                "match_group" => src_group = Some(v),
+                _ => {}
+            }
+        }
+        let src_pattern = match src_pattern {
             None | Some(Tree::Null) => None,
             Some(Tree::String(p)) => Some(&**p),
             Some(_) => return Err(invalid(field("src.pattern"), "must be a string")),
         };
-        let match_group = match src.and_then(|s| s.get("match_group")) {
+        let match_group = match src_group {
             None | Some(Tree::Null) => 0,
             Some(v) => v
                 .as_u64()
                 .and_then(|g| usize::try_from(g).ok())
                 .ok_or_else(|| invalid(field("src.match_group"), "must be a group number"))?,
         };
-        let dest_items: Vec<&'a Tree> = match item.get("dest") {
-            Some(Tree::Array(list)) => list.iter().collect(),
-            Some(one @ Tree::Object(_)) => vec![one],
+        let dest_items: &'a [Tree] = match dest {
+            Some(Tree::Array(list)) => list,
+            Some(one @ Tree::Object(_)) => std::slice::from_ref(one),
             _ => {
                 return Err(invalid(
                     field("dest"),
@@ -93,8 +114,8 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
                 ))
             }
         };
-        let mut dests = Vec::with_capacity(dest_items.len());
-        for (d, dest) in dest_items.into_iter().enumerate() {
+        let mut dests = SmallVec::with_capacity(dest_items.len());
+        for (d, dest) in dest_items.iter().enumerate() {
             let dfield = |f: &str| field(&format!("dest[{d}].{f}"));
             let path = dest
                 .get("path")
@@ -124,9 +145,9 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
             });
         }
         subs.push(Substitution {
-            src_schema: text(src.and_then(|s| s.get("schema")), "src.schema")?,
-            src_name: text(src.and_then(|s| s.get("name")), "src.name")?,
-            src_path: text(src.and_then(|s| s.get("path")), "src.path")?,
+            src_schema: text(src_schema, "src.schema")?,
+            src_name: text(src_name, "src.name")?,
+            src_path: text(src_path, "src.path")?,
             src_pattern,
             match_group,
             dests,
