@@ -406,3 +406,46 @@ pub fn python_float(f: f64) -> String {
         format!("{written}.0")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(path: &str) -> Result<Vec<String>, String> {
+        Path::parse(path).map(|p| {
+            p.steps
+                .iter()
+                .map(|s| match s {
+                    Step::Key(k) => k.to_string(),
+                    Step::Index(i) => format!("[{i}]"),
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn plain_and_bracketed_paths_read_alike() {
+        assert_eq!(keys("."), Ok(vec![]));
+        assert_eq!(keys("$"), Ok(vec![]));
+        assert_eq!(keys(".a.b"), Ok(vec!["a".into(), "b".into()]));
+        assert_eq!(keys("$.a.b"), keys(".a.b"));
+        assert_eq!(keys(".a]b"), Ok(vec!["a]b".into()]));
+        assert_eq!(
+            keys(".a[0].b"),
+            Ok(vec!["a".into(), "[0]".into(), "b".into()])
+        );
+        assert_eq!(keys(".'a.b'.c"), Ok(vec!["a.b".into(), "c".into()]));
+        assert_eq!(
+            keys("[\"a\"].b"),
+            Err("the path \"[\\\"a\\\"].b\" does not begin with \".\" or \"$\"".into())
+        );
+        assert_eq!(keys("$[\"a\"].b"), Ok(vec!["a".into(), "b".into()]));
+        for empty in ["..", ".a.", ".a..b", "$."] {
+            assert!(keys(empty).unwrap_err().contains("empty step"), "{empty}");
+        }
+        assert!(keys("$a")
+            .unwrap_err()
+            .contains("where a `.` or `[` was expected"));
+        assert!(keys("a.b").unwrap_err().contains("does not begin"));
+    }
+}

@@ -14,7 +14,7 @@ use crate::path::Path;
 use crate::policy;
 use crate::provenance::{How, Provenance, Trail, Trails};
 use crate::secrets::{redact, Redactions};
-use crate::substitution::{self, Paths, Patterns, Source, Substitution, Written};
+use crate::substitution::{self, Patterns, Source, Substitution, Written};
 use crate::tree::Tree;
 
 /// How to render.
@@ -88,7 +88,6 @@ struct Plan<'a> {
     meta: Vec<Header<'a>>,
     parents: Vec<Option<usize>>,
     replaced_by: Vec<Option<usize>>,
-    sources: Sources<'a>,
     actions: Vec<Vec<Action<'a>>>,
     subs: Vec<Vec<Substitution<'a>>>,
 }
@@ -317,17 +316,19 @@ fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts,
         .zip(&meta)
         .map(|(d, m)| layering::actions(d, m.actions))
         .collect::<Result<Vec<_>, _>>()?;
-    let subs = docs
+    let mut subs = docs
         .iter()
         .zip(&meta)
         .map(|(d, m)| substitution::read(d, m.substitutions))
         .collect::<Result<Vec<_>, _>>()?;
+    for sub in subs.iter_mut().flatten() {
+        sub.source = sources.get(&(sub.src_schema, sub.src_name)).copied();
+    }
     let plan = Plan {
         docs,
         meta,
         parents,
         replaced_by,
-        sources,
         actions,
         subs,
     };
@@ -436,7 +437,7 @@ fn dependencies(plan: &Plan<'_>, i: usize) -> Vec<usize> {
         }
     }
     for sub in &plan.subs[i] {
-        if let Some(&s) = plan.sources.get(&(sub.src_schema, sub.src_name)) {
+        if let Some(s) = sub.source {
             deps.push(s);
         }
     }
@@ -517,7 +518,6 @@ fn render_sorted(
     let mut secret_values: Vec<Vec<(Path, Tree)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
     let mut patterns = Patterns::default();
-    let mut paths = Paths::default();
     for &i in sorted {
         let doc = docs[i];
         let m = &meta[i];
@@ -552,15 +552,13 @@ fn render_sorted(
         if !plan.subs[i].is_empty() {
             let mut own = data[i].take().unwrap_or_else(|| doc.data().clone());
             let result = {
-                let lookup = |schema: &str, name: &str| {
-                    plan.sources.get(&(schema, name)).map(|&s| Source {
-                        index: s,
-                        doc: docs[s],
-                        data: current(&data, docs, s),
-                        secret: meta[s].is_secret()
-                            || !secret_values[s].is_empty()
-                            || encrypted_dest[s],
-                    })
+                let lookup = |s: usize| Source {
+                    index: s,
+                    doc: docs[s],
+                    data: current(&data, docs, s),
+                    secret: meta[s].is_secret()
+                        || !secret_values[s].is_empty()
+                        || encrypted_dest[s],
                 };
                 substitution::substitute(
                     doc,
@@ -568,7 +566,6 @@ fn render_sorted(
                     &plan.subs[i],
                     &lookup,
                     &mut patterns,
-                    &mut paths,
                     &mut warnings,
                 )
             };

@@ -34,6 +34,8 @@ pub struct Substitution<'a> {
     pub match_group: usize,
     /// `dest`, one or a list (held in place when one).
     pub dests: SmallVec<[Dest<'a>; 1]>,
+    /// The source document (an index of the renderer's), once resolved.
+    pub source: Option<usize>,
 }
 
 /// One destination of a substitution.
@@ -151,6 +153,7 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
             src_pattern,
             match_group,
             dests,
+            source: None,
         });
     }
     Ok(subs)
@@ -212,21 +215,6 @@ impl<'a> Patterns<'a> {
     }
 }
 
-/// The paths of a rendering, each parsed once, by their text.
-#[derive(Default)]
-pub struct Paths<'a>(HashMap<&'a str, Result<Path, String>, RandomState>);
-
-impl<'a> Paths<'a> {
-    /// The path written `text`, or why it is not one.
-    fn get(&mut self, text: &'a str) -> Result<&Path, String> {
-        self.0
-            .entry(text)
-            .or_insert_with(|| Path::parse(text))
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-}
-
 /// The regular expression, compiled once per process (up to 512 are kept, as Python's `re` keeps them).
 fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
     const KEPT: usize = 512;
@@ -246,34 +234,32 @@ fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
     Ok(re)
 }
 
-/// Does the document's substitutions into `data`. `source` resolves a (schema, name) to the source.
+/// Does the document's substitutions into `data`. `source` gives a resolved source (`Substitution::source`).
 pub fn substitute<'a, 's>(
     doc: &Document,
     data: &mut Tree,
     subs: &[Substitution<'s>],
-    source: &dyn Fn(&str, &str) -> Option<Source<'a>>,
+    source: &dyn Fn(usize) -> Source<'a>,
     patterns: &mut Patterns<'s>,
-    paths: &mut Paths<'s>,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::new();
     for (index, sub) in subs.iter().enumerate() {
-        let src = source(sub.src_schema, sub.src_name).ok_or_else(|| {
-            RenderError::SubstitutionSourceNotFound {
-                document: doc.reference(),
-                index,
-                src_schema: sub.src_schema.to_string(),
-                src_name: sub.src_name.to_string(),
-            }
-        })?;
-        let value = if src.data.is_object() {
-            let path = paths
-                .get(sub.src_path)
-                .map_err(|reason| RenderError::InvalidField {
+        let src =
+            sub.source
+                .map(source)
+                .ok_or_else(|| RenderError::SubstitutionSourceNotFound {
                     document: doc.reference(),
-                    field: format!("metadata.substitutions[{index}].src.path"),
-                    reason,
+                    index,
+                    src_schema: sub.src_schema.to_string(),
+                    src_name: sub.src_name.to_string(),
                 })?;
+        let value = if src.data.is_object() {
+            let path = Path::parse(sub.src_path).map_err(|reason| RenderError::InvalidField {
+                document: doc.reference(),
+                field: format!("metadata.substitutions[{index}].src.path"),
+                reason,
+            })?;
             path.get(src.data).cloned()
         } else if src.data.is_null() {
             None
@@ -325,9 +311,7 @@ pub fn substitute<'a, 's>(
             }
         }
         for dest in &sub.dests {
-            let path = paths
-                .get(dest.path)
-                .map_err(|reason| failed(dest.path, reason))?;
+            let path = Path::parse(dest.path).map_err(|reason| failed(dest.path, reason))?;
             let pattern = match dest.pattern {
                 Some(p) => Some(
                     patterns
@@ -343,7 +327,7 @@ pub fn substitute<'a, 's>(
             };
             if path.steps.is_empty() {
                 let mut result = data.clone();
-                write(&mut result, path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
                 match (&mut *data, result) {
                     (Tree::Object(map), Tree::Object(new)) => {
                         let map = std::sync::Arc::make_mut(map);
@@ -359,10 +343,10 @@ pub fn substitute<'a, 's>(
                     )),
                 }
             } else {
-                write(data, path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
             }
             let secret = if src.secret {
-                path.find(data).map(|now| (path.clone(), now.clone()))
+                path.find(data).cloned().map(|now| (path, now))
             } else {
                 None
             };
