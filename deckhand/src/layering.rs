@@ -282,48 +282,43 @@ pub fn deep_delete(target: &Tree, data: &mut Tree) -> bool {
 
 fn delete_within(target: &Tree, container: &mut Tree) -> bool {
     match container {
-        Tree::Object(map) => {
-            // Where the first value equal to the target is, searching depth first: a value of this
-            // mapping (removed here), or somewhere below one.
-            let found = map.iter().enumerate().find_map(|(at, (_, v))| {
-                if v == target {
-                    Some((at, true))
-                } else {
-                    holds(v, target).then_some((at, false))
-                }
-            });
-            match found {
-                Some((at, true)) => {
-                    Arc::make_mut(map).shift_remove_index(at);
-                    true
-                }
-                Some((at, false)) => Arc::make_mut(map)
-                    .get_index_mut(at)
-                    .is_some_and(|(_, v)| delete_within(target, v)),
-                None => false,
+        Tree::Object(map) => match first_holding(map.values(), target) {
+            Some((at, true)) => {
+                Arc::make_mut(map).shift_remove_index(at);
+                true
             }
-        }
-        Tree::Array(items) => {
-            let found = items.iter().enumerate().find_map(|(at, v)| {
-                if v == target {
-                    Some((at, true))
-                } else {
-                    holds(v, target).then_some((at, false))
-                }
-            });
-            match found {
-                Some((at, true)) => {
-                    Arc::make_mut(items).remove(at);
-                    true
-                }
-                Some((at, false)) => Arc::make_mut(items)
-                    .get_mut(at)
-                    .is_some_and(|v| delete_within(target, v)),
-                None => false,
+            Some((at, false)) => Arc::make_mut(map)
+                .get_index_mut(at)
+                .is_some_and(|(_, v)| delete_within(target, v)),
+            None => false,
+        },
+        Tree::Array(items) => match first_holding(items.iter(), target) {
+            Some((at, true)) => {
+                Arc::make_mut(items).remove(at);
+                true
             }
-        }
+            Some((at, false)) => Arc::make_mut(items)
+                .get_mut(at)
+                .is_some_and(|v| delete_within(target, v)),
+            None => false,
+        },
         _ => false,
     }
+}
+
+/// Where the first value equal to `target` is, searching depth first: the position of the value that is
+/// it (`true`) or that holds it somewhere below (`false`).
+fn first_holding<'a>(
+    values: impl Iterator<Item = &'a Tree>,
+    target: &Tree,
+) -> Option<(usize, bool)> {
+    values.enumerate().find_map(|(at, v)| {
+        if v == target {
+            Some((at, true))
+        } else {
+            holds(v, target).then_some((at, false))
+        }
+    })
 }
 
 /// Whether a value equal to `target` lies below `container`.
