@@ -58,92 +58,80 @@ impl Document {
         }
     }
 
-    /// The value at a path of keys (no allocation, unlike `Value::pointer`).
-    fn at(&self, keys: &[&str]) -> Option<&Tree> {
-        keys.iter().try_fold(&self.value, |v, k| v.get(k))
-    }
-
-    fn text(&self, keys: &[&str]) -> &str {
-        self.at(keys).and_then(Tree::as_str).unwrap_or("")
-    }
-
-    fn mapping(&self, keys: &[&str]) -> &Map {
-        self.at(keys)
-            .and_then(Tree::as_object)
-            .unwrap_or_else(|| empty())
+    /// The fields rendering reads, each defaulting as below.
+    fn header(&self) -> Header<'_> {
+        Header::of(self)
     }
 
     /// `schema` (empty when absent).
     pub fn schema(&self) -> &str {
-        self.text(&["schema"])
+        self.header().schema
     }
 
     /// `metadata.name` (empty when absent).
     pub fn name(&self) -> &str {
-        self.text(&["metadata", "name"])
+        self.header().name
     }
 
     /// `metadata.schema`, e.g. `metadata/Document/v1` (empty when absent).
     pub fn metadata_schema(&self) -> &str {
-        self.text(&["metadata", "schema"])
+        self.header().metadata_schema
     }
 
     /// `metadata.layeringDefinition.layer` (empty when absent).
     pub fn layer(&self) -> &str {
-        self.text(&["metadata", "layeringDefinition", "layer"])
+        self.header().layer
     }
 
     /// `metadata.layeringDefinition.abstract` is `true`.
     pub fn is_abstract(&self) -> bool {
-        self.at(&["metadata", "layeringDefinition", "abstract"]) == Some(&Tree::Bool(true))
+        self.header().is_abstract
     }
 
     /// `metadata.replacement` is `true`.
     pub fn is_replacement(&self) -> bool {
-        self.at(&["metadata", "replacement"]) == Some(&Tree::Bool(true))
+        self.header().is_replacement
     }
 
     /// A control document (`metadata.schema` starting with `metadata/Control`): never layered nor
     /// substituted, returned as it is.
     pub fn is_control(&self) -> bool {
-        self.metadata_schema().starts_with("metadata/Control")
+        self.header().is_control
     }
 
     /// A layering policy (`schema` starting with `deckhand/LayeringPolicy`).
     pub fn is_layering_policy(&self) -> bool {
-        self.schema().starts_with(LAYERING_POLICY_SCHEMA)
+        self.header().is_layering_policy()
     }
 
     /// `metadata.labels` (empty when absent).
     pub fn labels(&self) -> &Map {
-        self.mapping(&["metadata", "labels"])
+        self.header().labels
     }
 
     /// `metadata.layeringDefinition.parentSelector` (empty when absent).
     pub fn parent_selector(&self) -> &Map {
-        self.mapping(&["metadata", "layeringDefinition", "parentSelector"])
+        self.header().parent_selector
     }
 
     /// `metadata.layeringDefinition.actions`, as written (absent reads as `null`).
     pub fn actions(&self) -> &Tree {
-        self.at(&["metadata", "layeringDefinition", "actions"])
-            .unwrap_or(&Tree::Null)
+        self.header().actions
     }
 
     /// `metadata.substitutions`, as written (absent reads as `null`).
     pub fn substitutions(&self) -> &Tree {
-        self.at(&["metadata", "substitutions"])
-            .unwrap_or(&Tree::Null)
+        self.header().substitutions
     }
 
     /// `metadata.storagePolicy` (empty when absent).
     pub fn storage_policy(&self) -> &str {
-        self.text(&["metadata", "storagePolicy"])
+        self.header().storage_policy
     }
 
     /// `metadata.storagePolicy` is `encrypted`.
     pub fn is_encrypted(&self) -> bool {
-        self.storage_policy() == "encrypted"
+        self.header().is_encrypted
     }
 
     /// `data` (absent reads as `null`).
@@ -167,6 +155,8 @@ impl Document {
 pub(crate) struct Header<'a> {
     pub schema: &'a str,
     pub name: &'a str,
+    pub metadata_schema: &'a str,
+    pub storage_policy: &'a str,
     pub layer: &'a str,
     pub is_abstract: bool,
     pub is_control: bool,
@@ -181,7 +171,8 @@ pub(crate) struct Header<'a> {
 }
 
 impl<'a> Header<'a> {
-    /// The header of a document, each field defaulting as its [`Document`] accessor does.
+    /// The header of a document: an absent or empty field reads as empty (`""`, an empty mapping,
+    /// `null`, `false`), as Deckhand's `DocumentDict` reads it.
     pub fn of(doc: &'a Document) -> Header<'a> {
         static NULL: Tree = Tree::Null;
         let map = |v: Option<&'a Tree>| v.and_then(Tree::as_object).unwrap_or_else(|| empty());
@@ -228,6 +219,8 @@ impl<'a> Header<'a> {
             name: text(name),
             layer: text(layer),
             is_abstract: yes(is_abstract),
+            metadata_schema: text(meta_schema),
+            storage_policy: text(storage),
             is_control: text(meta_schema).starts_with("metadata/Control"),
             is_replacement: yes(replacement),
             is_encrypted: text(storage) == "encrypted",

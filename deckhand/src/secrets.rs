@@ -28,7 +28,7 @@ pub const SECRET_SCHEMAS: &[&str] = &[
 
 /// A secret document: one of the secret schemas, or `metadata.storagePolicy: encrypted`.
 pub fn is_secret(doc: &Document) -> bool {
-    doc.is_encrypted() || is_secret_schema(doc.schema())
+    crate::document::Header::of(doc).is_secret()
 }
 
 /// One of Deckhand's secret schemas.

@@ -189,16 +189,16 @@ pub struct Patterns<'a>(HashMap<&'a str, Pattern<'a>, RandomState>);
 impl<'a> Patterns<'a> {
     /// The pattern as a regular expression (a source pattern's groups are taken).
     fn regex(&mut self, pattern: &'a str) -> Result<&Regex, regex::Error> {
-        let found = match self.0.entry(pattern) {
+        let slot = match self.0.entry(pattern) {
             Entry::Occupied(found) => found.into_mut(),
-            Entry::Vacant(slot) => slot.insert(Pattern::Regex(compiled(pattern)?)),
+            Entry::Vacant(slot) => slot.insert(Pattern::Text(pattern)),
         };
-        if let Pattern::Regex(re) = found {
-            return Ok(re);
+        if let Pattern::Text(_) = slot {
+            *slot = Pattern::Regex(compiled(pattern)?);
         }
-        *found = Pattern::Regex(compiled(pattern)?);
-        match found {
+        match slot {
             Pattern::Regex(re) => Ok(re),
+            // Made a regular expression just above.
             Pattern::Text(_) => Err(regex::Error::Syntax(pattern.to_string())),
         }
     }

@@ -296,18 +296,7 @@ impl Index<usize> for Tree {
 
 impl From<Value> for Tree {
     fn from(value: Value) -> Tree {
-        match value {
-            Value::Null => Tree::Null,
-            Value::Bool(b) => Tree::Bool(b),
-            Value::Number(n) => Tree::Number(n),
-            Value::String(s) => Tree::String(Arc::from(s)),
-            Value::Array(items) => Tree::array(items.into_iter().map(Tree::from).collect()),
-            Value::Object(map) => Tree::object(
-                map.into_iter()
-                    .map(|(k, v)| (Key::from(k.as_str()), Tree::from(v)))
-                    .collect(),
-            ),
-        }
+        Tree::from(&value)
     }
 }
 
