@@ -13,22 +13,22 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::tree::{Key, Tree};
+use crate::tree::Tree;
 
-/// One step of a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+/// One step of a path, borrowing the path's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
     /// A mapping's key.
-    Key(Key),
+    Key(&'a str),
     /// A list's position.
     Index(usize),
 }
 
-/// A parsed path: no steps is the whole data.
+/// A parsed path, borrowing its text: no steps is the whole data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Path {
+pub struct Path<'a> {
     /// The steps from the data's root (held in place up to six).
-    pub steps: SmallVec<[Step; 6]>,
+    pub steps: SmallVec<[Step<'a>; 6]>,
 }
 
 /// A layering action's path as Deckhand reads it: a leading `.data` or `$.data` is dropped (even when it
@@ -48,9 +48,9 @@ pub fn layering_path(path: &str) -> Cow<'_, str> {
     }
 }
 
-impl Path {
+impl<'a> Path<'a> {
     /// Parses `.`, `$`, `.a.b[0]`, `$.a`, `.'quoted.key'`, `["key"]`.
-    pub fn parse(text: &str) -> Result<Path, String> {
+    pub fn parse(text: &'a str) -> Result<Path<'a>, String> {
         let rest = if text == "." || text == "$" {
             ""
         } else if let Some(rest) = text.strip_prefix('$') {
@@ -73,18 +73,16 @@ impl Path {
                     match bytes.get(at) {
                         Some(&q @ (b'\'' | b'"')) => {
                             let (key, next) = quoted(rest, at + 1, q, text)?;
-                            steps.push(Step::Key(Key::from(key)));
+                            steps.push(Step::Key(key));
                             at = next;
                         }
                         _ => {
                             let start = at;
-                            while at < bytes.len() && !matches!(bytes[at], b'.' | b'[') {
-                                at += 1;
-                            }
+                            at = next_delimiter(bytes, at);
                             if at == start {
                                 return Err(format!("the path {text:?} has an empty step"));
                             }
-                            steps.push(Step::Key(Key::from(&rest[start..at])));
+                            steps.push(Step::Key(&rest[start..at]));
                         }
                     }
                 }
@@ -96,7 +94,7 @@ impl Path {
                             if bytes.get(next) != Some(&b']') {
                                 return Err(format!("the path {text:?} has an unclosed `[`"));
                             }
-                            steps.push(Step::Key(Key::from(key)));
+                            steps.push(Step::Key(key));
                             at = next + 1;
                         }
                         _ => {
@@ -130,14 +128,14 @@ impl Path {
     }
 
     /// The value at the path; absent or null reads as nothing (as Deckhand's `jsonpath_parse`).
-    pub fn get<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
+    pub fn get<'t>(&self, data: &'t Tree) -> Option<&'t Tree> {
         self.find(data).filter(|v| !v.is_null())
     }
 
     /// The value at the path, null included.
-    pub(crate) fn find<'a>(&self, data: &'a Tree) -> Option<&'a Tree> {
+    pub(crate) fn find<'t>(&self, data: &'t Tree) -> Option<&'t Tree> {
         self.steps.iter().try_fold(data, |v, step| match step {
-            Step::Key(k) => v.as_object()?.get(k.as_str()),
+            Step::Key(k) => v.as_object()?.get(k),
             Step::Index(i) => v.as_array()?.get(*i),
         })
     }
@@ -145,7 +143,7 @@ impl Path {
     /// The place at the path, created when absent: missing keys become empty mappings, a position past a
     /// list's end pads the list with empty mappings, a missing key before a position becomes a list.
     /// The mappings and lists on the way are copied if they are shared ([`Tree`]).
-    pub fn place<'a>(&self, data: &'a mut Tree) -> Result<&'a mut Tree, String> {
+    pub fn place<'t>(&self, data: &'t mut Tree) -> Result<&'t mut Tree, String> {
         let mut current = data;
         for (n, step) in self.steps.iter().enumerate() {
             let next_is_index = matches!(self.steps.get(n + 1), Some(Step::Index(_)));
@@ -184,7 +182,7 @@ impl Path {
     }
 }
 
-impl std::fmt::Display for Path {
+impl std::fmt::Display for Path<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.steps.is_empty() {
             return f.write_str(".");
@@ -198,6 +196,31 @@ impl std::fmt::Display for Path {
         }
         Ok(())
     }
+}
+
+/// The position of the first `.` or `[` at or after `at` (the text's length when there is none), read
+/// eight bytes at a time: in a word where each byte is XORed with the delimiter, a byte that was the
+/// delimiter is zero, and `(x - 0x01..) & !x & 0x80..` marks the first zero byte exactly (a borrow only
+/// marks bytes after it).
+fn next_delimiter(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let found =
+            zero_byte(word ^ (ONES * u64::from(b'.'))) | zero_byte(word ^ (ONES * u64::from(b'[')));
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < bytes.len() && !matches!(bytes[at], b'.' | b'[') {
+        at += 1;
+    }
+    at
 }
 
 /// The quoted key starting at `at` in `rest` (after the opening quote), and the position after its
@@ -218,8 +241,9 @@ fn quoted<'r>(rest: &'r str, at: usize, quote: u8, text: &str) -> Result<(&'r st
 pub enum Pattern<'a> {
     /// A pattern that is plain text.
     Text(&'a str),
-    /// A regular expression.
-    Regex(Regex),
+    /// A regular expression (shared, with the search caches it keeps: a cloned `Regex` would start
+    /// with none).
+    Regex(Arc<Regex>),
 }
 
 impl<'a> Pattern<'a> {
@@ -252,7 +276,7 @@ pub struct Write<'a> {
 
 /// Writes `value` at `path` in `data` as Deckhand's `jsonpath_replace` does (the path created when
 /// absent).
-pub fn write(data: &mut Tree, path: &Path, value: Tree, how: Write<'_>) -> Result<(), String> {
+pub fn write(data: &mut Tree, path: &Path<'_>, value: Tree, how: Write<'_>) -> Result<(), String> {
     let Some(pattern) = how.pattern else {
         *path.place(data)? = value;
         return Ok(());
@@ -421,6 +445,26 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    #[test]
+    fn delimiters_are_found_at_every_place_in_a_word() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for delimiter in [b'.', b'['] {
+                    // Bytes next to the delimiters' values, and one that is not ASCII.
+                    let mut text: Vec<u8> = (0..len)
+                        .map(|n| [b'-', b'/', b'Z', b'\\', 0xc3][n % 5])
+                        .collect();
+                    if at < len {
+                        text[at] = delimiter;
+                    }
+                    for from in 0..=at {
+                        assert_eq!(next_delimiter(&text, from), at, "{len} {at} {from}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -185,8 +185,8 @@ struct OutDoc {
     data: Option<Tree>,
     /// Its trail (see [`Provenance`]).
     trail: usize,
-    /// Values written from secrets, with the value written.
-    secret_values: Vec<(Path, Tree)>,
+    /// Values written from secrets: the path written (its text), with the value written.
+    secret_values: Vec<(Arc<str>, Tree)>,
     /// Data substituted from an encrypted document.
     encrypted_dest: bool,
     /// A secret document itself.
@@ -215,10 +215,12 @@ fn finish(
 ) -> (Document, bool) {
     let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
     let own_secret = o.secret_doc || o.encrypted_dest;
-    let secret_values: Vec<&(Path, Tree)> = o
+    // Each path parsed when it was written.
+    let secret_values: Vec<(Path<'_>, &Tree)> = o
         .secret_values
         .iter()
-        .filter(|(path, v)| path.get(&rendered) == Some(v))
+        .filter_map(|(path, v)| Some((Path::parse(path).ok()?, v)))
+        .filter(|(path, v)| path.get(&rendered) == Some(*v))
         .collect();
     let secret = own_secret || !secret_values.is_empty();
     let control = o.control;
@@ -429,7 +431,7 @@ fn substitution_sources<'a>(
 /// The documents each one waits for: its parent (or the parent's replacement, unless it is that
 /// replacement) and its substitution sources.
 fn dependencies(plan: &Plan<'_>, i: usize) -> Vec<usize> {
-    let mut deps = Vec::new();
+    let mut deps = Vec::with_capacity(1 + plan.subs[i].len());
     if let Some(p) = plan.parents[i] {
         match plan.replaced_by[p] {
             Some(r) if r != i => deps.push(r),
@@ -506,16 +508,16 @@ fn render_sorted(
     let meta = &plan.meta;
     // Each document's trail: its own to begin with, a new one when it is layered, its replacement's
     // once it is replaced.
-    let mut trails: Vec<Trail> = (0..n)
-        .map(|doc| Trail {
-            doc,
-            how: How::Own,
-            from: Vec::new(),
-        })
-        .collect();
+    // Room for a trail more for each layered document.
+    let mut trails: Vec<Trail> = Vec::with_capacity(n + plan.parents.iter().flatten().count());
+    trails.extend((0..n).map(|doc| Trail {
+        doc,
+        how: How::Own,
+        from: Vec::new(),
+    }));
     let mut trail_of: Vec<usize> = (0..n).collect();
     // Values written from secrets, per document, with the value written (still secret while unchanged).
-    let mut secret_values: Vec<Vec<(Path, Tree)>> = vec![Vec::new(); n];
+    let mut secret_values: Vec<Vec<(Arc<str>, Tree)>> = vec![Vec::new(); n];
     let mut encrypted_dest = vec![false; n];
     let mut patterns = Patterns::default();
     for &i in sorted {

@@ -6,7 +6,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use foldhash::fast::RandomState;
 use smallvec::SmallVec;
@@ -42,7 +42,7 @@ pub struct Substitution<'a> {
 #[derive(Debug, Clone)]
 pub struct Dest<'a> {
     /// `dest.path`.
-    pub path: &'a str,
+    pub path: &'a Arc<str>,
     /// `dest.pattern`.
     pub pattern: Option<&'a str>,
     /// `dest.recurse.depth` when `recurse` is given (`-1` when it has no depth).
@@ -119,10 +119,9 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
         let mut dests = SmallVec::with_capacity(dest_items.len());
         for (d, dest) in dest_items.iter().enumerate() {
             let dfield = |f: &str| field(&format!("dest[{d}].{f}"));
-            let path = dest
-                .get("path")
-                .and_then(Tree::as_str)
-                .ok_or_else(|| invalid(dfield("path"), "must be a string"))?;
+            let Some(Tree::String(path)) = dest.get("path") else {
+                return Err(invalid(dfield("path"), "must be a string"));
+            };
             let pattern = match dest.get("pattern") {
                 None | Some(Tree::Null) => None,
                 Some(Tree::String(p)) if p.is_empty() => None,
@@ -165,8 +164,9 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
 pub struct Written {
     /// The source document (index).
     pub source: usize,
-    /// The destination path and the value there after the write, when the source is secret.
-    pub secret: Option<(Path, Tree)>,
+    /// The destination path (its text) and the value there after the write, when the source is
+    /// secret.
+    pub secret: Option<(Arc<str>, Tree)>,
 }
 
 /// The source of a substitution as the renderer resolved it: the document and its current data.
@@ -216,9 +216,9 @@ impl<'a> Patterns<'a> {
 }
 
 /// The regular expression, compiled once per process (up to 512 are kept, as Python's `re` keeps them).
-fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
+fn compiled(pattern: &str) -> Result<Arc<Regex>, regex::Error> {
     const KEPT: usize = 512;
-    static CACHE: OnceLock<Mutex<HashMap<String, Regex, RandomState>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>, RandomState>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
     // A panic while the lock was held cannot leave the map inconsistent: it is only read and written
     // whole entries at a time.
@@ -226,7 +226,7 @@ fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
     if let Some(re) = cache.get(pattern) {
         return Ok(re.clone());
     }
-    let re = Regex::new(pattern)?;
+    let re = Arc::new(Regex::new(pattern)?);
     if cache.len() >= KEPT {
         cache.clear();
     }
@@ -243,7 +243,7 @@ pub fn substitute<'a, 's>(
     patterns: &mut Patterns<'s>,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
-    let mut written = Vec::new();
+    let mut written = Vec::with_capacity(subs.iter().map(|s| s.dests.len()).sum());
     for (index, sub) in subs.iter().enumerate() {
         let src =
             sub.source
@@ -330,7 +330,7 @@ pub fn substitute<'a, 's>(
                 write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
                 match (&mut *data, result) {
                     (Tree::Object(map), Tree::Object(new)) => {
-                        let map = std::sync::Arc::make_mut(map);
+                        let map = Arc::make_mut(map);
                         for (k, v) in new.iter() {
                             map.insert(k.clone(), v.clone());
                         }
@@ -346,7 +346,7 @@ pub fn substitute<'a, 's>(
                 write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
             }
             let secret = if src.secret {
-                path.find(data).cloned().map(|now| (path, now))
+                path.find(data).cloned().map(|now| (dest.path.clone(), now))
             } else {
                 None
             };
