@@ -215,13 +215,30 @@ fn finish(
 ) -> (Document, bool) {
     let mut rendered = o.data.take().unwrap_or_else(|| doc.data().clone());
     let own_secret = o.secret_doc || o.encrypted_dest;
-    // Each path parsed when it was written.
-    let secret_values: Vec<(Path<'_>, &Tree)> = o
-        .secret_values
-        .iter()
-        .filter_map(|(path, v)| Some((Path::parse(path).ok()?, v)))
-        .filter(|(path, v)| path.get(&rendered) == Some(*v))
-        .collect();
+    // A value written from a secret is secret while it is still there (each path parsed when it was
+    // written). To redact them, all are found before any is redacted.
+    fn still_there<'a>(
+        (path, v): &'a (Arc<str>, Tree),
+        rendered: &Tree,
+    ) -> Option<(Path<'a>, &'a Tree)> {
+        let path = Path::parse(path).ok()?;
+        (path.get(rendered) == Some(v)).then_some((path, v))
+    }
+    let secret_values: Vec<(Path<'_>, &Tree)> = match (own_secret, options.cleartext_secrets) {
+        (true, _) => Vec::new(),
+        (false, false) => o
+            .secret_values
+            .iter()
+            .filter_map(|sv| still_there(sv, &rendered))
+            .collect(),
+        // In clear, one is enough to tell that the document is secret.
+        (false, true) => o
+            .secret_values
+            .iter()
+            .find_map(|sv| still_there(sv, &rendered))
+            .into_iter()
+            .collect(),
+    };
     let secret = own_secret || !secret_values.is_empty();
     let control = o.control;
     let mut value = doc.value;
@@ -354,7 +371,8 @@ fn replacements(
     parents: &[Option<usize>],
 ) -> Result<Vec<Option<usize>>, RenderError> {
     let mut replaced_by = vec![None; docs.len()];
-    let mut names: HashMap<(&str, &str), usize, RandomState> = HashMap::default();
+    let mut names: HashMap<(&str, &str), usize, RandomState> =
+        HashMap::with_capacity_and_hasher(docs.len(), RandomState::default());
     for (i, doc) in docs.iter().enumerate() {
         let parent = parents[i];
         let m = &meta[i];
@@ -405,7 +423,7 @@ fn substitution_sources<'a>(
     meta: &[Header<'a>],
     replaced_by: &[Option<usize>],
 ) -> Result<Sources<'a>, RenderError> {
-    let mut sources = Sources::default();
+    let mut sources = Sources::with_capacity_and_hasher(docs.len(), RandomState::default());
     for (i, doc) in docs.iter().enumerate() {
         if meta[i].is_abstract {
             continue;

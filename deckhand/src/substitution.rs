@@ -119,16 +119,25 @@ pub fn read<'a>(doc: &Document, written: &'a Tree) -> Result<Vec<Substitution<'a
         let mut dests = SmallVec::with_capacity(dest_items.len());
         for (d, dest) in dest_items.iter().enumerate() {
             let dfield = |f: &str| field(&format!("dest[{d}].{f}"));
-            let Some(Tree::String(path)) = dest.get("path") else {
+            let (mut path, mut pattern, mut recurse) = (None, None, None);
+            for (k, v) in dest.as_object().into_iter().flatten() {
+                match k.as_str() {
+                    "path" => path = Some(v),
+                    "pattern" => pattern = Some(v),
+                    "recurse" => recurse = Some(v),
+                    _ => {}
+                }
+            }
+            let Some(Tree::String(path)) = path else {
                 return Err(invalid(dfield("path"), "must be a string"));
             };
-            let pattern = match dest.get("pattern") {
+            let pattern = match pattern {
                 None | Some(Tree::Null) => None,
                 Some(Tree::String(p)) if p.is_empty() => None,
                 Some(Tree::String(p)) => Some(&**p),
                 Some(_) => return Err(invalid(dfield("pattern"), "must be a string")),
             };
-            let recurse = match dest.get("recurse") {
+            let recurse = match recurse {
                 None | Some(Tree::Null) => None,
                 Some(Tree::Object(r)) if r.is_empty() => None,
                 Some(Tree::Object(r)) => Some(match r.get("depth") {

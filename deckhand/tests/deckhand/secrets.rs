@@ -199,4 +199,13 @@ fn a_secret_inherited_from_a_parent_stays_redacted() {
     let child = r.find("example/Kind").next().unwrap();
     assert!(!child.secret);
     assert_eq!(child.value["data"], json!({"pw": "mine", "other": 1}));
+    // In clear, the same documents are secret.
+    for (pw, secret) in [(json!({"other": 2}), true), (json!({"pw": "mine"}), false)] {
+        values[2]["data"] = pw;
+        let clear = Options {
+            cleartext_secrets: true,
+        };
+        let r = render(&docs(&values), &clear).unwrap();
+        assert_eq!(r.find("example/Kind").next().unwrap().secret, secret);
+    }
 }
