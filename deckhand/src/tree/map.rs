@@ -15,13 +15,26 @@ use super::{Key, Tree};
 pub const INDEXED: usize = 16;
 
 /// A mapping: keys in the order written, each once.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Map {
     entries: Vec<(Key, Tree)>,
     /// Each key's position, for mappings of more than [`INDEXED`] keys (boxed: the mappings without one,
     /// nearly all, stay a pointer smaller).
     #[allow(clippy::box_collection)]
     index: Option<Box<HashMap<Key, usize, RandomState>>>,
+}
+
+/// A copy keeps the room the mapping had for more keys: a mapping is copied to be written (copy on
+/// write), and writes often add keys.
+impl Clone for Map {
+    fn clone(&self) -> Map {
+        let mut entries = Vec::with_capacity(self.entries.capacity());
+        entries.extend_from_slice(&self.entries);
+        Map {
+            entries,
+            index: self.index.clone(),
+        }
+    }
 }
 
 /// The entries of a [`Map`], in order.
@@ -57,6 +70,21 @@ impl Map {
         match &self.index {
             Some(index) => index.get(key).copied(),
             None => self.entries.iter().position(|(k, _)| same_text(k, key)),
+        }
+    }
+
+    /// A copy sharing nothing with this mapping (see [`Tree::deep_clone`]), with the same room for
+    /// more keys.
+    pub fn deep_clone(&self) -> Map {
+        let mut entries = Vec::with_capacity(self.entries.capacity());
+        entries.extend(
+            self.entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.deep_clone())),
+        );
+        Map {
+            entries,
+            index: self.index.clone(),
         }
     }
 
@@ -250,6 +278,20 @@ mod tests {
             }
             assert!(!same_text(a, &text[..n + 1]));
         }
+    }
+
+    #[test]
+    fn copies_keep_the_room_for_more_keys() {
+        let mut map = Map::new();
+        for n in 0..5 {
+            map.insert(key(n), Tree::from(n == 0));
+        }
+        let room = map.entries.capacity();
+        assert!(room > 5);
+        assert_eq!(map.clone().entries.capacity(), room);
+        let copy = map.deep_clone();
+        assert_eq!(copy.entries.capacity(), room);
+        assert_eq!(copy, map);
     }
 
     #[test]

@@ -194,17 +194,13 @@ impl Tree {
         }
     }
 
-    /// A copy sharing nothing with this tree (every string, list and mapping copied), as Python's
-    /// `copy.deepcopy` copies.
+    /// A copy sharing nothing with this tree (every string, list and mapping copied, each mapping with
+    /// the room it had for more keys), as Python's `copy.deepcopy` copies.
     pub fn deep_clone(&self) -> Tree {
         match self {
             Tree::String(s) => Tree::string(s),
             Tree::Array(items) => Tree::array(items.iter().map(Tree::deep_clone).collect()),
-            Tree::Object(map) => Tree::object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), v.deep_clone()))
-                    .collect(),
-            ),
+            Tree::Object(map) => Tree::object(map.deep_clone()),
             other => other.clone(),
         }
     }
