@@ -43,6 +43,11 @@ pub struct Document {
 /// The schema prefix of the layering policy.
 pub const LAYERING_POLICY_SCHEMA: &str = "deckhand/LayeringPolicy";
 
+/// A control document's `metadata.schema`.
+fn is_control_schema(metadata_schema: &str) -> bool {
+    metadata_schema.starts_with("metadata/Control")
+}
+
 /// The empty mapping absent fields read as.
 fn empty() -> &'static Map {
     static EMPTY: std::sync::OnceLock<Map> = std::sync::OnceLock::new();
@@ -96,7 +101,12 @@ impl Document {
     /// A control document (`metadata.schema` starting with `metadata/Control`): never layered nor
     /// substituted, returned as it is.
     pub fn is_control(&self) -> bool {
-        self.header().is_control
+        // Read alone (not through the whole header): rendering asks it of every document first.
+        self.value
+            .get("metadata")
+            .and_then(|m| m.get("schema"))
+            .and_then(Tree::as_str)
+            .is_some_and(is_control_schema)
     }
 
     /// A layering policy (`schema` starting with `deckhand/LayeringPolicy`).
@@ -221,7 +231,7 @@ impl<'a> Header<'a> {
             is_abstract: yes(is_abstract),
             metadata_schema: text(meta_schema),
             storage_policy: text(storage),
-            is_control: text(meta_schema).starts_with("metadata/Control"),
+            is_control: is_control_schema(text(meta_schema)),
             is_replacement: yes(replacement),
             is_encrypted: text(storage) == "encrypted",
             labels: map(labels),
