@@ -16,7 +16,7 @@ use foldhash::fast::RandomState;
 
 use crate::document::{Document, Header};
 use crate::error::RenderError;
-use crate::path::{layering_path, write, Path, Write};
+use crate::path::{layering_path, write, Path, Walked, Write};
 use crate::policy::LayerOrder;
 
 /// Each document's parent (an index into `docs`), or none.
@@ -209,6 +209,8 @@ pub fn apply_actions(
                     pattern_text: "",
                     recurse: None,
                 },
+                // Actions delete and merge too: each write walks its whole path.
+                &mut Walked::default(),
             )
             .map_err(|reason| missing(&reason))
         };

@@ -144,12 +144,40 @@ impl<'a> Path<'a> {
     /// list's end pads the list with empty mappings, a missing key before a position becomes a list.
     /// The mappings and lists on the way are copied if they are shared ([`Tree`]).
     pub fn place<'t>(&self, data: &'t mut Tree) -> Result<&'t mut Tree, String> {
+        self.place_after(data, &mut Walked::default())
+    }
+
+    /// [`Path::place`], taking the steps this path shares with the last one placed in the same data
+    /// (`walked`) by their positions, without looking them up again; `walked` becomes this path's.
+    pub fn place_after<'t>(
+        &self,
+        data: &'t mut Tree,
+        walked: &mut Walked<'a>,
+    ) -> Result<&'t mut Tree, String> {
+        // The last path's own place is not shared: a value was written there.
+        let before_last = walked.steps.len().saturating_sub(1);
+        let shared = self
+            .steps
+            .iter()
+            .zip(&walked.steps[..before_last])
+            .take_while(|(step, (taken, _))| *step == taken)
+            .count();
+        walked.steps.truncate(shared);
         let mut current = data;
-        for (n, step) in self.steps.iter().enumerate() {
+        for &(step, at) in &walked.steps {
+            let next = match current {
+                Tree::Object(map) => Arc::make_mut(map).get_index_mut(at).map(|(_, v)| v),
+                Tree::Array(items) => Arc::make_mut(items).get_mut(at),
+                _ => None,
+            };
+            // Positions stay where they were while the data is written only through `place_after`.
+            current = next.ok_or_else(|| format!("{step:?} moved since it was last written"))?;
+        }
+        for (n, step) in self.steps.iter().enumerate().skip(shared) {
             let next_is_index = matches!(self.steps.get(n + 1), Some(Step::Index(_)));
-            current = match (step, current) {
+            let (at, next) = match (step, current) {
                 (Step::Key(k), Tree::Object(map)) => {
-                    Arc::make_mut(map).get_or_insert_with(k, || {
+                    Arc::make_mut(map).get_or_insert_full(k, || {
                         if next_is_index {
                             Tree::array(Vec::new())
                         } else {
@@ -162,7 +190,7 @@ impl<'a> Path<'a> {
                     while items.len() <= *i {
                         items.push(Tree::empty_object());
                     }
-                    &mut items[*i]
+                    (*i, &mut items[*i])
                 }
                 (Step::Key(k), other) => {
                     return Err(format!(
@@ -177,9 +205,19 @@ impl<'a> Path<'a> {
                     ))
                 }
             };
+            walked.steps.push((*step, at));
+            current = next;
         }
         Ok(current)
     }
+}
+
+/// The steps the last path placed in some data took, each with its position in its mapping or list
+/// ([`Path::place_after`]). Valid while that data is written only through `place_after` with it: keys
+/// and positions are added at the end, so those taken stay where they are.
+#[derive(Debug, Default)]
+pub struct Walked<'a> {
+    steps: SmallVec<[(Step<'a>, usize); 8]>,
 }
 
 impl std::fmt::Display for Path<'_> {
@@ -276,13 +314,19 @@ pub struct Write<'a> {
 
 /// Writes `value` at `path` in `data` as Deckhand's `jsonpath_replace` does (the path created when
 /// absent).
-pub fn write(data: &mut Tree, path: &Path<'_>, value: Tree, how: Write<'_>) -> Result<(), String> {
+pub fn write<'a>(
+    data: &mut Tree,
+    path: &Path<'a>,
+    value: Tree,
+    how: Write<'_>,
+    walked: &mut Walked<'a>,
+) -> Result<(), String> {
     let Some(pattern) = how.pattern else {
-        *path.place(data)? = value;
+        *path.place_after(data, walked)? = value;
         return Ok(());
     };
     let text = python_str(&value);
-    let place = path.place(data)?;
+    let place = path.place_after(data, walked)?;
     match (how.recurse, &mut *place) {
         (Some(depth), Tree::Object(_) | Tree::Array(_)) => {
             replace_within(place, pattern, how.pattern_text, &text, 0, depth);
@@ -465,6 +509,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn paths_placed_one_after_another_go_where_each_alone_goes() {
+        let paths = [
+            ".a.b.c",
+            ".a.b.d",
+            ".a.x",
+            ".a.b.c.e",
+            ".a.b",
+            ".a.b.f",
+            ".l[2].k",
+            ".l[2].m",
+            ".l[0]",
+            ".l[2].k.z",
+            ".a.b.f",
+            ".q",
+            ".a.'b'.g",
+        ];
+        let start = Tree::from(serde_json::json!({"a": {"x": 1, "b": {"c": {}}}, "l": []}));
+        let (mut alone, mut after) = (start.clone(), start.clone());
+        let mut walked = Walked::default();
+        for (n, text) in paths.iter().enumerate() {
+            let path = Path::parse(text).unwrap();
+            let value = Tree::from(serde_json::json!({"n": n}));
+            *path.place(&mut alone).unwrap() = value.clone();
+            *path.place_after(&mut after, &mut walked).unwrap() = value;
+            assert_eq!(after, alone, "after {text}");
+        }
+        assert_eq!(
+            after.to_value()["a"]["b"]["f"],
+            serde_json::json!({"n": 10})
+        );
     }
 
     #[test]

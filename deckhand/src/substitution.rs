@@ -15,7 +15,7 @@ use regex::Regex;
 
 use crate::document::Document;
 use crate::error::RenderError;
-use crate::path::{write, Path, Pattern, Write};
+use crate::path::{write, Path, Pattern, Walked, Write};
 use crate::render::Warning;
 use crate::tree::Tree;
 
@@ -253,6 +253,8 @@ pub fn substitute<'a, 's>(
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Written>, RenderError> {
     let mut written = Vec::with_capacity(subs.iter().map(|s| s.dests.len()).sum());
+    // The data is written only here, each path starting where it parts from the last one.
+    let mut walked = Walked::default();
     for (index, sub) in subs.iter().enumerate() {
         let src =
             sub.source
@@ -336,7 +338,11 @@ pub fn substitute<'a, 's>(
             };
             if path.steps.is_empty() {
                 let mut result = data.clone();
-                write(&mut result, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                let whole = &mut Walked::default();
+                write(&mut result, &path, value.clone(), how, whole)
+                    .map_err(|e| failed(dest.path, e))?;
+                // The data is replaced: nothing walked before is where it was.
+                walked = Walked::default();
                 match (&mut *data, result) {
                     (Tree::Object(map), Tree::Object(new)) => {
                         let map = Arc::make_mut(map);
@@ -352,7 +358,8 @@ pub fn substitute<'a, 's>(
                     )),
                 }
             } else {
-                write(data, &path, value.clone(), how).map_err(|e| failed(dest.path, e))?;
+                write(data, &path, value.clone(), how, &mut walked)
+                    .map_err(|e| failed(dest.path, e))?;
             }
             let secret = if src.secret {
                 path.find(data).cloned().map(|now| (dest.path.clone(), now))

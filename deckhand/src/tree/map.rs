@@ -149,11 +149,20 @@ impl Map {
 
     /// The value of a key, added at the end (made by `make`) when the mapping does not have it.
     pub fn get_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> Tree) -> &mut Tree {
+        self.get_or_insert_full(key, make).1
+    }
+
+    /// [`Map::get_or_insert_with`], with the key's position.
+    pub fn get_or_insert_full(
+        &mut self,
+        key: &str,
+        make: impl FnOnce() -> Tree,
+    ) -> (usize, &mut Tree) {
         let at = match self.get_index_of(key) {
             Some(at) => at,
             None => self.push_new(Key::from(key), make()),
         };
-        &mut self.entries[at].1
+        (at, &mut self.entries[at].1)
     }
 
     /// Removes the entry at a position; the later ones move up.
