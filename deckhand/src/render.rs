@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
+use smallvec::SmallVec;
 
 use crate::document::{DocRef, Document, Header, Origin};
 use crate::error::RenderError;
@@ -79,8 +80,9 @@ impl Rendering {
     }
 }
 
-/// The substitution sources by (schema, name).
-type Sources<'a> = HashMap<(&'a str, &'a str), usize, RandomState>;
+/// Each (schema, `metadata.name`) of the documents, numbered in the order first seen: the documents
+/// are told apart by layer within one, replacements and substitution sources are found by them.
+type Names<'a> = HashMap<(&'a str, &'a str), usize, RandomState>;
 
 /// What each kept document needs while rendering.
 struct Plan<'a> {
@@ -295,26 +297,34 @@ fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts,
     let mut warnings = Vec::new();
     let headers: Vec<Header<'_>> = input.iter().map(Header::of).collect();
     let order = policy::layer_order(input, &headers, &mut warnings)?;
-    let mut seen: HashMap<(&str, &str, &str), &Document, RandomState> =
-        HashMap::with_capacity_and_hasher(input.len(), RandomState::default());
-    let mut docs = Vec::with_capacity(input.len());
+    let mut names = Names::with_capacity_and_hasher(input.len(), RandomState::default());
+    // By name (its number in `names`): the layers it is in, each with its document.
+    let mut layers: Vec<SmallVec<[(&str, usize); 1]>> = Vec::with_capacity(input.len());
+    let mut docs: Vec<&Document> = Vec::with_capacity(input.len());
     let mut meta = Vec::with_capacity(input.len());
     let mut positions = Vec::with_capacity(input.len());
+    let mut name_of = Vec::with_capacity(input.len());
     for (at, (doc, m)) in input.iter().zip(headers).enumerate() {
-        match seen.get(&(m.schema, m.layer, m.name)) {
+        let next = names.len();
+        let name = *names.entry((m.schema, m.name)).or_insert(next);
+        if name == layers.len() {
+            layers.push(SmallVec::new());
+        }
+        match layers[name].iter().find(|(layer, _)| *layer == m.layer) {
             // The very same document twice is one document (Deckhand keeps the first).
-            Some(first) if first.value == doc.value => {}
-            Some(first) => {
+            Some(&(_, first)) if docs[first].value == doc.value => {}
+            Some(&(_, first)) => {
                 return Err(RenderError::DuplicateDocument {
                     document: doc.reference(),
-                    first: first.reference(),
+                    first: docs[first].reference(),
                 })
             }
             None => {
-                seen.insert((m.schema, m.layer, m.name), doc);
+                layers[name].push((m.layer, docs.len()));
                 docs.push(doc);
                 meta.push(m);
                 positions.push(at);
+                name_of.push(name);
             }
         }
     }
@@ -328,8 +338,8 @@ fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts,
             ));
         }
     }
-    let replaced_by = replacements(&docs, &meta, &parents)?;
-    let sources = substitution_sources(&docs, &meta, &replaced_by)?;
+    let replaced_by = replacements(&docs, &meta, &parents, &name_of, names.len())?;
+    let sources = substitution_sources(&docs, &meta, &replaced_by, &name_of, names.len())?;
     let actions = docs
         .iter()
         .zip(&meta)
@@ -341,7 +351,9 @@ fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts,
         .map(|(d, m)| substitution::read(d, m.substitutions))
         .collect::<Result<Vec<_>, _>>()?;
     for sub in subs.iter_mut().flatten() {
-        sub.source = sources.get(&(sub.src_schema, sub.src_name)).copied();
+        sub.source = names
+            .get(&(sub.src_schema, sub.src_name))
+            .and_then(|&name| sources[name]);
     }
     let plan = Plan {
         docs,
@@ -365,18 +377,21 @@ fn render_parts(input: &[Document], mut own: Vec<Option<Tree>>) -> Result<Parts,
 }
 
 /// Checks the replacement rules; returns each document's replacement.
+/// `name_of` gives each document's (schema, name) as a number below `names` ([`Names`]).
 fn replacements(
     docs: &[&Document],
     meta: &[Header<'_>],
     parents: &[Option<usize>],
+    name_of: &[usize],
+    names: usize,
 ) -> Result<Vec<Option<usize>>, RenderError> {
     let mut replaced_by = vec![None; docs.len()];
-    let mut names: HashMap<(&str, &str), usize, RandomState> =
-        HashMap::with_capacity_and_hasher(docs.len(), RandomState::default());
+    // The document not replacing another that has each name.
+    let mut named: Vec<Option<usize>> = vec![None; names];
     for (i, doc) in docs.iter().enumerate() {
         let parent = parents[i];
         let m = &meta[i];
-        let same = |p: usize| meta[p].schema == m.schema && meta[p].name == m.name;
+        let same = |p: usize| name_of[p] == name_of[i];
         let refuse = |reason: &str| RenderError::InvalidDocumentReplacement {
             document: doc.reference(),
             reason: reason.to_string(),
@@ -404,7 +419,7 @@ fn replacements(
                 )));
             }
             if !m.is_control {
-                if let Some(first) = names.insert((m.schema, m.name), i) {
+                if let Some(first) = named[name_of[i]].replace(i) {
                     return Err(refuse(&format!(
                         "{} has the same schema and metadata.name and neither has `replacement: true`",
                         docs[first].reference()
@@ -416,14 +431,16 @@ fn replacements(
     Ok(replaced_by)
 }
 
-/// The substitution sources by (schema, name): concrete documents, a replaced one standing for its
-/// replacement.
-fn substitution_sources<'a>(
-    docs: &[&'a Document],
-    meta: &[Header<'a>],
+/// The substitution source of each (schema, name) (numbered as in [`Names`]): concrete documents, a
+/// replaced one standing for its replacement.
+fn substitution_sources(
+    docs: &[&Document],
+    meta: &[Header<'_>],
     replaced_by: &[Option<usize>],
-) -> Result<Sources<'a>, RenderError> {
-    let mut sources = Sources::with_capacity_and_hasher(docs.len(), RandomState::default());
+    name_of: &[usize],
+    names: usize,
+) -> Result<Vec<Option<usize>>, RenderError> {
+    let mut sources = vec![None; names];
     for (i, doc) in docs.iter().enumerate() {
         if meta[i].is_abstract {
             continue;
@@ -441,27 +458,21 @@ fn substitution_sources<'a>(
             }
             source = replacement;
         }
-        sources.insert((meta[source].schema, meta[source].name), source);
+        sources[name_of[source]] = Some(source);
     }
     Ok(sources)
 }
 
-/// The documents each one waits for: its parent (or the parent's replacement, unless it is that
-/// replacement) and its substitution sources.
-fn dependencies(plan: &Plan<'_>, i: usize) -> Vec<usize> {
-    let mut deps = Vec::with_capacity(1 + plan.subs[i].len());
+/// Adds the documents document `i` waits for to `deps`: its parent (or the parent's replacement, unless
+/// it is that replacement) and its substitution sources.
+fn dependencies(plan: &Plan<'_>, i: usize, deps: &mut Vec<usize>) {
     if let Some(p) = plan.parents[i] {
         match plan.replaced_by[p] {
             Some(r) if r != i => deps.push(r),
             _ => deps.push(p),
         }
     }
-    for sub in &plan.subs[i] {
-        if let Some(s) = sub.source {
-            deps.push(s);
-        }
-    }
-    deps
+    deps.extend(plan.subs[i].iter().filter_map(|sub| sub.source));
 }
 
 /// Every document after those it waits for; a cycle is an error naming its documents.
@@ -473,23 +484,32 @@ fn dependency_order(plan: &Plan<'_>) -> Result<Vec<usize>, RenderError> {
         Done,
     }
     let n = plan.docs.len();
-    let deps: Vec<Vec<usize>> = (0..n).map(|i| dependencies(plan, i)).collect();
+    // Document `i` waits for `deps[starts[i]..starts[i + 1]]`.
+    let mut deps = Vec::with_capacity(n + plan.subs.iter().map(Vec::len).sum::<usize>());
+    let mut starts = Vec::with_capacity(n + 1);
+    for i in 0..n {
+        starts.push(deps.len());
+        dependencies(plan, i, &mut deps);
+    }
+    starts.push(deps.len());
     let mut mark = vec![Mark::New; n];
     let mut sorted = Vec::with_capacity(n);
+    // An explicit stack: (document, its next dependency to visit).
+    let mut stack: Vec<(usize, usize)> = Vec::new();
     for start in 0..n {
         if mark[start] != Mark::New {
             continue;
         }
-        // An explicit stack: (document, next dependency to visit).
-        let mut stack = vec![(start, 0usize)];
+        stack.push((start, starts[start]));
         mark[start] = Mark::Open;
         while let Some(&mut (at, ref mut next)) = stack.last_mut() {
-            if let Some(&dep) = deps[at].get(*next) {
+            if *next < starts[at + 1] {
+                let dep = deps[*next];
                 *next += 1;
                 match mark[dep] {
                     Mark::New => {
                         mark[dep] = Mark::Open;
-                        stack.push((dep, 0));
+                        stack.push((dep, starts[dep]));
                     }
                     Mark::Open => {
                         let from = stack.iter().position(|(d, _)| *d == dep).unwrap_or(0);
