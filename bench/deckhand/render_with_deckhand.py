@@ -7,7 +7,7 @@ writes. Deckhand's `DocumentLayering` is run as its API runs it for a revision (
 fresh copy of the documents each time; reading the YAML is timed apart.
 
     python3 render_with_deckhand.py --deckhand-src DECKHAND_CHECKOUT [--repeat N] [--cleartext]
-        [--api-redaction] [--digests FILE] PATH...
+        [--api-redaction] [--digests FILE] [--redaction-digests FILE] PATH...
 
 With `--api-redaction`, each rendering is followed, inside the time measured, by the redaction Deckhand's
 API applies before it answers with rendered documents (`utils.redact_documents`: the data of encrypted
@@ -15,7 +15,9 @@ documents replaced by its SHA-256).
 
 With `--digests`, it also writes one line per rendered document, `schema|layer|name sha256`, the digest
 of its data as compact JSON with sorted keys: what `deckhand/tests/deckhand/conformance.rs` compares
-`plinth-deckhand`'s rendering with.
+`plinth-deckhand`'s rendering with. With `--redaction-digests`, one line per rendered document with what
+Deckhand puts in place of its data when it redacts it (`DocumentDict.redact`): what the same test compares
+`plinth-deckhand`'s redaction with.
 """
 
 import argparse
@@ -49,12 +51,16 @@ def main():
     parser.add_argument('--api-redaction', action='store_true',
                         help="redact as Deckhand's API does before answering, inside the time measured")
     parser.add_argument('--digests', help="write each rendered document's data digest to this file")
+    parser.add_argument('--redaction-digests',
+                        help="write what Deckhand's redaction puts in place of each rendered document's "
+                             "data to this file")
     parser.add_argument('paths', nargs='+', help='YAML files or folders of them')
     args = parser.parse_args()
 
     sys.path.insert(0, args.deckhand_src)
     import yaml
     from deckhand.common import utils
+    from deckhand.common.document import DocumentDict
     from deckhand.engine import layering
 
     started = time.perf_counter()
@@ -77,17 +83,23 @@ def main():
         times.append(time.perf_counter() - started)
         count = len(rendered)
 
-    if args.digests:
-        lines = []
-        for doc in rendered:
-            meta = doc.get('metadata') or {}
-            layer = (meta.get('layeringDefinition') or {}).get('layer') or ''
-            text = json.dumps(doc.get('data'), sort_keys=True, separators=(',', ':'),
-                              ensure_ascii=False)
-            lines.append('%s|%s|%s %s' % (doc.get('schema'), layer, meta.get('name'),
-                                          hashlib.sha256(text.encode('utf-8')).hexdigest()))
-        with open(args.digests, 'w') as f:
+    def key(doc):
+        meta = doc.get('metadata') or {}
+        layer = (meta.get('layeringDefinition') or {}).get('layer') or ''
+        return '%s|%s|%s' % (doc.get('schema'), layer, meta.get('name'))
+
+    def write_lines(path, digest):
+        lines = ['%s %s' % (key(doc), digest(doc.get('data'))) for doc in rendered]
+        with open(path, 'w') as f:
             f.write('\n'.join(sorted(lines)) + '\n')
+
+    if args.digests:
+        def sorted_digest(data):
+            text = json.dumps(data, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
+            return hashlib.sha256(text.encode('utf-8')).hexdigest()
+        write_lines(args.digests, sorted_digest)
+    if args.redaction_digests:
+        write_lines(args.redaction_digests, DocumentDict.redact)
 
     print('documents read: %d (%.1f ms)' % (len(documents), read * 1000))
     print('concrete documents rendered: %d' % count)

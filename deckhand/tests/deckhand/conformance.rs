@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use plinth_deckhand::{read_sources, render, Options};
+use plinth_deckhand::{read_sources, render, secrets, Options, Tree};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -48,13 +48,13 @@ fn digest(value: &Value) -> String {
         .collect()
 }
 
-#[test]
-fn treasuremap_matches_deckhands_own_rendering() {
-    let expected: BTreeMap<&str, &str> = include_str!("fixtures/treasuremap_deckhand_digests.txt")
-        .lines()
-        .filter_map(|l| l.rsplit_once(' '))
-        .collect();
-    assert_eq!(expected.len(), 404);
+/// A fixture's lines, `schema|layer|name digest`, by document.
+fn fixture(text: &str) -> BTreeMap<&str, &str> {
+    text.lines().filter_map(|l| l.rsplit_once(' ')).collect()
+}
+
+/// The treasuremap site rendered in clear: `of` each document's data, by `schema|layer|name`.
+fn rendered_site(of: impl Fn(&Tree) -> String) -> BTreeMap<String, String> {
     let texts = site_texts();
     let sources: Vec<(&str, &str)> = texts
         .iter()
@@ -79,8 +79,17 @@ fn treasuremap_matches_deckhands_own_rendering() {
                 .unwrap_or(""),
             v["metadata"]["name"].as_str().unwrap_or("")
         );
-        ours.insert(key, digest(&v["data"].to_value()));
+        ours.insert(key, of(&v["data"]));
     }
+    ours
+}
+
+/// Every document Deckhand gave is there, and the same but for those it changes through shared mappings.
+fn assert_same_but_shared_mappings(
+    ours: &BTreeMap<String, String>,
+    expected: &BTreeMap<&str, &str>,
+) {
+    assert_eq!(expected.len(), 404);
     assert_eq!(
         ours.keys().map(String::as_str).collect::<Vec<_>>(),
         expected.keys().copied().collect::<Vec<_>>(),
@@ -92,4 +101,26 @@ fn treasuremap_matches_deckhands_own_rendering() {
         .map(|(k, _)| *k)
         .collect();
     assert_eq!(differing, SHARED_MAPPINGS);
+}
+
+#[test]
+fn treasuremap_matches_deckhands_own_rendering() {
+    let expected = fixture(include_str!("fixtures/treasuremap_deckhand_digests.txt"));
+    let ours = rendered_site(|data| digest(&data.to_value()));
+    assert_same_but_shared_mappings(&ours, &expected);
+}
+
+/// `fixtures/treasuremap_deckhand_redactions.txt` holds what Deckhand puts in place of each rendered
+/// document's data when it redacts it (`DocumentDict.redact`, written by `render_with_deckhand.py
+/// --cleartext --redaction-digests`): certificates, keys and whole charts, long texts with escapes.
+#[test]
+fn treasuremap_redacts_as_deckhands_own_redaction() {
+    let expected = fixture(include_str!("fixtures/treasuremap_deckhand_redactions.txt"));
+    let ours = rendered_site(|data| {
+        secrets::redact(data)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    });
+    assert_same_but_shared_mappings(&ours, &expected);
 }
